@@ -1,0 +1,31 @@
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crcr.settings")
+
+app = Celery("crcr")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+app.conf.beat_schedule = {
+    "every-minute-sweep-dispatches": {
+        "task": "relay.dispatch_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "hourly-sync-installations": {
+        "task": "relay.installations_sync",
+        "schedule": 3600.0,
+        "options": {"expires": 600},
+    },
+}
+
+
+@app.on_after_configure.connect
+def _make_broker_folders(sender, **kwargs):
+    # The embedded (filesystem) broker needs its folders before the first publish.
+    options = sender.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+        if options.get(key):
+            os.makedirs(options[key], exist_ok=True)

@@ -1,0 +1,224 @@
+"""The one settings module. Everything is driven by the environment (see README's table) and the
+app runs with no configuration at all: SQLite under var/, an embedded broker, a local cache, and
+sandbox mode when no GitHub App credentials are set."""
+
+import json
+from pathlib import Path
+
+import dj_database_url
+
+from .env import env, env_bool, env_int, env_list
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env("CRCR_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me-in-production-0123456789")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_beat",
+    "template_partials",
+    "relay",
+    "hud",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "relay.middleware.DatabaseUnavailableMiddleware",
+]
+
+ROOT_URLCONF = "crcr.urls"
+WSGI_APPLICATION = "crcr.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "relay.context_processors.sandbox",
+            ],
+        },
+    },
+]
+
+# --- database -----------------------------------------------------------------------------------
+DATABASE_URL = env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'crcr.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web, worker and beat share one file: WAL lets readers run beside the writer, IMMEDIATE
+    # transactions take the write lock up front instead of failing on upgrade, and the timeout
+    # makes a busy writer wait rather than error.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-crcr.sqlite3")}
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- cache, broker ------------------------------------------------------------------------------
+REDIS_URL = env("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "crcr",
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+BROKER_DIR = VAR_DIR / "broker"
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 5}
+    if REDIS_URL
+    else {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+)
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_PUBLISH_RETRY = True
+# A broker outage at intake must not hold the webhook request: the rows are durable and the
+# sweeper sends them later, so give up publishing quickly.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SOFT_TIME_LIMIT = 60
+CELERY_TASK_TIME_LIMIT = 72
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- i18n, static -------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# GitHub sends webhooks of up to 25 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 26 * 1024 * 1024
+WEBHOOK_MAX_BODY_BYTES = 25 * 1024 * 1024
+
+# --- security (production is DEBUG off; `manage.py check --deploy` is clean with these env vars) -
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+}
+
+# --- REST framework -----------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CRCR HUD API",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- the relay ----------------------------------------------------------------------------------
+GITHUB_API_URL = env("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+GITHUB_APP_ID = env("GITHUB_APP_ID")
+GITHUB_APP_PRIVATE_KEY = env("GITHUB_APP_PRIVATE_KEY")
+GITHUB_WEBHOOK_SECRET = env("GITHUB_WEBHOOK_SECRET")
+GITHUB_HTTP_TIMEOUT = float(env("GITHUB_HTTP_TIMEOUT", "20"))
+_has_app = bool(GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY and GITHUB_WEBHOOK_SECRET)
+CRCR_SANDBOX = env_bool("CRCR_SANDBOX", not _has_app)
+
+CRCR_UPSTREAM_REPO = env("CRCR_UPSTREAM_REPO", "pytorch/pytorch")
+_upstream_id = env("CRCR_UPSTREAM_REPO_ID")
+CRCR_UPSTREAM_REPO_ID = int(_upstream_id) if _upstream_id else None
+CRCR_OIDC_AUDIENCE = env("CRCR_OIDC_AUDIENCE", "pytorch-cross-repo-ci-relay")
+CRCR_OIDC_ISSUERS = json.loads(
+    env(
+        "CRCR_OIDC_ISSUERS",
+        json.dumps(
+            [
+                {"issuer": "https://token.actions.githubusercontent.com", "kind": "github"},
+                {"issuer": "https://agent.buildkite.com", "kind": "buildkite"},
+                {"issuer": "https://gitlab.com", "kind": "gitlab"},
+            ]
+        ),
+    )
+)
+CRCR_OIDC_LEEWAY_SECONDS = env_int("CRCR_OIDC_LEEWAY_SECONDS", 30)
+CRCR_PUBLIC_URL = env("CRCR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# Dispatch retry policy: capped, jittered exponential backoff stored on the row.
+CRCR_DISPATCH_MAX_ATTEMPTS = env_int("CRCR_DISPATCH_MAX_ATTEMPTS", 10)
+CRCR_DISPATCH_BACKOFF_BASE_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_BASE_SECONDS", "5"))
+CRCR_DISPATCH_BACKOFF_MAX_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_MAX_SECONDS", "900"))
+CRCR_DISPATCH_MAX_AGE_HOURS = env_int("CRCR_DISPATCH_MAX_AGE_HOURS", 72)
+CRCR_DISPATCH_LEASE_SECONDS = env_int("CRCR_DISPATCH_LEASE_SECONDS", 90)
+CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
+CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)

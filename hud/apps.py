@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HudConfig(AppConfig):
+    name = "hud"
+    verbose_name = "HUD"

@@ -1,0 +1,5 @@
+from django.conf import settings
+
+
+def sandbox(request):
+    return {"SANDBOX": settings.CRCR_SANDBOX, "UPSTREAM_REPO": settings.CRCR_UPSTREAM_REPO}

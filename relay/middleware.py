@@ -1,0 +1,26 @@
+"""Answer 503 with Retry-After, as JSON, when the database cannot be reached, instead of a 500
+page: callers (GitHub, downstream CI) then know to retry."""
+
+import logging
+
+from django.db import InterfaceError, OperationalError
+from django.http import JsonResponse
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseUnavailableMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            logger.warning("database unavailable: %s", exception)
+            response = JsonResponse({"detail": "database unavailable, retry shortly"}, status=503)
+            response["Retry-After"] = "5"
+            return response
+        return None
+

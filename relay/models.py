@@ -1,0 +1,222 @@
+"""Facts the relay keeps: the registry of downstream projects, the App's installations, webhook
+deliveries and the dispatches they fan out to (each attempt a row)."""
+
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+
+class Level(models.TextChoices):
+    L1 = "L1", "L1 · dispatch only"
+    L2 = "L2", "L2 · results on the HUD"
+    L3 = "L3", "L3 · check run with ciflow/crcr/<device>"
+    L4 = "L4", "L4 · check run on every PR, merge-blocking"
+
+
+class CIProvider(models.TextChoices):
+    GITHUB = "github", "GitHub Actions"
+    BUILDKITE = "buildkite", "Buildkite"
+    GITLAB = "gitlab", "GitLab CI"
+
+
+class HardwareKind(models.TextChoices):
+    REFERENCE = "reference", "Reference (CPU-backed)"
+    GPU = "gpu", "GPU"
+    NPU = "npu", "NPU / AI accelerator"
+    CPU = "cpu", "CPU"
+    ECOSYSTEM = "ecosystem", "Ecosystem library"
+    PROBE = "probe", "Relay health probe"
+    OTHER = "other", "Other"
+
+
+class Project(models.Model):
+    """A downstream repository registered with the relay (one allowlist entry)."""
+
+    full_name = models.CharField(max_length=140, help_text="owner/repo on GitHub")
+    github_repo_id = models.BigIntegerField(null=True, blank=True, unique=True, help_text="GitHub's numeric repository id, when known; OIDC identity is pinned to it")
+    level = models.CharField(max_length=2, choices=Level.choices, default=Level.L1)
+    device = models.CharField(max_length=60, blank=True, help_text="L3 label suffix: ciflow/crcr/<device>")
+    oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
+    ci_provider = models.CharField(max_length=16, choices=CIProvider.choices, default=CIProvider.GITHUB)
+    hardware_kind = models.CharField(max_length=16, choices=HardwareKind.choices, default=HardwareKind.OTHER)
+    display_name = models.CharField(max_length=80, blank=True)
+    is_reference = models.BooleanField(default=False, help_text="The baseline backend (OpenReg)")
+    is_health_probe = models.BooleanField(default=False, help_text="Relay self-test repo; kept out of product aggregates")
+    active = models.BooleanField(default=True)
+    position = models.PositiveIntegerField(default=0, help_text="Order within its level in allowlist.yml")
+    require_callback_token = models.BooleanField(null=True, blank=True, help_text="Empty: required at L3 and L4")
+    rate_limit_per_min = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the default (100/min)")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["level", "position", "full_name"]
+        constraints = [
+            models.UniqueConstraint(Lower("full_name"), name="project_full_name_ci_unique"),
+            models.CheckConstraint(condition=~models.Q(level="L3") | ~models.Q(device=""), name="project_l3_has_device"),
+        ]
+
+    def __str__(self):
+        return self.full_name
+
+    @property
+    def owner(self) -> str:
+        return self.full_name.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.full_name.split("/", 1)[1]
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.full_name
+
+
+class LevelChange(models.Model):
+    """Audit history: every change of a project's level (and its creation at a level)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="level_changes")
+    from_level = models.CharField(max_length=2, choices=Level.choices, blank=True)
+    to_level = models.CharField(max_length=2, choices=Level.choices)
+    changed_by = models.CharField(max_length=150)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self):
+        return f"{self.project}: {self.from_level or '—'} → {self.to_level}"
+
+
+class Installation(models.Model):
+    """A GitHub App installation, kept current from installation events and a periodic sync."""
+
+    installation_id = models.BigIntegerField(unique=True)
+    account_login = models.CharField(max_length=100, blank=True)
+    repository_selection = models.CharField(max_length=16, blank=True)
+    suspended = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.account_login} ({self.installation_id})"
+
+
+class InstalledRepo(models.Model):
+    """A repository the App can act on, through its installation."""
+
+    full_name = models.CharField(max_length=140)
+    repo_id = models.BigIntegerField(null=True, blank=True)
+    installation = models.ForeignKey(Installation, on_delete=models.CASCADE, related_name="repos")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(Lower("full_name"), name="installed_repo_name_ci_unique")]
+
+    def __str__(self):
+        return self.full_name
+
+
+class RelayState(models.Model):
+    """Small named facts, e.g. when the installed-repo set was last synced in full."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    value = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class Delivery(models.Model):
+    """One webhook delivery from GitHub, deduplicated on X-GitHub-Delivery."""
+
+    class Outcome(models.TextChoices):
+        RELAYED = "relayed", "relayed to downstream"
+        RECORDED = "recorded", "recorded"
+        IGNORED = "ignored", "ignored"
+
+    delivery_id = models.CharField(max_length=100, unique=True)
+    event = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=64, blank=True, db_index=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
+    reason = models.CharField(max_length=200, blank=True)
+    repo_full_name = models.CharField(max_length=140, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    head_sha = models.CharField(max_length=40, blank=True, db_index=True)
+    ref = models.CharField(max_length=255, blank=True)
+    label = models.CharField(max_length=100, blank=True)
+    sender = models.CharField(max_length=100, blank=True)
+    payload = models.JSONField(default=dict)
+    payload_bytes = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self):
+        return f"{self.event}.{self.action or '-'} {self.delivery_id}"
+
+
+class Dispatch(models.Model):
+    """One repository_dispatch of a delivery to one downstream project. The row is the source of
+    truth; Celery messages only point at it."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        RETRYING = "retrying"
+        FAILED = "failed"
+        NOT_INSTALLED = "not_installed", "not installed"
+        SUPERSEDED = "superseded"
+
+    OPEN_STATES = (State.PENDING, State.RETRYING)
+    FINAL_STATES = (State.SENT, State.FAILED, State.NOT_INSTALLED, State.SUPERSEDED)
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="dispatches")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="dispatches")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    event_type = models.CharField(max_length=64)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project__full_name"]
+        verbose_name_plural = "dispatches"
+        constraints = [models.UniqueConstraint(fields=["delivery", "project"], name="dispatch_once_per_project")]
+        indexes = [
+            models.Index(fields=["state", "next_attempt_at"], name="dispatch_due_idx"),
+            models.Index(fields=["pr_number", "state"], name="dispatch_pr_state_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.delivery.delivery_id} → {self.project} ({self.state})"
+
+
+class DispatchAttempt(models.Model):
+    """Every try at sending a dispatch leaves one of these."""
+
+    class Outcome(models.TextChoices):
+        SENT = "sent"
+        TRANSIENT = "transient", "transient failure"
+        PERMANENT = "permanent", "permanent failure"
+        NOT_INSTALLED = "not_installed", "not installed"
+
+    dispatch = models.ForeignKey(Dispatch, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(default=0)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    error = models.TextField(blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["dispatch", "number"], name="dispatch_attempt_number_unique")]

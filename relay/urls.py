@@ -1,0 +1,8 @@
+from django.urls import path, re_path
+
+from . import views
+
+urlpatterns = [
+    re_path(r"^github/webhook/?$", views.webhook, name="github-webhook"),
+    path("healthz", views.healthz, name="healthz"),
+]
