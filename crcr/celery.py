@@ -14,6 +14,11 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "every-30s-worker-heartbeat": {
+        "task": "relay.heartbeat",
+        "schedule": 30.0,
+        "options": {"expires": 25},
+    },
     "hourly-sync-installations": {
         "task": "relay.installations_sync",
         "schedule": 3600.0,

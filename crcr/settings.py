@@ -11,7 +11,7 @@ from .env import env, env_bool, env_int, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env("CRCR_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+(VAR_DIR / "staticfiles").mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me-in-production-0123456789")

@@ -1,8 +1,9 @@
 from django.urls import path, re_path
 
-from . import views
+from . import pages, views
 
 urlpatterns = [
     re_path(r"^github/webhook/?$", views.webhook, name="github-webhook"),
     path("healthz", views.healthz, name="healthz"),
+    path("relay/deliveries", pages.deliveries, name="relay-deliveries"),
 ]

@@ -1,9 +1,36 @@
+"""HTTP entry points of the relay. Thin: read the request, call one service, shape the answer."""
+
+import logging
+
+from django.conf import settings
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from .health import health_report
+from .intake import webhook_intake
+from .webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
+
+logger = logging.getLogger(__name__)
 
 
+@csrf_exempt
+@require_POST
 def webhook(request):
-    return JsonResponse({"detail": "not yet"}, status=501)
+    if not settings.GITHUB_WEBHOOK_SECRET:
+        return JsonResponse({"detail": "webhook secret is not configured"}, status=503)
+    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
+        return JsonResponse({"detail": "payload larger than GitHub's 25 MB limit"}, status=413)
+    try:
+        hook = webhook_read(request.headers, request.body, settings.GITHUB_WEBHOOK_SECRET)
+    except WebhookRejected as exc:
+        logger.info("webhook refused (%s): %s", exc.status, exc.detail)
+        return JsonResponse({"detail": exc.detail}, status=exc.status)
+    result = webhook_intake(hook)
+    return JsonResponse(result.body, status=result.status)
 
 
+@require_GET
 def healthz(request):
-    return JsonResponse({"ok": True})
+    report = health_report()
+    return JsonResponse(report, status=503 if report["status"] == "down" else 200)

@@ -1,0 +1,213 @@
+"""The relay's GitHub client: App JWTs, cached installation tokens, and calls sorted into
+transient failures (retry later, honouring GitHub's hints) and permanent ones (stop).
+
+Everything goes to settings.GITHUB_API_URL, so tests and sandbox mode talk to the local
+stand-in through exactly the code production uses against api.github.com."""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import httpx
+import jwt
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+API_VERSION = "2022-11-28"
+TOKEN_REFRESH_MARGIN_SECONDS = 300
+"""Installation tokens live an hour; drop ours five minutes before GitHub would."""
+SECONDARY_LIMIT_WAIT_SECONDS = 60
+"""GitHub's advice when a secondary limit names no wait: at least a minute."""
+
+
+class GitHubError(Exception):
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class TransientGitHubError(GitHubError):
+    """Worth retrying: 5xx, timeouts, connection errors, rate limits."""
+
+
+class PermanentGitHubError(GitHubError):
+    """Retrying cannot help: validation errors, missing permissions."""
+
+
+class NotInstalled(PermanentGitHubError):
+    """The App is not installed on the repository (or cannot see it)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    json: object
+    headers: httpx.Headers
+
+
+_client_lock = threading.Lock()
+_client: httpx.Client | None = None
+
+
+def http_client() -> httpx.Client:
+    """One pooled client per process; httpx clients are thread-safe."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            timeout = httpx.Timeout(settings.GITHUB_HTTP_TIMEOUT, connect=5.0)
+            _client = httpx.Client(timeout=timeout, follow_redirects=False, headers=_default_headers())
+        return _client
+
+
+def reset_http_client() -> None:
+    global _client
+    with _client_lock:
+        if _client is not None:
+            _client.close()
+        _client = None
+
+
+def _default_headers() -> dict:
+    return {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION, "User-Agent": "crcr-hud-relay"}
+
+
+# --- authentication -------------------------------------------------------------------------------
+
+
+def app_jwt(now: float | None = None) -> str:
+    """An App JWT: iat backdated 60 s for clock drift, exp 9 min ahead (GitHub allows 10)."""
+    now = int(now if now is not None else time.time())
+    if not (settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY):
+        raise PermanentGitHubError("GitHub App credentials are not configured")
+    claims = {"iat": now - 60, "exp": now + 540, "iss": str(settings.GITHUB_APP_ID)}
+    return jwt.encode(claims, settings.GITHUB_APP_PRIVATE_KEY, algorithm="RS256")
+
+
+def _token_cache_key(installation_id: int) -> str:
+    return f"gh:installation-token:{settings.GITHUB_API_URL}:{installation_id}"
+
+
+def installation_token(installation_id: int) -> str:
+    cached = cache.get(_token_cache_key(installation_id))
+    if cached:
+        return cached
+    response = request("POST", f"/app/installations/{installation_id}/access_tokens", auth=f"Bearer {app_jwt()}")
+    token = response.json["token"]
+    expires = datetime.fromisoformat(response.json["expires_at"].replace("Z", "+00:00")).timestamp()
+    ttl = int(expires - time.time() - TOKEN_REFRESH_MARGIN_SECONDS)
+    if ttl > 0:
+        cache.set(_token_cache_key(installation_id), token, ttl)
+    return token
+
+
+def forget_installation_token(installation_id: int) -> None:
+    cache.delete(_token_cache_key(installation_id))
+
+
+def installation_id_for_repo(full_name: str) -> int:
+    try:
+        response = request("GET", f"/repos/{full_name}/installation", auth=f"Bearer {app_jwt()}")
+    except PermanentGitHubError as exc:
+        if exc.status == 404:
+            raise NotInstalled(f"the App is not installed on {full_name}", status=404) from exc
+        raise
+    return int(response.json["id"])
+
+
+def as_installation(installation_id: int, method: str, path: str, **kwargs) -> Response:
+    """Call with the installation's token, minting a fresh one once if GitHub says it expired."""
+    try:
+        return request(method, path, auth=f"token {installation_token(installation_id)}", **kwargs)
+    except TransientGitHubError as exc:
+        if exc.status != 401:
+            raise
+    forget_installation_token(installation_id)
+    return request(method, path, auth=f"token {installation_token(installation_id)}", **kwargs)
+
+
+# --- the calls --------------------------------------------------------------------------------------
+
+
+def repository_dispatch(installation_id: int, full_name: str, event_type: str, client_payload: dict) -> Response:
+    body = {"event_type": event_type, "client_payload": client_payload}
+    try:
+        return as_installation(installation_id, "POST", f"/repos/{full_name}/dispatches", json=body)
+    except PermanentGitHubError as exc:
+        if exc.status == 404:
+            raise NotInstalled(f"{full_name} is not visible to the App's installation", status=404) from exc
+        raise
+
+
+def list_installations() -> list[dict]:
+    return paginate(f"/app/installations?per_page=100", auth=f"Bearer {app_jwt()}")
+
+
+def installation_repositories(installation_id: int) -> list[dict]:
+    pages = paginate("/installation/repositories?per_page=100", auth=f"token {installation_token(installation_id)}", key="repositories")
+    return pages
+
+
+def paginate(path: str, *, auth: str, key: str | None = None, max_pages: int = 50) -> list[dict]:
+    items: list[dict] = []
+    url: str | None = path
+    for _ in range(max_pages):
+        if url is None:
+            break
+        response = request("GET", url, auth=auth)
+        items.extend(response.json[key] if key else response.json)
+        url = _next_link(response.headers.get("link", ""))
+    return items
+
+
+def _next_link(link_header: str) -> str | None:
+    for part in link_header.split(","):
+        if 'rel="next"' in part:
+            return part.split(";")[0].strip().strip("<>")
+    return None
+
+
+def request(method: str, path: str, *, auth: str, json: object = None) -> Response:
+    url = path if path.startswith("http") else f"{settings.GITHUB_API_URL}{path}"
+    try:
+        raw = http_client().request(method, url, json=json, headers={"Authorization": auth})
+    except httpx.TimeoutException as exc:
+        raise TransientGitHubError(f"GitHub timed out: {exc.__class__.__name__}") from exc
+    except httpx.TransportError as exc:
+        raise TransientGitHubError(f"GitHub unreachable: {exc.__class__.__name__}: {exc}") from exc
+    if raw.status_code >= 400:
+        raise classify_error(raw)
+    body = raw.json() if raw.content and "json" in raw.headers.get("content-type", "") else None
+    return Response(raw.status_code, body, raw.headers)
+
+
+def classify_error(raw: httpx.Response) -> GitHubError:
+    status, message = raw.status_code, _message(raw)
+    retry_after = _retry_after(raw)
+    text = f"GitHub {status}: {message}"
+    if status in (403, 429) and (retry_after is not None or "rate limit" in message.lower()):
+        return TransientGitHubError(text, status, retry_after or SECONDARY_LIMIT_WAIT_SECONDS)
+    if status == 401 or status >= 500 or status == 408:
+        return TransientGitHubError(text, status, retry_after)
+    return PermanentGitHubError(text, status)
+
+
+def _retry_after(raw: httpx.Response) -> float | None:
+    """Retry-After wins; otherwise an exhausted primary limit waits until x-ratelimit-reset."""
+    header = raw.headers.get("retry-after")
+    if header and header.strip().isdigit():
+        return float(header)
+    if raw.headers.get("x-ratelimit-remaining") == "0" and raw.headers.get("x-ratelimit-reset", "").isdigit():
+        return max(1.0, float(raw.headers["x-ratelimit-reset"]) - time.time())
+    return None
+
+
+def _message(raw: httpx.Response) -> str:
+    try:
+        return str(raw.json().get("message", ""))[:500]
+    except ValueError:
+        return raw.text[:200]

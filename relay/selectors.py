@@ -1,0 +1,54 @@
+"""Reads for the relay's own pages."""
+
+from dataclasses import dataclass
+
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch, Q
+
+from .models import Delivery, Dispatch
+
+DELIVERIES_PER_PAGE = 50
+STATUS_FILTERS = {
+    "relayed": Q(outcome=Delivery.Outcome.RELAYED),
+    "recorded": Q(outcome=Delivery.Outcome.RECORDED),
+    "ignored": Q(outcome=Delivery.Outcome.IGNORED),
+    "failing": Q(dispatches__state__in=[Dispatch.State.FAILED, Dispatch.State.RETRYING]),
+    "unsent": Q(dispatches__state__in=[Dispatch.State.PENDING, Dispatch.State.SENDING, Dispatch.State.RETRYING]),
+}
+
+
+@dataclass(frozen=True)
+class DeliveryFilters:
+    event: str = ""
+    action: str = ""
+    status: str = ""
+
+    @classmethod
+    def from_query(cls, query) -> "DeliveryFilters":
+        status = query.get("status", "")
+        return cls(event=query.get("event", "")[:64], action=query.get("action", "")[:64], status=status if status in STATUS_FILTERS else "")
+
+
+def deliveries_page(filters: DeliveryFilters, page: int):
+    qs = Delivery.objects.defer("payload")
+    if filters.event:
+        qs = qs.filter(event=filters.event)
+    if filters.action:
+        qs = qs.filter(action=filters.action)
+    if filters.status:
+        qs = qs.filter(STATUS_FILTERS[filters.status]).distinct()
+    qs = qs.annotate(
+        dispatch_total=Count("dispatches", distinct=True),
+        dispatch_sent=Count("dispatches", filter=Q(dispatches__state=Dispatch.State.SENT), distinct=True),
+    ).prefetch_related(
+        Prefetch("dispatches", queryset=Dispatch.objects.select_related("project").prefetch_related("attempt_log").order_by("project__full_name"))
+    )
+    return Paginator(qs.order_by("-received_at", "-id"), DELIVERIES_PER_PAGE).get_page(page)
+
+
+def delivery_event_choices() -> dict[str, list[str]]:
+    rows = Delivery.objects.values_list("event", "action").distinct().order_by("event", "action")
+    choices: dict[str, list[str]] = {}
+    for event, action in rows:
+        choices.setdefault(event, []).append(action)
+    return choices

@@ -1,0 +1,62 @@
+"""Thin Celery tasks: take ids, call one service, let the database rows carry the state."""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from . import dispatching, installations
+from .models import Dispatch
+
+logger = logging.getLogger(__name__)
+
+KICK_COUNTDOWN_LIMIT_SECONDS = 30
+"""Short retries ride on a countdown; longer ones wait for the sweeper (no long ETAs on Redis)."""
+
+
+@shared_task(name="relay.delivery_fan_out", acks_late=True)
+def delivery_fan_out(delivery_pk: int) -> int:
+    """One send task per pending dispatch row of a delivery; intake publishes only this one."""
+    ids = list(Dispatch.objects.filter(delivery_id=delivery_pk, state=Dispatch.State.PENDING).values_list("pk", flat=True))
+    for pk in ids:
+        dispatch_send.apply_async(args=[pk])
+    return len(ids)
+
+
+@shared_task(name="relay.dispatch_send", acks_late=True, soft_time_limit=60, time_limit=72)
+def dispatch_send(dispatch_pk: int) -> str | None:
+    state = dispatching.dispatch_send(dispatch_pk)
+    if state == Dispatch.State.RETRYING:
+        _kick_retry(dispatch_pk)
+    return state
+
+
+def _kick_retry(dispatch_pk: int) -> None:
+    dispatch = Dispatch.objects.only("next_attempt_at").get(pk=dispatch_pk)
+    from django.utils import timezone
+
+    wait = (dispatch.next_attempt_at - timezone.now()).total_seconds()
+    if wait <= KICK_COUNTDOWN_LIMIT_SECONDS:
+        dispatch_send.apply_async(args=[dispatch_pk], countdown=max(0.0, wait))
+
+
+@shared_task(name="relay.dispatch_sweep", acks_late=True)
+def dispatch_sweep() -> int:
+    ids = dispatching.dispatches_due(settings.CRCR_SWEEP_BATCH)
+    for pk in ids:
+        dispatch_send.apply_async(args=[pk])
+    if ids:
+        logger.info("sweeper re-sent %s dispatches", len(ids))
+    return len(ids)
+
+
+@shared_task(name="relay.installations_sync", acks_late=True)
+def installations_sync() -> int:
+    return installations.installations_sync()
+
+
+@shared_task(name="relay.heartbeat", ignore_result=True)
+def heartbeat() -> None:
+    from .health import heartbeat_record
+
+    heartbeat_record()

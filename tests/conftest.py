@@ -1,0 +1,80 @@
+import hashlib
+import hmac
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "github-webhooks"
+WEBHOOK_SECRET = "It's a Secret to Everybody"
+UPSTREAM = "pytorch/pytorch"
+UPSTREAM_ID = 65600975
+
+
+def fixture_payload(name: str, upstream: str = UPSTREAM) -> dict:
+    """A real GitHub payload with its sample repository rewritten to the upstream."""
+    payload = json.loads((FIXTURES / f"{name}.json").read_text())
+    repo = payload.get("repository")
+    if repo:
+        repo.update({"full_name": upstream, "name": upstream.split("/")[1], "id": UPSTREAM_ID})
+        repo.get("owner", {}).update({"login": upstream.split("/")[0]})
+    base = (payload.get("pull_request") or {}).get("base")
+    if base and base.get("repo"):
+        base["repo"].update({"full_name": upstream, "id": UPSTREAM_ID})
+    return payload
+
+
+def sign(body: bytes, secret: str = WEBHOOK_SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def webhook_headers(event: str, body: bytes, delivery_id: str | None = None, secret: str = WEBHOOK_SECRET) -> dict:
+    return {
+        "HTTP_X_GITHUB_EVENT": event,
+        "HTTP_X_GITHUB_DELIVERY": delivery_id or str(uuid.uuid4()),
+        "HTTP_X_HUB_SIGNATURE_256": sign(body, secret),
+        "HTTP_X_GITHUB_HOOK_ID": "292430182",
+        "HTTP_X_GITHUB_HOOK_INSTALLATION_TARGET_TYPE": "integration",
+        "HTTP_USER_AGENT": "GitHub-Hookshot/044aadd",
+    }
+
+
+@pytest.fixture
+def relay_settings(settings):
+    settings.GITHUB_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.CRCR_UPSTREAM_REPO = UPSTREAM
+    settings.CRCR_UPSTREAM_REPO_ID = None
+    return settings
+
+
+@pytest.fixture
+def post_webhook(client, relay_settings):
+    """Send a payload the way GitHub does, signed over the exact bytes."""
+
+    def post(event: str, payload: dict | bytes, delivery_id: str | None = None, **extra):
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        headers = {**webhook_headers(event, body, delivery_id), **extra}
+        content_type = headers.pop("content_type", "application/json")
+        return client.post("/github/webhook", data=body, content_type=content_type, **headers)
+
+    return post
+
+
+@pytest.fixture
+def standin(settings):
+    """The local GitHub stand-in over real HTTP, with the relay pointed at it."""
+    from relay import github
+    from standin import StandIn
+
+    stand = StandIn(app_id=1001).start()
+    settings.GITHUB_API_URL = stand.url
+    settings.GITHUB_APP_ID = "1001"
+    settings.GITHUB_APP_PRIVATE_KEY = stand.app_private_key_pem
+    github.reset_http_client()
+    from django.core.cache import cache
+
+    cache.clear()
+    yield stand
+    stand.stop()
+    github.reset_http_client()
