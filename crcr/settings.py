@@ -3,6 +3,7 @@ app runs with no configuration at all: SQLite under var/, an embedded broker, a 
 sandbox mode when no GitHub App credentials are set."""
 
 import json
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -81,7 +82,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-crcr.sqlite3")}
+    # A file (not :memory:) so threads and worker subprocesses in tests share it; one per test
+    # process so concurrent runs never share a file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-crcr-{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -212,6 +215,11 @@ CRCR_OIDC_ISSUERS = json.loads(
     )
 )
 CRCR_OIDC_LEEWAY_SECONDS = env_int("CRCR_OIDC_LEEWAY_SECONDS", 30)
+CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "30"))
+CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
+CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
+CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
+CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
 CRCR_PUBLIC_URL = env("CRCR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Dispatch retry policy: capped, jittered exponential backoff stored on the row.

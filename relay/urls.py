@@ -4,6 +4,7 @@ from . import pages, views
 
 urlpatterns = [
     re_path(r"^github/webhook/?$", views.webhook, name="github-webhook"),
+    re_path(r"^github/callback/?$", views.callback, name="github-callback"),
     path("healthz", views.healthz, name="healthz"),
     path("relay/deliveries", pages.deliveries, name="relay-deliveries"),
 ]

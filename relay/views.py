@@ -7,6 +7,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from .callbacks import callback_receive
 from .health import health_report
 from .intake import webhook_intake
 from .webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
@@ -28,6 +29,21 @@ def webhook(request):
         return JsonResponse({"detail": exc.detail}, status=exc.status)
     result = webhook_intake(hook)
     return JsonResponse(result.body, status=result.status)
+
+
+@csrf_exempt
+@require_POST
+def callback(request):
+    limit = settings.CRCR_CALLBACK_MAX_BYTES
+    if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+        return JsonResponse({"detail": f"callback body larger than {limit // (1024 * 1024)} MB"}, status=413)
+    result = callback_receive(request.headers.get("Authorization"), request.body)
+    if result.status >= 400:
+        logger.info("callback refused (%s): %s", result.status, result.body.get("detail"))
+    response = JsonResponse(result.body, status=result.status)
+    for name, value in result.headers.items():
+        response[name] = value
+    return response
 
 
 @require_GET

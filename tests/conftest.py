@@ -78,3 +78,28 @@ def standin(settings):
     yield stand
     stand.stop()
     github.reset_http_client()
+
+
+@pytest.fixture
+def oidc(standin, settings):
+    """The stand-in as the only trusted OIDC issuers (GitHub-, Buildkite- and GitLab-shaped)."""
+    from relay import oidc as relay_oidc
+
+    settings.CRCR_OIDC_ISSUERS = standin.oidc.issuers_config()
+    settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS = 0
+    relay_oidc.reset_clients()
+    yield standin.oidc
+    relay_oidc.reset_clients()
+
+
+def action_body(client_payload: dict, status: str, conclusion: str | None = None, *, run_id="4242", attempt="1", job="build", **extra) -> dict:
+    """Exactly the body the existing cross-repo-ci-relay-callback action builds (relay.md §7.2)."""
+    now = "2026-12-02T10:48:28.123456Z"
+    workflow = {
+        "schema_version": "1", "status": status, "conclusion": conclusion if status == "completed" else None,
+        "name": "xpu-ci", "url": f"https://github.com/intel/torch-xpu-ops/actions/runs/{run_id}", "run_attempt": attempt,
+        "job_name": job, "check_run_id": f"{run_id}-{attempt}", "run_id": run_id,
+        "started_at": now if status == "in_progress" else None, "completed_at": None if status == "in_progress" else now,
+    }
+    workflow.update(extra)
+    return {**client_payload, "workflow": workflow}

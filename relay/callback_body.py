@@ -1,0 +1,273 @@
+"""Parsing a callback body (the echoed client_payload plus a `workflow` object, as the existing
+cross-repo-ci-relay-callback action sends it, plus our optional failed_tests and environment)
+into a checked `Report`. Every problem is a `BadCallback` naming the field."""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from django.utils.dateparse import parse_datetime
+
+from .models import Conclusion
+
+SELF_REPORT_EVENTS = ("nightly", "periodic")
+MAX_FAILED_TESTS = 1000
+MAX_MESSAGE_BYTES = 1024
+MAX_STACK_BYTES = 4096
+MAX_NAME_CHARS = 1000
+MAX_ENV_KEYS = 50
+MAX_ENV_VALUE_CHARS = 500
+TRUNCATION_MARK = "… [truncated]"
+
+
+class BadCallback(Exception):
+    """400 with this message."""
+
+
+@dataclass
+class FailedTestReport:
+    name: str
+    classname: str = ""
+    file: str = ""
+    message: str = ""
+    stacktrace: str = ""
+    hw_classification: str = ""
+    truncated: bool = False
+
+
+@dataclass
+class Report:
+    delivery_id: str
+    event_type: str
+    status: str
+    conclusion: str
+    workflow_name: str
+    run_id: str
+    run_attempt: int
+    job_name: str
+    workflow_url: str
+    artifact_url: str
+    check_run_id: str
+    started_at: datetime | None
+    completed_at: datetime | None
+    callback_token: str
+    pr_number: int | None
+    head_sha: str
+    tests: dict = field(default_factory=dict)
+    failed_tests: list[FailedTestReport] = field(default_factory=list)
+    failed_tests_truncated: bool = False
+    environment: dict = field(default_factory=dict)
+    body: dict = field(default_factory=dict)
+
+    @property
+    def is_self_report(self) -> bool:
+        return self.event_type in SELF_REPORT_EVENTS
+
+    @property
+    def job_key(self) -> str:
+        return f"{self.delivery_id}:{self.run_id}:{self.run_attempt}:{self.job_name}"
+
+
+def body_parse(raw: bytes) -> dict:
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadCallback(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadCallback("body must be a JSON object")
+    return body
+
+
+def report_read(body: dict) -> Report:
+    workflow = body.get("workflow")
+    if not isinstance(workflow, dict):
+        raise BadCallback("callback body missing required field: 'workflow' (an object)")
+    status = _choice(workflow, "status", ("in_progress", "completed"))
+    event_type = _text(body, "event_type", required=False, limit=32)
+    report = Report(
+        delivery_id=_text(body, "delivery_id", limit=100),
+        event_type=event_type or "",
+        status=status,
+        conclusion=_conclusion(workflow, status),
+        workflow_name=_text(workflow, "name", limit=255, label="workflow.name"),
+        run_id=_run_id(workflow),
+        run_attempt=_attempt(workflow),
+        job_name=_text(workflow, "job_name", required=False, limit=255, label="workflow.job_name"),
+        workflow_url=_url(workflow, "url"),
+        artifact_url=_url(workflow, "artifact_url"),
+        check_run_id=_text(workflow, "check_run_id", required=False, limit=100, label="workflow.check_run_id", numbers=True),
+        started_at=_when(workflow, "started_at"),
+        completed_at=_when(workflow, "completed_at"),
+        callback_token=_text(body, "callback_token", required=False, limit=4000),
+        pr_number=None,
+        head_sha="",
+        body=body,
+    )
+    _upstream_context(report, body)
+    report.tests = _test_counts(workflow.get("test_results"))
+    report.failed_tests, report.failed_tests_truncated = _failed_tests(workflow.get("failed_tests"))
+    report.environment = _environment(workflow.get("environment"))
+    return report
+
+
+def _text(obj: dict, key: str, *, required: bool = True, limit: int, label: str | None = None, numbers: bool = False) -> str:
+    label = label or key
+    value = obj.get(key)
+    if value is None or value == "":
+        if required:
+            raise BadCallback(f"callback body missing required field: '{label}'")
+        return ""
+    if numbers and isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise BadCallback(f"'{label}' must be a string")
+    if len(value) > limit:
+        raise BadCallback(f"'{label}' is longer than {limit} characters")
+    return value
+
+
+def _choice(obj: dict, key: str, allowed: tuple) -> str:
+    value = obj.get(key)
+    if value not in allowed:
+        raise BadCallback(f"unknown callback status: {value!r} (expected one of {', '.join(allowed)})" if value else f"callback body missing required field: 'workflow.{key}'")
+    return value
+
+
+def _conclusion(workflow: dict, status: str) -> str:
+    value = workflow.get("conclusion")
+    if status == "in_progress":
+        return ""
+    if isinstance(value, str):
+        value = value.strip()
+    if not value:
+        raise BadCallback("a completed callback needs 'workflow.conclusion'")
+    if value not in Conclusion.values:
+        raise BadCallback(f"'workflow.conclusion' {value!r} is not a GitHub check conclusion ({', '.join(Conclusion.values)})")
+    return value
+
+
+def _run_id(workflow: dict) -> str:
+    value = workflow.get("run_id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise BadCallback("'workflow.run_id' must be a non-empty string or number" if value not in (None, "") else "callback body missing required field: 'workflow.run_id'")
+    if value.strip() == "0":
+        raise BadCallback("'workflow.run_id' 0 is reserved")
+    return value.strip()
+
+
+def _attempt(workflow: dict) -> int:
+    value = workflow.get("run_attempt", 1)
+    if value in (None, ""):
+        return 1
+    try:
+        attempt = int(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        attempt = None
+    if attempt is None or attempt < 1 or attempt > 10_000:
+        raise BadCallback("'workflow.run_attempt' must be a positive integer (string or number)")
+    return attempt
+
+
+def _url(workflow: dict, key: str) -> str:
+    value = _text(workflow, key, required=False, limit=1000, label=f"workflow.{key}")
+    if value and (urlsplit(value).scheme.lower() not in ("http", "https") or not urlsplit(value).netloc):
+        raise BadCallback(f"'workflow.{key}' must be an http or https URL")
+    return value
+
+
+def _when(workflow: dict, key: str) -> datetime | None:
+    value = workflow.get(key)
+    if value in (None, ""):
+        return None
+    parsed = parse_datetime(value) if isinstance(value, str) else None
+    if parsed is None or parsed.tzinfo is None:
+        raise BadCallback(f"'workflow.{key}' must be an ISO-8601 timestamp with a time zone")
+    return parsed
+
+
+def _upstream_context(report: Report, body: dict) -> None:
+    payload = body.get("payload")
+    if payload is not None and not isinstance(payload, dict):
+        raise BadCallback("'payload' must be an object")
+    payload = payload or {}
+    pr = payload.get("pull_request") if isinstance(payload.get("pull_request"), dict) else {}
+    number = pr.get("number", payload.get("number"))
+    report.pr_number = number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
+    head = pr.get("head") if isinstance(pr.get("head"), dict) else {}
+    sha = head.get("sha") or payload.get("after") or payload.get("head_sha") or ""
+    report.head_sha = str(sha)[:40].lower() if isinstance(sha, str) else ""
+    if report.is_self_report:
+        report.head_sha = report.delivery_id.lower()
+
+
+def _test_counts(value) -> dict:
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise BadCallback("'workflow.test_results' must be an object of counts") from exc
+    if not isinstance(value, dict):
+        raise BadCallback("'workflow.test_results' must be an object of counts")
+    counts = {}
+    for key in ("passed", "failed", "skipped", "total"):
+        if value.get(key) is None:
+            continue
+        count = value[key]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise BadCallback(f"'workflow.test_results.{key}' must be a non-negative integer")
+        counts[key] = count
+    if counts and "total" not in counts:
+        counts["total"] = sum(counts.get(k, 0) for k in ("passed", "failed", "skipped"))
+    return counts
+
+
+def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:
+    if value is None:
+        return [], False
+    if not isinstance(value, list):
+        raise BadCallback("'workflow.failed_tests' must be a list")
+    tests = [_failed_test(item, index) for index, item in enumerate(value[:MAX_FAILED_TESTS])]
+    return tests, len(value) > MAX_FAILED_TESTS
+
+
+def _failed_test(item, index: int) -> FailedTestReport:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+        raise BadCallback(f"'workflow.failed_tests[{index}]' needs a 'name' string")
+    fields = {}
+    for key in ("classname", "file", "message", "stacktrace", "hw_classification"):
+        raw = item.get(key)
+        if raw is not None and not isinstance(raw, str):
+            raise BadCallback(f"'workflow.failed_tests[{index}].{key}' must be a string")
+        fields[key] = raw or ""
+    message, cut_message = _cut(fields["message"], MAX_MESSAGE_BYTES)
+    stack, cut_stack = _cut(fields["stacktrace"], MAX_STACK_BYTES)
+    return FailedTestReport(
+        name=item["name"][:MAX_NAME_CHARS], classname=fields["classname"][:MAX_NAME_CHARS], file=fields["file"][:MAX_NAME_CHARS],
+        message=message, stacktrace=stack, hw_classification=fields["hw_classification"][:32].upper(), truncated=cut_message or cut_stack,
+    )
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    data = text.encode()
+    if len(data) <= limit:
+        return text, False
+    keep = limit - len(TRUNCATION_MARK.encode())
+    return data[:keep].decode(errors="ignore") + TRUNCATION_MARK, True
+
+
+def _environment(value) -> dict:
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict) or len(value) > MAX_ENV_KEYS:
+        raise BadCallback(f"'workflow.environment' must be an object of at most {MAX_ENV_KEYS} strings")
+    env = {}
+    for key, item in value.items():
+        if not isinstance(item, (str, int, float)) or isinstance(item, bool) or len(key) > 64:
+            raise BadCallback(f"'workflow.environment.{key[:64]}' must be a string")
+        env[key] = str(item)[:MAX_ENV_VALUE_CHARS]
+    return env

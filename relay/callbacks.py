@@ -1,0 +1,259 @@
+"""POST /github/callback: verify who is calling, bind the call to a dispatch the relay really
+sent, and advance the job's state machine together with its stored results, atomically."""
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import upstream
+from .callback_body import BadCallback, Report, body_parse, report_read
+from .callback_tokens import InvalidCallbackToken, callback_token_read
+from .identity import IdentityForbidden, project_for_token
+from .models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
+from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
+from .ratelimit import rate_limit_hit
+
+logger = logging.getLogger(__name__)
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass
+class CallbackResult:
+    status: int
+    body: dict
+    headers: dict = field(default_factory=dict)
+
+
+class Conflict(Exception):
+    """409: the callback contradicts the recorded state."""
+
+
+class Forbidden(Exception):
+    """403."""
+
+
+def _ok(status: str, headers: dict | None = None) -> CallbackResult:
+    return CallbackResult(200, {"ok": True, "status": status}, headers or {})
+
+
+def callback_receive(authorization: str | None, raw: bytes) -> CallbackResult:
+    try:
+        return _receive(authorization, raw)
+    except BadCallback as exc:
+        return CallbackResult(400, {"detail": str(exc)})
+    except TokenRejected as exc:
+        return CallbackResult(401, {"detail": str(exc)}, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+    except (IdentityForbidden, Forbidden) as exc:
+        return CallbackResult(403, {"detail": str(exc)})
+    except Conflict as exc:
+        return CallbackResult(409, {"detail": str(exc)})
+    except (KeyServerUnavailable, upstream.UpstreamUnavailable) as exc:
+        return CallbackResult(503, {"detail": str(exc)}, {"Retry-After": "30"})
+
+
+def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
+    body = body_parse(raw)
+    token = token_verify(bearer_token(authorization))
+    project = project_for_token(token)
+    if project is None or not project.active or project.level == Level.L1:
+        return _ok("ignored")
+    decision = rate_limit_hit(project.full_name, project.rate_limit_per_min)
+    headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
+    if not decision.allowed:
+        return CallbackResult(429, {"detail": f"rate limit exceeded for {project.full_name}"}, {"Retry-After": str(decision.retry_after)})
+    report = report_read(body)
+    if report.is_self_report:
+        return _ok(self_report_record(project, report, token), headers)
+    dispatch = dispatch_for(project, report)
+    return _ok(job_record(project, dispatch, report, token), headers)
+
+
+# --- binding ----------------------------------------------------------------------------------------
+
+
+def token_required(project: Project) -> bool:
+    if project.require_callback_token is not None:
+        return project.require_callback_token
+    return project.level in (Level.L3, Level.L4)
+
+
+def dispatch_for(project: Project, report: Report) -> Dispatch:
+    """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
+    echoed payload."""
+    dispatch = Dispatch.objects.filter(delivery__delivery_id=report.delivery_id, project=project).select_related("delivery").first()
+    if dispatch is None:
+        raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
+    if report.callback_token:
+        _binding_check(project, report, dispatch)
+    elif token_required(project):
+        raise Forbidden(f"{project.full_name} must echo the callback_token of its dispatch (required at {project.level})")
+    return dispatch
+
+
+def _binding_check(project: Project, report: Report, dispatch: Dispatch) -> None:
+    try:
+        binding = callback_token_read(report.callback_token)
+    except InvalidCallbackToken as exc:
+        raise Forbidden(str(exc)) from exc
+    expected = (report.delivery_id, project.full_name.lower(), dispatch.pr_number, dispatch.head_sha)
+    if (binding.delivery_id, binding.repo, binding.pr_number, binding.head_sha) != expected:
+        raise Forbidden("callback_token was issued for another delivery, repository, PR or head SHA")
+    if report.pr_number not in (None, binding.pr_number) or report.head_sha not in ("", binding.head_sha):
+        raise Forbidden("the echoed payload's PR or head SHA does not match the callback_token")
+
+
+# --- the state machine ----------------------------------------------------------------------------
+
+
+def job_record(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken) -> str:
+    """Advance (delivery, repo, run, attempt, job) by one step. Exactly one of two identical
+    concurrent callbacks wins; the other reads "duplicate"."""
+    with transaction.atomic():
+        if not _token_consume(token, report, project):
+            return "duplicate"
+        key = _job_key(project, report)
+        existing = JobRun.objects.select_for_update().filter(**key).first()
+        if existing is None:
+            created = _job_create(project, dispatch, report, key)
+            if created:
+                return report.status
+            existing = JobRun.objects.select_for_update().get(**key)
+        return _job_advance(existing, report)
+
+
+def _job_key(project: Project, report: Report) -> dict:
+    return {"delivery_key": report.delivery_id, "project": project, "run_id": report.run_id, "run_attempt": report.run_attempt, "job_name": report.job_name}
+
+
+def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bool:
+    """False when this very token already carried this very callback (a safe retry)."""
+    used_for = f"{project.pk}:{report.job_key}:{report.status}"[:600]
+    expires = timezone.now() + timedelta(seconds=max(60, int(token.claims["exp"]) - int(timezone.now().timestamp()) + 120))
+    try:
+        with transaction.atomic():
+            UsedToken.objects.create(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200], expires_at=expires, used_for=used_for)
+    except IntegrityError:
+        previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200]).first()
+        if previous is not None and previous.used_for == used_for:
+            return False
+        raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback") from None
+    return True
+
+
+def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> bool:
+    now = timezone.now()
+    fields = {**key, **_report_fields(report), "dispatch": dispatch, "status": report.status, "created_at": now}
+    fields.update(_upstream_fields(dispatch, report))
+    if report.status == JobRun.Status.IN_PROGRESS:
+        fields.update(in_progress_at=now, queue_seconds=queue_seconds(dispatch, report, now))
+    else:
+        fields.update(completed_at=now, start_unknown=True)
+    try:
+        with transaction.atomic():
+            job = JobRun.objects.create(**fields)
+            _failed_tests_store(job, report)
+    except IntegrityError:
+        return False
+    return True
+
+
+def _job_advance(job: JobRun, report: Report) -> str:
+    if report.status == JobRun.Status.IN_PROGRESS:
+        if job.status == JobRun.Status.IN_PROGRESS:
+            return "duplicate"
+        raise Conflict(f"job {report.job_name or report.workflow_name!r} attempt {report.run_attempt} already completed ({job.conclusion}); in_progress cannot follow completed")
+    if job.status == JobRun.Status.COMPLETED and not job.ended_by:
+        if job.conclusion == report.conclusion:
+            return "duplicate"
+        raise Conflict(f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it")
+    _job_complete(job, report)
+    return "completed"
+
+
+def _job_complete(job: JobRun, report: Report) -> None:
+    """in_progress → completed, or a real result replacing the sweeper's verdict."""
+    now = timezone.now()
+    for name, value in _report_fields(report, keep=job).items():
+        setattr(job, name, value)
+    job.status, job.ended_by, job.completed_at = JobRun.Status.COMPLETED, "", now
+    job.execution_seconds = _seconds_between(job.in_progress_at, now)
+    job.save()
+    job.failed_tests.all().delete()
+    _failed_tests_store(job, report)
+
+
+def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
+    """The stored copy of a callback; a completion keeps what in_progress said unless it says more."""
+    body = {k: v for k, v in report.body.items() if k != "payload" or report.is_self_report}
+    fields = {
+        "event_type": report.event_type or (keep.event_type if keep else "pull_request"),
+        "workflow_name": report.workflow_name,
+        "conclusion": report.conclusion,
+        "workflow_url": report.workflow_url or (keep.workflow_url if keep else ""),
+        "artifact_url": report.artifact_url or (keep.artifact_url if keep else ""),
+        "check_run_id": report.check_run_id or (keep.check_run_id if keep else ""),
+        "reported_started_at": report.started_at or (keep.reported_started_at if keep else None),
+        "reported_completed_at": report.completed_at,
+        "tests_passed": report.tests.get("passed"),
+        "tests_failed": report.tests.get("failed"),
+        "tests_skipped": report.tests.get("skipped"),
+        "tests_total": report.tests.get("total"),
+        "failed_tests_truncated": report.failed_tests_truncated,
+        "environment": report.environment or (keep.environment if keep else {}),
+        "body": body,
+    }
+    return fields
+
+
+def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
+    if dispatch is not None:
+        return {"pr_number": dispatch.pr_number, "head_sha": dispatch.head_sha, "event_type": report.event_type or dispatch.event_type}
+    return {"pr_number": None, "head_sha": report.head_sha}
+
+
+def _failed_tests_store(job: JobRun, report: Report) -> None:
+    FailedTest.objects.bulk_create(
+        FailedTest(job_run=job, name=t.name, classname=t.classname, file=t.file, message=t.message,
+                   stacktrace=t.stacktrace, hw_classification=t.hw_classification, truncated=t.truncated)
+        for t in report.failed_tests
+    )
+
+
+# --- timing -------------------------------------------------------------------------------------------
+
+
+def queue_seconds(dispatch: Dispatch | None, report: Report, started) -> float | None:
+    """Dispatch sent → in_progress, on the relay's clock. A re-run attempt is measured from its
+    re-run request when we know it, and otherwise left empty rather than from the original
+    dispatch (which could be days earlier)."""
+    if dispatch is None:
+        return None
+    if report.run_attempt > 1:
+        requested = upstream.rerun_requested_at(dispatch, report.run_id, report.run_attempt)
+        return _seconds_between(requested, started)
+    return _seconds_between(dispatch.sent_at, started)
+
+
+def _seconds_between(start, end) -> float | None:
+    if start is None or end is None:
+        return None
+    return round(max(0.0, (end - start).total_seconds()), 3)
+
+
+# --- nightly / periodic self-reports ------------------------------------------------------------
+
+
+def self_report_record(project: Project, report: Report, token: VerifiedToken) -> str:
+    if report.status != JobRun.Status.COMPLETED:
+        raise BadCallback(f"{report.event_type} callbacks must have status 'completed', got {report.status!r}")
+    sha = report.delivery_id.lower()
+    if not SHA_RE.match(sha):
+        raise BadCallback(f"{report.event_type} delivery_id must be the 40-hex upstream SHA tested, got {report.delivery_id!r}")
+    if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
+        raise BadCallback(f"{sha} is not a commit of the upstream repository")
+    report.delivery_id, report.head_sha = sha, sha
+    return job_record(project, None, report, token)

@@ -1,0 +1,76 @@
+"""Who is calling back: the verified token mapped to one registered project, by the immutable
+identifiers each CI provider offers (GitHub repository id, Buildkite organization and pipeline
+UUIDs, GitLab project id), never by a mutable name alone."""
+
+from django.db.models import Q
+
+from .models import CIProvider, Project
+from .oidc import TokenRejected, VerifiedToken
+
+
+class IdentityForbidden(Exception):
+    """403: a valid token whose identity is not allowed here."""
+
+
+def project_for_token(token: VerifiedToken) -> Project | None:
+    """The project the token speaks for, or None when it is not registered (callers answer
+    "ignored"). Raises IdentityForbidden when the claims contradict the registration."""
+    kind = token.issuer.kind
+    if kind == CIProvider.GITHUB:
+        project = _github_project(token.claims)
+    elif kind == CIProvider.BUILDKITE:
+        project = _buildkite_project(token.claims)
+    elif kind == CIProvider.GITLAB:
+        project = _gitlab_project(token.claims)
+    else:
+        raise TokenRejected(f"issuer kind {kind!r} is not supported")
+    if project is not None:
+        required_claims_check(project, token.claims)
+    return project
+
+
+def _claim(claims: dict, name: str) -> str:
+    value = claims.get(name)
+    if value in (None, ""):
+        raise TokenRejected(f"token is missing the {name!r} claim")
+    return str(value)
+
+
+def _github_project(claims: dict) -> Project | None:
+    repo = _claim(claims, "repository")
+    project = Project.objects.filter(full_name__iexact=repo).first()
+    if project is None or project.github_repo_id is None:
+        return project
+    if str(claims.get("repository_id", "")) != str(project.github_repo_id):
+        raise IdentityForbidden(
+            f"token repository_id {claims.get('repository_id')!r} is not the registered id of {project.full_name}; "
+            "the repository was renamed or recreated"
+        )
+    return project
+
+
+def _buildkite_project(claims: dict) -> Project | None:
+    key = f"{_claim(claims, 'organization_id')}/{_claim(claims, 'pipeline_id')}"
+    project = Project.objects.filter(buildkite_pipeline__iexact=key).first()
+    if project is None:
+        raise IdentityForbidden(f"Buildkite pipeline {key} is not registered with CRCR")
+    return project
+
+
+def _gitlab_project(claims: dict) -> Project | None:
+    project_id = _claim(claims, "project_id")
+    project = Project.objects.filter(Q(gitlab_project_id=project_id)).first()
+    if project is None:
+        raise IdentityForbidden(f"GitLab project {project_id} is not registered with CRCR")
+    path = str(claims.get("project_path", ""))
+    if project.gitlab_project_path and path.lower() != project.gitlab_project_path.lower():
+        raise IdentityForbidden(f"GitLab project {project_id} reports path {path!r}, registered as {project.gitlab_project_path!r}")
+    return project
+
+
+def required_claims_check(project: Project, claims: dict) -> None:
+    for name, allowed in (project.oidc_required_claims or {}).items():
+        allowed = [str(v) for v in (allowed if isinstance(allowed, list) else [allowed])]
+        value = "" if claims.get(name) is None else str(claims.get(name))
+        if value not in allowed:
+            raise IdentityForbidden(f"claim {name!r} value {value!r} is not allowed for {project.full_name}")

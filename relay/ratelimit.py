@@ -1,0 +1,35 @@
+"""Per-repo callback rate limit through the cache (atomic INCR on Redis), in fixed one-minute
+windows. If the cache is down the limit is skipped, loudly: a callback is never lost to it."""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    allowed: bool
+    retry_after: int = 0
+    degraded: bool = False
+
+
+def rate_limit_hit(repo: str, limit: int | None = None, now: float | None = None) -> RateDecision:
+    limit = limit or settings.CRCR_CALLBACK_RATE_PER_MIN
+    now = time.time() if now is None else now
+    window = int(now // WINDOW_SECONDS)
+    key = f"ratelimit:callback:{repo.lower()}:{window}"
+    try:
+        cache.add(key, 0, WINDOW_SECONDS * 2)
+        count = cache.incr(key)
+    except Exception as exc:  # noqa: BLE001 - any cache failure degrades to "allowed"
+        logger.error("rate limiter unavailable, allowing callback from %s: %s", repo, exc)
+        return RateDecision(allowed=True, degraded=True)
+    if count > limit:
+        return RateDecision(allowed=False, retry_after=max(1, int((window + 1) * WINDOW_SECONDS - now) + 1))
+    return RateDecision(allowed=True)

@@ -1,0 +1,120 @@
+"""The body matrix: every malformed callback is a 400 naming what is wrong, and nothing is stored."""
+
+import copy
+import json
+
+import pytest
+from django.utils import timezone
+
+from relay.dispatching import dispatch_client_payload
+from relay.models import FailedTest, JobRun
+from tests.conftest import action_body
+from tests.factories import DispatchFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+REPO, REPO_ID = "intel/torch-xpu-ops", 123456
+
+
+@pytest.fixture
+def base(db):
+    project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
+    return action_body(dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "completed", "failure")
+
+
+@pytest.fixture
+def post(client, oidc):
+    def send(body):
+        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+        return client.post("/github/callback", data=data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    return send
+
+
+def mutate(body, path, value):
+    body = copy.deepcopy(body)
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        target.pop(path[-1], None)
+    else:
+        target[path[-1]] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    "path, value, needle",
+    [
+        (("delivery_id",), KeyError, "delivery_id"),
+        (("delivery_id",), 12, "delivery_id"),
+        (("workflow",), KeyError, "workflow"),
+        (("workflow",), "not an object", "workflow"),
+        (("workflow", "status"), KeyError, "status"),
+        (("workflow", "status"), "queued", "unknown callback status"),
+        (("workflow", "name"), KeyError, "workflow.name"),
+        (("workflow", "name"), ["x"], "workflow.name"),
+        (("workflow", "run_id"), KeyError, "run_id"),
+        (("workflow", "run_id"), {"id": 1}, "run_id"),
+        (("workflow", "run_id"), "0", "reserved"),
+        (("workflow", "run_attempt"), "first", "run_attempt"),
+        (("workflow", "run_attempt"), -1, "run_attempt"),
+        (("workflow", "conclusion"), None, "conclusion"),
+        (("workflow", "conclusion"), "exploded", "not a GitHub check conclusion"),
+        (("workflow", "url"), "javascript:alert(1)", "http or https"),
+        (("workflow", "artifact_url"), "file:///etc/passwd", "http or https"),
+        (("workflow", "artifact_url"), "https://", "http or https"),
+        (("workflow", "started_at"), "yesterday", "ISO-8601"),
+        (("workflow", "test_results"), {"passed": "ten"}, "non-negative integer"),
+        (("workflow", "test_results"), {"failed": -3}, "non-negative integer"),
+        (("workflow", "test_results"), [1, 2], "object of counts"),
+        (("workflow", "failed_tests"), "test_a", "must be a list"),
+        (("workflow", "failed_tests"), [{"classname": "T"}], "needs a 'name'"),
+        (("workflow", "failed_tests"), [{"name": "t", "message": 5}], "must be a string"),
+        (("workflow", "environment"), ["xpu"], "environment"),
+        (("workflow", "environment"), {"device": {"nested": True}}, "must be a string"),
+        (("payload",), "string", "payload"),
+    ],
+)
+def test_a_malformed_body_is_refused_with_400(post, base, path, value, needle):
+    response = post(mutate(base, path, value))
+    assert response.status_code == 400, response.content
+    assert needle.lower() in response.json()["detail"].lower()
+    assert not JobRun.objects.exists()
+
+
+def test_invalid_json_is_refused_with_400(post):
+    response = post(b"{nope")
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["detail"]
+
+
+def test_a_json_array_is_refused_with_400(post):
+    assert post(b"[]").status_code == 400
+
+
+def test_unicode_and_sql_looking_strings_are_stored_as_data(post, base):
+    hostile = "Robert'); DROP TABLE relay_jobrun;-- 测试 🔥 <script>alert(1)</script>"
+    body = mutate(base, ("workflow", "job_name"), hostile)
+    body["workflow"]["failed_tests"] = [{"name": hostile, "message": "ünïcödé ✓", "classname": "Test'; --"}]
+    assert post(body).status_code == 200
+    job = JobRun.objects.get()
+    assert job.job_name == hostile
+    assert FailedTest.objects.get().name == hostile
+
+
+def test_an_empty_job_name_is_allowed_like_the_existing_relay(post, base):
+    assert post(mutate(base, ("workflow", "job_name"), None)).status_code == 200
+    assert JobRun.objects.get().job_name == ""
+
+
+def test_test_results_may_arrive_as_json_text_from_the_action_input(post, base):
+    assert post(mutate(base, ("workflow", "test_results"), '{"passed": 5, "failed": 1}')).status_code == 200
+    assert JobRun.objects.get().tests_total == 6
+
+
+def test_every_github_conclusion_is_accepted(post, base):
+    for index, conclusion in enumerate(["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required", "stale"]):
+        body = mutate(base, ("workflow", "conclusion"), conclusion)
+        body["workflow"]["job_name"] = f"job-{index}"
+        assert post(body).status_code == 200, conclusion

@@ -1,0 +1,250 @@
+"""POST /github/callback: binding to dispatches, the job state machine, timing and stored results."""
+
+import json
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from relay.dispatching import dispatch_client_payload
+from relay.models import Dispatch, FailedTest, JobRun, UsedToken
+from tests.conftest import action_body
+from tests.factories import DispatchFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+REPO, REPO_ID = "intel/torch-xpu-ops", 123456
+
+
+@pytest.fixture
+def project(db):
+    return ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
+
+
+@pytest.fixture
+def dispatch(project):
+    return DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=90))
+
+
+@pytest.fixture
+def payload(dispatch):
+    return dispatch_client_payload(dispatch)
+
+
+@pytest.fixture
+def call(client, oidc):
+    def send(body, token=None, **claims):
+        token = token or oidc.mint(repository=claims.pop("repository", REPO), repository_id=str(claims.pop("repository_id", REPO_ID)), **claims)
+        return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    return send
+
+
+def test_it_records_in_progress_then_completed_with_queue_and_execution_time(call, payload, dispatch):
+    started = call(action_body(payload, "in_progress"))
+    assert started.status_code == 200
+    assert started.json() == {"ok": True, "status": "in_progress"}
+    job = JobRun.objects.get()
+    assert job.status == "in_progress" and job.pr_number == dispatch.pr_number and job.head_sha == dispatch.head_sha
+    assert 89 <= job.queue_seconds <= 120
+    JobRun.objects.filter(pk=job.pk).update(in_progress_at=timezone.now() - timedelta(seconds=300))
+    done = call(action_body(payload, "completed", "failure", test_results={"passed": 10, "failed": 2, "skipped": 1}))
+    assert done.json() == {"ok": True, "status": "completed"}
+    job.refresh_from_db()
+    assert (job.status, job.conclusion) == ("completed", "failure")
+    assert 299 <= job.execution_seconds <= 330
+    assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (10, 2, 1, 13)
+    assert job.workflow_url.endswith("/actions/runs/4242") and job.check_run_id == "4242-1"
+
+
+def test_it_answers_an_exact_repeat_as_duplicate(call, payload):
+    assert call(action_body(payload, "in_progress")).json()["status"] == "in_progress"
+    assert call(action_body(payload, "in_progress")).json() == {"ok": True, "status": "duplicate"}
+    assert call(action_body(payload, "completed", "success")).json()["status"] == "completed"
+    assert call(action_body(payload, "completed", "success")).json()["status"] == "duplicate"
+    assert JobRun.objects.count() == 1
+
+
+def test_it_refuses_in_progress_after_completed(call, payload):
+    call(action_body(payload, "in_progress"))
+    call(action_body(payload, "completed", "success"))
+    response = call(action_body(payload, "in_progress"))
+    assert response.status_code == 409
+    assert "already completed" in response.json()["detail"]
+
+
+def test_it_refuses_a_second_completion_with_another_conclusion(call, payload):
+    call(action_body(payload, "completed", "success"))
+    assert call(action_body(payload, "completed", "failure")).status_code == 409
+
+
+def test_it_accepts_completed_without_in_progress_and_marks_the_start_unknown(call, payload):
+    assert call(action_body(payload, "completed", "failure")).json()["status"] == "completed"
+    job = JobRun.objects.get()
+    assert job.start_unknown and job.queue_seconds is None and job.execution_seconds is None
+
+
+def test_it_keys_jobs_by_run_attempt_and_job_name(call, payload):
+    call(action_body(payload, "in_progress", job="build"))
+    call(action_body(payload, "in_progress", job="test-1"))
+    call(action_body(payload, "in_progress", job="build", attempt="2"))
+    call(action_body(payload, "in_progress", job="build", run_id="5555"))
+    assert JobRun.objects.count() == 4
+
+
+def test_it_accepts_a_buildkite_uuid_run_id_and_a_numeric_attempt(call, payload):
+    body = action_body(payload, "in_progress", run_id="018f2c3a-1b2c-4d5e-8f90-0123456789ab")
+    body["workflow"]["run_attempt"] = 2
+    assert call(body).json()["status"] == "in_progress"
+    assert JobRun.objects.get().run_attempt == 2
+
+
+def test_it_leaves_a_rerun_queue_time_empty_when_the_rerun_request_is_unknown(call, payload):
+    call(action_body(payload, "in_progress", attempt="2"))
+    assert JobRun.objects.get().queue_seconds is None
+
+
+def test_it_measures_a_rerun_queue_time_from_the_rerun_request(call, payload, dispatch):
+    from relay.models import RerunRequest
+
+    RerunRequest.objects.create(project=dispatch.project, run_id="4242", kind="failed", requested_at=timezone.now() - timedelta(seconds=40))
+    call(action_body(payload, "in_progress", attempt="2"))
+    assert 39 <= JobRun.objects.get().queue_seconds <= 60
+
+
+def test_it_stores_failed_tests_with_caps_and_the_environment(call, payload):
+    failed = [{"name": f"test_{i}", "classname": "TestOps", "message": "m" * 1100, "stacktrace": "s" * (9000 if i < 5 else 10)} for i in range(1200)]
+    body = action_body(payload, "completed", "failure", failed_tests=failed, environment={"device": "xpu", "torch_version": "2.12.0a0"})
+    assert call(body).status_code == 200
+    job = JobRun.objects.get()
+    assert job.failed_tests_truncated and job.failed_tests.count() == 1000
+    test = job.failed_tests.first()
+    assert len(test.message.encode()) <= 1024 and len(test.stacktrace.encode()) <= 4096 and test.truncated
+    assert job.environment == {"device": "xpu", "torch_version": "2.12.0a0"}
+
+
+def test_it_refuses_a_body_over_2_mb(call, payload):
+    response = call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t", "message": "x" * 2_200_000}]))
+    assert response.status_code == 413
+
+
+def test_it_ignores_an_unregistered_repo(call, payload):
+    response = call(action_body(payload, "in_progress"), repository="someone/else", repository_id=1)
+    assert response.json() == {"ok": True, "status": "ignored"}
+    assert not JobRun.objects.exists()
+
+
+def test_it_ignores_an_l1_repo(call, payload, project):
+    project.level = "L1"
+    project.save()
+    assert call(action_body(payload, "in_progress")).json()["status"] == "ignored"
+
+
+def test_it_matches_the_repo_name_case_insensitively(call, payload):
+    assert call(action_body(payload, "in_progress"), repository=REPO.upper()).json()["status"] == "in_progress"
+
+
+def test_it_refuses_a_callback_for_a_delivery_never_dispatched_to_the_repo(call, payload):
+    body = action_body({**payload, "delivery_id": "never-sent", "callback_token": ""}, "in_progress")
+    response = call(body)
+    assert response.status_code == 403
+    assert "never dispatched" in response.json()["detail"]
+
+
+def test_it_refuses_a_callback_token_issued_for_another_repo(call, payload, dispatch):
+    other = DispatchFactory(delivery=dispatch.delivery, project=ProjectFactory(), state="sent")
+    body = action_body({**payload, "callback_token": dispatch_client_payload(other)["callback_token"]}, "in_progress")
+    assert call(body).status_code == 403
+
+
+def test_it_refuses_a_forged_callback_token(call, payload):
+    assert call(action_body({**payload, "callback_token": payload["callback_token"][:-4] + "AAAA"}, "in_progress")).status_code == 403
+
+
+def test_it_requires_the_callback_token_at_l3_and_l4(call, payload, project):
+    project.level, project.device = "L4", ""
+    project.save()
+    response = call(action_body({**payload, "callback_token": ""}, "in_progress"))
+    assert response.status_code == 403
+    assert "callback_token" in response.json()["detail"]
+
+
+def test_it_accepts_no_callback_token_at_l2_like_the_existing_action(call, payload):
+    assert call(action_body({k: v for k, v in payload.items() if k != "callback_token"}, "in_progress")).status_code == 200
+
+
+def test_it_refuses_a_replayed_token_for_another_callback(call, payload, oidc):
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    assert call(action_body(payload, "in_progress"), token=token).status_code == 200
+    response = call(action_body(payload, "in_progress", job="other"), token=token)
+    assert response.status_code == 401
+    assert "already used" in response.json()["detail"]
+
+
+def test_it_answers_a_retry_with_the_same_token_as_duplicate(call, payload, oidc):
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    assert call(action_body(payload, "in_progress"), token=token).json()["status"] == "in_progress"
+    assert call(action_body(payload, "in_progress"), token=token).json()["status"] == "duplicate"
+    assert UsedToken.objects.count() == 1
+
+
+def test_it_rate_limits_per_repo_with_retry_after(call, payload, project, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    project.rate_limit_per_min = 3
+    project.save()
+    statuses = [call(action_body(payload, "in_progress", job=f"j{i}")).status_code for i in range(5)]
+    assert statuses == [200, 200, 200, 429, 429]
+    limited = call(action_body(payload, "in_progress", job="j9"))
+    assert int(limited["Retry-After"]) >= 1
+    assert JobRun.objects.count() == 3
+
+
+def test_it_keeps_callbacks_flowing_when_the_rate_limiter_cache_is_down(call, payload, monkeypatch):
+    from django.core.cache import cache
+
+    def broken(*args, **kwargs):
+        raise ConnectionError("cache down")
+
+    monkeypatch.setattr(cache, "incr", broken)
+    response = call(action_body(payload, "in_progress"))
+    assert response.status_code == 200
+    assert response["X-RateLimit-Degraded"] == "true"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_exactly_one_of_two_concurrent_identical_callbacks_wins(client, oidc, settings):
+    project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
+    dispatch = DispatchFactory(project=project, state="sent", sent_at=timezone.now())
+    body = json.dumps(action_body(dispatch_client_payload(dispatch), "completed", "success"))
+    tokens = [oidc.mint(repository=REPO, repository_id=str(REPO_ID)) for _ in range(4)]
+    answers, barrier = [], threading.Barrier(4)
+
+    def send(token):
+        from django.test import Client
+
+        barrier.wait()
+        answers.append(Client().post("/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}").json().get("status"))
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in tokens]
+    [t.start() for t in threads]
+    [t.join(timeout=30) for t in threads]
+    assert sorted(answers) == ["completed", "duplicate", "duplicate", "duplicate"]
+    assert JobRun.objects.count() == 1
+
+
+def test_it_writes_nothing_when_storing_the_results_fails(call, payload, monkeypatch):
+    from relay import callbacks
+
+    call(action_body(payload, "in_progress"))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(callbacks, "_failed_tests_store", boom)
+    with pytest.raises(RuntimeError):
+        call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t"}]))
+    assert JobRun.objects.get().status == "in_progress", "state did not advance without its results"
+    assert not FailedTest.objects.exists() and UsedToken.objects.count() == 1
