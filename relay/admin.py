@@ -1,0 +1,152 @@
+"""Admin for the registry. Level changes go through relay.registry so each one is audited with the
+admin's username and a reason; the audit history itself is read-only."""
+
+import importlib.util
+
+from django import forms
+from django.contrib import admin, messages
+
+from .allowlist import clean_handle, handle_problem, repo_name_problem
+from .models import Installation, InstalledRepo, Level, LevelChange, Project
+from .registry import project_register, project_set_level, projects_deactivate
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ProjectAdminForm(forms.ModelForm):
+    oncalls = forms.CharField(required=False, help_text="GitHub handles pinged on failures, comma-separated")
+    level_change_reason = forms.CharField(
+        label="Reason for level change",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Required when the level changes; kept in the project's audit history.",
+    )
+
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["oncalls"] = ", ".join(self.instance.oncalls or ())
+
+    def clean_full_name(self):
+        full_name = self.cleaned_data["full_name"].strip().strip("/")
+        if problem := repo_name_problem(full_name):
+            raise forms.ValidationError(problem)
+        return full_name
+
+    def clean_oncalls(self):
+        handles = [clean_handle(h) for h in self.cleaned_data["oncalls"].split(",")]
+        handles = [h for h in handles if h]
+        problems = [p for p in map(handle_problem, handles) if p]
+        if problems:
+            raise forms.ValidationError(problems)
+        return handles
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("level") == Level.L3 and not cleaned.get("device"):
+            self.add_error("device", "An L3 project needs a device: its label is ciflow/crcr/<device>.")
+        if self.instance.pk and "level" in self.changed_data and not cleaned.get("level_change_reason", "").strip():
+            self.add_error("level_change_reason", "Say why the level changes: the reason goes in the audit history.")
+        return cleaned
+
+
+class LevelChangeInline(ReadOnlyMixin, admin.TabularInline):
+    model = LevelChange
+    verbose_name = "level change"
+    verbose_name_plural = "level history"
+    fields = readonly_fields = ("changed_at", "changed_by", "from_level", "to_level", "reason")
+    extra = 0
+    can_delete = False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectAdminForm
+    list_display = ("full_name", "level", "device", "hardware_kind", "ci_provider", "is_reference", "is_health_probe", "active")
+    list_filter = ("level", "active", "hardware_kind", "ci_provider", "is_reference", "is_health_probe")
+    search_fields = ("full_name", "display_name", "device")
+    readonly_fields = ("created_at", "updated_at")
+    actions = ["deactivate_selected"]
+    fieldsets = (
+        (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
+        ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "position")}),
+        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "is_health_probe")}),
+        ("Timestamps", {"fields": ("created_at", "updated_at")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        # Fields added to Project later land in their own section instead of vanishing from the form.
+        listed = {name for _, options in self.fieldsets for name in options["fields"]}
+        rest = [f.name for f in Project._meta.get_fields() if getattr(f, "editable", False) and f.concrete and not f.primary_key]
+        rest = [name for name in rest if name not in listed]
+        return [*self.fieldsets[:-1], ("Callbacks and identity", {"fields": rest}), self.fieldsets[-1]]
+
+    def get_inlines(self, request, obj):
+        return [LevelChangeInline] if obj else []
+
+    def save_model(self, request, obj, form, change):
+        reason = form.cleaned_data.get("level_change_reason", "").strip()
+        if not change:
+            project_register(obj, by=request.user.get_username(), reason=reason)
+            return
+        # Level and device are written by project_set_level, which audits the change.
+        obj.save(update_fields=_fields_except("level", "device", "created_at"))
+        project_set_level(obj, form.cleaned_data["level"], by=request.user.get_username(), reason=reason, device=form.cleaned_data["device"])
+
+    @admin.action(description="Deactivate selected projects", permissions=["change"])
+    def deactivate_selected(self, request, queryset):
+        count = projects_deactivate(queryset)
+        self.message_user(request, f"Deactivated {count} project{'s' if count != 1 else ''}.", messages.SUCCESS)
+
+
+def _fields_except(*names: str) -> list[str]:
+    return [f.name for f in Project._meta.concrete_fields if not f.primary_key and f.name not in names]
+
+
+@admin.register(LevelChange)
+class LevelChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("project", "from_level", "to_level", "changed_by", "changed_at", "reason")
+    list_filter = ("to_level", "from_level")
+    search_fields = ("project__full_name", "changed_by", "reason")
+    date_hierarchy = "changed_at"
+
+
+class InstalledRepoInline(ReadOnlyMixin, admin.TabularInline):
+    model = InstalledRepo
+    fields = readonly_fields = ("full_name", "repo_id", "updated_at")
+    extra = 0
+
+
+@admin.register(Installation)
+class InstallationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("installation_id", "account_login", "repository_selection", "suspended", "updated_at")
+    list_filter = ("suspended", "repository_selection")
+    search_fields = ("account_login",)
+    inlines = [InstalledRepoInline]
+
+
+@admin.register(InstalledRepo)
+class InstalledRepoAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("full_name", "repo_id", "installation", "updated_at")
+    search_fields = ("full_name",)
+
+
+# Delivery and Dispatch are registered in admin_deliveries, owned separately; load it when present,
+# but let a real error inside it surface rather than hiding its admin.
+try:
+    from . import admin_deliveries  # noqa: F401
+except ImportError:
+    if importlib.util.find_spec(f"{__package__}.admin_deliveries") is not None:
+        raise

@@ -1,0 +1,310 @@
+"""Reading and writing the upstream `allowlist.yml` (reference/relay.md §2.2). Pure functions, no DB.
+
+What the parser accepts is the upstream relay's format, minus its quirks: on every level the
+oncalls may be a comma-separated string or a YAML list, and duplicates are caught whatever their
+case (the upstream relay compares exactly, the HUD case-insensitively; the stricter rule wins so a
+file we accept is accepted by both). Duplicate YAML keys, which YAML loaders silently collapse, are
+refused too. Every problem is collected and reported at once, each naming the entry it is about
+("L2 entry 3 ('foo')", entries counted from 1).
+
+`Entry.position` is the 0-based index of the entry within its level; for L3 it runs across the
+devices in file order, so grouping L3 by device (as the writer does) keeps the order intact.
+
+What the writer emits, and why, given how the upstream relay reads each shape:
+* all four level keys, always, empty ones as `L1: []` / `L3: {}`: upstream takes an empty list or
+  mapping as "no repos", and a reader sees the file is complete rather than truncated;
+* L1/L2/L4 items as `- owner/repo`, or `- owner/repo: a, b` with a comma string: upstream turns the
+  value into text and splits on commas, so a YAML list there would come out mangled;
+* L3 as `device:` → `owner/repo: [a, b]` (or `[]`): upstream iterates the value, so a string there
+  would be read character by character;
+* any scalar that YAML would not read back as the same string (`yes`, `null`, `0x1f`, `123`, ...)
+  is single-quoted, so every handle and name survives as text.
+Given that, `parse_allowlist(render_allowlist(parse_allowlist(x))) == parse_allowlist(x)`.
+"""
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import yaml
+
+LEVELS = ("L1", "L2", "L3", "L4")
+LIST_LEVELS = ("L1", "L2", "L4")
+
+_OWNER = r"[A-Za-z0-9][A-Za-z0-9-]{0,38}"
+_FULL_NAME_RE = re.compile(rf"{_OWNER}/[A-Za-z0-9._-]{{1,100}}")
+_HANDLE_RE = re.compile(_OWNER)
+# A device becomes the label `ciflow/crcr/<device>`; GitHub labels stop at 50 characters.
+_DEVICE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,37}")
+_PLAIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/, -]*")
+
+HEADER = "# allowlist.yml exported by CRCR HUD (upstream relay format; see reference/relay.md §2.2)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    full_name: str
+    level: str
+    device: str = ""
+    oncalls: tuple[str, ...] = ()
+    position: int = 0
+
+
+class AllowlistError(ValueError):
+    """One or more problems with an allowlist; `.errors` lists every one of them."""
+
+    def __init__(self, errors: str | Iterable[str]):
+        self.errors = [errors] if isinstance(errors, str) else list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+def repo_name_problem(name: str) -> str | None:
+    """Why `name` is not a valid GitHub `owner/repo`, or None when it is."""
+    if not _FULL_NAME_RE.fullmatch(name) or name.split("/", 1)[1] in {".", ".."}:
+        return "repository must be owner/repo (GitHub owner and repository name rules)"
+    return None
+
+
+def handle_problem(handle: str) -> str | None:
+    if not _HANDLE_RE.fullmatch(handle):
+        return f"oncall {handle!r} is not a GitHub handle"
+    return None
+
+
+def clean_handle(handle: str) -> str:
+    return handle.strip().removeprefix("@")
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def parse_allowlist(text: str) -> list[Entry]:
+    doc = _load(text)
+    if doc is None:
+        return []
+    if not isinstance(doc, dict):
+        raise AllowlistError(f"the document must be a mapping of levels (L1, L2, L3, L4), not {_kind(doc)}")
+    parser = _Parser()
+    for level in LEVELS:
+        parser.level(level, doc.get(level))
+    if parser.errors:
+        raise AllowlistError(parser.errors)
+    return parser.entries
+
+
+class _Parser:
+    def __init__(self):
+        self.entries: list[Entry] = []
+        self.errors: list[str] = []
+        self.seen: dict[str, str] = {}  # lower-cased name -> where it was first listed
+
+    def level(self, level, value):
+        if value is None:
+            return
+        if level == "L3":
+            self.devices(value)
+        elif not isinstance(value, list):
+            self.errors.append(f"{level} must be a list of repositories, not {_kind(value)}")
+        else:
+            for index, item in enumerate(value):
+                self.item(level, index, item)
+
+    def item(self, level, index, item):
+        where = f"{level} entry {index + 1}"
+        if isinstance(item, str):
+            self.add(where, level, "", item, None, index)
+        elif isinstance(item, dict) and len(item) == 1:
+            ((name, oncalls),) = item.items()
+            self.add(where, level, "", name, oncalls, index)
+        elif isinstance(item, dict):
+            self.errors.append(f"{where} ({_show(item)}): a mapping item must have exactly one key, owner/repo")
+        else:
+            self.errors.append(f"{where} ({_show(item)}): must be owner/repo or a one-key mapping owner/repo: oncalls")
+
+    def devices(self, value):
+        if not isinstance(value, dict):
+            self.errors.append(f"L3 must be a mapping of device to repositories, not {_kind(value)}")
+            return
+        seen_devices: dict[str, str] = {}
+        position = 0
+        for index, (raw_device, repos) in enumerate(value.items(), 1):
+            device = self.device(index, raw_device, seen_devices)
+            if device is not None and self.repos_mapping(device, repos):
+                for number, (name, oncalls) in enumerate(repos.items(), 1):
+                    self.add(f"L3 device {device!r} entry {number}", "L3", device, name, oncalls, position)
+                    position += 1
+
+    def device(self, index, raw, seen):
+        where = f"L3 device {index} ({_show(raw)})"
+        if not _is_text(raw):
+            return self._fail(f"{where}: device name must be text, not {_kind(raw)}")
+        device = str(raw).strip()
+        if not device:
+            return self._fail(f"{where}: device name must not be empty")
+        if not _DEVICE_RE.fullmatch(device):
+            return self._fail(f"{where}: device must be letters, digits, '.', '_' or '-', at most 38 characters")
+        if device.lower() in seen:
+            return self._fail(f"{where}: duplicate of device {seen[device.lower()]!r} (devices compare case-insensitively)")
+        seen[device.lower()] = device
+        return device
+
+    def repos_mapping(self, device, repos) -> bool:
+        if isinstance(repos, dict):
+            return True
+        self.errors.append(f"L3 device {device!r}: must be a mapping of owner/repo to oncalls, not {_kind(repos)}")
+        return False
+
+    def add(self, where, level, device, raw_name, raw_oncalls, position):
+        where = f"{where} ({_show(raw_name)})"
+        name = raw_name.strip().strip("/") if isinstance(raw_name, str) else ""
+        problems = [repo_name_problem(name)] + self.oncalls(raw_oncalls)
+        problems = [p for p in problems if p] + self.duplicate(where, name)
+        if problems:
+            self.errors.extend(f"{where}: {problem}" for problem in problems)
+            return
+        oncalls = tuple(h for h in (clean_handle(str(h)) for h in _oncall_items(raw_oncalls)) if h)
+        self.entries.append(Entry(name, level, device, oncalls, position))
+
+    def oncalls(self, raw) -> list[str | None]:
+        if raw is not None and _oncall_items(raw) is None:
+            return [f"oncalls must be a comma-separated string or a list of GitHub handles, not {_kind(raw)}{_quote_hint(raw)}"]
+        problems = []
+        for item in _oncall_items(raw) or []:
+            if not _is_text(item):
+                problems.append(f"oncall {item!r} must be a GitHub handle, not {_kind(item)}{_quote_hint(item)}")
+            elif handle := clean_handle(str(item)):
+                problems.append(handle_problem(handle))
+        return problems
+
+    def duplicate(self, where, name) -> list[str]:
+        if repo_name_problem(name):
+            return []
+        if name.lower() not in self.seen:
+            self.seen[name.lower()] = where
+            return []
+        return [f"duplicate of {self.seen[name.lower()]} (repositories compare case-insensitively)"]
+
+    def _fail(self, message):
+        self.errors.append(message)
+        return None
+
+
+def _oncall_items(raw) -> list | None:
+    """The oncall handles as written, before cleaning; None when the shape is not accepted."""
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return raw.split(",")
+    if isinstance(raw, list):
+        return raw
+    # An all-digit handle written bare (`- o/r: 12345`) arrives as an int.
+    return [raw] if _is_text(raw) else None
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _quote_hint(value) -> str:
+    if value is None or isinstance(value, (bool, float)):
+        return " (quote handles that YAML reads as true/false/null or numbers)"
+    return ""
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys instead of keeping the last one silently."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            _refuse_duplicate_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_duplicate_keys(node):
+    seen = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        first = seen.setdefault((key_node.tag, key_node.value), key_node.start_mark)
+        if first is not key_node.start_mark:
+            problem = f"found duplicate key {key_node.value!r} (first at line {first.line + 1})"
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark, problem, key_node.start_mark)
+
+
+def _load(text: str):
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise AllowlistError(_yaml_message(exc)) from exc
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    return f"invalid YAML{where}: {context + ': ' if context else ''}{problem}"
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+
+def render_allowlist(entries: Iterable[Entry]) -> str:
+    by_level: dict[str, list[Entry]] = {level: [] for level in LEVELS}
+    for entry in entries:
+        by_level[entry.level].append(entry)
+    lines = [HEADER]
+    for level in LEVELS:
+        ordered = sorted(by_level[level], key=lambda e: e.position)
+        lines += _render_l3(ordered) if level == "L3" else _render_list_level(level, ordered)
+    return "\n".join(lines) + "\n"
+
+
+def _render_list_level(level: str, entries: list[Entry]) -> list[str]:
+    if not entries:
+        return [f"{level}: []"]
+    return [f"{level}:"] + [f"  - {_render_item(entry)}" for entry in entries]
+
+
+def _render_item(entry: Entry) -> str:
+    if not entry.oncalls:
+        return _scalar(entry.full_name)
+    return f"{_scalar(entry.full_name)}: {_scalar(', '.join(entry.oncalls))}"
+
+
+def _render_l3(entries: list[Entry]) -> list[str]:
+    if not entries:
+        return ["L3: {}"]
+    devices: dict[str, list[Entry]] = {}
+    for entry in entries:
+        devices.setdefault(entry.device, []).append(entry)
+    lines = ["L3:"]
+    for device, repos in devices.items():
+        lines.append(f"  {_scalar(device)}:")
+        lines += [f"    {_scalar(e.full_name)}: [{', '.join(_scalar(h) for h in e.oncalls)}]" for e in repos]
+    return lines
+
+
+def _scalar(text: str) -> str:
+    """`text` as a YAML scalar that reads back as the same string."""
+    if _PLAIN_RE.fullmatch(text) and not text.endswith((" ", ",")) and _reads_back(text):
+        return text
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _reads_back(text: str) -> bool:
+    try:
+        return yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False

@@ -1,0 +1,191 @@
+"""Writes to the registry of downstream projects. Every level change goes through
+`project_set_level`, so each one leaves a LevelChange row saying who, when and why."""
+
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from .allowlist import Entry, parse_allowlist, render_allowlist, repo_name_problem
+from .models import CIProvider, HardwareKind, Level, LevelChange, Project
+
+SANDBOX_SEED_BY = "sandbox-seed"
+
+
+@dataclass
+class ImportResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deactivated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    # Reference and health-probe projects absent from the file: left exactly as they were.
+    kept: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{len(getattr(self, name))} {name}" for name in ("created", "updated", "deactivated", "unchanged", "kept"))
+        return f"allowlist import: {counts}"
+
+
+# --- single projects -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def project_set_level(project: Project, level: str, *, by: str, reason: str, device: str | None = None) -> LevelChange | None:
+    """Move `project` to `level` (and `device`, when given); None when the level did not change."""
+    if level not in Level.values:
+        raise ValidationError({"level": f"unknown level {level!r}"})
+    # The stored level, not the caller's copy, is what the change is from.
+    current = Project.objects.select_for_update().get(pk=project.pk)
+    device = current.device if device is None else device
+    _check_device(level, device)
+    project.level, project.device = level, device
+    if level == current.level:
+        if project.device != current.device:
+            project.save(update_fields=["device", "updated_at"])
+        return None
+    project.save(update_fields=["level", "device", "updated_at"])
+    return _record(project, current.level, by=by, reason=reason)
+
+
+@transaction.atomic
+def project_register(project: Project, *, by: str, reason: str = "") -> Project:
+    """Save a new, unsaved `project` and record its initial level."""
+    problem = repo_name_problem(project.full_name)
+    if problem:
+        raise ValidationError({"full_name": problem})
+    _check_device(project.level, project.device)
+    project.full_clean()
+    project.save()
+    _record(project, "", by=by, reason=reason)
+    return project
+
+
+def project_create(full_name: str, level: str, *, by: str, reason: str = "", **fields) -> Project:
+    return project_register(Project(full_name=full_name, level=level, **fields), by=by, reason=reason)
+
+
+def projects_deactivate(projects) -> int:
+    """Stop relaying to `projects` without touching their level; returns how many changed."""
+    return Project.objects.filter(pk__in=[p.pk for p in projects], active=True).update(active=False, updated_at=timezone.now())
+
+
+def _record(project: Project, from_level: str, *, by: str, reason: str) -> LevelChange:
+    return LevelChange.objects.create(project=project, from_level=from_level, to_level=project.level, changed_by=by, reason=reason)
+
+
+def _check_device(level: str, device: str):
+    if level == Level.L3 and not device:
+        raise ValidationError({"device": "an L3 project needs a device (its ciflow/crcr/<device> label)"})
+
+
+# --- allowlist.yml -------------------------------------------------------------------------------
+
+
+def allowlist_import(text: str, *, by: str, reason: str = "allowlist import") -> ImportResult:
+    """Replace the registry's levels with the file's; all or nothing."""
+    entries = parse_allowlist(text)  # raises before anything is written
+    result = ImportResult()
+    with transaction.atomic():
+        existing = {p.full_name.lower(): p for p in Project.objects.select_for_update()}
+        for entry in entries:
+            project = existing.pop(entry.full_name.lower(), None)
+            _import_entry(project, entry, result, by=by, reason=reason)
+        for project in existing.values():
+            _import_absent(project, result)
+    return result
+
+
+def _import_entry(project: Project | None, entry: Entry, result: ImportResult, *, by: str, reason: str):
+    if project is None:
+        project_create(entry.full_name, entry.level, by=by, reason=reason, device=entry.device, **_entry_fields(entry))
+        result.created.append(entry.full_name)
+    elif _project_apply(project, entry, by=by, reason=reason):
+        result.updated.append(entry.full_name)
+    else:
+        result.unchanged.append(entry.full_name)
+
+
+def _entry_fields(entry: Entry) -> dict:
+    return {"oncalls": list(entry.oncalls), "position": entry.position, "active": True}
+
+
+def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> bool:
+    """Make `project` match `entry`; True when anything changed."""
+    changed = _project_update(project, {"full_name": entry.full_name, **_entry_fields(entry)})
+    device_before = project.device
+    moved = project_set_level(project, entry.level, by=by, reason=reason, device=entry.device)
+    return bool(changed or moved or project.device != device_before)
+
+
+def _project_update(project: Project, fields: dict) -> list[str]:
+    """Save the fields whose values differ (never level or device: see project_set_level)."""
+    changed = [name for name, value in fields.items() if getattr(project, name) != value]
+    for name in changed:
+        setattr(project, name, fields[name])
+    if changed:
+        project.save(update_fields=[*changed, "updated_at"])
+    return changed
+
+
+def _import_absent(project: Project, result: ImportResult):
+    if project.is_reference or project.is_health_probe:
+        result.kept.append(project.full_name)
+    elif project.active:
+        projects_deactivate([project])
+        result.deactivated.append(project.full_name)
+
+
+def allowlist_export() -> str:
+    projects = Project.objects.filter(active=True).order_by("level", "position", "full_name")
+    return render_allowlist(project_entry(p) for p in projects)
+
+
+def project_entry(project: Project) -> Entry:
+    device = project.device if project.level == Level.L3 else ""
+    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position)
+
+
+# --- sandbox -------------------------------------------------------------------------------------
+
+# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
+# and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
+SANDBOX_PROJECTS = (
+    {"full_name": "pytorch/openreg-ci", "level": "L2", "display_name": "OpenReg (reference)", "github_repo_id": 700000001,
+     "hardware_kind": HardwareKind.REFERENCE, "is_reference": True, "oncalls": ["openreg-maintainer"]},
+    {"full_name": "intel/torch-xpu-ops", "level": "L4", "display_name": "Intel XPU", "github_repo_id": 700000002,
+     "hardware_kind": HardwareKind.GPU, "oncalls": ["xpu-oncall", "intel-pt-ci"]},
+    {"full_name": "ROCm/pytorch", "level": "L3", "device": "rocm", "display_name": "AMD ROCm", "github_repo_id": 700000003,
+     "hardware_kind": HardwareKind.GPU, "oncalls": ["rocm-ci-oncall"]},
+    {"full_name": "pytorch-mps/mps-ci", "level": "L2", "display_name": "Apple MPS", "github_repo_id": 700000004,
+     "hardware_kind": HardwareKind.GPU, "oncalls": ["mps-oncall"]},
+    {"full_name": "quic/ai-engine-direct-torch", "level": "L3", "device": "qnn", "display_name": "Qualcomm AI Engine",
+     "github_repo_id": 700000005, "hardware_kind": HardwareKind.NPU, "oncalls": ["qnn-oncall"]},
+    {"full_name": "vllm-project/vllm", "level": "L2", "display_name": "vLLM", "github_repo_id": 700000006,
+     "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"]},
+    {"full_name": "sgl-project/sglang", "level": "L1", "display_name": "SGLang", "github_repo_id": 700000007,
+     "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": []},
+    {"full_name": "huggingface/transformers", "level": "L2", "display_name": "Hugging Face Transformers",
+     "github_repo_id": 700000008, "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": ["hf-ci-oncall"]},
+    {"full_name": "pytorch/crcr-health-probe", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
+     "hardware_kind": HardwareKind.PROBE, "is_health_probe": True, "oncalls": []},
+)
+
+
+@transaction.atomic
+def seed_sandbox_registry() -> list[Project]:
+    """Upsert the sandbox registry; running it again changes nothing."""
+    positions: dict[str, int] = {}
+    return [_seed_one(spec, positions) for spec in SANDBOX_PROJECTS]
+
+
+def _seed_one(spec: dict, positions: dict[str, int]) -> Project:
+    fields = {"active": True, **spec}
+    full_name, level, device = fields.pop("full_name"), fields.pop("level"), fields.pop("device", "")
+    fields["position"] = positions[level] = positions.get(level, -1) + 1
+    project = Project.objects.filter(full_name__iexact=full_name).first()
+    if project is None:
+        return project_create(full_name, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device, **fields)
+    _project_update(project, fields)
+    project_set_level(project, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device)
+    return project

@@ -1,0 +1,112 @@
+import io
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from relay.allowlist import parse_allowlist
+from relay.management.commands.allowlist_import import raw_url
+from relay.models import LevelChange, Project
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml"
+SAMPLE = SAMPLE_PATH.read_text()
+
+
+def run(*args, **kwargs) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err, **kwargs)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def served():
+    """A tiny local web server answering every GET with `served.body`, recording the paths asked."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            server.paths.append(self.path)
+            status, body = (200, server.body.encode()) if self.path != "/missing" else (404, b"not found")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.body, server.paths = SAMPLE, []
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_it_imports_a_file_and_prints_a_summary():
+    out, _ = run("allowlist_import", str(SAMPLE_PATH))
+    assert "11 created" in out and "created: ROCm/pytorch" in out
+    assert Project.objects.count() == 11
+
+
+def test_it_records_the_reason_given_on_every_level_change():
+    run("allowlist_import", str(SAMPLE_PATH), "--reason", "sync with pytorch/pytorch#123")
+    assert set(LevelChange.objects.values_list("reason", flat=True)) == {"sync with pytorch/pytorch#123"}
+
+
+def test_it_imports_from_stdin():
+    run("allowlist_import", "-", stdin=io.StringIO(SAMPLE))
+    assert Project.objects.filter(full_name="intel/torch-xpu-ops", level="L3", device="xpu").exists()
+
+
+def test_it_imports_from_a_url(served):
+    out, _ = run("allowlist_import", f"{served.url}/.github/allowlist.yml")
+    assert served.paths == ["/.github/allowlist.yml"]
+    assert "11 created" in out
+
+
+def test_it_turns_a_github_blob_url_into_the_raw_file_url():
+    blob = "https://github.com/pytorch/pytorch/blob/main/.github/allowlist.yml"
+    assert raw_url(blob) == "https://raw.githubusercontent.com/pytorch/pytorch/main/.github/allowlist.yml"
+    assert raw_url("https://example.com/allowlist.yml") == "https://example.com/allowlist.yml"
+
+
+def test_it_fails_with_every_error_on_stderr_and_writes_nothing(tmp_path):
+    bad = tmp_path / "allowlist.yml"
+    bad.write_text(SAMPLE + "  - not-a-repo\n  - 42\n")
+    err = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("allowlist_import", str(bad), stdout=io.StringIO(), stderr=err)
+    assert caught.value.returncode == 1 and "nothing was written" in str(caught.value)
+    assert "L4 entry 2 ('not-a-repo')" in err.getvalue() and "L4 entry 3 (42)" in err.getvalue()
+    assert not Project.objects.exists() and not LevelChange.objects.exists()
+
+
+def test_it_fails_on_a_missing_file(tmp_path):
+    with pytest.raises(CommandError):
+        run("allowlist_import", str(tmp_path / "nope.yml"))
+
+
+def test_it_fails_on_a_url_that_does_not_answer_200(served):
+    with pytest.raises(CommandError):
+        run("allowlist_import", f"{served.url}/missing")
+    assert not Project.objects.exists()
+
+
+def test_it_exports_the_registry_to_stdout():
+    run("allowlist_import", str(SAMPLE_PATH))
+    out, _ = run("allowlist_export")
+    assert out.startswith("# allowlist.yml exported by CRCR HUD")
+    assert parse_allowlist(out) == parse_allowlist(SAMPLE)
+
+
+def test_it_seeds_the_sandbox_registry_idempotently():
+    run("seed_sandbox")
+    out, _ = run("seed_sandbox")
+    assert "9 projects" in out and Project.objects.count() == 9
