@@ -14,6 +14,11 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "every-2-minutes-sweep-results": {
+        "task": "relay.results_sweep",
+        "schedule": 120.0,
+        "options": {"expires": 110},
+    },
     "every-30s-worker-heartbeat": {
         "task": "relay.heartbeat",
         "schedule": 30.0,

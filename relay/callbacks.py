@@ -158,6 +158,9 @@ def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key
             _failed_tests_store(job, report)
     except IntegrityError:
         return False
+    if dispatch is not None:
+        # A run did start after all: drop the sweeper's "never started" stand-in row.
+        JobRun.objects.filter(dispatch=dispatch, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
     return True
 
 

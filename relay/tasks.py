@@ -60,3 +60,10 @@ def heartbeat() -> None:
     from .health import heartbeat_record
 
     heartbeat_record()
+
+
+@shared_task(name="relay.results_sweep", acks_late=True)
+def results_sweep() -> dict:
+    from .results_sweep import results_sweep as sweep
+
+    return vars(sweep(limit=settings.CRCR_SWEEP_BATCH))

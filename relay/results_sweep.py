@@ -1,0 +1,98 @@
+"""The results sweeper: jobs that never finish, dispatches that never start, and work made moot
+by a newer PR head all end visibly in the results (not only in logs). Bounded per run."""
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from .models import Conclusion, Delivery, Dispatch, JobRun, Level, UsedToken
+
+logger = logging.getLogger(__name__)
+NEVER_STARTED_RUN_ID = "-"
+"""run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
+
+
+@dataclass
+class SweepReport:
+    timed_out: int = 0
+    never_started: int = 0
+    superseded: int = 0
+    tokens_pruned: int = 0
+
+
+def results_sweep(limit: int = 500, now=None) -> SweepReport:
+    now = now or timezone.now()
+    report = SweepReport()
+    report.superseded = jobs_supersede(limit)
+    report.timed_out = jobs_time_out(limit, now)
+    report.never_started = dispatches_never_started(limit, now)
+    report.tokens_pruned = UsedToken.objects.filter(expires_at__lt=now).delete()[0]
+    if report.timed_out or report.never_started or report.superseded:
+        logger.info("results sweep: %s", report)
+    return report
+
+
+def latest_heads(pr_numbers) -> dict[int, str]:
+    """The newest head SHA the relay saw for each PR."""
+    rows = Delivery.objects.filter(event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED).exclude(head_sha="")
+    heads = {}
+    for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
+        heads[pr] = sha
+    return heads
+
+
+def jobs_supersede(limit: int) -> int:
+    open_jobs = list(JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, pr_number__isnull=False).only("pk", "pr_number", "head_sha")[:limit * 4])
+    heads = latest_heads(job.pr_number for job in open_jobs)
+    stale = [job.pk for job in open_jobs if heads.get(job.pr_number, job.head_sha) != job.head_sha][:limit]
+    return JobRun.objects.filter(pk__in=stale, status=JobRun.Status.IN_PROGRESS).update(
+        status=JobRun.Status.COMPLETED, conclusion=Conclusion.CANCELLED, ended_by=JobRun.EndedBy.SUPERSEDED, completed_at=timezone.now(),
+    )
+
+
+def jobs_time_out(limit: int, now) -> int:
+    cutoff = now - timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS)
+    ended = 0
+    for job in JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=cutoff)[:limit]:
+        ended += JobRun.objects.filter(pk=job.pk, status=JobRun.Status.IN_PROGRESS).update(
+            status=JobRun.Status.COMPLETED, conclusion=Conclusion.TIMED_OUT, ended_by=JobRun.EndedBy.TIMED_OUT,
+            completed_at=now, execution_seconds=round((now - job.in_progress_at).total_seconds(), 3),
+        )
+    return ended
+
+
+def dispatches_never_started(limit: int, now) -> int:
+    cutoff = now - timedelta(hours=settings.CRCR_NEVER_STARTED_HOURS)
+    answered = JobRun.objects.filter(dispatch=OuterRef("pk"))
+    silent = (
+        Dispatch.objects.filter(state=Dispatch.State.SENT, sent_at__lt=cutoff)
+        .exclude(project__level=Level.L1)
+        .filter(~Exists(answered))
+        .select_related("project", "delivery")[:limit]
+    )
+    silent = list(silent)
+    heads = latest_heads(d.pr_number for d in silent if d.pr_number)
+    with transaction.atomic():
+        for dispatch in silent:
+            JobRun.objects.get_or_create(**_never_started_row(dispatch, heads, now))
+    return len(silent)
+
+
+def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:
+    moot = dispatch.pr_number is not None and heads.get(dispatch.pr_number, dispatch.head_sha) != dispatch.head_sha
+    return {
+        "delivery_key": dispatch.delivery.delivery_id, "project": dispatch.project, "run_id": NEVER_STARTED_RUN_ID,
+        "run_attempt": 1, "job_name": "",
+        "defaults": {
+            "dispatch": dispatch, "event_type": dispatch.event_type, "workflow_name": "(no run started)",
+            "status": JobRun.Status.COMPLETED, "completed_at": now, "start_unknown": True,
+            "conclusion": Conclusion.CANCELLED if moot else Conclusion.TIMED_OUT,
+            "ended_by": JobRun.EndedBy.SUPERSEDED if moot else JobRun.EndedBy.NEVER_STARTED,
+            "head_sha": dispatch.head_sha, "pr_number": dispatch.pr_number,
+        },
+    }
