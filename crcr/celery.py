@@ -36,6 +36,6 @@ app.conf.beat_schedule = {
 def _make_broker_folders(sender, **kwargs):
     # The embedded (filesystem) broker needs its folders before the first publish.
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)

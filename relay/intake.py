@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import installations
+from .commits import commits_record
 from .models import Delivery, Dispatch, Project
 from .webhooks import WebhookRequest
 
@@ -103,6 +104,8 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         if hook.event in installations.INSTALLATION_EVENTS:
             installations.installation_event_apply(hook.event, hook.payload)
         count = dispatches_create(delivery) if route.dispatches else 0
+        if route.dispatches:
+            commits_record(hook.event, hook.payload, delivery.received_at)
     return delivery, count
 
 

@@ -243,3 +243,24 @@ def test_it_stores_one_set_of_dispatches_for_concurrent_duplicate_deliveries(rel
     assert sorted(statuses) == [200, 200, 200, 202]
     assert Delivery.objects.count() == 1
     assert Dispatch.objects.count() == 4
+
+
+def test_it_records_pushed_trunk_commits_with_their_first_parents(post_webhook, backends):
+    from relay.models import UpstreamCommit
+
+    commits = [{"id": c * 40, "message": f"Fix {c}\n\nlong body", "timestamp": "2026-12-01T10:00:00Z", "author": {"name": "A", "username": "alice"}} for c in "abc"]
+    payload = {**fixture_payload("push"), "ref": "refs/heads/main", "deleted": False, "before": "f" * 40, "after": "c" * 40, "commits": commits}
+    payload["repository"]["default_branch"] = "main"
+    post_webhook("push", payload)
+    rows = {c.sha[0]: c for c in UpstreamCommit.objects.all()}
+    assert [rows[x].parent_sha[0] for x in "abc"] == ["f", "a", "b"]
+    assert rows["c"].is_trunk and rows["c"].title == "Fix c" and rows["c"].author == "alice"
+    assert rows["a"].landed_at < rows["b"].landed_at < rows["c"].landed_at
+
+
+def test_it_records_a_pr_head(post_webhook, backends):
+    from relay.models import UpstreamCommit
+
+    post_webhook("pull_request", fixture_payload("pull_request.opened"))
+    head = UpstreamCommit.objects.get()
+    assert (head.pr_number, head.is_trunk, head.sha) == (2, False, "ec26c3e57ca3a959ca5aad62de7213c562f8c821")
