@@ -1,0 +1,73 @@
+"""The one status policy."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from hud.status import State, cell_state, dispatch_cell_state, job_verdicts, rates
+
+T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+@dataclass
+class Job:
+    conclusion: str = "success"
+    status: str = "completed"
+    ended_by: str = ""
+    run_attempt: int = 1
+    workflow_name: str = "ci"
+    job_name: str = "build"
+    created_at: datetime = T0
+
+
+def test_the_latest_attempt_decides():
+    verdicts = job_verdicts([Job("success", run_attempt=1), Job("failure", run_attempt=2, created_at=T0 + timedelta(minutes=5))])
+    assert [v.state for v in verdicts] == [State.FAILURE]
+
+
+def test_a_pass_after_a_failed_attempt_is_flaky_not_red():
+    verdicts = job_verdicts([Job("failure"), Job("success", run_attempt=2, created_at=T0 + timedelta(minutes=5))])
+    assert verdicts[0].state == State.FLAKY and verdicts[0].first_attempt_state == State.FAILURE
+
+
+def test_superseded_work_counts_nowhere():
+    verdicts = job_verdicts([Job("cancelled", ended_by="superseded")])
+    assert verdicts[0].state == State.SUPERSEDED
+    assert rates(verdicts).decided == 0
+    assert cell_state([State.SUPERSEDED, State.SUCCESS]) == State.SUCCESS
+    assert cell_state([State.SUPERSEDED]) == State.SUPERSEDED
+
+
+def test_timeouts_and_never_started_are_infrastructure_failures():
+    verdicts = job_verdicts([Job("timed_out", ended_by="timed_out"), Job("timed_out", ended_by="never_started", job_name="x")])
+    assert {v.state for v in verdicts} == {State.TIMED_OUT, State.NEVER_STARTED}
+    assert rates(verdicts).infra == 2 and rates(verdicts).pass_rate == 0
+
+
+def test_a_failure_outranks_everything_in_a_cell():
+    assert cell_state([State.SUCCESS, State.RUNNING, State.FAILURE, State.FLAKY]) == State.FAILURE
+    assert cell_state([State.SUCCESS, State.RUNNING]) == State.RUNNING
+    assert cell_state([State.SUCCESS, State.FLAKY]) == State.FLAKY
+    assert cell_state([]) == State.NO_RESULT
+
+
+def test_l1_cells_show_dispatch_outcomes_only():
+    assert dispatch_cell_state(["sent"]) == State.DISPATCHED
+    assert dispatch_cell_state(["not_installed"]) == State.NOT_INSTALLED
+    assert dispatch_cell_state(["failed"]) == State.DISPATCH_FAILED
+    assert dispatch_cell_state(["retrying"]) == State.DISPATCH_PENDING
+
+
+def test_pass_rates_use_latest_attempts_and_report_first_attempt_rate_beside():
+    jobs = [
+        Job("failure", job_name="a"), Job("success", job_name="a", run_attempt=2, created_at=T0 + timedelta(minutes=1)),
+        Job("success", job_name="b"), Job("failure", job_name="c"), Job(status="in_progress", conclusion="", job_name="d"),
+    ]
+    result = rates(job_verdicts(jobs))
+    assert (result.passed, result.failed, result.pending) == (2, 1, 1)
+    assert result.pass_rate == 2 / 3 and result.first_attempt_pass_rate == 1 / 3
+
+
+def test_the_health_probe_passes_only_on_its_expected_conclusions():
+    jobs = [Job("failure", job_name="expect-failure"), Job("success", job_name="expect-failure/2"), Job("success", job_name="ok")]
+    states = {v.job.job_name: v.state for v in job_verdicts(jobs, probe=True)}
+    assert states == {"expect-failure": State.SUCCESS, "expect-failure/2": State.FAILURE, "ok": State.SUCCESS}
