@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import upstream
+from . import signals, upstream
 from .callback_body import BadCallback, Report, body_parse, report_read
 from .callback_tokens import InvalidCallbackToken, callback_token_read
 from .identity import IdentityForbidden, project_for_token
@@ -113,16 +113,23 @@ def job_record(project: Project, dispatch: Dispatch | None, report: Report, toke
     """Advance (delivery, repo, run, attempt, job) by one step. Exactly one of two identical
     concurrent callbacks wins; the other reads "duplicate"."""
     with transaction.atomic():
-        if not _token_consume(token, report, project):
-            return "duplicate"
-        key = _job_key(project, report)
-        existing = JobRun.objects.select_for_update().filter(**key).first()
-        if existing is None:
-            created = _job_create(project, dispatch, report, key)
-            if created:
-                return report.status
-            existing = JobRun.objects.select_for_update().get(**key)
-        return _job_advance(existing, report)
+        outcome, job_id = _job_step(project, dispatch, report, token)
+        if outcome != "duplicate":
+            transaction.on_commit(lambda: signals.job_recorded.send(sender=JobRun, job_run_id=job_id))
+    return outcome
+
+
+def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken) -> tuple[str, int | None]:
+    if not _token_consume(token, report, project):
+        return "duplicate", None
+    key = _job_key(project, report)
+    existing = JobRun.objects.select_for_update().filter(**key).first()
+    if existing is None:
+        created = _job_create(project, dispatch, report, key)
+        if created is not None:
+            return report.status, created.pk
+        existing = JobRun.objects.select_for_update().get(**key)
+    return _job_advance(existing, report), existing.pk
 
 
 def _job_key(project: Project, report: Report) -> dict:
@@ -144,7 +151,7 @@ def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bo
     return True
 
 
-def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> bool:
+def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
     now = timezone.now()
     fields = {**key, **_report_fields(report), "dispatch": dispatch, "status": report.status, "created_at": now}
     fields.update(_upstream_fields(dispatch, report))
@@ -157,11 +164,11 @@ def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key
             job = JobRun.objects.create(**fields)
             _failed_tests_store(job, report)
     except IntegrityError:
-        return False
+        return None
     if dispatch is not None:
         # A run did start after all: drop the sweeper's "never started" stand-in row.
         JobRun.objects.filter(dispatch=dispatch, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
-    return True
+    return job
 
 
 def _job_advance(job: JobRun, report: Report) -> str:

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import github, installations
+from . import github, installations, signals
 from .callback_tokens import CallbackBinding, callback_token_sign
 from .models import Dispatch, DispatchAttempt
 from .payloads import client_payload
@@ -94,6 +94,8 @@ def dispatch_record(dispatch: Dispatch, outcome: SendOutcome, started_at, durati
         if state == Dispatch.State.SENT:
             fields["sent_at"] = timezone.now()
         Dispatch.objects.filter(pk=dispatch.pk, state=Dispatch.State.SENDING).update(**fields)
+        if state == Dispatch.State.SENT:
+            transaction.on_commit(lambda: signals.dispatch_sent.send(sender=Dispatch, dispatch_id=dispatch.pk))
     logger.info("dispatch %s to %s: %s (attempt %s)", dispatch.pk, dispatch.project.full_name, state, number)
     return state
 

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import installations
+from . import installations, signals
 from .commits import commits_record
 from .models import Delivery, Dispatch, Project
 from .webhooks import WebhookRequest
@@ -106,6 +106,9 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         count = dispatches_create(delivery) if route.dispatches else 0
         if route.dispatches:
             commits_record(hook.event, hook.payload, delivery.received_at)
+        transaction.on_commit(
+            lambda: signals.delivery_recorded.send(sender=Delivery, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
+        )
     return delivery, count
 
 

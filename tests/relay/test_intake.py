@@ -18,8 +18,12 @@ def backends(db):
     return [ProjectFactory(level=level) for level in ("L1", "L2", "L3", "L4")] + [ProjectFactory(active=False)]
 
 
-def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_project(post_webhook, backends, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks() as callbacks:
+def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_project(post_webhook, backends, django_capture_on_commit_callbacks, monkeypatch):
+    from relay import tasks
+
+    kicks = []
+    monkeypatch.setattr(tasks.delivery_fan_out, "apply_async", lambda args: kicks.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
         response = post_webhook("pull_request", fixture_payload("pull_request.opened"), delivery_id="d-1")
     assert response.status_code == 202
     assert response.json() == {"ok": True, "status": "accepted", "delivery": "d-1", "dispatches": 4}
@@ -28,7 +32,7 @@ def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_pro
     assert delivery.head_sha == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
     assert sorted(d.project.level for d in delivery.dispatches.all()) == ["L1", "L2", "L3", "L4"]
     assert set(delivery.dispatches.values_list("state", flat=True)) == {"pending"}
-    assert len(callbacks) == 1, "the fan-out is enqueued once, after commit"
+    assert kicks == [[delivery.pk]], "one fan-out message, after commit, whatever the number of repos"
 
 
 def test_it_answers_a_redelivery_as_duplicate_and_dispatches_nothing_again(post_webhook, backends):
