@@ -2,6 +2,8 @@ import os
 
 from celery import Celery
 
+from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crcr.settings")
 
 app = Celery("crcr")

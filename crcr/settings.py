@@ -104,7 +104,7 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+CELERY_BROKER_URL = REDIS_URL or "crcrfs://"  # see crcr/broker.py
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"visibility_timeout": 3600, "socket_connect_timeout": 2, "socket_timeout": 5}
     if REDIS_URL

@@ -150,6 +150,8 @@ def project_entry(project: Project) -> Entry:
 
 # The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
 # and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
+SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
+SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 SANDBOX_PROJECTS = (
     {"full_name": "pytorch/openreg-ci", "level": "L2", "display_name": "OpenReg (reference)", "github_repo_id": 700000001,
      "hardware_kind": HardwareKind.REFERENCE, "is_reference": True, "oncalls": ["openreg-maintainer"]},
@@ -162,12 +164,13 @@ SANDBOX_PROJECTS = (
     {"full_name": "quic/ai-engine-direct-torch", "level": "L3", "device": "qnn", "display_name": "Qualcomm AI Engine",
      "github_repo_id": 700000005, "hardware_kind": HardwareKind.NPU, "oncalls": ["qnn-oncall"]},
     {"full_name": "vllm-project/vllm", "level": "L2", "display_name": "vLLM", "github_repo_id": 700000006,
-     "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"]},
+     "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"],
+     "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}", "oidc_required_claims": {"build_branch": ["main"]}},
     {"full_name": "sgl-project/sglang", "level": "L1", "display_name": "SGLang", "github_repo_id": 700000007,
      "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": []},
     {"full_name": "huggingface/transformers", "level": "L2", "display_name": "Hugging Face Transformers",
      "github_repo_id": 700000008, "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": ["hf-ci-oncall"]},
-    {"full_name": "pytorch/crcr-health-probe", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
+    {"full_name": "pytorch/crcr-test", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
      "hardware_kind": HardwareKind.PROBE, "is_health_probe": True, "oncalls": []},
 )
 

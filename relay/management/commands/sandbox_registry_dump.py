@@ -1,0 +1,17 @@
+"""Print the registry as JSON for the sandbox simulators (which run outside Django)."""
+
+import json
+
+from django.core.management import BaseCommand
+
+from relay.models import Project
+
+FIELDS = ("full_name", "github_repo_id", "level", "device", "ci_provider", "hardware_kind", "is_reference", "is_health_probe", "buildkite_pipeline")
+
+
+class Command(BaseCommand):
+    help = "Dump active projects as JSON (sandbox mode)."
+
+    def handle(self, *args, **options):
+        projects = list(Project.objects.filter(active=True).values(*FIELDS))
+        self.stdout.write(json.dumps({"projects": projects}, indent=2))

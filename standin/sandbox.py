@@ -1,0 +1,360 @@
+"""Sandbox mode's simulated world: the stand-in plus simulated upstream activity (signed PR and
+push webhooks) and simulated downstream CI (runners that react to the dispatches the stand-in
+receives and call back with minted OIDC tokens), all through the relay's real HTTP endpoints.
+
+Run as `python -m standin.sandbox --relay-url URL --state-dir DIR --webhook-secret-file F`; it
+writes DIR/standin.json once listening and starts simulating once DIR/registry.json appears."""
+
+import argparse
+import hashlib
+import hmac
+import json
+import logging
+import random
+import signal
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+
+from .__main__ import _write_atomically, load_or_create
+
+logger = logging.getLogger("sandbox")
+UPSTREAM, UPSTREAM_ID, INSTALLATION_ID = "pytorch/pytorch", 65600975, 1
+AUDIENCE = "pytorch-cross-repo-ci-relay"
+TEST_POOL = [
+    ("test_ops.py", "TestCommon{D}", "test_out_addmm_{d}_float32", "GENERIC"),
+    ("test_ops.py", "TestCommon{D}", "test_noncontiguous_samples_matmul_{d}_float16", "GENERIC"),
+    ("test_nn.py", "TestNNDevice{D}", "test_conv2d_backward_{d}_bfloat16", "ACCELERATOR"),
+    ("test_torch.py", "TestTorchDevice{D}", "test_storage_resize_{d}", "ACCELERATOR"),
+    ("test_autograd.py", "TestAutogradDevice{D}", "test_pin_memory_{d}", "ACCELERATOR"),
+    ("test_cuda_compat.py", "TestStreams{D}", "test_stream_event_sync_{d}", "ACCELERATOR"),
+    ("test_binary_ufuncs.py", "TestBinaryUfuncs{D}", "test_pow_scalar_overflow_{d}_int64", "GENERIC"),
+    ("test_linalg.py", "TestLinalg{D}", "test_svd_lowrank_{d}_float64", "GENERIC"),
+]
+DEVICES = {"reference": ("PRIVATEUSE1", "privateuse1"), "xpu": ("XPU", "xpu"), "rocm": ("CUDA", "cuda"), "mps": ("MPS", "mps"), "qnn": ("PRIVATEUSE1", "privateuse1")}
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sha(*parts) -> str:
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+@dataclass
+class Pull:
+    number: int
+    title: str
+    author: str
+    head: str
+    labels: list
+    state: str = "open"
+
+
+class Upstream:
+    """pytorch/pytorch as the sandbox sees it: trunk pushes and PRs, sent as signed webhooks."""
+
+    def __init__(self, standin, relay_url: str, secret: str, devices: list[str]):
+        self.standin, self.relay_url, self.secret, self.devices = standin, relay_url, secret, devices
+        self.trunk = _sha("trunk", 0)
+        self.pulls: dict[int, Pull] = {}
+        self.rng = random.Random(7)
+        self.http = httpx.Client(timeout=10)
+        standin.add_commit(UPSTREAM, self.trunk, message="Initial sandbox trunk commit")
+
+    def send(self, event: str, payload: dict) -> None:
+        body = json.dumps({**payload, "repository": _repo(), "sender": {"login": "sandbox-bot", "id": 1, "type": "User"},
+                           "installation": {"id": INSTALLATION_ID}}).encode()  # fmt: skip
+        headers = {
+            "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": "sha256=" + hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest(),
+            "User-Agent": "GitHub-Hookshot/sandbox", "X-GitHub-Hook-Installation-Target-Type": "integration",
+        }
+        try:
+            response = self.http.post(f"{self.relay_url}/github/webhook", content=body, headers=headers)
+            logger.info("webhook %s.%s -> %s", event, payload.get("action", ""), response.status_code)
+        except httpx.HTTPError as exc:
+            logger.warning("webhook %s not delivered: %s", event, exc)
+
+    def push(self, title: str, author: str) -> None:
+        before, self.trunk = self.trunk, _sha("trunk", title, time.time())
+        self.standin.add_commit(UPSTREAM, self.trunk, parents=[before], message=title, author=author)
+        commit = {"id": self.trunk, "message": title, "timestamp": _now_iso(), "author": {"name": author, "username": author}, "distinct": True}
+        self.send("push", {"ref": "refs/heads/main", "before": before, "after": self.trunk, "created": False, "deleted": False,
+                           "forced": False, "commits": [commit], "head_commit": commit, "pusher": {"name": author}})  # fmt: skip
+
+    def pr_event(self, action: str, pull: Pull, label: str | None = None) -> None:
+        self.standin.add_pull(UPSTREAM, pull.number, pull.head, labels=pull.labels, state=pull.state)
+        payload = {"action": action, "number": pull.number, "pull_request": _pull_payload(pull, self.trunk)}
+        if label:
+            payload["label"] = {"name": label}
+        self.send("pull_request", payload)
+
+    def open_pr(self) -> Pull:
+        number = 170000 + len(self.pulls) + 1
+        title, author = self.rng.choice(PR_TITLES), self.rng.choice(AUTHORS)
+        pull = Pull(number, title, author, _sha("pr", number, 1), [])
+        if self.rng.random() < 0.5 and self.devices:
+            pull.labels.append(f"ciflow/crcr/{self.rng.choice(self.devices)}")
+        self.pulls[number] = pull
+        self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=title, author=author)
+        self.pr_event("opened", pull)
+        return pull
+
+    def synchronize(self, pull: Pull) -> None:
+        pull.head = _sha("pr", pull.number, time.time())
+        self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=pull.title, author=pull.author)
+        self.pr_event("synchronize", pull)
+
+    def label(self, pull: Pull) -> None:
+        free = [d for d in self.devices if f"ciflow/crcr/{d}" not in pull.labels]
+        if free:
+            name = f"ciflow/crcr/{self.rng.choice(free)}"
+            pull.labels.append(name)
+            self.pr_event("labeled", pull, label=name)
+
+    def step(self) -> None:
+        """One piece of upstream activity, weighted like a busy day."""
+        open_pulls = [p for p in self.pulls.values() if p.state == "open"]
+        roll = self.rng.random()
+        if roll < 0.35 or not open_pulls:
+            self.push(self.rng.choice(TRUNK_TITLES), self.rng.choice(AUTHORS))
+        elif roll < 0.6:
+            self.open_pr()
+        elif roll < 0.8:
+            self.synchronize(self.rng.choice(open_pulls))
+        elif roll < 0.92:
+            self.label(self.rng.choice(open_pulls))
+        else:
+            pull = self.rng.choice(open_pulls)
+            pull.state = "closed"
+            self.pr_event("closed", pull)
+
+
+def _repo() -> dict:
+    return {"id": UPSTREAM_ID, "name": "pytorch", "full_name": UPSTREAM, "private": False, "default_branch": "main",
+            "html_url": f"https://github.com/{UPSTREAM}", "owner": {"login": "pytorch", "id": 21003710, "type": "Organization"}}  # fmt: skip
+
+
+def _pull_payload(pull: Pull, base_sha: str) -> dict:
+    fork = {"full_name": f"{pull.author}/pytorch", "id": 900 + pull.number % 97, "name": "pytorch", "owner": {"login": pull.author}}
+    return {
+        "number": pull.number, "title": pull.title, "state": pull.state, "draft": False, "merged": False,
+        "html_url": f"https://github.com/{UPSTREAM}/pull/{pull.number}", "user": {"login": pull.author, "id": 5},
+        "labels": [{"name": name} for name in pull.labels], "updated_at": _now_iso(), "author_association": "CONTRIBUTOR",
+        "head": {"ref": f"fix-{pull.number}", "sha": pull.head, "label": f"{pull.author}:fix-{pull.number}", "repo": fork},
+        "base": {"ref": "main", "sha": base_sha, "label": "pytorch:main", "repo": _repo()},
+    }
+
+
+PR_TITLES = [
+    "[inductor] Fuse pointwise epilogues into templated matmul", "Fix device guard leak in PrivateUse1 streams",
+    "[dynamo] Graph break on unsupported context manager", "Add bfloat16 support to addmm on accelerators",
+    "Refactor DispatchKeySet computation for backend fallbacks", "[autograd] Avoid sync in pin_memory path",
+    "Deprecate legacy storage resize semantics", "[c10d] Backend hooks for custom ProcessGroup",
+]
+TRUNK_TITLES = [
+    "Revert \"[inductor] Enable cudagraph trees by default\"", "[export] Preserve stack traces through decompositions",
+    "Update xla pin", "[BE] Remove dead code in TensorIterator", "Add dtype promotion test for pow",
+    "[profiler] Record PrivateUse1 memory events", "Fix flaky test_conv2d_backward on accelerators",
+]
+AUTHORS = ["alice-dev", "bob-kernels", "carol-compiler", "dmitri-ci", "eun-autograd", "farah-distributed"]
+
+
+class Runners:
+    """Downstream CI: each dispatch the stand-in accepts becomes a simulated workflow that calls
+    the relay back (in_progress, then completed) with a fresh OIDC token per callback."""
+
+    def __init__(self, standin, relay_url: str, projects: list[dict]):
+        self.standin, self.relay_url = standin, relay_url
+        self.projects = {p["full_name"].lower(): p for p in projects}
+        self.http = httpx.Client(timeout=15)
+
+    def on_dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
+        project = self.projects.get(repo.lower())
+        if project is None or project["level"] == "L1" or client_payload.get("payload", {}).get("action") == "closed":
+            return
+        plan = JobPlan(project, client_payload)
+        threads = [threading.Thread(target=self.run_job, args=(plan, job), daemon=True) for job in plan.jobs()]
+        [t.start() for t in threads]
+
+    def run_job(self, plan: "JobPlan", job: dict) -> None:
+        time.sleep(job["queue"])
+        if job["never_starts"]:
+            return
+        self.callback(plan, job, "in_progress")
+        time.sleep(job["duration"])
+        if job["hangs"]:
+            return
+        self.callback(plan, job, "completed")
+        if job["conclusion"] == "failure" and job["flaky"]:
+            time.sleep(3)
+            retry = {**job, "attempt": 2, "conclusion": "success", "failed_tests": []}
+            self.callback(plan, retry, "in_progress")
+            time.sleep(job["duration"] / 2)
+            self.callback(plan, retry, "completed")
+
+    def callback(self, plan: "JobPlan", job: dict, status: str) -> None:
+        body = plan.body(job, status)
+        try:
+            response = self.http.post(f"{self.relay_url}/github/callback", json=body, headers={"Authorization": f"Bearer {self.token(plan.project)}"})
+            logger.info("callback %s %s/%s %s -> %s", plan.project["full_name"], job["name"], job["attempt"], status, response.status_code)
+        except httpx.HTTPError as exc:
+            logger.warning("callback not delivered: %s", exc)
+
+    def token(self, project: dict) -> str:
+        if project.get("ci_provider") == "buildkite":
+            org, pipeline = project["buildkite_pipeline"].split("/")
+            return self.standin.oidc.mint(kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="main")
+        return self.standin.oidc.mint(audience=AUDIENCE, repository=project["full_name"], repository_id=str(project["github_repo_id"]))
+
+
+class JobPlan:
+    """What one downstream workflow does for one dispatch, decided from the head SHA so every
+    backend agrees on whether a commit broke upstream (then the reference fails the same tests)."""
+
+    def __init__(self, project: dict, client_payload: dict):
+        self.project, self.client_payload = project, client_payload
+        payload = client_payload.get("payload") or {}
+        self.head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha") or payload.get("after") or ""
+        self.commit_rng = random.Random(self.head)
+        self.upstream_broken = self.commit_rng.random() < 0.18
+        self.broken_tests = self.commit_rng.sample(TEST_POOL, 2)
+        self.rng = random.Random(f"{self.head}:{project['full_name']}:{time.time()}")
+        self.run_id = str(self.rng.randint(10**9, 10**10))
+
+    def jobs(self) -> list[dict]:
+        if self.project.get("is_health_probe"):
+            return [self.job("expect-success", "success"), self.job("expect-failure", "failure")]
+        if self.project.get("is_reference"):
+            return [self.job("test (openreg, 1, 1)", self.conclusion(reference=True))]
+        names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
+        return [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
+
+    def conclusion(self, reference: bool = False) -> str:
+        if self.upstream_broken:
+            return "failure"
+        return "failure" if self.rng.random() < (0.04 if reference else 0.14) else "success"
+
+    def job(self, name: str, conclusion: str) -> dict:
+        fail = conclusion == "failure" and not self.project.get("is_health_probe")
+        return {
+            "name": name, "attempt": 1, "conclusion": conclusion, "queue": self.rng.uniform(1, 12),
+            "duration": self.rng.uniform(4, 40), "never_starts": self.rng.random() < 0.02,
+            "hangs": self.rng.random() < 0.03, "flaky": fail and not self.upstream_broken and self.rng.random() < 0.35,
+            "failed_tests": self.failed_tests() if fail else [],
+        }
+
+    def failed_tests(self) -> list[dict]:
+        tests = list(self.broken_tests) if self.upstream_broken else []
+        if not self.upstream_broken or self.rng.random() < 0.3:
+            tests.append(self.rng.choice(TEST_POOL))
+        return [self.failed_test(t) for t in dict.fromkeys(tests)]
+
+    def failed_test(self, spec) -> dict:
+        file, cls, method, hw = spec
+        upper, lower = DEVICES.get("reference" if self.project.get("is_reference") else self.project.get("device") or "xpu", ("XPU", "xpu"))
+        name = method.format(d=lower)
+        return {"name": name, "classname": cls.format(D=upper), "file": f"test/{file}", "hw_classification": hw,
+                "message": f"AssertionError: Tensor-likes are not close! ({name})",
+                "stacktrace": f"Traceback (most recent call last):\n  File \"test/{file}\", line 1234, in {name}\nAssertionError"}  # fmt: skip
+
+    def body(self, job: dict, status: str) -> dict:
+        workflow = {
+            "schema_version": "1", "status": status, "conclusion": job["conclusion"] if status == "completed" else None,
+            "name": "crcr", "url": f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}",
+            "run_attempt": str(job["attempt"]), "job_name": job["name"], "check_run_id": str(abs(hash((self.run_id, job["name"]))) % 10**10),
+            "run_id": self.run_id, "started_at": _now_iso() if status == "in_progress" else None,
+            "completed_at": _now_iso() if status == "completed" else None,
+        }
+        if status == "completed":
+            failed = job["failed_tests"]
+            workflow["test_results"] = {"passed": 1800 - len(failed), "failed": len(failed), "skipped": 42}
+            workflow["failed_tests"] = failed
+            workflow["environment"] = {"device": self.project.get("device") or self.project.get("hardware_kind", ""), "torch_version": "2.13.0a0+sandbox", "runner": "sandbox"}
+            workflow["artifact_url"] = f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}/artifacts"
+        return {**self.client_payload, "workflow": workflow}
+
+
+def wait_for_file(path: Path, stopping: threading.Event, timeout: float = 600) -> dict | None:
+    deadline = time.monotonic() + timeout
+    while not stopping.is_set() and time.monotonic() < deadline:
+        if path.exists():
+            return json.loads(path.read_text())
+        stopping.wait(0.5)
+    return None
+
+
+def seed_world(standin, projects: list[dict]) -> None:
+    """Installations and repos as GitHub would have them; one repo lacks the App on purpose."""
+    standin.add_installation(INSTALLATION_ID, "pytorch")
+    standin.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=INSTALLATION_ID)
+    for index, project in enumerate(projects, start=2):
+        installed = project["level"] != "L1"
+        if installed:
+            standin.add_installation(index, project["full_name"].split("/")[0])
+        standin.add_repo(project["full_name"], repo_id=project["github_repo_id"], installation_id=index if installed else None)
+
+
+def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: threading.Event) -> None:
+    registry = wait_for_file(state_dir / "registry.json", stopping)
+    if registry is None:
+        return
+    projects = registry["projects"]
+    seed_world(standin, projects)
+    runners = Runners(standin, relay_url, projects)
+    standin.on_dispatch(runners.on_dispatch)
+    upstream = Upstream(standin, relay_url, secret, sorted({p["device"] for p in projects if p.get("device")}))
+    _wait_for_relay(relay_url, stopping)
+    for _ in range(4):
+        upstream.push(upstream.rng.choice(TRUNK_TITLES), upstream.rng.choice(AUTHORS))
+    for _ in range(3):
+        upstream.open_pr()
+    while not stopping.wait(upstream.rng.uniform(6, 15)):
+        upstream.step()
+
+
+def _wait_for_relay(relay_url: str, stopping: threading.Event) -> None:
+    while not stopping.is_set():
+        try:
+            if httpx.get(f"{relay_url}/healthz", timeout=3).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        stopping.wait(1)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m standin.sandbox")
+    parser.add_argument("--relay-url", required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--webhook-secret-file", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--app-id", type=int, default=1001)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s sandbox %(message)s")
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    standin, key_path = load_or_create(args.state_dir, args.app_id)
+    standin.start("127.0.0.1", args.port)
+    info = {"url": standin.url, "app_id": args.app_id, "app_private_key_path": str(key_path.resolve()), "oidc_issuers": standin.oidc.issuers_config()}
+    _write_atomically(args.state_dir / "standin.json", json.dumps(info, indent=2) + "\n")
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
+    worker = threading.Thread(target=simulate, args=(standin, args.relay_url, args.webhook_secret_file.read_text().strip(), args.state_dir, stopping), daemon=True)
+    worker.start()
+    while not stopping.wait(0.5):
+        pass
+    standin.stop()
+    (args.state_dir / "standin.json").unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
