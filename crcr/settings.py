@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "template_partials",
     "relay",
     "hud",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -48,6 +49,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
+    "api.middleware.ETagMiddleware",
 ]
 
 ROOT_URLCONF = "crcr.urls"
@@ -178,8 +180,14 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiTokenAuthentication", "rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ScopedWrite"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api": env("CRCR_API_RATE", "600/min")},
+    "DEFAULT_PAGINATION_CLASS": "api.common.Cursor",
+    "EXCEPTION_HANDLER": "api.common.error_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CRCR HUD API",
@@ -188,6 +196,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "LevelEnum": "relay.models.Level",
+        "DeliveryOutcomeEnum": "relay.models.Delivery.Outcome",
+        "AttemptOutcomeEnum": "relay.models.DispatchAttempt.Outcome",
+    },
+    "DESCRIPTION": "Read endpoints are public. Writes need `Authorization: Bearer <token>` with a personal API token "
+    "created in admin, scoped `read`, `write:projects` or `admin`. Lists use cursor pagination; reads carry ETags.",
 }
 
 # --- the relay ----------------------------------------------------------------------------------

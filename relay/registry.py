@@ -118,6 +118,20 @@ def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> b
     return bool(changed or moved or project.device != device_before)
 
 
+@transaction.atomic
+def project_update(project: Project, fields: dict, *, by: str, reason: str = "") -> list[str]:
+    """Change a project's fields; a level (and device) change goes through project_set_level so
+    it is audited like any other. Returns the names of the fields that changed."""
+    fields = dict(fields)
+    level, device = fields.pop("level", None), fields.pop("device", None)
+    changed = _project_update(project, fields)
+    if level is not None or device is not None:
+        before = (project.level, project.device)
+        project_set_level(project, level or project.level, by=by, reason=reason, device=device)
+        changed += [name for name, old in zip(("level", "device"), before) if getattr(project, name) != old]
+    return changed
+
+
 def _project_update(project: Project, fields: dict) -> list[str]:
     """Save the fields whose values differ (never level or device: see project_set_level)."""
     changed = [name for name, value in fields.items() if getattr(project, name) != value]

@@ -1,0 +1,41 @@
+"""What every endpoint shares: cursor pagination and one error shape."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.views import exception_handler
+
+
+class Cursor(CursorPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+    ordering = "-id"
+
+
+def error_handler(exc, context):
+    """Every error, 4xx or 5xx, answers {"detail": str, "code": str[, "errors": {...}]}."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    if isinstance(exc, DjangoValidationError):
+        # Services validate with Django's exception; the API reports it like any input error.
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        body = {"detail": "invalid input", "code": "invalid", "errors": data if isinstance(data, dict) else {"non_field_errors": data}}
+    else:
+        body = {"detail": str(data.get("detail", data)) if isinstance(data, dict) else str(data), "code": getattr(exc, "default_code", "error")}
+        if isinstance(data, dict) and hasattr(data.get("detail"), "code"):
+            body["code"] = data["detail"].code
+    response.data = body
+    return response
+
+
+def server_error(request, *args, **kwargs):
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": "internal server error", "code": "server_error"}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)

@@ -1,0 +1,52 @@
+"""Query filters of the list endpoints (django-filter): each documented in the schema."""
+
+import django_filters
+
+from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+
+
+class ProjectFilter(django_filters.FilterSet):
+    class Meta:
+        model = Project
+        fields = ["level", "device", "ci_provider", "hardware_kind", "active", "is_reference", "is_health_probe"]
+
+
+class DeliveryFilter(django_filters.FilterSet):
+    pr = django_filters.NumberFilter(field_name="pr_number")
+    sha = django_filters.CharFilter(field_name="head_sha")
+
+    class Meta:
+        model = Delivery
+        fields = ["event", "action", "outcome"]
+
+
+class DispatchFilter(django_filters.FilterSet):
+    repo = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact")
+    delivery = django_filters.CharFilter(field_name="delivery__delivery_id")
+    pr = django_filters.NumberFilter(field_name="pr_number")
+    sha = django_filters.CharFilter(field_name="head_sha")
+
+    class Meta:
+        model = Dispatch
+        fields = ["state", "event_type"]
+
+
+class JobRunFilter(django_filters.FilterSet):
+    sha = django_filters.CharFilter(field_name="head_sha", help_text="upstream commit SHA (full)")
+    pr = django_filters.NumberFilter(field_name="pr_number")
+    backend = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact", help_text="owner/repo")
+    level = django_filters.ChoiceFilter(field_name="project__level", choices=[(x, x) for x in ("L1", "L2", "L3", "L4")])
+    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+
+    class Meta:
+        model = JobRun
+        fields = ["status", "conclusion", "event_type", "ended_by", "run_id"]
+
+
+class CommitFilter(django_filters.FilterSet):
+    pr = django_filters.NumberFilter(field_name="pr_number")
+
+    class Meta:
+        model = UpstreamCommit
+        fields = ["is_trunk", "branch"]

@@ -1,0 +1,152 @@
+"""Input and output shapes of the API. Output serializers read; input serializers only validate —
+the views hand validated data to services."""
+
+from rest_framework import serializers
+
+from relay.allowlist import repo_name_problem
+from relay.models import (
+    CIProvider, Delivery, Dispatch, DispatchAttempt, FailedTest, HardwareKind, JobRun, Level, LevelChange, Project, UpstreamCommit,
+)
+
+
+class LevelChangeOut(serializers.ModelSerializer):
+    class Meta:
+        model = LevelChange
+        fields = ["from_level", "to_level", "changed_by", "reason", "changed_at"]
+
+
+class ProjectOut(serializers.ModelSerializer):
+    installed = serializers.SerializerMethodField(help_text="whether the GitHub App is installed on the repo; null when unknown")
+
+    class Meta:
+        model = Project
+        fields = [
+            "full_name", "display_name", "github_repo_id", "level", "device", "oncalls", "ci_provider", "hardware_kind",
+            "is_reference", "is_health_probe", "active", "installed", "rate_limit_per_min", "require_callback_token",
+            "created_at", "updated_at",
+        ]
+
+    def get_installed(self, project) -> bool | None:
+        installed = self.context.get("installed")
+        return None if installed is None else project.full_name.lower() in installed
+
+
+class ProjectDetailOut(ProjectOut):
+    level_history = LevelChangeOut(source="level_changes", many=True, read_only=True)
+
+    class Meta(ProjectOut.Meta):
+        fields = ProjectOut.Meta.fields + ["level_history"]
+
+
+class ProjectIn(serializers.Serializer):
+    full_name = serializers.CharField(max_length=140)
+    level = serializers.ChoiceField(choices=Level.choices)
+    device = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
+    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False, default=list)
+    ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False, default=CIProvider.GITHUB)
+    hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False, default=HardwareKind.OTHER)
+    display_name = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
+    github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate_full_name(self, value):
+        problem = repo_name_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        if Project.objects.filter(full_name__iexact=value).exists():
+            raise serializers.ValidationError("a project with this name is already registered")
+        return value
+
+
+class ProjectPatchIn(serializers.Serializer):
+    display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
+    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False)
+    ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False)
+    hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False)
+    github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    active = serializers.BooleanField(required=False)
+    rate_limit_per_min = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    require_callback_token = serializers.BooleanField(required=False, allow_null=True)
+
+
+class LevelIn(serializers.Serializer):
+    level = serializers.ChoiceField(choices=Level.choices)
+    device = serializers.CharField(max_length=60, required=False, allow_blank=True)
+    reason = serializers.CharField(min_length=3, help_text="why the level changes; kept in the audit history")
+
+
+class AllowlistIn(serializers.Serializer):
+    yaml = serializers.CharField(help_text="the allowlist.yml text (upstream format)")
+    reason = serializers.CharField(required=False, default="allowlist import via API")
+
+
+class AllowlistResultOut(serializers.Serializer):
+    created = serializers.ListField(child=serializers.CharField())
+    updated = serializers.ListField(child=serializers.CharField())
+    deactivated = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField())
+    kept = serializers.ListField(child=serializers.CharField())
+
+
+class AttemptOut(serializers.ModelSerializer):
+    class Meta:
+        model = DispatchAttempt
+        fields = ["number", "started_at", "duration_ms", "status_code", "outcome", "error", "retry_at"]
+
+
+class DispatchOut(serializers.ModelSerializer):
+    repo = serializers.CharField(source="project.full_name")
+    delivery_id = serializers.CharField(source="delivery.delivery_id")
+    attempt_log = AttemptOut(many=True, read_only=True)
+
+    class Meta:
+        model = Dispatch
+        fields = ["id", "delivery_id", "repo", "state", "event_type", "pr_number", "head_sha", "attempts", "next_attempt_at", "sent_at", "last_error", "created_at", "attempt_log"]
+
+
+class DeliveryOut(serializers.ModelSerializer):
+    class Meta:
+        model = Delivery
+        fields = ["delivery_id", "event", "action", "outcome", "reason", "repo_full_name", "pr_number", "head_sha", "ref", "label", "sender", "payload_bytes", "received_at"]
+
+
+class DeliveryDetailOut(DeliveryOut):
+    dispatches = DispatchOut(many=True, read_only=True)
+
+    class Meta(DeliveryOut.Meta):
+        fields = DeliveryOut.Meta.fields + ["dispatches"]
+
+
+class FailedTestOut(serializers.ModelSerializer):
+    class Meta:
+        model = FailedTest
+        fields = ["name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated"]
+
+
+class JobRunOut(serializers.ModelSerializer):
+    repo = serializers.CharField(source="project.full_name")
+    level = serializers.CharField(source="project.level")
+    delivery_id = serializers.CharField(source="delivery_key")
+
+    class Meta:
+        model = JobRun
+        fields = [
+            "id", "repo", "level", "delivery_id", "event_type", "head_sha", "pr_number", "workflow_name", "job_name", "run_id",
+            "run_attempt", "status", "conclusion", "ended_by", "workflow_url", "artifact_url", "check_run_id",
+            "reported_started_at", "reported_completed_at", "in_progress_at", "completed_at", "start_unknown",
+            "queue_seconds", "execution_seconds", "tests_passed", "tests_failed", "tests_skipped", "tests_total",
+            "failed_tests_truncated", "environment", "created_at",
+        ]
+
+
+class JobRunDetailOut(JobRunOut):
+    failed_tests = FailedTestOut(many=True, read_only=True)
+
+    class Meta(JobRunOut.Meta):
+        fields = JobRunOut.Meta.fields + ["failed_tests"]
+
+
+class CommitOut(serializers.ModelSerializer):
+    class Meta:
+        model = UpstreamCommit
+        fields = ["sha", "title", "author", "committed_at", "landed_at", "branch", "is_trunk", "pr_number", "parent_sha"]

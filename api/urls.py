@@ -1,0 +1,20 @@
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+router.trailing_slash = "/?"  # scripts need not care about the final slash
+router.register("projects", views.ProjectViewSet, basename="project")
+router.register("deliveries", views.DeliveryViewSet, basename="delivery")
+router.register("dispatches", views.DispatchViewSet, basename="dispatch")
+router.register("jobs", views.JobRunViewSet, basename="jobrun")
+router.register("commits", views.CommitViewSet, basename="commit")
+
+urlpatterns = [
+    path("api/v1/allowlist", views.AllowlistView.as_view(), name="api-allowlist"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
+urlpatterns += [path("api/v1/", include(router.urls))]

@@ -1,0 +1,107 @@
+"""Read endpoints: deliveries, dispatches, job runs (every filter), failed tests, commits."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from relay.models import FailedTest, JobRun, UpstreamCommit
+from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def job(project, **fields):
+    defaults = {"project": project, "delivery_key": "d", "run_id": "1", "workflow_name": "ci", "status": "completed", "conclusion": "success", "head_sha": "a" * 40, "pr_number": 5}
+    return JobRun.objects.create(**{**defaults, **fields})
+
+
+@pytest.fixture
+def jobs(db):
+    xpu, rocm = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4"), ProjectFactory(full_name="ROCm/pytorch", level="L3", device="rocm")
+    rows = [
+        job(xpu, job_name="build"),
+        job(xpu, job_name="test", conclusion="failure", run_id="2"),
+        job(rocm, job_name="test", status="in_progress", conclusion="", head_sha="b" * 40, pr_number=6),
+        job(rocm, job_name="nightly", event_type="nightly", head_sha="c" * 40, pr_number=None),
+    ]
+    JobRun.objects.filter(pk=rows[0].pk).update(created_at=timezone.now() - timedelta(days=3))
+    FailedTest.objects.create(job_run=rows[1], name="test_add_xpu_float32", classname="TestOpsXPU", message="<script>x</script>")
+    return rows
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("sha=" + "a" * 40, {"build", "test"}), ("pr=6", {"test"}), ("backend=INTEL/torch-xpu-ops", {"build", "test"}),
+        ("level=L3", {"test", "nightly"}), ("status=in_progress", {"test"}), ("conclusion=failure", {"test"}),
+        ("event_type=nightly", {"nightly"}),
+    ],
+)
+def test_job_runs_filter_by_commit_pr_backend_level_status_conclusion_and_event(api, jobs, query, expected):
+    body = api.get(f"/api/v1/jobs/?{query}").json()
+    assert {r["job_name"] for r in body["results"]} == expected
+
+
+def test_job_runs_filter_by_time_range(api, jobs):
+    since = (timezone.now() - timedelta(days=1)).isoformat()
+    assert len(api.get("/api/v1/jobs/", {"since": since}).json()["results"]) == 3
+    assert len(api.get("/api/v1/jobs/", {"until": since}).json()["results"]) == 1
+
+
+def test_a_bad_filter_value_is_a_400_naming_it(api, jobs):
+    response = api.get("/api/v1/jobs/?level=L9")
+    assert response.status_code == 400 and "level" in response.json()["errors"]
+
+
+def test_a_job_run_lists_its_failed_tests_as_data(api, jobs):
+    failing = jobs[1]
+    detail = api.get(f"/api/v1/jobs/{failing.pk}/").json()
+    assert detail["failed_tests"][0]["message"] == "<script>x</script>"
+    assert api.get(f"/api/v1/jobs/{failing.pk}/failed-tests").json()[0]["name"] == "test_add_xpu_float32"
+
+
+def test_deliveries_show_dispatches_and_attempts(api):
+    dispatch = DispatchFactory(state="sent")
+    dispatch.attempt_log.create(number=1, outcome="sent", status_code=204)
+    listed = api.get("/api/v1/deliveries/?event=pull_request").json()["results"]
+    assert listed[0]["delivery_id"] == dispatch.delivery.delivery_id
+    detail = api.get(f"/api/v1/deliveries/{dispatch.delivery.delivery_id}/").json()
+    assert detail["dispatches"][0]["attempt_log"][0]["status_code"] == 204
+
+
+def test_dispatches_filter_by_state_and_repo(api):
+    DispatchFactory(state="failed", project=ProjectFactory(full_name="a/b"))
+    DispatchFactory(state="sent")
+    assert [d["repo"] for d in api.get("/api/v1/dispatches/?state=failed").json()["results"]] == ["a/b"]
+    assert len(api.get("/api/v1/dispatches/?repo=A/B").json()["results"]) == 1
+
+
+def test_commits_list_trunk_and_resolve_a_prefix(api):
+    UpstreamCommit.objects.create(sha="ab" + "1" * 38, title="trunk", is_trunk=True)
+    UpstreamCommit.objects.create(sha="cd" + "2" * 38, title="pr head", pr_number=9)
+    assert [c["title"] for c in api.get("/api/v1/commits/?is_trunk=true").json()["results"]] == ["trunk"]
+    assert api.get("/api/v1/commits/ab11111/").json()["title"] == "trunk"
+    assert api.get("/api/v1/commits/ffffffff/").status_code == 404
+
+
+def test_writes_to_read_only_resources_are_405(carol, jobs):
+    response = carol.delete(f"/api/v1/jobs/{jobs[0].pk}/")
+    assert response.status_code == 405 and response.json()["code"] == "method_not_allowed"
+
+
+def test_anonymous_reads_are_throttled_per_client(api, settings, jobs):
+    from django.core.cache import cache
+    from rest_framework.settings import api_settings
+
+    cache.clear()
+    rates = {**api_settings.DEFAULT_THROTTLE_RATES, "api": "3/min"}
+    from api.throttling import TokenRateThrottle
+
+    original = TokenRateThrottle.THROTTLE_RATES
+    TokenRateThrottle.THROTTLE_RATES = rates
+    try:
+        statuses = [api.get("/api/v1/jobs/").status_code for _ in range(4)]
+    finally:
+        TokenRateThrottle.THROTTLE_RATES = original
+    assert statuses == [200, 200, 200, 429]
