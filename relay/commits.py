@@ -37,7 +37,8 @@ def _push_commits(payload: dict, received_at) -> None:
     for index, commit in enumerate(commits):
         rows.append(_push_row(commit, branch, trunk, parent, received_at + timedelta(microseconds=index)))
         parent = commit["id"]
-    _upsert(rows[-MAX_PUSH_COMMITS:], ["title", "author", "committed_at", "landed_at", "branch", "is_trunk", "parent_sha"])
+    unique = list({row.sha: row for row in rows}.values())  # a payload may repeat a commit id
+    _upsert(unique[-MAX_PUSH_COMMITS:], ["title", "author", "committed_at", "landed_at", "branch", "is_trunk", "parent_sha"])
 
 
 def _push_row(commit: dict, branch: str, trunk: bool, parent: str, landed_at) -> UpstreamCommit:
