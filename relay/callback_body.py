@@ -107,6 +107,10 @@ def report_read(body: dict) -> Report:
     _upstream_context(report, body)
     report.tests = _test_counts(workflow.get("test_results"))
     report.failed_tests, report.failed_tests_truncated = _failed_tests(workflow.get("failed_tests"))
+    # A client may cut the list itself (ours does, to the same cap): more failures counted than
+    # listed means the list is partial.
+    if report.tests.get("failed", 0) > len(report.failed_tests) and report.failed_tests:
+        report.failed_tests_truncated = True
     report.environment = _environment(workflow.get("environment"))
     return report
 
@@ -246,6 +250,8 @@ def _failed_test(item, index: int) -> FailedTestReport:
         fields[key] = raw or ""
     message, cut_message = _cut(fields["message"], MAX_MESSAGE_BYTES)
     stack, cut_stack = _cut(fields["stacktrace"], MAX_STACK_BYTES)
+    cut_message = cut_message or message.endswith(TRUNCATION_MARK)
+    cut_stack = cut_stack or stack.endswith(TRUNCATION_MARK)
     return FailedTestReport(
         name=item["name"][:MAX_NAME_CHARS], classname=fields["classname"][:MAX_NAME_CHARS], file=fields["file"][:MAX_NAME_CHARS],
         message=message, stacktrace=stack, hw_classification=fields["hw_classification"][:32].upper(), truncated=cut_message or cut_stack,
