@@ -248,8 +248,8 @@ def _failed_test(item, index: int) -> FailedTestReport:
         if raw is not None and not isinstance(raw, str):
             raise BadCallback(f"'workflow.failed_tests[{index}].{key}' must be a string")
         fields[key] = raw or ""
-    message, cut_message = _cut(fields["message"], MAX_MESSAGE_BYTES)
-    stack, cut_stack = _cut(fields["stacktrace"], MAX_STACK_BYTES)
+    message, cut_message = text_cap(fields["message"], MAX_MESSAGE_BYTES)
+    stack, cut_stack = text_cap(fields["stacktrace"], MAX_STACK_BYTES)
     cut_message = cut_message or message.endswith(TRUNCATION_MARK)
     cut_stack = cut_stack or stack.endswith(TRUNCATION_MARK)
     return FailedTestReport(
@@ -258,7 +258,7 @@ def _failed_test(item, index: int) -> FailedTestReport:
     )
 
 
-def _cut(text: str, limit: int) -> tuple[str, bool]:
+def text_cap(text: str, limit: int) -> tuple[str, bool]:
     data = text.encode()
     if len(data) <= limit:
         return text, False

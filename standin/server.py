@@ -17,13 +17,13 @@ from werkzeug.routing import Map
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from . import checks, control, github
+from . import actions, checks, control, github
 from .auth import credentials
 from .http import DOCS_URL, Call, HTTPError, error_response, json_response, status_phrase
 from .oidc import OIDC
 from .state import Fault, Recorded, World
 
-URL_MAP = Map([*github.route.rules, *checks.route.rules, *control.route.rules])
+URL_MAP = Map([*github.route.rules, *checks.route.rules, *actions.route.rules, *control.route.rules])
 CONTROL_PREFIX = "/_standin/"
 API_VERSIONS = ("2022-11-28", "2026-03-10")
 SECONDARY_LIMIT = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
@@ -206,6 +206,11 @@ class StandIn:
     def add_pull(self, repo: str, number: int, head_sha: str, labels=(), state: str = "open", **options) -> dict:
         with self.world.lock:
             return self.world.add_pull(repo, number, head_sha, labels, state, **options)
+
+    def add_workflow_run(self, repo: str, head_sha: str, **options):
+        """An upstream Actions run with jobs and artifacts (see standin.actions.add_workflow_run)."""
+        with self.world.lock:
+            return actions.add_workflow_run(self.world, repo, head_sha, **options)
 
     def set_run_running(self, repo: str, run_id: int, running: bool = True) -> None:
         with self.world.lock:
