@@ -67,3 +67,10 @@ def results_sweep() -> dict:
     from .results_sweep import results_sweep as sweep
 
     return vars(sweep(limit=settings.CRCR_SWEEP_BATCH))
+
+
+@shared_task(name="relay.reference_import_sweep", acks_late=True, soft_time_limit=240, time_limit=290)
+def reference_import_sweep() -> list[str]:
+    from .reference import reference_import_sweep as sweep
+
+    return sweep(hours=48, limit=20)
