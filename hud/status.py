@@ -95,11 +95,14 @@ def conclusion_state(job: JobLike) -> State:
         return State.SUPERSEDED
     if job.ended_by == "never_started":
         return State.NEVER_STARTED
-    return {
-        "success": State.SUCCESS, "failure": State.FAILURE, "cancelled": State.CANCELLED,
-        "timed_out": State.TIMED_OUT, "neutral": State.NEUTRAL, "skipped": State.SKIPPED,
-        "action_required": State.FAILURE, "stale": State.TIMED_OUT,
-    }.get(job.conclusion, State.FAILURE)
+    return _CONCLUSION_STATES.get(job.conclusion, State.FAILURE)
+
+
+_CONCLUSION_STATES = {
+    "success": State.SUCCESS, "failure": State.FAILURE, "cancelled": State.CANCELLED,
+    "timed_out": State.TIMED_OUT, "neutral": State.NEUTRAL, "skipped": State.SKIPPED,
+    "action_required": State.FAILURE, "stale": State.TIMED_OUT,
+}
 
 
 def probe_state(job: JobLike) -> State:
@@ -139,6 +142,9 @@ def _attempt_order(job):
 
 
 def _verdict(attempts: list, judge) -> JobVerdict:
+    if len(attempts) == 1:  # most jobs; the grid judges tens of thousands per page
+        state = judge(attempts[0])
+        return JobVerdict(job=attempts[0], state=state, attempts=1, first_attempt_state=state)
     states = [judge(job) for job in attempts]
     latest = states[-1]
     if latest == State.SUCCESS and any(s in FAILING for s in states[:-1]):
@@ -169,6 +175,13 @@ def dispatch_cell_state(dispatch_states: Iterable[str]) -> State:
     if "failed" in states:
         return State.DISPATCH_FAILED
     return State.SUPERSEDED
+
+
+def awaiting_results_state(dispatch_states: Iterable[str]) -> State:
+    """A backend that reports results (L2+) with no callback yet for this head: a sent dispatch
+    means the work is queued downstream, not "dispatched (L1: no results)"."""
+    state = dispatch_cell_state(dispatch_states)
+    return State.QUEUED if state == State.DISPATCHED else state
 
 
 @dataclass(frozen=True)

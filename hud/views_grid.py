@@ -1,13 +1,91 @@
-from django.http import Http404
+"""The grid (`/`), commit (`/commit/<sha>`) and PR (`/pr/<number>`) pages. Server-rendered; htmx
+refreshes the data region from the same URL (HX-Request answers with the partial), so every
+state lives in the query string. A failed query renders an error state, never an empty page."""
+
+import logging
+
+from django.db import DatabaseError
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from .baseline import commit_baseline
+from .selectors_commit import commit_detail, resolve_commit
+from .selectors_grid import LEVELS, PER_PAGE, GridFilters, cell_tooltip, grid_page, parse_cell_key, pr_page
+
+logger = logging.getLogger(__name__)
 
 
+def _render(request, template: str, context: dict, status: int = 200, partial: str = "region"):
+    """The full page, or only its data region for htmx's refresh."""
+    name = f"{template}#{partial}" if request.headers.get("HX-Request") else template
+    response = render(request, name, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def _failed(request, template: str, context: dict, exc: Exception):
+    logger.exception("HUD page query failed")
+    context["error"] = f"{type(exc).__name__}: {exc}"
+    return _render(request, template, context, status=503)
+
+
+@require_GET
 def grid(request):
-    raise Http404("the grid is being built")
+    if "tip" in request.GET:
+        return _tooltip(request)
+    filters = GridFilters.from_query(request.GET)
+    context = {"nav": "grid", "filters": filters, **_grid_links(filters)}
+    try:
+        context["grid"] = grid_page(filters)
+    except DatabaseError as exc:
+        return _failed(request, "hud/grid.html", context, exc)
+    return _render(request, "hud/grid.html", context)
 
 
+def _grid_links(filters: GridFilters) -> dict:
+    return {
+        "current_query": filters.query(page=filters.page),
+        "trunk_query": filters.query(heads="trunk"),
+        "pr_query": filters.query(heads="pr"),
+        "prev_query": filters.query(page=filters.page - 1),
+        "next_query": filters.query(page=filters.page + 1),
+        "first_page_query": filters.query(),
+        "no_failures_query": filters.query(failures_only=False, page=filters.page),
+        "level_choices": LEVELS,
+        "per_page": PER_PAGE,
+    }
+
+
+def _tooltip(request):
+    key = parse_cell_key(request.GET.get("tip", ""))
+    try:
+        tip = cell_tooltip(*key) if key else None
+    except DatabaseError as exc:
+        logger.exception("tooltip query failed")
+        return render(request, "hud/_tooltip.html", {"error": f"{type(exc).__name__}: {exc}"}, status=503)
+    return render(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404)
+
+
+@require_GET
 def commit(request, sha):
-    raise Http404("being built")
+    context = {"nav": "grid", "requested_sha": sha}
+    try:
+        full_sha, recorded = resolve_commit(sha)
+        if full_sha is None:
+            return _render(request, "hud/commit.html", context, status=404)
+        detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
+        rows = [(b, baseline.for_backend(b.project.id)) for b in detail.backends]
+        context.update(sha=full_sha, detail=detail, baseline=baseline, backend_rows=rows)
+    except DatabaseError as exc:
+        return _failed(request, "hud/commit.html", context, exc)
+    return _render(request, "hud/commit.html", context)
 
 
+@require_GET
 def pull_request(request, number):
-    raise Http404("being built")
+    context = {"nav": "grid", "number": number}
+    try:
+        context["pr"] = page = pr_page(number)
+    except DatabaseError as exc:
+        return _failed(request, "hud/pr.html", context, exc)
+    return _render(request, "hud/pr.html", context, status=200 if page.heads else 404)

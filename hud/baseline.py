@@ -1,0 +1,336 @@
+"""The baseline comparison: each backend's failures on a commit against the OpenReg reference's.
+
+For backend b on commit C, each failing test of b (latest attempts only, ids normalised by
+hud.testids) is
+
+* **shared**: the reference failed it too on C, so it is likely an upstream problem;
+* **backend only**: the reference ran it and passed, a backend regression. "Ran it" can only be
+  inferred: the reference reports failed tests plus counts, so a test the reference did not fail
+  counts as passed when the reference reported per-test results (tests_total) and finished;
+* **not comparable**: otherwise (reference still running, or no per-test data: "job-level only").
+
+Tests the reference fails but b passed (b reported per-test results) are **reference only**.
+Each test also says whether it is **new vs parent** (C's first parent) for b and for the
+reference. Backend-only tests that b classifies (hw_classification) as GENERIC or ACCELERATOR
+come first: a device-agnostic or accelerator test that fails only on b is the strongest
+regression signal.
+
+A failing job that reported no failed test (a build or infrastructure failure) compares at job
+level: shared when the reference itself failed as a job, backend-specific otherwise. The reference
+failing as a job (timed out, never started, cancelled, or failure with zero failed tests) marks
+the commit **upstream-broken**; no reference result at all means "no baseline", never a guess."""
+
+from dataclasses import asdict, dataclass, field
+
+from relay.models import Level, UpstreamCommit
+
+from .selectors_commit import (
+    Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
+)
+from .status import FAILING, State
+from .testids import normalize_test_id
+
+SHARED, BACKEND, MIXED, NO_BASELINE = "shared", "backend", "mixed", "no_baseline"
+MARK_LABELS = {
+    SHARED: "shared with reference — likely upstream",
+    BACKEND: "backend-specific — the reference passed",
+    MIXED: "mixed — some failures shared with the reference, some not",
+    NO_BASELINE: "no baseline — no reference result on this commit",
+}
+MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗"}
+"""The second mark on a failing cell, in text so that colour is never the only signal."""
+RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
+JOB_LEVEL_STATES = {State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED}
+MESSAGE_CHARS = 300
+
+
+# --- one backend on one commit ------------------------------------------------------------------
+
+
+@dataclass
+class CellFailures:
+    """A cell's failing tests by normalised id (latest attempts only) and what we can infer."""
+
+    cell: Cell
+    tests: dict[str, dict]
+    per_test: bool
+    complete: bool
+    job_level: list[str]
+    """Failing jobs that reported no failed test: build or infrastructure failures."""
+
+    def passed(self, test_id: str) -> bool | None:
+        """Did this backend run the test and pass it? None when we cannot tell."""
+        if test_id in self.tests:
+            return False
+        return True if self.per_test and self.complete and self.cell.has_result else None
+
+    @property
+    def failed_as_job(self) -> bool:
+        return bool(self.job_level)
+
+
+def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
+    tests: dict[str, dict] = {}
+    job_level = []
+    for verdict in cell.verdicts:
+        if verdict.state not in FAILING:
+            continue
+        reported = tests_by_job.get(verdict.job.id, [])
+        for test in reported:
+            tests.setdefault(normalize_test_id(test["name"], test["classname"]), {**test, "job": _job_name(verdict.job)})
+        if verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
+            job_level.append(_job_name(verdict.job))
+    per_test = any(v.job.tests_total is not None for v in cell.verdicts)
+    return CellFailures(cell, tests, per_test, not cell.pending, job_level)
+
+
+def _job_name(job) -> str:
+    return f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
+
+
+def upstream_broken(reference: CellFailures | None) -> bool:
+    return reference is not None and reference.cell.failing and reference.failed_as_job
+
+
+def test_kind(test_id: str, reference: CellFailures) -> str:
+    if test_id in reference.tests:
+        return "shared"
+    return "backend_only" if reference.passed(test_id) else "not_comparable"
+
+
+def mark_for(backend: CellFailures, reference: CellFailures | None) -> str:
+    """One mark for a failing cell: shared, backend, mixed or no_baseline."""
+    if reference is None or not reference.cell.has_result:
+        return NO_BASELINE
+    kinds = {test_kind(t, reference) for t in backend.tests}
+    if not kinds - {"not_comparable"}:
+        if not reference.complete:
+            return NO_BASELINE
+        kinds = {_job_level_kind(reference)}
+    elif backend.job_level:
+        kinds.add(_job_level_kind(reference))
+    return _combine(kinds)
+
+
+def _job_level_kind(reference: CellFailures) -> str:
+    """Failures with no test to compare are compared as jobs: shared when the reference failed
+    as a job too, or (job-level only) when the reference failed at all."""
+    return "shared" if reference.failed_as_job or (reference.cell.failing and not reference.per_test) else "backend_only"
+
+
+def _combine(kinds: set[str]) -> str:
+    if kinds == {"shared"}:
+        return SHARED
+    if "shared" in kinds:
+        return MIXED
+    return BACKEND
+
+
+# --- the grid: marks for many commits at once ---------------------------------------------------
+
+
+def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple[dict[CellKey, str], set[str]]:
+    """Marks for every failing non-reference cell and the upstream-broken SHAs, from the cells
+    already loaded plus one query for the failing attempts' tests."""
+    failing = [c for c in cells.values() if c.failing and c.project.level != Level.L1]
+    if not failing:
+        return {}, set()
+    tests = failed_tests_for_jobs(latest_failing_job_ids(failing))
+    references = {c.sha: cell_failures(c, tests) for c in failing if c.project.id == reference_id}
+    marks = {}
+    for cell in failing:
+        if cell.project.id != reference_id:
+            marks[(cell.sha, cell.project.id)] = _grid_mark(cell, tests, references, cells, reference_id)
+    broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
+    return marks, broken
+
+
+def _grid_mark(cell: Cell, tests, references, cells, reference_id) -> str:
+    if reference_id is None:
+        return NO_BASELINE
+    reference = references.get(cell.sha)
+    if reference is None:
+        ref_cell = cells.get((cell.sha, reference_id))
+        reference = cell_failures(ref_cell, {}) if ref_cell else None
+    return mark_for(cell_failures(cell, tests), reference)
+
+
+def baseline_marks(shas: list[str]) -> dict[CellKey, str]:
+    """(sha, project_id) → shared | backend | mixed | no_baseline for each failing cell, in a
+    constant number of queries."""
+    projects = [p for p in registered_backends() if p.level != Level.L1]
+    reference = reference_backend(projects)
+    marks, _ = grid_baseline(cells_for_commits(list(shas), projects), reference.id if reference else None)
+    return marks
+
+
+# --- the commit page: the full comparison ------------------------------------------------------
+
+
+@dataclass
+class TestResult:
+    test_id: str
+    name: str
+    kind: str
+    job: str
+    message: str = ""
+    hw_classification: str = ""
+    new_vs_parent: bool | None = None
+    reference_new_vs_parent: bool | None = None
+    also_failing_on: list[str] = field(default_factory=list)
+
+    @property
+    def ranked_first(self) -> bool:
+        return self.kind == "backend_only" and self.hw_classification.upper() in RANKED_FIRST
+
+
+@dataclass
+class BackendComparison:
+    project_id: int
+    full_name: str
+    label: str
+    level: str
+    state: str
+    glyph: str
+    mark: str | None
+    basis: str
+    """per_test, job_level_only, no_baseline or passing."""
+    shared: list[TestResult] = field(default_factory=list)
+    backend_only: list[TestResult] = field(default_factory=list)
+    not_comparable: list[TestResult] = field(default_factory=list)
+    reference_only: list[TestResult] = field(default_factory=list)
+    job_level_failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MultiBackendFailure:
+    test_id: str
+    backends: list[str]
+    reference_fails: bool
+
+
+@dataclass
+class CommitBaseline:
+    sha: str
+    parent_sha: str
+    reference: str | None
+    reference_state: str | None
+    status: str
+    """compared, job_level_only, no_baseline or no_reference."""
+    upstream_broken: bool
+    reference_failures: list[TestResult] = field(default_factory=list)
+    reference_job_level_failures: list[str] = field(default_factory=list)
+    backends: list[BackendComparison] = field(default_factory=list)
+    multi_backend: list[MultiBackendFailure] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def for_backend(self, project_id: int) -> BackendComparison | None:
+        return next((b for b in self.backends if b.project_id == project_id), None)
+
+
+def commit_baseline(sha: str) -> CommitBaseline:
+    """The full comparison for one commit (and its first parent, for "new vs parent")."""
+    commit = UpstreamCommit.objects.filter(sha=sha).only("parent_sha").first()
+    parent = commit.parent_sha if commit else ""
+    projects = [p for p in registered_backends() if p.level != Level.L1]
+    cells = cells_for_commits([sha, parent] if parent else [sha], projects)
+    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
+    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
+    return _compare_commit(sha, parent, projects, failures)
+
+
+def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, CellFailures]) -> CommitBaseline:
+    ref_project = reference_backend(projects)
+    ref = failures.get((sha, ref_project.id)) if ref_project else None
+    ref_parent = failures.get((parent, ref_project.id)) if ref_project else None
+    others = [p for p in projects if p is not ref_project]
+    failing_on = _failing_on(sha, others, failures)
+    result = CommitBaseline(
+        sha=sha, parent_sha=parent, reference=ref_project.full_name if ref_project else None,
+        reference_state=ref.cell.state.value if ref else None, status=_status(ref_project, ref), upstream_broken=upstream_broken(ref),
+        reference_job_level_failures=ref.job_level if ref else [],
+    )
+    if ref is not None:
+        result.reference_failures = [_test_result(t, "reference", ref, ref_parent, ref_parent, failing_on) for t in sorted(ref.tests)]
+    for project in others:
+        result.backends.append(_compare_backend(project, failures[(sha, project.id)], failures.get((parent, project.id)), ref, ref_parent, failing_on))
+    result.multi_backend = _multi_backend(failing_on, ref)
+    return result
+
+
+def _status(ref_project, ref: CellFailures | None) -> str:
+    if ref_project is None:
+        return "no_reference"
+    if ref is None or not ref.cell.has_result:
+        return NO_BASELINE
+    return "compared" if ref.per_test else "job_level_only"
+
+
+def _failing_on(sha: str, projects, failures) -> dict[str, list[str]]:
+    failing: dict[str, list[str]] = {}
+    for project in projects:
+        for test_id in failures[(sha, project.id)].tests:
+            failing.setdefault(test_id, []).append(project.label)
+    return failing
+
+
+def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, failing_on) -> BackendComparison:
+    cell = mine.cell
+    comparison = BackendComparison(
+        project.id, project.full_name, project.label, project.level, cell.state.value, cell.glyph,
+        mark=mark_for(mine, ref) if cell.failing else None, basis=_basis(cell, ref), job_level_failures=mine.job_level,
+    )
+    for test_id in sorted(mine.tests):
+        kind = test_kind(test_id, ref) if ref is not None and ref.cell.has_result else "not_comparable"
+        ref_side_parent = ref_parent if kind == "shared" else None  # only a test the reference fails can be new there
+        test = _test_result(test_id, kind, mine, my_parent, ref_side_parent, failing_on, exclude=project.label)
+        getattr(comparison, kind).append(test)
+    comparison.backend_only.sort(key=lambda t: (not t.ranked_first, t.test_id))
+    comparison.reference_only = _reference_only(ref, mine, ref_parent, failing_on)
+    return comparison
+
+
+def _basis(cell: Cell, ref: CellFailures | None) -> str:
+    if not cell.failing:
+        return "passing"
+    if ref is None or not ref.cell.has_result:
+        return NO_BASELINE
+    return "per_test" if ref.per_test else "job_level_only"
+
+
+def _reference_only(ref, mine: CellFailures, ref_parent, failing_on) -> list[TestResult]:
+    if ref is None:
+        return []
+    return [_test_result(t, "reference_only", ref, None, ref_parent, failing_on) for t in sorted(ref.tests) if mine.passed(t)]
+
+
+def _test_result(test_id, kind, source: CellFailures, my_parent, ref_parent, failing_on, exclude: str = "") -> TestResult:
+    record = source.tests[test_id]
+    return TestResult(
+        test_id=test_id, name=_qualified(record), kind=kind, job=record["job"], message=_first_line(record.get("message", "")),
+        hw_classification=record.get("hw_classification") or "",
+        new_vs_parent=_new_vs_parent(test_id, my_parent), reference_new_vs_parent=_new_vs_parent(test_id, ref_parent),
+        also_failing_on=[b for b in failing_on.get(test_id, []) if b != exclude],
+    )
+
+
+def _qualified(record: dict) -> str:
+    return f"{record['classname']}.{record['name']}" if record["classname"] else record["name"]
+
+
+def _first_line(message: str) -> str:
+    line = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    return line[:MESSAGE_CHARS]
+
+
+def _new_vs_parent(test_id: str, parent: CellFailures | None) -> bool | None:
+    """True: failing here but passing on the first parent; None: the parent cannot tell."""
+    return None if parent is None else parent.passed(test_id)
+
+
+def _multi_backend(failing_on: dict[str, list[str]], ref: CellFailures | None) -> list[MultiBackendFailure]:
+    several = [(t, backends) for t, backends in failing_on.items() if len(backends) > 1]
+    several.sort(key=lambda item: (-len(item[1]), item[0]))
+    return [MultiBackendFailure(t, backends, bool(ref and t in ref.tests)) for t, backends in several]

@@ -1,0 +1,442 @@
+"""The grid (upstream commits × backends), its filters and cell tooltips, and the PR page (one row
+per head SHA). Cells come from hud.selectors_commit under the status policy; baseline marks and
+upstream-broken rows from hud.baseline, for the whole page at once."""
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
+
+from django.db.models import Min
+
+from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, UpstreamCommit
+
+from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .gate import gate_verdict
+from .selectors_commit import (
+    Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
+)
+from .status import FAILING, STATES, Counts, JobVerdict, State
+
+PER_PAGE = 50
+MAX_FILTER_CHARS = 200
+LEVELS = ("L4", "L3", "L2", "L1")
+GROUP_LABELS = {
+    "ref": "Reference (OpenReg baseline)", "L4": "L4 · merge-gating", "L3": "L3 · check runs on labelled PRs",
+    "L2": "L2 · results on the HUD", "L1": "L1 · dispatch only (no results)",
+}
+GROUP_SHORTER = {
+    "ref": ("reference", "ref"), "L4": ("L4 · gating", "L4"), "L3": ("L3 · checks", "L3"), "L2": ("L2 · results", "L2"), "L1": ("L1 · dispatch", "L1"),
+}
+GROUP_CHARS_PER_COLUMN = 4
+"""About how many characters of the group row fit over one 24 px column."""
+TOOLTIP_FAILED_TESTS = 10
+
+
+# --- filters ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GridFilters:
+    """Everything the grid's URL can say; defaults are left out of links."""
+
+    levels: tuple[str, ...] = ()
+    device: str = ""
+    hardware: str = ""
+    name: str = ""
+    regex: bool = False
+    hide_green: bool = False
+    failures_only: bool = False
+    heads: str = "trunk"
+    page: int = 1
+    expand: tuple[str, ...] = ()
+
+    @classmethod
+    def from_query(cls, query) -> "GridFilters":
+        hardware = query.get("hw", "")
+        return cls(
+            levels=tuple(level for level in LEVELS if level in query.getlist("level")),
+            device=query.get("device", "")[:60], hardware=hardware if hardware in HardwareKind.values else "",
+            name=query.get("name", "")[:MAX_FILTER_CHARS], regex=query.get("regex") == "1",
+            hide_green=query.get("hide_green") == "1", failures_only=query.get("failures") == "1",
+            heads="pr" if query.get("heads") == "pr" else "trunk", page=_positive_int(query.get("page")),
+            expand=tuple(dict.fromkeys(name.lower() for name in query.getlist("expand") if name)),
+        )
+
+    def query(self, **changes) -> str:
+        """This view's query string with some state changed (and the page reset unless given)."""
+        state = replace(self, **({"page": 1} | changes))
+        pairs = [("level", level) for level in state.levels]
+        pairs += [(k, v) for k, v in (("device", state.device), ("hw", state.hardware), ("name", state.name)) if v]
+        pairs += [(k, "1") for k, on in (("regex", state.regex), ("hide_green", state.hide_green), ("failures", state.failures_only)) if on]
+        pairs += [("heads", "pr")] if state.heads == "pr" else []
+        pairs += [("page", str(state.page))] if state.page > 1 else []
+        pairs += [("expand", name) for name in state.expand]
+        return urlencode(pairs)
+
+    def toggled_expand(self, full_name: str) -> tuple[str, ...]:
+        name = full_name.lower()
+        return tuple(n for n in self.expand if n != name) if name in self.expand else self.expand + (name,)
+
+
+def _positive_int(value) -> int:
+    try:
+        return max(1, min(int(value), 10_000))
+    except (TypeError, ValueError):
+        return 1
+
+
+class FilterError(ValueError):
+    pass
+
+
+def name_matcher(filters: GridFilters):
+    """A predicate over names, or None for no filter. Raises FilterError for a bad regex."""
+    if not filters.name:
+        return None
+    if not filters.regex:
+        needle = filters.name.lower()
+        return lambda text: needle in text.lower()
+    try:
+        pattern = re.compile(filters.name, re.IGNORECASE)
+    except re.error as exc:
+        raise FilterError(f"Invalid regular expression {filters.name!r}: {exc}. Showing every backend.") from exc
+    return lambda text: pattern.search(text) is not None
+
+
+# --- columns ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Column:
+    project: Project
+    job: tuple[str, str] | None = None
+    expanded: bool = False
+    toggle_query: str = ""
+
+    @property
+    def label(self) -> str:
+        return job_label(self.job) if self.job else self.project.label
+
+    @property
+    def group(self) -> str:
+        return "ref" if self.project.is_reference else self.project.level
+
+
+@dataclass
+class ColumnGroup:
+    key: str
+    label: str
+    span: int
+
+    @property
+    def short(self) -> str:
+        """The longest label that fits over the group's columns; the full one is the tooltip."""
+        room = self.span * GROUP_CHARS_PER_COLUMN
+        candidates = (self.label, *GROUP_SHORTER.get(self.key, ()))
+        return next((text for text in candidates if len(text) <= room), candidates[-1])
+
+
+def job_label(key: tuple[str, str]) -> str:
+    workflow, job = key
+    return f"{workflow} / {job}" if job else workflow
+
+
+def backend_options(projects: list[Project]) -> dict:
+    return {
+        "levels": LEVELS,
+        "devices": sorted({p.device for p in projects if p.device}),
+        "hardware": [(value, label) for value, label in HardwareKind.choices if any(p.hardware_kind == value for p in projects)],
+    }
+
+
+def backends_for_filters(projects: list[Project], filters: GridFilters) -> list[Project]:
+    """Level, device and hardware filters; the reference stays pinned as the baseline."""
+    def keep(p: Project) -> bool:
+        return (not filters.levels or p.level in filters.levels) and (not filters.device or p.device == filters.device) and (
+            not filters.hardware or p.hardware_kind == filters.hardware)
+    return [p for p in projects if p.is_reference or keep(p)]
+
+
+def _job_keys(project: Project, cells: dict[CellKey, Cell], shas: list[str]) -> list[tuple[str, str]]:
+    keys = {(v.job.workflow_name, v.job.job_name) for sha in shas for v in cells[(sha, project.id)].verdicts}
+    return sorted(keys)
+
+
+def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Column]:
+    """The backend's column, then its job columns when expanded. With a name filter a backend
+    stays when its own name or any of its jobs' names matches (as the HUD keeps groups)."""
+    own_match = matches is None or matches(project.full_name) or matches(project.label)
+    expanded = project.full_name.lower() in filters.expand
+    keys = _job_keys(project, cells, shas) if expanded or not own_match else []
+    matching_keys = keys if own_match else [k for k in keys if matches(job_label(k))]
+    if not (own_match or matching_keys or project.is_reference):
+        return []
+    column = Column(project, expanded=expanded, toggle_query=filters.query(expand=filters.toggled_expand(project.full_name), page=filters.page))
+    return [column] + ([Column(project, job=k) for k in matching_keys] if expanded else [])
+
+
+# --- rows ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GridCell:
+    sha: str
+    project_id: int
+    state: State
+    mark: str | None = None
+    job: tuple[str, str] | None = None
+
+    @property
+    def glyph(self) -> str:
+        return STATES[self.state].glyph
+
+    @property
+    def label(self) -> str:
+        return STATES[self.state].label
+
+    @property
+    def failing(self) -> bool:
+        return self.state in FAILING
+
+    @property
+    def mark_label(self) -> str:
+        return MARK_LABELS.get(self.mark or "", "")
+
+
+@dataclass
+class GridRow:
+    commit: UpstreamCommit
+    cells: list[GridCell]
+    upstream_broken: bool = False
+
+    @property
+    def pr_number(self) -> int | None:
+        return commit_pr_number(self.commit)
+
+    @property
+    def failing(self) -> bool:
+        return any(cell.failing for cell in self.cells)
+
+
+def _grid_cell(cells, marks, sha: str, column: Column) -> GridCell:
+    cell = cells[(sha, column.project.id)]
+    if column.job is None:
+        return GridCell(sha, column.project.id, cell.state, marks.get((sha, column.project.id)))
+    verdict = cell.verdict_for(column.job)
+    return GridCell(sha, column.project.id, verdict.state if verdict else State.NO_RESULT, job=column.job)
+
+
+# --- the grid -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Grid:
+    filters: GridFilters
+    columns: list[Column]
+    rows: list[GridRow]
+    commits_on_page: int
+    name_error: str = ""
+    has_next: bool = False
+    options: dict = field(default_factory=dict)
+    backends_total: int = 0
+
+    @property
+    def groups(self) -> list[ColumnGroup]:
+        return column_groups(self.columns)
+
+    @property
+    def empty_reason(self) -> str:
+        if not self.commits_on_page:
+            return "no_commits"
+        return "no_rows" if not self.rows else ""
+
+
+def commits_page(heads: str, page: int) -> tuple[list[UpstreamCommit], bool]:
+    """Trunk pushes (or PR heads), newest first, one page plus one row to know if more follow."""
+    commits = UpstreamCommit.objects.filter(is_trunk=True) if heads == "trunk" else UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
+    start = (page - 1) * PER_PAGE
+    rows = list(commits.order_by("-landed_at", "-id")[start : start + PER_PAGE + 1])
+    return rows[:PER_PAGE], len(rows) > PER_PAGE
+
+
+def grid_page(filters: GridFilters) -> Grid:
+    commits, has_next = commits_page(filters.heads, filters.page)
+    everything = registered_backends()
+    grid = grid_for_commits(commits, backends_for_filters(everything, filters), filters)
+    return replace(grid, has_next=has_next, options=backend_options(everything), backends_total=len(everything))
+
+
+def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], filters: GridFilters) -> Grid:
+    """Rows for the commits, columns for the backends that survive the filters: three queries
+    (jobs, dispatches, failing attempts' tests) whatever the page's size."""
+    shas = [c.sha for c in commits]
+    cells = cells_for_commits(shas, projects)
+    reference = reference_backend(projects)
+    marks, broken = grid_baseline(cells, reference.id if reference else None)
+    matches, name_error = _matcher_or_error(filters)
+    columns = [col for p in projects for col in _columns_for(p, cells, shas, filters, matches)]
+    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col) for col in columns], c.sha in broken) for c in commits]
+    columns, rows = _hide_green(columns, rows) if filters.hide_green else (columns, rows)
+    if filters.failures_only:
+        rows = [r for r in rows if r.failing]
+    return Grid(filters, columns, rows, commits_on_page=len(commits), name_error=name_error)
+
+
+def _matcher_or_error(filters: GridFilters):
+    """A bad regex shows every backend with a message, never a 500."""
+    try:
+        return name_matcher(filters), ""
+    except FilterError as exc:
+        return None, str(exc)
+
+
+def _hide_green(columns: list[Column], rows: list[GridRow]) -> tuple[list[Column], list[GridRow]]:
+    """Drop columns with no failure anywhere on the page, as the HUD does; the reference stays."""
+    keep = [i for i, col in enumerate(columns) if (col.project.is_reference and col.job is None) or any(r.cells[i].failing for r in rows)]
+    for row in rows:
+        row.cells = [row.cells[i] for i in keep]
+    return [columns[i] for i in keep], rows
+
+
+def column_groups(columns: list[Column]) -> list[ColumnGroup]:
+    groups: list[ColumnGroup] = []
+    for column in columns:
+        if groups and groups[-1].key == column.group:
+            groups[-1].span += 1
+        else:
+            groups.append(ColumnGroup(column.group, GROUP_LABELS.get(column.group, column.group), 1))
+    return groups
+
+
+# --- tooltip ------------------------------------------------------------------------------------
+
+
+@dataclass
+class TooltipJob:
+    verdict: JobVerdict
+    attempts: list
+    failed: list[dict]
+    failed_more: int
+
+
+@dataclass
+class CellTooltip:
+    cell: Cell
+    commit: UpstreamCommit | None
+    mark: str | None
+    failed_tests: dict[int, list]
+    upstream_broken: bool = False
+
+    @property
+    def mark_label(self) -> str:
+        return MARK_LABELS.get(self.mark or "", "")
+
+    @property
+    def jobs(self) -> list[TooltipJob]:
+        """Each job with its attempts and the first few failed tests (the commit page has all)."""
+        jobs = []
+        for verdict in self.cell.verdicts:
+            failed = self.failed_tests.get(verdict.job.id, [])
+            jobs.append(TooltipJob(verdict, self.cell.attempts_of(verdict), failed[:TOOLTIP_FAILED_TESTS], max(0, len(failed) - TOOLTIP_FAILED_TESTS)))
+        return jobs
+
+
+def parse_cell_key(value: str) -> tuple[str, int] | None:
+    sha, _, project_id = (value or "").partition(".")
+    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha) or not project_id.isdigit():
+        return None
+    return sha.lower(), int(project_id)
+
+
+def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
+    """One cell in full: every job with its attempts and failed tests, and its baseline mark."""
+    projects = registered_backends()
+    project = next((p for p in projects if p.id == project_id), None)
+    if project is None:
+        return None
+    reference = reference_backend(projects)
+    pair = [project] + ([reference] if reference and reference is not project else [])
+    cells = cells_for_commits([sha], pair, detail=True)
+    marks, broken = grid_baseline(cells, reference.id if reference else None)
+    tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
+    commit = UpstreamCommit.objects.filter(sha=sha).first()
+    return CellTooltip(cells[(sha, project_id)], commit, marks.get((sha, project_id)), tests, sha in broken)
+
+
+# --- the PR page --------------------------------------------------------------------------------
+
+
+@dataclass
+class PrHead:
+    sha: str
+    first_seen: object
+    commit: UpstreamCommit | None
+    row: GridRow | None = None
+
+
+@dataclass
+class PrPage:
+    number: int
+    heads: list[PrHead]
+    columns: list[Column]
+    groups: list[ColumnGroup]
+    summary: str
+    gate: dict | None
+    title: str
+
+
+def pr_heads(number: int) -> list[PrHead]:
+    """Every head SHA the PR has had, newest first: recorded commits, plus SHAs known only from
+    dispatches or job results (three indexed queries)."""
+    seen: dict[str, object] = {}
+    commits = {c.sha: c for c in UpstreamCommit.objects.filter(pr_number=number)}
+    for sha, commit in commits.items():
+        seen[sha] = commit.landed_at
+    for model in (JobRun, Dispatch):
+        for row in model.objects.filter(pr_number=number).exclude(head_sha="").values("head_sha").annotate(first=Min("created_at")):
+            seen[row["head_sha"]] = min(seen.get(row["head_sha"], row["first"]), row["first"])
+    ordered = sorted(seen.items(), key=lambda kv: kv[1], reverse=True)
+    return [PrHead(sha, when, commits.get(sha)) for sha, when in ordered]
+
+
+def pr_page(number: int) -> PrPage:
+    """Heads × backends, a summary of the latest head and, with L4 backends, the gate's verdict."""
+    heads = pr_heads(number)
+    projects = registered_backends()
+    commits = [h.commit or UpstreamCommit(sha=h.sha, pr_number=number, landed_at=h.first_seen) for h in heads]
+    grid = grid_for_commits(commits, projects, GridFilters())
+    for head, row in zip(heads, grid.rows):
+        head.row = row
+    if not heads:
+        return PrPage(number, [], grid.columns, grid.groups, "", None, "")
+    gate = gate_verdict(heads[0].sha) if any(p.level == Level.L4 for p in projects) else None
+    title = next((h.commit.title for h in heads if h.commit and h.commit.title), "")
+    return PrPage(number, heads, grid.columns, grid.groups, head_summary(heads[0].row, grid.columns), gate, title)
+
+
+def head_summary(row: GridRow, columns: list[Column]) -> str:
+    """"5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
+    report results and have something for this head."""
+    cells = [c for c, col in zip(row.cells, columns) if col.job is None and col.project.level != Level.L1 and c.state != State.NO_RESULT]
+    counts = [STATES[c.state].counts for c in cells]
+    passed = counts.count(Counts.PASS)
+    running = sum(1 for c in cells if STATES[c.state].counts == Counts.PENDING or c.state == State.DISPATCH_PENDING)
+    failing = [c for c in cells if c.failing]
+    parts = [f"{passed}/{len(cells)} backends passed"]
+    if running:
+        parts.append(f"{running} running")
+    if failing:
+        parts.append(f"{len(failing)} failing ({_failing_kinds(failing)})")
+    return ", ".join(parts) if cells else "No backend has results for this head yet"
+
+
+FAILING_KIND_WORDS = {SHARED: "shared with reference", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline", None: "the reference"}
+
+
+def _failing_kinds(failing: list[GridCell]) -> str:
+    """"backend-specific", or "1 shared with reference, 2 backend-specific" when they differ."""
+    tally = Counter(FAILING_KIND_WORDS[cell.mark] for cell in failing)
+    if len(tally) == 1:
+        return next(iter(tally))
+    return ", ".join(f"{n} {kind}" for kind, n in tally.items())

@@ -1,0 +1,158 @@
+"""Template helpers for the grid, commit and PR pages.
+
+Everything that comes from downstream callbacks (job and test names, URLs, messages) is data:
+it reaches HTML only through Django's escaping, and URLs become links only when they are http(s)."""
+
+from datetime import timedelta
+from urllib.parse import quote, urlsplit
+
+from django import template
+from django.conf import settings
+from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from hud.baseline import MARK_GLYPHS, MARK_LABELS
+from hud.status import LEGEND, STATES, State, conclusion_state
+
+register = template.Library()
+
+
+@register.inclusion_tag("hud/_legend.html")
+def hud_legend(show_marks: bool = True):
+    marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
+    return {"legend": LEGEND, "marks": marks if show_marks else []}
+
+
+@register.filter
+def http_url(value) -> str:
+    """The URL when it is http(s) with a host, else "" (no javascript:, data:, relative tricks)."""
+    text = str(value or "").strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return ""
+    return text if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+@register.filter
+def job_log_url(job) -> str:
+    """The job's page on GitHub Actions when the check-run id is GitHub's numeric job id, else
+    the run URL as the provider reported it."""
+    run = http_url(getattr(job, "workflow_url", ""))
+    check = str(getattr(job, "check_run_id", "") or "")
+    if run and check.isdigit() and "/actions/runs/" in run:
+        return f"{run.rstrip('/')}/job/{check}"
+    return run
+
+
+@register.filter
+def seconds(value) -> str:
+    """42s, 3.5m, 1.2h, 2.0d; "–" when unknown."""
+    if value is None:
+        return "–"
+    value = float(value)
+    for limit, unit, size in ((60, "s", 1), (3600, "m", 60), (86400, "h", 3600)):
+        if value < limit:
+            return f"{value / size:.0f}{unit}" if unit == "s" else f"{value / size:.1f}{unit}"
+    return f"{value / 86400:.1f}d"
+
+
+@register.filter
+def job_duration(job):
+    """Relay-measured execution time, else the downstream's own start/end."""
+    if getattr(job, "execution_seconds", None) is not None:
+        return job.execution_seconds
+    start, end = getattr(job, "reported_started_at", None), getattr(job, "reported_completed_at", None)
+    return (end - start).total_seconds() if start and end else None
+
+
+@register.filter
+def mark_glyph(mark) -> str:
+    return MARK_GLYPHS.get(mark or "", "")
+
+
+@register.filter
+def mark_label(mark) -> str:
+    return MARK_LABELS.get(mark or "", "")
+
+
+@register.filter
+def gh_commit(sha) -> str:
+    return f"https://github.com/{settings.CRCR_UPSTREAM_REPO}/commit/{quote(str(sha or ''))}"
+
+
+@register.filter
+def gh_pr(number) -> str:
+    return f"https://github.com/{settings.CRCR_UPSTREAM_REPO}/pull/{int(number)}"
+
+
+@register.filter
+def gh_repo(full_name) -> str:
+    return f"https://github.com/{quote(str(full_name or ''), safe='/')}"
+
+
+@register.filter
+def compact_time(value) -> str:
+    """"10:48" today, "Mon 10:48" this week, "12-02 10:48" before (UTC)."""
+    if not value:
+        return ""
+    now, value = timezone.now(), timezone.localtime(value)
+    if value.date() == timezone.localtime(now).date():
+        return value.strftime("%H:%M")
+    if now - value < timedelta(days=6):
+        return value.strftime("%a %H:%M")
+    return value.strftime("%m-%d %H:%M")
+
+
+@register.filter
+def tristate(value, words: str = "yes,no,unknown") -> str:
+    yes, no, unknown = words.split(",")
+    return unknown if value is None else yes if value else no
+
+
+@register.simple_tag
+def grid_cells(row) -> str:
+    """A row's cells. The densest markup on the page, built in Python from internal values only
+    (state names, glyphs, ids); a cache keyed on what varies keeps a 2,000-cell page cheap."""
+    return mark_safe("".join(_cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None) for cell in row.cells))
+
+
+_CELL_CACHE: dict[tuple, str] = {}
+
+
+def _cell_html(state, mark, project_id: int, is_job: bool) -> str:
+    key = (state, mark, project_id, is_job)
+    html = _CELL_CACHE.get(key)
+    if html is None:
+        html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job)
+    return html
+
+
+def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
+    info = STATES[state]
+    title = info.label + (f" · {MARK_LABELS[mark]}" if mark else "")
+    mark_html = f'<i class="mk mk-{escape(mark)}" aria-hidden="true">{escape(MARK_GLYPHS[mark])}</i>' if mark else ""
+    css = f"c s-{escape(state.value)}" + (" j" if is_job else "")
+    return (f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'
+            f"<b>{escape(info.glyph)}</b>{mark_html}</td>")
+
+
+@register.filter
+def state_glyph(state) -> str:
+    return STATES[state].glyph
+
+
+@register.filter
+def attempt_glyph(job) -> str:
+    """One attempt on its own (the status policy's conclusion_state)."""
+    return STATES[conclusion_state(job)].glyph
+
+
+@register.filter
+def state_label(state) -> str:
+    """The policy's words for a state (a State or its value)."""
+    try:
+        return STATES[State(state)].label
+    except ValueError:
+        return str(state)

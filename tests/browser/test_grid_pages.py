@@ -1,0 +1,73 @@
+"""The grid, commit and PR pages in Debian Chromium: load, pin, filter, follow, screenshot."""
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_grid_loads_with_its_legend_and_is_screenshotted(page, live_server, hud_store, screenshots):
+    page.goto(live_server.url + "/")
+    page.wait_for_selector("#hud-grid td.c")
+    assert page.locator("#hud-grid tbody tr").count() == 30
+    assert page.locator(".hud-legend").is_visible()
+    assert page.locator("tr.broken .broken-badge").count() == 1
+    page.screenshot(path=str(screenshots / "grid.png"))
+
+
+def test_the_grid_refreshes_in_place_and_a_failed_refresh_says_so(page, live_server, hud_store):
+    page.goto(live_server.url + "/?name=xpu")
+    refresh = "htmx.ajax('GET', document.getElementById('grid-region').getAttribute('hx-get'), {target: '#grid-region', swap: 'innerHTML'})"
+    page.evaluate(refresh)
+    page.wait_for_selector("#refresh-state .refresh-note:not(.failed)")
+    assert page.locator("#hud-grid thead th.col").count() == 2
+    page.route(re.compile(r".*/\?name=xpu$"), lambda route: route.fulfill(status=503, body="database unavailable"))
+    page.evaluate(refresh)
+    page.wait_for_selector("#refresh-state .refresh-note.failed")
+    assert "Refresh failed (HTTP 503)" in page.inner_text("#refresh-state")
+    assert page.locator("#hud-grid tbody tr").count() == 30, "the data loaded before stays"
+
+
+def test_a_clicked_cell_pins_its_details_arrows_move_and_escape_clears(page, live_server, hud_store):
+    page.goto(live_server.url + "/")
+    cell = page.locator("#hud-grid td.c.s-failure").first
+    cell.click()
+    tip = page.locator("#hud-tip")
+    tip.locator(".tip-jobs, .tip-error").first.wait_for()
+    assert "Commit page" in tip.inner_text() and "cell=" in page.url
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("document.querySelectorAll('#hud-grid td.c.pinned').length === 1")
+    assert page.evaluate("document.activeElement.classList.contains('pinned')")
+    page.keyboard.press("Escape")
+    assert tip.is_hidden() and "cell=" not in page.url and page.locator("td.c.pinned").count() == 0
+
+
+def test_a_name_filter_narrows_the_columns_and_lands_in_the_url(page, live_server, hud_store):
+    page.goto(live_server.url + "/")
+    before = page.locator("#hud-grid thead th.col").count()
+    page.fill("input[name=name]", "xpu")
+    page.click("#grid-filters button[type=submit]")
+    page.wait_for_url(re.compile(r"name=xpu"))
+    assert page.locator("#hud-grid thead th.col").count() == 2 < before
+    page.fill("input[name=name]", "(broken")
+    page.check("input[name=regex]")
+    page.click("#grid-filters button[type=submit]")
+    assert "Invalid regular expression" in page.locator(".filter-error").inner_text()
+
+
+def test_following_a_commit_link_opens_the_commit_page(page, live_server, hud_store, screenshots):
+    page.goto(live_server.url + "/")
+    page.locator(f'tr[data-sha="{hud_store["shared"]}"] td.title a').click()
+    page.wait_for_url(re.compile("/commit/" + hud_store["shared"]))
+    assert page.locator("#baseline").is_visible() and "Shared with reference" in page.content()
+    page.screenshot(path=str(screenshots / "commit.png"), full_page=True)
+
+
+def test_the_pr_page_shows_one_row_per_head_and_the_gate(page, live_server, hud_store, screenshots):
+    page.goto(f"{live_server.url}/pr/{hud_store['pr_number']}")
+    page.wait_for_selector("#hud-grid td.c")
+    assert page.locator("#hud-grid tbody tr").count() == 3
+    assert "backends passed" in page.locator("#pr-summary").inner_text()
+    assert "crcr/gate" in page.locator("#gate").inner_text()
+    page.screenshot(path=str(screenshots / "pr.png"), full_page=True)
