@@ -1,11 +1,12 @@
 """HTTP entry points of the relay. Thin: read the request, call one service, shape the answer."""
 
 import logging
+from functools import wraps
 
 from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from .callbacks import callback_receive
 from .health import health_report
@@ -15,8 +16,21 @@ from .webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
 logger = logging.getLogger(__name__)
 
 
+def post_only(view):
+    """GitHub and CI clients read JSON; a wrong method answers 405 in JSON too."""
+
+    def wrapped(request, *args, **kwargs):
+        if request.method != "POST":
+            response = JsonResponse({"detail": "Method not allowed"}, status=405)
+            response["Allow"] = "POST"
+            return response
+        return view(request, *args, **kwargs)
+
+    return wraps(view)(wrapped)
+
+
 @csrf_exempt
-@require_POST
+@post_only
 def webhook(request):
     if not settings.GITHUB_WEBHOOK_SECRET:
         return JsonResponse({"detail": "webhook secret is not configured"}, status=503)
@@ -32,7 +46,7 @@ def webhook(request):
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def callback(request):
     limit = settings.CRCR_CALLBACK_MAX_BYTES
     if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:

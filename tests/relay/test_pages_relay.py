@@ -53,3 +53,9 @@ def test_admin_redispatches_a_delivery_to_chosen_repos(admin_client, django_capt
     assert response.status_code == 302
     states = dict(Dispatch.objects.values_list("project_id", "state"))
     assert states == {dispatch.project.pk: "pending", other.pk: "pending"}
+
+
+@pytest.mark.parametrize("path", ["/github/webhook", "/github/callback", "/github/callback/"])
+def test_a_wrong_method_on_the_github_endpoints_is_a_json_405(client, path):
+    response = client.get(path)
+    assert response.status_code == 405 and response.json() == {"detail": "Method not allowed"}
