@@ -1,13 +1,175 @@
-from django.http import Http404
+"""The summary (/crcr), per-backend dashboard (/crcr/<org>/<repo>) and trends (/crcr/metrics).
+
+Every view's state (range, event kind, filters, page, grouping, selected cell) lives in the query
+string. An htmx request gets the page's refresh fragment (a template partial) instead of the page.
+A failed query renders an explicit error state with status 503, never an empty page that would
+read as "no data"."""
+
+import logging
+from urllib.parse import urlencode
+
+from django.db import DatabaseError
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from hud import charts
+from hud.selectors_backend import backend_find, cell_detail, dashboard_build
+from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
+from hud.selectors_summary import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS, TalliesPending, summary_build
+from hud.status import LEGEND, STATES, State
+
+logger = logging.getLogger(__name__)
+UNAVAILABLE = "The database did not answer, so these numbers could not be loaded. This is an error, not an empty result; the page retries every 60 s."
+COUNTS_TEXT = {"pass": "counts as a pass", "fail": "counts as a failure", "infra": "infrastructure failure", "pending": "not decided yet", "none": "counts nowhere"}
+LEGEND_ROWS = [(value, glyph, label, COUNTS_TEXT[STATES[State(value)].counts.value]) for value, glyph, label in LEGEND]
 
 
+def _choice(value: str | None, options, default: str) -> str:
+    return value if value in options else default
+
+
+def _page_number(value: str | None) -> int:
+    return int(value) if value and value.isdigit() and 0 < int(value) < 10_000 else 1
+
+
+def _query(params: dict, **changes) -> str:
+    """The page's query string with some parameters changed; defaults and blanks left out."""
+    merged = {**params, **changes}
+    return "?" + urlencode({k: v for k, v in merged.items() if v not in (None, "", False)})
+
+
+def _options(params: dict, name: str, options: dict, reset: dict | None = None) -> list[dict]:
+    return [
+        {"key": key, "label": label, "url": _query(params, **{name: key}, **(reset or {})), "active": params.get(name) == key}
+        for key, label in options.items()
+    ]
+
+
+def _render(request, template: str, partial: str, context: dict, status: int = 200):
+    name = f"{template}#{partial}" if request.headers.get("HX-Request") else template
+    response = render(request, name, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def _unavailable(request, template: str, partial: str, context: dict, exc: Exception):
+    logger.warning("HUD page %s: database error: %s", request.path, exc)
+    response = _render(request, template, partial, {**context, "error": UNAVAILABLE}, status=503)
+    response["Retry-After"] = "60"
+    return response
+
+
+def _loading(request, template: str, partial: str, context: dict, pending: TalliesPending):
+    """Cold caches: answer now with progress; the fragment asks again in a second."""
+    return _render(request, template, partial, {**context, "pending": pending})
+
+
+# --- /crcr ---------------------------------------------------------------------------------------------
+
+
+@require_GET
 def summary(request):
-    raise Http404("being built")
+    params = {"range": _choice(request.GET.get("range"), WINDOWS, DEFAULT_WINDOW), "event": _choice(request.GET.get("event"), TABS, DEFAULT_TAB)}
+    context = {
+        "nav": "summary", "params": params, "query": _query(params), "legend": LEGEND_ROWS,
+        "ranges": _options(params, "range", {k: w.label for k, w in WINDOWS.items()}),
+        "tabs": _options(params, "event", TABS),
+    }
+    try:
+        context["summary"] = summary_build(params["range"], params["event"])
+    except TalliesPending as pending:
+        return _loading(request, "hud/summary.html", "body", context, pending)
+    except DatabaseError as exc:
+        return _unavailable(request, "hud/summary.html", "body", context, exc)
+    return _render(request, "hud/summary.html", "body", context)
 
 
+# --- /crcr/<org>/<repo> --------------------------------------------------------------------------------
+
+
+def _backend_params(request) -> dict:
+    get = request.GET
+    return {
+        "range": _choice(get.get("range"), WINDOWS, DEFAULT_WINDOW),
+        "event": _choice(get.get("event"), TABS, DEFAULT_TAB),
+        "page": _page_number(get.get("page")),
+        "shards": "split" if get.get("shards") == "split" else "",
+        "cell": get.get("cell", "")[:400],
+    }
+
+
+@require_GET
+def backend(request, org: str, repo: str):
+    params = _backend_params(request)
+    context = {"nav": "summary", "params": params, "full_name": f"{org}/{repo}", "legend": LEGEND_ROWS}
+    try:
+        project = backend_find(org, repo)
+        if project is None:
+            return render(request, "hud/backend_404.html", context, status=404)
+        context["project"] = project
+        if request.headers.get("HX-Target") == "cell-detail":
+            context["cell_fragment"] = True
+            return _cell_fragment(request, project, params, context)
+        _backend_links(context, params)
+        context["dash"] = dashboard_build(project, params["range"], params["event"], params["page"], grouped=not params["shards"])
+        context["detail"] = _cell(project, params)
+    except TalliesPending as pending:
+        return _loading(request, "hud/backend.html", "body", context, pending)
+    except DatabaseError as exc:
+        partial = "cell-detail" if context.get("cell_fragment") else "body"
+        return _unavailable(request, "hud/backend.html", partial, context, exc)
+    return _render(request, "hud/backend.html", "body", context)
+
+
+def _backend_links(context: dict, params: dict) -> None:
+    base = {k: v for k, v in params.items() if k != "cell"}
+    query = _query(base)
+    context.update({
+        "query": query,
+        "ranges": _options(base, "range", {k: w.label for k, w in WINDOWS.items()}, reset={"page": None}),
+        "tabs": _options(base, "event", TABS, reset={"page": None}),
+        "shards_url": _query(base, shards="" if params["shards"] else "split"),
+        "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
+        "next_url": _query(base, page=params["page"] + 1),
+        "cell_base": query + ("&" if len(query) > 1 else "") + "cell=",
+    })
+
+
+def _cell(project, params: dict):
+    sha, _, column = params["cell"].partition(":")
+    if not sha or not column:
+        return None
+    return cell_detail(project, params["event"], sha, column, grouped=not params["shards"])
+
+
+def _cell_fragment(request, project, params: dict, context: dict):
+    context["detail"] = _cell(project, params)
+    return render(request, "hud/backend.html#cell-detail", context)
+
+
+# --- /crcr/metrics -------------------------------------------------------------------------------------
+
+
+@require_GET
 def metrics(request):
-    raise Http404("being built")
-
-
-def backend(request, org, repo):
-    raise Http404("being built")
+    get = request.GET
+    params = {
+        "range": _choice(get.get("range"), METRIC_WINDOWS, DEFAULT_METRIC_WINDOW),
+        "event": _choice(get.get("event"), TABS, DEFAULT_TAB),
+        "level": _choice(get.get("level"), LEVEL_FILTERS, "all"),
+        "backend": get.get("backend", "")[:140],
+    }
+    context = {
+        "nav": "metrics", "params": params, "query": _query(params), "legend": LEGEND_ROWS,
+        "ranges": _options(params, "range", {k: label for k, (label, _) in METRIC_WINDOWS.items()}), "tabs": _options(params, "event", TABS),
+        "levels": LEVEL_FILTERS,
+    }
+    try:
+        context["choices"] = backend_choices()
+        data = metrics_build(params["range"], params["event"], params["level"], params["backend"])
+        context.update({"metrics": data, "figures": charts.metrics_figures(data) if data.with_data else []})
+    except TalliesPending as pending:
+        return _loading(request, "hud/metrics.html", "body", context, pending)
+    except DatabaseError as exc:
+        return _unavailable(request, "hud/metrics.html", "body", context, exc)
+    return _render(request, "hud/metrics.html", "body", context)

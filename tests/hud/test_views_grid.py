@@ -1,6 +1,5 @@
 """The grid, commit and PR pages: each filter, each state (data, empty, error), htmx partials."""
 
-import time
 from unittest import mock
 
 import pytest
@@ -166,10 +165,10 @@ def test_a_failed_pr_query_is_an_error_state(client, world):
 # --- speed --------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_a_50_commit_by_40_backend_grid_renders_well_under_200_ms(client, django_assert_max_num_queries):
+def test_a_50_commit_by_40_backend_grid_takes_a_fixed_handful_of_queries(client, django_assert_max_num_queries):
     """The page's cost grows with the page (10,000 attempts here), never with the table: the
-    jobs come from the (head_sha, project) index. A 1,000,000-row store measured ~80 ms."""
+    jobs come from the (head_sha, project) index. Its speed is measured by `make bench`, not
+    here (docs/performance.md)."""
     from relay.models import JobRun
 
     projects = [ProjectFactory(level=("L4", "L3", "L2", "L2", "L1")[i % 5], is_reference=i == 2) for i in range(40)]
@@ -180,11 +179,3 @@ def test_a_50_commit_by_40_backend_grid_renders_well_under_200_ms(client, django
     )
     with django_assert_max_num_queries(8):
         assert client.get("/").status_code == 200
-    best = min(_seconds(client.get, "/") for _ in range(3))
-    assert best < 0.2, f"{best * 1000:.0f} ms"
-
-
-def _seconds(fn, *args) -> float:
-    start = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - start

@@ -1,0 +1,126 @@
+"""Plotly figures for /crcr/metrics, built in Python and handed to the page as plain dicts
+(`json_script`); static/js/hud-charts.js draws them with the vendored plotly.js and applies the
+light or dark theme from the page's CSS variables, so nothing here names a background colour.
+
+Colour is never the only signal: each backend also gets its own marker symbol, line dash or bar
+pattern, and every trace is named in the legend and the hover text."""
+
+import json
+
+import plotly.graph_objects as go
+
+from hud.selectors_metrics import Metrics
+
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8c6d31", "#999999")
+"""Okabe–Ito: tells colours apart for colour-blind readers and reads on light and dark."""
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+PATTERNS = ("", "/", "\\", "x", ".", "+", "-", "|")
+HEIGHT = 340
+
+
+def _style(i: int) -> dict:
+    return {"color": PALETTE[i % len(PALETTE)], "symbol": SYMBOLS[i % len(SYMBOLS)], "dash": DASHES[i % len(DASHES)],
+            "pattern": PATTERNS[i % len(PATTERNS)]}
+
+
+def _layout(y_title: str, **extra) -> dict:
+    """The chart's title is the figure caption in the page (hud/metrics.html), not inside the SVG."""
+    return {
+        "height": HEIGHT,
+        "margin": {"l": 56, "r": 12, "t": 8, "b": 36},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "hovermode": "x unified",
+        "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top"},
+        "xaxis": {"type": "date", "tickformat": "%b %d", "nticks": 10},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        **extra,
+    }
+
+
+def _figure(traces: list[dict], layout: dict) -> dict:
+    """Traces and layout are plain dicts, so plotly's validation (~15 ms a chart, five charts a
+    page) is skipped here; tests/hud/test_charts.py validates every figure instead."""
+    return json.loads(go.Figure(data=traces, layout=layout, _validate=False).to_json())
+
+
+def _days(metrics: Metrics) -> list[str]:
+    return [day.isoformat() for day in metrics.days]
+
+
+def pass_rate_figure(metrics: Metrics) -> dict:
+    traces = []
+    for i, series in enumerate(metrics.with_data):
+        style = _style(i)
+        rates = series.values(lambda t: None if t.rates.pass_rate is None else round(t.rates.pass_rate * 100, 2))
+        traces.append({
+            "type": "scatter", "x": _days(metrics), "y": rates, "name": series.project.label, "mode": "lines+markers", "connectgaps": False,
+            "line": {"color": style["color"], "dash": style["dash"], "width": 2}, "marker": {"symbol": style["symbol"], "size": 7},
+            "hovertemplate": "%{y:.1f} %<extra>" + series.project.label + "</extra>",
+        })
+    layout = _layout("pass rate")
+    layout["yaxis"].update({"range": [_pass_rate_floor(traces), 101], "rangemode": "normal", "ticksuffix": " %"})
+    return _figure(traces, layout)
+
+
+def _pass_rate_floor(traces: list) -> int:
+    """Start the axis a little under the worst day (in tens), so lines near 100 % stay apart."""
+    lowest = min((y for trace in traces for y in trace["y"] if y is not None), default=0)
+    return max(0, int(lowest // 10) * 10 - 10)
+
+
+def stacked_figure(metrics: Metrics, y_title: str, pick) -> dict:
+    traces = []
+    for i, series in enumerate(metrics.with_data):
+        style = _style(i)
+        traces.append({
+            "type": "bar", "x": _days(metrics), "y": series.values(pick), "name": series.project.label,
+            "marker": {"color": style["color"], "line": {"width": 0},
+                       "pattern": {"shape": style["pattern"], "fillmode": "overlay", "fgcolor": "rgba(255,255,255,0.55)", "size": 7, "solidity": 0.25}},
+            "hovertemplate": "%{y:,}<extra>" + series.project.label + "</extra>",
+        })
+    return _figure(traces, _layout(y_title, barmode="stack", bargap=0.25))
+
+
+def failures_figure(metrics: Metrics) -> dict:
+    return stacked_figure(metrics, "jobs", lambda t: t.rates.failed + t.rates.infra)
+
+
+def runs_figure(metrics: Metrics) -> dict:
+    return stacked_figure(metrics, "jobs", lambda t: t.rates.decided)
+
+
+def callbacks_figure(metrics: Metrics) -> dict:
+    return stacked_figure(metrics, "callbacks", lambda t: t.callbacks)
+
+
+TIMING_LINES = (
+    ("queue p50", lambda t: t.queue.quantile(0.5), "dot", "circle"),
+    ("queue p90", lambda t: t.queue.quantile(0.9), "solid", "circle-open"),
+    ("execution p50", lambda t: t.execution.quantile(0.5), "dot", "square"),
+    ("execution p90", lambda t: t.execution.quantile(0.9), "solid", "square-open"),
+)
+
+
+def timing_figure(metrics: Metrics) -> dict:
+    traces = []
+    for i, (name, pick, dash, symbol) in enumerate(TIMING_LINES):
+        minutes = [None if v is None else round(v / 60, 1) for v in (pick(t) for t in metrics.combined)]
+        traces.append({
+            "type": "scatter", "x": _days(metrics), "y": minutes, "name": name, "mode": "lines+markers", "connectgaps": False,
+            "line": {"color": PALETTE[0 if i < 2 else 1], "dash": dash, "width": 2}, "marker": {"symbol": symbol, "size": 8},
+            "hovertemplate": "%{y:,.1f} min<extra>" + name + "</extra>",
+        })
+    return _figure(traces, _layout("minutes"))
+
+
+def metrics_figures(metrics: Metrics) -> list[tuple[str, str, dict]]:
+    """(element name, caption, figure) for each chart on the page."""
+    return [
+        ("pass-rate", "Pass rate per day (latest attempts)", pass_rate_figure(metrics)),
+        ("failures", "Failures per day (failed, timed out, never started)", failures_figure(metrics)),
+        ("runs", "Jobs with a result per day", runs_figure(metrics)),
+        ("timing", "Queue and execution time per day, p50 and p90 (all backends in view)", timing_figure(metrics)),
+        ("callbacks", "Callbacks accepted per day", callbacks_figure(metrics)),
+    ]

@@ -1,0 +1,138 @@
+"""Level readiness: the L3 criteria ratified in pytorch/rfcs#102 (reference/relay.md §9.2), checked
+over 14 days for promotion and 7 days for demotion, one verdict per criterion.
+
+Pure functions over tallies (hud.selectors_summary.Tally) and a few dates, so every threshold is
+tested without a database."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from relay.models import Level
+
+PROMOTION_DAYS = 14
+DEMOTION_DAYS = 7
+
+QUEUE_AVG_MAX = 30 * 60
+"""Average queue time (dispatch → job start) under 30 min."""
+TIMEOUT_RATE_MAX = 0.01
+"""Timed-out or never-started jobs under 1 % of jobs with a result."""
+PASS_RATE_MIN = 0.90
+"""Job pass rate (latest attempts) over 90 %."""
+E2E_P50_MAX = 3 * 3600
+"""Median end to end (dispatch → completion) under 3 h."""
+OVERRUN_SECONDS = 3 * 3600
+OVERRUN_RATE_MAX = 0.01
+"""Fewer than 1 % of jobs run longer than 3 h (#8754 turned "max exec < 3 h" into this rate)."""
+TIME_AT_LEVEL_MIN = timedelta(days=30)
+"""At the current level for at least a month before promotion."""
+DATA_AGE_MIN = timedelta(days=14)
+"""At least two weeks of HUD data before promotion."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    key: str
+    label: str
+    threshold: str
+    value: str
+    met: bool | None
+    """None: no data to judge by, which never counts as met."""
+
+    @property
+    def verdict(self) -> str:
+        return {True: "met", False: "not met", None: "no data"}[self.met]
+
+    @property
+    def symbol(self) -> str:
+        return {True: "✓", False: "✗", None: "–"}[self.met]
+
+
+@dataclass(frozen=True)
+class Readiness:
+    level: str
+    promotion: list
+    demotion: list
+    headline: str
+    outlook: str
+    """ready | not_ready | holds | at_risk | n/a: for styling; the headline says it in words."""
+
+    @property
+    def rows(self) -> list[tuple]:
+        """(promotion criterion, demotion criterion or None), one row per criterion."""
+        demotion = {c.key: c for c in self.demotion}
+        return [(c, demotion.get(c.key)) for c in self.promotion]
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return "no data"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def _percent(rate: float | None) -> str:
+    return "no data" if rate is None else f"{rate * 100:.1f} %"
+
+
+def _below(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value < limit
+
+
+def health_criteria(tally) -> list[Criterion]:
+    """The criteria a backend must keep meeting; also the first half of promotion."""
+    rates = tally.rates
+    e2e_p50 = tally.e2e.quantile(0.5)
+    e2e_slow = tally.e2e.share_at_least(E2E_P50_MAX)
+    overrun = tally.execution.share_at_least(OVERRUN_SECONDS)
+    return [
+        Criterion("queue", "Average queue time", "< 30 min", _hours(tally.queue.mean), _below(tally.queue.mean, QUEUE_AVG_MAX)),
+        Criterion("timeouts", "Timeout rate", "< 1 %", _percent(tally.timeout_rate), _below(tally.timeout_rate, TIMEOUT_RATE_MAX)),
+        Criterion("pass_rate", "Pass rate (latest attempts)", "> 90 %", _percent(rates.pass_rate),
+                  None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_MIN),
+        # The median is under 3 h exactly when fewer than half the jobs took 3 h or more (a bin edge).
+        Criterion("e2e", "End-to-end p50", "< 3 h", _hours(e2e_p50), None if e2e_slow is None else e2e_slow < 0.5),
+        Criterion("overrun", "Jobs running over 3 h", "< 1 %", _percent(overrun), _below(overrun, OVERRUN_RATE_MAX)),
+    ]
+
+
+def tenure_criteria(level_since: datetime | None, first_result_at: datetime | None, now: datetime) -> list[Criterion]:
+    at_level = now - level_since if level_since else None
+    data_age = now - first_result_at if first_result_at else None
+    return [
+        Criterion("time_at_level", "Time at current level", "≥ 30 d", _days(at_level), None if at_level is None else at_level >= TIME_AT_LEVEL_MIN),
+        Criterion("data_days", "HUD data since", "≥ 14 d", _days(data_age), None if data_age is None else data_age >= DATA_AGE_MIN),
+    ]
+
+
+def _days(span: timedelta | None) -> str:
+    return "no data" if span is None else f"{span.total_seconds() / 86400:.0f} d"
+
+
+def readiness(level: str, tally14, tally7, level_since: datetime | None, first_result_at: datetime | None, now: datetime) -> Readiness:
+    if level == Level.L1:
+        return Readiness(level, [], [], "L1 backends report no results, so readiness cannot be judged; register at L2 first.", "n/a")
+    promotion = health_criteria(tally14) + tenure_criteria(level_since, first_result_at, now)
+    demotion = health_criteria(tally7)
+    headline, outlook = _headline(level, promotion, demotion)
+    return Readiness(level, promotion, demotion, headline, outlook)
+
+
+SHORTFALLS = {
+    "queue": "queue time", "timeouts": "timeout rate", "pass_rate": "pass rate", "e2e": "end-to-end time",
+    "overrun": "jobs over 3 h", "time_at_level": "a month at its level", "data_days": "two weeks of data",
+}
+
+
+def _shortfalls(criteria: list) -> str:
+    return ", ".join(SHORTFALLS[c.key] for c in criteria if not c.met)
+
+
+def _headline(level: str, promotion: list, demotion: list) -> tuple[str, str]:
+    promotable = all(c.met for c in promotion)
+    holding = all(c.met for c in demotion)
+    missing = _shortfalls(promotion)
+    if level == Level.L2:
+        return ("Ready for L3: every criterion met over 14 days." if promotable else f"Not ready for L3 yet: {missing}."), ("ready" if promotable else "not_ready")
+    failing = _shortfalls(demotion)
+    if holding:
+        return f"Meets the L3 criteria over the last 7 days; keeps {level}.", "holds"
+    return f"At risk of demotion from {level}: {failing} over the last 7 days.", "at_risk"

@@ -1,0 +1,391 @@
+"""/crcr/<org>/<repo>: one backend's cards, its matrix of head SHAs × jobs, a cell's drill-down,
+the environment it reported and its level readiness.
+
+The cards and readiness come from the cached windowed tallies (hud.selectors_summary); the matrix
+loads only the rows of one page of head SHAs (≤ 50) and judges them with hud.status directly."""
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from hud import readiness as readiness_rules
+from hud.selectors_summary import (
+    PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
+)
+from hud.status import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+
+PER_PAGE = 50
+FAILED_TESTS_SHOWN = 50
+_JOB_FIELDS = ("id", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
+               "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
+               "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
+
+
+def backend_find(org: str, repo: str) -> Project | None:
+    return Project.objects.filter(full_name__iexact=f"{org}/{repo}").first()
+
+
+# --- links ---------------------------------------------------------------------------------------------
+
+
+def upstream_commit_url(sha: str) -> str:
+    return f"https://github.com/{settings.CRCR_UPSTREAM_REPO}/commit/{sha}"
+
+
+def upstream_pr_url(number: int) -> str:
+    return f"https://github.com/{settings.CRCR_UPSTREAM_REPO}/pull/{number}"
+
+
+def run_url(job: JobRun, project: Project) -> str:
+    """GitHub Actions job pages are <run url>/job/<check run id>; other providers get the run URL
+    they reported, as they reported it."""
+    if job.workflow_url and project.ci_provider == "github" and job.check_run_id.isdigit():
+        return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
+    return job.workflow_url
+
+
+# --- shard grouping ------------------------------------------------------------------------------------
+
+_PARENS = re.compile(r"^(?P<base>.*?) \((?P<inner>[^()]*)\)$")
+_SUFFIX = re.compile(r"^(?P<base>.+?)[-_](?P<index>\d+)$")
+
+
+def shard_of(label: str) -> tuple[str, int] | None:
+    """("test", 2) for "test-2", "test_2" or "test (2, 4)"; other parts of a parenthesised
+    suffix stay in the group name: "test (default, 2, 4, gpu)" → ("test (default, gpu)", 2)."""
+    match = _PARENS.match(label)
+    if match:
+        parts = [p.strip() for p in match["inner"].split(",")]
+        for i in range(len(parts) - 1):
+            if parts[i].isdigit() and parts[i + 1].isdigit() and 1 <= int(parts[i]) <= int(parts[i + 1]):
+                rest = parts[:i] + parts[i + 2:]
+                return (f"{match['base']} ({', '.join(rest)})" if rest else match["base"]), int(parts[i])
+        return None
+    match = _SUFFIX.match(label)
+    return (match["base"], int(match["index"])) if match else None
+
+
+def shard_groups(labels) -> dict[str, str]:
+    """label → group name, for shard families of two or more that include shard 1 (so "cuda-12"
+    next to "cuda-11" stays two columns)."""
+    families: dict[str, list] = {}
+    for label in labels:
+        shard = shard_of(label)
+        if shard:
+            families.setdefault(shard[0], []).append(shard)
+    return {
+        label: base
+        for base, members in families.items() if len(members) >= 2 and any(i == 1 for _, i in members)
+        for label in _family_labels(labels, base)
+    }
+
+
+def _family_labels(labels, base: str) -> list[str]:
+    return [label for label in labels if (shard_of(label) or ("", 0))[0] == base]
+
+
+# --- the matrix ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Column:
+    key: str
+    title: str
+    members: list
+    grouped: bool = False
+
+
+@dataclass
+class Cell:
+    column: Column
+    state: State
+    verdicts: list
+
+    @property
+    def glyph(self) -> str:
+        return STATES[self.state].glyph
+
+    @property
+    def label(self) -> str:
+        return STATES[self.state].label
+
+    @property
+    def title(self) -> str:
+        if not self.verdicts:
+            return f"{self.column.title}: no result for this commit"
+        if self.column.grouped:
+            return f"{self.column.title} ({len(self.column.members)} shards): worst is {self.label}"
+        verdict = self.verdicts[0]
+        attempts = f" · {verdict.attempts} attempts" if verdict.attempts > 1 else ""
+        return f"{self.column.title}: {self.label}{attempts} · {fmt_duration(verdict.job.execution_seconds)}"
+
+
+@dataclass
+class MatrixRow:
+    sha: str
+    pr_number: int | None
+    last_at: datetime
+    commit: UpstreamCommit | None
+    cells: list
+
+    @property
+    def commit_url(self) -> str:
+        return upstream_commit_url(self.sha)
+
+    @property
+    def pr_url(self) -> str:
+        return upstream_pr_url(self.pr_number) if self.pr_number else ""
+
+
+@dataclass
+class Matrix:
+    columns: list
+    rows: list
+    page: int
+    has_next: bool
+    grouped: bool
+
+
+def job_label(job) -> str:
+    return job.job_name or job.workflow_name
+
+
+def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
+    """Every head SHA with a job in the window, newest activity first: one small row per head
+    (a few thousand at most), which gives both the page and the count of heads tested."""
+    return list(
+        JobRun.objects.filter(event_filter(tab), project=project, created_at__gte=since)
+        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"))
+        .order_by("-last", "head_sha")
+    )
+
+
+def head_jobs(project: Project, tab: str, shas) -> dict[str, list]:
+    jobs = JobRun.objects.filter(event_filter(tab), project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
+    by_sha: dict[str, list] = {}
+    for job in jobs:
+        by_sha.setdefault(job.head_sha, []).append(job)
+    return by_sha
+
+
+def head_verdicts(project: Project, jobs: list) -> dict[str, object]:
+    """label → JobVerdict, by the one status policy (the probe repo by its own rule)."""
+    return {job_label(v.job): v for v in job_verdicts(jobs, probe=project.is_health_probe)}
+
+
+def columns_build(labels, grouped: bool) -> list[Column]:
+    groups = shard_groups(labels) if grouped else {}
+    columns: dict[str, Column] = {}
+    for label in sorted(labels, key=_natural):
+        base = groups.get(label)
+        key = f"group:{base}" if base else label
+        column = columns.setdefault(key, Column(key, base or label, [], grouped=bool(base)))
+        column.members.append(label)
+    return sorted(columns.values(), key=lambda c: _natural(c.title))
+
+
+def _natural(text: str):
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, grouped: bool) -> Matrix:
+    offset = (page - 1) * PER_PAGE
+    heads, has_next = heads_all[offset:offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
+    jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
+    verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
+    columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
+    commits = UpstreamCommit.objects.in_bulk([h["head_sha"] for h in heads], field_name="sha")
+    rows = [
+        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})))
+        for h in heads
+    ]
+    return Matrix(columns, rows, page, has_next, grouped)
+
+
+def _cells(columns: list, verdicts: dict) -> list[Cell]:
+    cells = []
+    for column in columns:
+        members = [verdicts[label] for label in column.members if label in verdicts]
+        cells.append(Cell(column, cell_state([v.state for v in members]), members))
+    return cells
+
+
+# --- one cell's drill-down -----------------------------------------------------------------------------
+
+
+@dataclass
+class AttemptView:
+    job: JobRun
+    state: State
+    url: str
+
+    @property
+    def glyph(self) -> str:
+        return STATES[self.state].glyph
+
+    @property
+    def label(self) -> str:
+        return STATES[self.state].label
+
+    @property
+    def queue_text(self) -> str:
+        return fmt_duration(self.job.queue_seconds)
+
+    @property
+    def execution_text(self) -> str:
+        return fmt_duration(self.job.execution_seconds)
+
+
+@dataclass
+class MemberDetail:
+    label: str
+    state: State
+    attempts: list
+    failed_tests: list
+    tests_text: str
+
+    @property
+    def glyph(self) -> str:
+        return STATES[self.state].glyph
+
+    @property
+    def state_label(self) -> str:
+        return STATES[self.state].label
+
+
+@dataclass
+class CellDetail:
+    sha: str
+    column_title: str
+    members: list
+    commit: UpstreamCommit | None
+    pr_number: int | None
+
+    @property
+    def commit_url(self) -> str:
+        return upstream_commit_url(self.sha)
+
+    @property
+    def pr_url(self) -> str:
+        return upstream_pr_url(self.pr_number) if self.pr_number else ""
+
+
+def cell_detail(project: Project, tab: str, sha: str, column_key: str, grouped: bool) -> CellDetail | None:
+    jobs = head_jobs(project, tab, [sha]).get(sha, [])
+    verdicts = head_verdicts(project, jobs)
+    column = next((c for c in columns_build(verdicts, grouped) if c.key == column_key), None)
+    if column is None:
+        return None
+    members = [_member_detail(project, label, verdicts[label], jobs) for label in column.members]
+    pr_number = next((j.pr_number for j in jobs if j.pr_number), None)
+    return CellDetail(sha, column.title, members, UpstreamCommit.objects.filter(sha=sha).first(), pr_number)
+
+
+def _member_detail(project: Project, label: str, verdict, jobs: list) -> MemberDetail:
+    judge = probe_state if project.is_health_probe else conclusion_state
+    mine = sorted((j for j in jobs if job_label(j) == label), key=lambda j: (j.created_at, j.run_attempt), reverse=True)
+    attempts = [AttemptView(job, judge(job), run_url(job, project)) for job in mine]
+    latest = verdict.job
+    failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
+    return MemberDetail(label, verdict.state, attempts, failed, _tests_text(latest))
+
+
+def _tests_text(job) -> str:
+    if job.tests_total is None:
+        return "no test counts reported"
+    text = f"{job.tests_passed or 0:,} passed · {job.tests_failed or 0:,} failed · {job.tests_skipped or 0:,} skipped of {job.tests_total:,}"
+    return text + (" (failed-test list truncated)" if job.failed_tests_truncated else "")
+
+
+# --- cards, environment, readiness ---------------------------------------------------------------------
+
+
+@dataclass
+class StatCard:
+    title: str
+    value: str
+    detail: str
+    ok: bool | None = None
+    """True/False colours the card and adds ✓/✗; None leaves it neutral."""
+
+    @property
+    def symbol(self) -> str:
+        return {True: "✓", False: "✗", None: ""}[self.ok]
+
+
+def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
+    rates = tally.rates
+    infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
+    return [
+        StatCard("Pass rate", fmt_percent(rates.pass_rate), f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
+                 None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET),
+        StatCard("First-attempt pass rate", fmt_percent(rates.first_attempt_pass_rate), f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)"),
+        StatCard("Head SHAs tested", f"{heads:,}", window_label.lower()),
+        StatCard("Failures", f"{rates.failed:,}", f"+ {infra:,} infrastructure ({tally.verdicts[State.TIMED_OUT]:,} timed out, "
+                 f"{tally.verdicts[State.NEVER_STARTED]:,} never started) · {rates.pending:,} running", None if not rates.decided else rates.failed + infra == 0),
+        StatCard("Queue time", fmt_duration(tally.queue.mean), f"average · p90 {fmt_duration(tally.queue.quantile(0.9))} · dispatch → start"),
+        StatCard("Execution time", fmt_duration(tally.execution.mean), f"average · p90 {fmt_duration(tally.execution.quantile(0.9))} · start → end"),
+        StatCard("Timeout rate", fmt_percent(tally.timeout_rate), f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
+                 None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX),
+    ]
+
+
+@dataclass
+class Environment:
+    values: dict
+    job_label: str
+    reported_at: datetime | None
+
+
+def environment_latest(project: Project) -> Environment | None:
+    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "created_at").first()
+    if job is None:
+        return None
+    return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, job_label(job), job.created_at)
+
+
+def level_since(project: Project) -> datetime:
+    change = LevelChange.objects.filter(project=project, to_level=project.level).order_by("-changed_at", "-id").first()
+    return change.changed_at if change else project.created_at
+
+
+def first_result_at(project: Project) -> datetime | None:
+    return JobRun.objects.filter(project=project, status=JobRun.Status.COMPLETED).order_by("created_at").values_list("created_at", flat=True).first()
+
+
+def backend_readiness(project: Project, now: datetime):
+    """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
+    key = (project.pk, "pr")
+    tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
+    tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
+    return readiness_rules.readiness(project.level, tally14, tally7, level_since(project), first_result_at(project), now)
+
+
+@dataclass
+class Dashboard:
+    project: Project
+    window: object
+    tab: str
+    cards: list
+    matrix: Matrix
+    environment: Environment | None
+    readiness: object
+    last_result_text: str
+    now: datetime = field(default_factory=timezone.now)
+
+
+def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
+    now = now or timezone.now()
+    window = WINDOWS[window_key]
+    since = window_buckets(window.days, now)[0].start
+    tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
+    heads = heads_in_window(project, tab, since)
+    cards = stat_cards(tally, len(heads), window.label)
+    matrix = matrix_build(project, heads, tab, page, grouped)
+    last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now)

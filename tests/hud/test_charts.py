@@ -1,0 +1,65 @@
+"""Plotly figures for /crcr/metrics, as plain JSON-ready dicts."""
+
+import json
+from datetime import date, timedelta
+
+import plotly.graph_objects as go
+
+from hud import charts
+from hud.selectors_metrics import BackendSeries, Metrics
+from hud.selectors_summary import Tally
+from hud.status import State
+from relay.models import Project
+
+DAYS = [date(2026, 11, 28) + timedelta(days=i) for i in range(3)]
+
+
+def day(passed: int, failed: int = 0, callbacks: int = 0) -> Tally:
+    tally = Tally()
+    tally.verdicts.update({State.SUCCESS: passed, State.FAILURE: failed})
+    tally.in_progress_callbacks = callbacks
+    tally.attempts = passed + failed
+    return tally
+
+
+def metrics(*series_days) -> Metrics:
+    series = [BackendSeries(Project(full_name=f"org{i}/repo"), list(days)) for i, days in enumerate(series_days)]
+    combined = [day(0) for _ in DAYS]
+    return Metrics(DAYS, series, combined, "pr")
+
+
+def test_it_leaves_days_without_runs_as_gaps_never_zeros():
+    figure = charts.pass_rate_figure(metrics([day(9, 1), None, day(10)]))
+    assert figure["data"][0]["y"] == [90.0, None, 100.0]
+    assert figure["data"][0]["connectgaps"] is False
+
+
+def test_it_stacks_failures_per_backend():
+    figure = charts.failures_figure(metrics([day(1, 2), day(1, 0), None], [day(0, 1), None, day(3, 3)]))
+    assert figure["layout"]["barmode"] == "stack"
+    assert [trace["y"] for trace in figure["data"]] == [[2, 0, None], [1, None, 3]]
+
+
+def test_it_gives_every_backend_a_shape_as_well_as_a_colour():
+    figure = charts.pass_rate_figure(metrics([day(1)] * 3, [day(1)] * 3))
+    symbols = {trace["marker"]["symbol"] for trace in figure["data"]}
+    dashes = {trace["line"]["dash"] for trace in figure["data"]}
+    assert len(symbols) == 2 and len(dashes) == 2
+
+
+def test_it_starts_the_pass_rate_axis_just_under_the_worst_day():
+    figure = charts.pass_rate_figure(metrics([day(93, 7), day(100), day(96, 4)]))
+    assert figure["layout"]["yaxis"]["range"] == [80, 101]
+
+
+def test_it_leaves_the_background_to_the_page_theme():
+    layout = charts.runs_figure(metrics([day(1)] * 3))["layout"]
+    assert layout["paper_bgcolor"] == layout["plot_bgcolor"] == "rgba(0,0,0,0)"
+
+
+def test_it_builds_every_chart_of_the_page_as_valid_plotly_json():
+    built = charts.metrics_figures(metrics([day(5, 1, callbacks=6), None, day(4)], [day(1)] * 3))
+    assert [name for name, _, _ in built] == ["pass-rate", "failures", "runs", "timing", "callbacks"]
+    for _, _, figure in built:
+        go.Figure(figure)  # plotly's own validation: raises on any property it does not know
+    json.dumps([figure for _, _, figure in built])

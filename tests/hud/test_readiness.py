@@ -1,0 +1,86 @@
+"""Level readiness: the rfcs#102 criteria, one verdict each (no database)."""
+
+from datetime import datetime, timedelta, timezone
+
+from hud.readiness import readiness
+from hud.selectors_summary import EDGES, Tally
+from hud.status import State
+
+NOW = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
+LONG_AGO = NOW - timedelta(days=60)
+
+
+def _bin(seconds: float) -> int:
+    return next((i for i, edge in enumerate(EDGES) if seconds < edge), len(EDGES))
+
+
+def tally(passed=95, failed=5, timed_out=0, queue=600.0, execution=3600.0, e2e=None, jobs=None) -> Tally:
+    """A backend whose jobs all took the same times."""
+    t = Tally()
+    t.verdicts.update({State.SUCCESS: passed, State.FAILURE: failed, State.TIMED_OUT: timed_out})
+    t.first_passed = passed
+    n = jobs or passed + failed + timed_out
+    for histogram, seconds in ((t.queue, queue), (t.execution, execution), (t.e2e, e2e or queue + execution)):
+        histogram.add(_bin(seconds), n, seconds * n)
+    return t
+
+
+def criteria(result, which="promotion") -> dict:
+    return {c.key: c for c in getattr(result, which)}
+
+
+def test_it_calls_a_healthy_l2_backend_ready_for_l3():
+    result = readiness("L2", tally(), tally(), LONG_AGO, LONG_AGO, NOW)
+    assert result.outlook == "ready" and result.headline.startswith("Ready for L3")
+    assert all(c.met for c in result.promotion)
+
+
+def test_it_needs_a_pass_rate_above_ninety_percent():
+    at_ninety = criteria(readiness("L2", tally(passed=90, failed=10), tally(), LONG_AGO, LONG_AGO, NOW))["pass_rate"]
+    assert at_ninety.met is False and at_ninety.value == "90.0 %"
+
+
+def test_it_needs_fewer_than_one_percent_timeouts():
+    result = readiness("L3", tally(), tally(passed=98, failed=0, timed_out=2), LONG_AGO, LONG_AGO, NOW)
+    assert criteria(result, "demotion")["timeouts"].met is False
+    assert result.outlook == "at_risk" and "timeout rate" in result.headline
+
+
+def test_it_needs_an_average_queue_under_thirty_minutes():
+    assert criteria(readiness("L2", tally(queue=31 * 60), tally(), LONG_AGO, LONG_AGO, NOW))["queue"].met is False
+    assert criteria(readiness("L2", tally(queue=29 * 60), tally(), LONG_AGO, LONG_AGO, NOW))["queue"].met is True
+
+
+def test_it_needs_an_end_to_end_median_under_three_hours():
+    slow = criteria(readiness("L2", tally(e2e=3 * 3600 + 60), tally(), LONG_AGO, LONG_AGO, NOW))["e2e"]
+    quick = criteria(readiness("L2", tally(e2e=2 * 3600), tally(), LONG_AGO, LONG_AGO, NOW))["e2e"]
+    assert (slow.met, quick.met) == (False, True)
+
+
+def test_it_needs_fewer_than_one_percent_of_jobs_running_over_three_hours():
+    assert criteria(readiness("L2", tally(execution=4 * 3600, e2e=60), tally(), LONG_AGO, LONG_AGO, NOW))["overrun"].met is False
+
+
+def test_it_needs_a_month_at_level_and_two_weeks_of_data_for_promotion_only():
+    result = readiness("L2", tally(), tally(), NOW - timedelta(days=20), NOW - timedelta(days=10), NOW)
+    promotion = criteria(result)
+    assert (promotion["time_at_level"].met, promotion["data_days"].met) == (False, False)
+    assert "time_at_level" not in criteria(result, "demotion")
+    assert result.headline == "Not ready for L3 yet: a month at its level, two weeks of data."
+
+
+def test_it_never_counts_missing_data_as_met():
+    result = readiness("L2", Tally(), Tally(), LONG_AGO, None, NOW)
+    assert {c.verdict for c in result.promotion if c.key != "time_at_level"} == {"no data"}
+    assert result.outlook == "not_ready"
+
+
+def test_it_says_an_l3_backend_that_meets_the_criteria_keeps_its_level():
+    result = readiness("L3", tally(), tally(), LONG_AGO, LONG_AGO, NOW)
+    assert result.outlook == "holds" and "keeps L3" in result.headline
+    assert [demotion is not None for _, demotion in result.rows] == [True] * 5 + [False] * 2
+
+
+def test_it_does_not_judge_l1_backends_that_report_no_results():
+    result = readiness("L1", Tally(), Tally(), LONG_AGO, None, NOW)
+    assert result.outlook == "n/a" and not result.rows

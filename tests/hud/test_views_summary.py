@@ -1,0 +1,171 @@
+"""The three pages: state in the URL, htmx fragments, legend, and loading, empty, error and 404
+states that each say which they are."""
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import DatabaseError
+from django.utils import timezone
+
+from hud import selectors_summary, views_summary
+from relay.models import FailedTest
+from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def recent(hours: float = 1):
+    return timezone.now() - timedelta(hours=hours)
+
+
+def test_it_renders_the_summary_with_a_legend_and_the_backend_rows(client):
+    backend = project("intel/torch-xpu-ops", level="L4")
+    job(backend, "failure", at=recent())
+    page = client.get("/crcr").content.decode()
+    assert "intel/torch-xpu-ops" in page and "Status legend" in page
+    assert "flaky (passed on retry)" in page and "Relay health" in page
+
+
+def test_it_keeps_range_and_kind_of_run_in_the_url(client):
+    page = client.get("/crcr?range=30d&event=nightly").content.decode()
+    assert re.search(r'href="\?range=30d&amp;event=nightly" aria-current', page)
+    assert 'hx-get="?range=30d&amp;event=nightly"' in page
+
+
+def test_it_falls_back_to_defaults_for_unknown_parameters(client):
+    page = client.get("/crcr?range=1y&event=bogus").content.decode()
+    assert 'hx-get="?range=7d&amp;event=pr"' in page
+
+
+def test_it_answers_htmx_with_the_refresh_fragment_only(client):
+    response = client.get("/crcr?range=24h", **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 200 and response["Vary"] == "HX-Request"
+    assert body.lstrip().startswith('<div id="summary-body"') and "<html" not in body
+
+
+def test_it_says_when_no_backend_is_registered(client):
+    assert "No backends are registered yet" in client.get("/crcr").content.decode()
+
+
+def test_it_renders_a_failed_query_as_an_error_with_status_503_never_as_no_data(client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise DatabaseError("connection lost")
+
+    monkeypatch.setattr(views_summary, "summary_build", broken)
+    response = client.get("/crcr")
+    assert response.status_code == 503 and response["Retry-After"] == "60"
+    assert "Could not load the summary" in response.content.decode()
+    assert "No backends are registered" not in response.content.decode()
+
+
+def test_it_shows_a_loading_state_that_polls_while_a_cold_window_fills(client, monkeypatch):
+    project()
+    monkeypatch.setattr(selectors_summary, "COMPUTE_BUDGET_SECONDS", -1)
+    page = client.get("/crcr?range=30d", **HTMX).content.decode()
+    assert "Loading:" in page and "time buckets ready" in page and 'hx-trigger="load delay:1s"' in page
+
+
+def test_it_answers_an_unknown_backend_with_a_404_page(client):
+    response = client.get("/crcr/nobody/nothing")
+    assert response.status_code == 404
+    assert "No backend called" in response.content.decode() and "nobody/nothing" in response.content.decode()
+
+
+def test_it_renders_the_backend_dashboard_with_matrix_links_and_readiness(client):
+    backend = project("Intel/torch-xpu-ops", level="L3")
+    job(backend, "failure", at=recent(), sha="c" * 40, workflow_url="https://github.com/intel/torch-xpu-ops/actions/runs/4", check_run_id="8")
+    page = client.get("/crcr/intel/torch-xpu-ops?range=24h").content.decode()
+    assert "Level readiness" in page and "Keeps level · 7 days" in page
+    assert "https://github.com/pytorch/pytorch/commit/" + "c" * 40 in page
+    assert "https://github.com/pytorch/pytorch/pull/12" in page
+    assert "cell=" + "c" * 40 + ":build" in page
+
+
+def test_it_keeps_the_shard_toggle_in_the_url(client):
+    backend = project("a/b")
+    for name in ("test-1", "test-2"):
+        job(backend, name=name, at=recent())
+    grouped = client.get("/crcr/a/b").content.decode()
+    split = client.get("/crcr/a/b?shards=split").content.decode()
+    assert "Shard grouping: on" in grouped and 'href="?range=7d&amp;event=pr&amp;page=1&amp;shards=split"' in grouped
+    assert "Shard grouping: off" in split and "test-2" in split
+
+
+def test_it_serves_a_cell_drill_down_as_an_htmx_fragment(client):
+    backend = project("a/b")
+    failed = job(backend, "failure", at=recent(), workflow_url="https://github.com/a/b/actions/runs/4", check_run_id="8")
+    FailedTest.objects.create(job_run=failed, name="test_matmul", message="mismatch")
+    response = client.get(f"/crcr/a/b?cell={'a' * 40}:build", HTTP_HX_TARGET="cell-detail", **HTMX)
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section id="cell-detail"')
+    assert "test_matmul" in body and "https://github.com/a/b/actions/runs/4/job/8" in body
+
+
+def test_it_renders_the_selected_cell_on_a_full_page_load(client):
+    job(project("a/b"), "failure", at=recent(), workflow_url="https://github.com/a/b/actions/runs/4")
+    page = client.get(f"/crcr/a/b?cell={'a' * 40}:build").content.decode()
+    assert 'href="https://github.com/a/b/actions/runs/4">downstream run' in page
+    assert "Select a cell in the matrix" not in page
+
+
+def test_it_renders_the_metrics_page_with_plotly_figures_as_json(client):
+    backend = project("a/b")
+    job(backend, "success", at=recent())
+    page = client.get("/crcr/metrics?range=7d&level=L2").content.decode()
+    assert "vendor/plotly.min.js" in page and "js/hud-charts.js" in page
+    figure = json.loads(re.search(r'<script id="figure-pass-rate" type="application/json">(.*?)</script>', page, re.S).group(1))
+    assert figure["data"][0]["name"] == "a/b" and figure["data"][0]["y"][-1] == 100.0
+
+
+def test_it_keeps_metrics_filters_in_the_url_and_says_when_nothing_matches(client):
+    project("a/b")
+    page = client.get("/crcr/metrics?level=L4&backend=a/b").content.decode()
+    assert "No backend at L2 or above matches these filters" in page
+    assert 'hx-get="?range=30d&amp;event=pr&amp;level=L4&amp;backend=a%2Fb"' in page
+
+
+def test_it_says_when_backends_in_view_have_no_results(client):
+    project("a/b")
+    assert "No pr results from the backends in view" in client.get("/crcr/metrics").content.decode()
+
+
+def test_it_renders_a_failed_backend_query_as_an_error_with_status_503(client, monkeypatch):
+    project("a/b")
+
+    def broken(*args, **kwargs):
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(views_summary, "dashboard_build", broken)
+    response = client.get("/crcr/a/b", **HTMX)
+    assert response.status_code == 503 and "Could not load this backend" in response.content.decode()
+
+
+def test_it_renders_a_failed_cell_query_in_the_cell_slot(client, monkeypatch):
+    project("a/b")
+
+    def broken(*args, **kwargs):
+        raise DatabaseError("disk I/O error")
+
+    monkeypatch.setattr(views_summary, "cell_detail", broken)
+    response = client.get(f"/crcr/a/b?cell={'a' * 40}:build", HTTP_HX_TARGET="cell-detail", **HTMX)
+    body = response.content.decode()
+    assert response.status_code == 503 and body.lstrip().startswith('<section id="cell-detail"') and "Could not load this cell" in body
+
+
+def test_it_renders_failed_metrics_as_an_error_with_status_503(client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise DatabaseError("timeout")
+
+    monkeypatch.setattr(views_summary, "metrics_build", broken)
+    response = client.get("/crcr/metrics")
+    assert response.status_code == 503 and "Could not load the metrics" in response.content.decode()
+
+
+def test_it_explains_that_an_l1_backend_has_no_results(client):
+    project("listen/only", level="L1")
+    page = client.get("/crcr/listen/only").content.decode()
+    assert "L1 backends report no results" in page and "readiness cannot be judged" in page
