@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from .selectors_baseline_history import baseline_history
+
 from hud import readiness as readiness_rules
 from hud.selectors_summary import (
     PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
@@ -377,6 +379,7 @@ class Dashboard:
     readiness: object
     last_result_text: str
     now: datetime = field(default_factory=timezone.now)
+    baseline_days: list = field(default_factory=list)
 
 
 def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
@@ -388,4 +391,5 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     cards = stat_cards(tally, len(heads), window.label)
     matrix = matrix_build(project, heads, tab, page, grouped)
     last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now)
+    history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history)
