@@ -16,10 +16,20 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "every-minute-sweep-upstream-writes": {
+        "task": "relay.upstream_write_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     "every-2-minutes-sweep-results": {
         "task": "relay.results_sweep",
         "schedule": 120.0,
         "options": {"expires": 110},
+    },
+    "every-minute-import-reference-runs": {
+        "task": "relay.reference_import_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
     },
     "every-30s-worker-heartbeat": {
         "task": "relay.heartbeat",

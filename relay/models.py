@@ -370,3 +370,6 @@ class UpstreamCommit(models.Model):
 
     def __str__(self):
         return f"{self.sha[:10]} {self.title[:40]}"
+
+
+from .models_checks import *  # noqa: E402,F401,F403

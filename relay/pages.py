@@ -3,6 +3,7 @@
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from .checks.outbox import writes_recent
 from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, delivery_event_choices
 
 
@@ -19,6 +20,7 @@ def deliveries(request):
         "actions": sorted({a for actions in choices.values() for a in actions if a}),
         "statuses": list(STATUS_FILTERS),
         "query_without_page": _query_without_page(request),
+        "upstream_writes": writes_recent(),
     }
     template = "relay/deliveries.html#rows" if request.headers.get("HX-Request") else "relay/deliveries.html"
     response = render(request, template, context)

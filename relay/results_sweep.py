@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from . import signals
 from .models import Conclusion, Delivery, Dispatch, JobRun, Level, UsedToken
 
 logger = logging.getLogger(__name__)
@@ -50,20 +51,24 @@ def jobs_supersede(limit: int) -> int:
     open_jobs = list(JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, pr_number__isnull=False).only("pk", "pr_number", "head_sha")[:limit * 4])
     heads = latest_heads(job.pr_number for job in open_jobs)
     stale = [job.pk for job in open_jobs if heads.get(job.pr_number, job.head_sha) != job.head_sha][:limit]
-    return JobRun.objects.filter(pk__in=stale, status=JobRun.Status.IN_PROGRESS).update(
+    changed = JobRun.objects.filter(pk__in=stale, status=JobRun.Status.IN_PROGRESS).update(
         status=JobRun.Status.COMPLETED, conclusion=Conclusion.CANCELLED, ended_by=JobRun.EndedBy.SUPERSEDED, completed_at=timezone.now(),
     )
+    _announce(stale if changed else [])
+    return changed
 
 
 def jobs_time_out(limit: int, now) -> int:
     cutoff = now - timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS)
-    ended = 0
+    ended = []
     for job in JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=cutoff)[:limit]:
-        ended += JobRun.objects.filter(pk=job.pk, status=JobRun.Status.IN_PROGRESS).update(
+        if JobRun.objects.filter(pk=job.pk, status=JobRun.Status.IN_PROGRESS).update(
             status=JobRun.Status.COMPLETED, conclusion=Conclusion.TIMED_OUT, ended_by=JobRun.EndedBy.TIMED_OUT,
             completed_at=now, execution_seconds=round((now - job.in_progress_at).total_seconds(), 3),
-        )
-    return ended
+        ):
+            ended.append(job.pk)
+    _announce(ended)
+    return len(ended)
 
 
 def dispatches_never_started(limit: int, now) -> int:
@@ -78,9 +83,15 @@ def dispatches_never_started(limit: int, now) -> int:
     silent = list(silent)
     heads = latest_heads(d.pr_number for d in silent if d.pr_number)
     with transaction.atomic():
-        for dispatch in silent:
-            JobRun.objects.get_or_create(**_never_started_row(dispatch, heads, now))
+        made = [JobRun.objects.get_or_create(**_never_started_row(dispatch, heads, now)) for dispatch in silent]
+        _announce([row.pk for row, created in made if created])
     return len(silent)
+
+
+def _announce(job_ids) -> None:
+    """Tell the receivers (check runs, gate, oncall) about rows the sweeper ended, after commit."""
+    for pk in list(job_ids):
+        transaction.on_commit(lambda pk=pk: signals.job_recorded.send(sender=JobRun, job_run_id=pk))
 
 
 def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:

@@ -1,0 +1,66 @@
+"""`ciflow/crcr/<device>` labels: whether an L3 backend shows check runs on a PR, and what adding or
+removing the label does. The PR's labels are read from the latest pull_request delivery's payload
+(labeled, unlabeled, reopened, ... all carry the current set), so a reopened PR keeps what its
+labels say and out-of-order label events settle on the newest one."""
+
+from ..models import Delivery, Level, Project
+from ..models_checks import UpstreamCheckRun
+from . import gate
+from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
+from .oncall import oncall_refresh
+
+LABEL_PREFIX = "ciflow/crcr/"
+
+
+def pr_labels(pr_number: int) -> set[str]:
+    """Lower-cased label names of the PR as its newest stored pull_request delivery says."""
+    latest = (
+        Delivery.objects.filter(event="pull_request", pr_number=pr_number)
+        .exclude(outcome=Delivery.Outcome.IGNORED)
+        .order_by("-received_at", "-id")
+        .first()
+    )
+    labels = ((latest.payload.get("pull_request") or {}).get("labels") or []) if latest else []
+    return {str(label.get("name", "")).lower() for label in labels if isinstance(label, dict)}
+
+
+def device_label(project: Project) -> str:
+    return f"{LABEL_PREFIX}{project.device}".lower()
+
+
+def check_runs_wanted(project: Project, pr_number: int) -> bool:
+    """L4: always. L3: while the PR carries the device's label. Below: never."""
+    if project.level == Level.L4:
+        return True
+    return project.level == Level.L3 and bool(project.device) and device_label(project) in pr_labels(pr_number)
+
+
+def label_projects(label: str) -> list[Project]:
+    device = label[len(LABEL_PREFIX):] if label.lower().startswith(LABEL_PREFIX) else ""
+    return list(Project.objects.filter(level=Level.L3, active=True, device__iexact=device)) if device else []
+
+
+def label_changed(delivery: Delivery) -> None:
+    """Backfill or withdraw, by what the labels say now (not by which event arrived last)."""
+    for project in label_projects(delivery.label):
+        if check_runs_wanted(project, delivery.pr_number):
+            backfill(project, delivery.pr_number, delivery.head_sha or gate.pr_head(delivery.pr_number))
+        else:
+            withdraw(project, delivery.pr_number)
+
+
+def backfill(project: Project, pr_number: int, head_sha: str) -> None:
+    """Show what is already recorded for the PR head: the backend's check run if it was
+    dispatched, and each job's latest attempt (running ones are updated when they finish)."""
+    backend_check_run_refresh(project, pr_number, head_sha)
+    for verdict in gate.backend_verdicts(project, pr_number, head_sha):
+        job_check_run_refresh(verdict.job)
+    oncall_refresh(project, pr_number)
+
+
+def withdraw(project: Project, pr_number: int) -> None:
+    """Complete the backend's open check runs as neutral, with a note; finished ones stay."""
+    for row in open_check_runs(pr_number, project):
+        UpstreamCheckRun.objects.filter(pk=row.pk).update(withdrawn=True)
+        row.withdrawn = True
+        check_run_refresh(row)

@@ -1,0 +1,154 @@
+"""Oncall pings: when an L3/L4 backend's latest attempt fails on a PR's head, one comment per
+(PR, downstream repo), marked `<!-- crcr-oncall:<repo> -->`, @-mentions the repo's oncalls with a
+table of failing jobs and failed tests. A failure on a newer head edits it and pings again; when
+the backend recovers, the comment says so. The unique OncallComment row holds GitHub's comment
+id, so concurrent failures edit one comment instead of racing to post two."""
+
+import logging
+
+from django.conf import settings
+
+from ..models import Project
+from ..models_checks import OncallComment, UpstreamWrite
+from ..upstream import upstream_installation_id
+from . import gate
+from .checkruns import failed_test_line, fit_lines, job_details_url
+from .outbox import Plan, Skip, body_digest, tried_before, write_enqueue
+
+logger = logging.getLogger(__name__)
+COMMENT_LIMIT = 65536
+TESTS_PER_JOB = 10
+COMMENT_PAGES = 10
+
+
+def marker(repo: str) -> str:
+    return f"<!-- crcr-oncall:{repo} -->"
+
+
+def oncall_handles(project: Project) -> list[str]:
+    """Project.oncalls as GitHub handles (a list, or one comma-separated string)."""
+    raw = project.oncalls if isinstance(project.oncalls, list) else str(project.oncalls or "").split(",")
+    return [h.strip().lstrip("@") for h in raw if str(h).strip()]
+
+
+# --- deciding -------------------------------------------------------------------------------------
+
+
+def head_outcome(project: Project, pr_number: int, head_sha: str) -> tuple[str, list]:
+    """("failing", failing verdicts) | ("passing", []) once every job passed | ("open", [])."""
+    verdicts = [v for v in gate.backend_verdicts(project, pr_number, head_sha) if v.state != "superseded"]
+    failing = [v for v in verdicts if v.state in gate.FAILING]
+    if failing:
+        return "failing", failing
+    if verdicts and all(v.state in gate.PASSING for v in verdicts):
+        return "passing", []
+    return "open", []
+
+
+def oncall_refresh(project: Project, pr_number: int) -> UpstreamWrite | None:
+    """Enqueue a comment write when the PR head newly fails, or recovers after a ping."""
+    if not oncall_handles(project):
+        return None
+    head = gate.pr_head(pr_number)
+    outcome, _ = head_outcome(project, pr_number, head)
+    existing = OncallComment.objects.filter(pr_number=pr_number, project=project).first()
+    if outcome == "failing":
+        existing = existing or OncallComment.objects.get_or_create(pr_number=pr_number, project=project)[0]
+    elif not (outcome == "passing" and existing is not None and existing.state == OncallComment.State.FAILING):
+        return None
+    kind = UpstreamWrite.Kind.COMMENT_UPDATE if existing.comment_id else UpstreamWrite.Kind.COMMENT_CREATE
+    return write_enqueue(kind, f"comment:{existing.pk}", label=f"oncall comment for {project.full_name} on PR #{pr_number}", comment=existing)
+
+
+# --- the comment ----------------------------------------------------------------------------------
+
+
+def failing_body(project: Project, pr_number: int, head: str, failing: list) -> str:
+    repo = project.full_name
+    mentions = " ".join(f"@{h}" for h in oncall_handles(project))
+    lines = [marker(repo), f"### ❌ CRCR downstream CI failure: `{repo}`", "",
+             f"`{repo}` fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.", "",
+             "| Job | Result | Attempt | Failed tests |", "|---|---|---|---|"]  # fmt: skip
+    lines += [_job_row(v) for v in failing]
+    lines += ["", f"Commit: `{head}` · [all results]({settings.CRCR_PUBLIC_URL}/pr/{pr_number})"]
+    return fit_lines(lines, COMMENT_LIMIT)
+
+
+def _job_row(verdict) -> str:
+    job = verdict.job
+    name = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
+    url = job_details_url(job)
+    linked = f"[{name}]({url})" if url else name
+    return f"| {linked} | {verdict.state.replace('_', ' ')} | {job.run_attempt} | {_tests_cell(job)} |"
+
+
+def _tests_cell(job) -> str:
+    tests = list(job.failed_tests.all()[:TESTS_PER_JOB])
+    if not tests and not job.tests_failed:
+        return "—"
+    names = "<br>".join(failed_test_line(t)[2:].replace("|", "\\|")[:200] for t in tests)
+    count = f"{job.tests_failed} of {job.tests_total or '?'}" if job.tests_failed else f"{len(tests)}"
+    more = "<br>…" if (job.tests_failed or 0) > len(tests) else ""
+    return f"{count}: {names}{more}" if names else count
+
+
+def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
+    repo = project.full_name
+    before = f" (it failed on `{comment.pinged_head_sha[:7]}`)" if comment.pinged_head_sha and comment.pinged_head_sha != head else ""
+    return "\n".join([marker(repo), f"### ✅ CRCR downstream CI recovered: `{repo}`", "",
+                      f"Every job of `{repo}` passes on `{head[:7]}`, the head of this PR{before}. Nothing to do."])  # fmt: skip
+
+
+# --- sending --------------------------------------------------------------------------------------
+
+
+def comment_prepare(write: UpstreamWrite) -> Plan | Skip:
+    """The outbox handler: the comment as the PR head says now; post once, then edit."""
+    comment = OncallComment.objects.select_related("project").get(pk=write.comment_id)
+    head = gate.pr_head(comment.pr_number)
+    outcome, failing = head_outcome(comment.project, comment.pr_number, head)
+    if outcome == "failing":
+        text, state = failing_body(comment.project, comment.pr_number, head, failing), OncallComment.State.FAILING
+    elif outcome == "passing" and comment.state == OncallComment.State.FAILING:
+        text, state = recovered_body(comment.project, head, comment), OncallComment.State.RECOVERED
+    else:
+        return Skip("nothing new to say")
+    return _comment_plan(write, comment, text, state, head)
+
+
+def _comment_plan(write: UpstreamWrite, comment: OncallComment, text: str, state: str, head: str) -> Plan | Skip:
+    repo = settings.CRCR_UPSTREAM_REPO
+    if comment.comment_id is None and tried_before(write):
+        _adopt(comment)
+    on_sent = _stored(comment, text, state, head)
+    if comment.comment_id is None:
+        return Plan("POST", f"/repos/{repo}/issues/{comment.pr_number}/comments", upstream_installation_id(), {"body": text}, on_sent=on_sent)
+    if body_digest(text) == comment.sent_digest:
+        return Skip("unchanged")
+    return Plan("PATCH", f"/repos/{repo}/issues/comments/{comment.comment_id}", upstream_installation_id(), {"body": text}, on_sent=on_sent)
+
+
+def _adopt(comment: OncallComment) -> None:
+    """After a failed try, find a comment that try may have posted (by its marker) before
+    posting again; only then does the relay search comments."""
+    from .. import github
+
+    path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/issues/{comment.pr_number}/comments?per_page=100"
+    found = github.paginate(path, auth=f"token {github.installation_token(upstream_installation_id())}", max_pages=COMMENT_PAGES)
+    mine = [c for c in found if marker(comment.project.full_name) in (c.get("body") or "")]
+    if mine:
+        OncallComment.objects.filter(pk=comment.pk).update(comment_id=mine[0]["id"])
+        comment.comment_id = mine[0]["id"]
+
+
+def _stored(comment: OncallComment, text: str, state: str, head: str):
+    def store(response) -> str:
+        fields = {"sent_digest": body_digest(text), "state": state}
+        if state == OncallComment.State.FAILING:
+            fields["pinged_head_sha"] = head
+        if comment.comment_id is None and isinstance(response.json, dict):
+            fields["comment_id"] = response.json.get("id")
+        OncallComment.objects.filter(pk=comment.pk).update(**fields)
+        return f"comment {fields.get('comment_id') or comment.comment_id}: {state}"
+
+    return store

@@ -1,0 +1,100 @@
+"""What the upstream PR integration does when intake, dispatch, callbacks or the sweeper record
+something. Receivers run after the writer's commit (inside a web request for webhooks and
+callbacks), so they only write rows and enqueue outbox writes; GitHub is called by the tasks."""
+
+import functools
+import logging
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from .. import signals
+from ..models import Delivery, Dispatch, JobRun, Level
+from . import labels, reruns, tasks  # noqa: F401 - tasks: registered with the worker at startup
+from .checkruns import backend_check_run_refresh, gate_check_run_refresh, job_check_run_refresh
+from .oncall import oncall_refresh
+
+logger = logging.getLogger(__name__)
+UPSTREAM_LEVELS = (Level.L3, Level.L4)
+HEAD_ACTIONS = ("opened", "reopened", "synchronize")
+
+
+def _logged(fn):
+    """The writer has committed and answered for its own work; a failure here must not turn
+    that into an error (GitHub would redeliver). It is logged with its traceback instead."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            with transaction.atomic():
+                return fn(*args, **kwargs)
+        except Exception:  # noqa: BLE001
+            logger.exception("upstream PR integration: %s failed for %s", fn.__name__, kwargs)
+
+    return wrapper
+
+
+@receiver(signals.dispatch_sent, dispatch_uid="checks-dispatch-sent")
+def on_dispatch_sent(sender, dispatch_id, **kwargs):
+    dispatch_reacted(dispatch_id=dispatch_id)
+
+
+@receiver(signals.job_recorded, dispatch_uid="checks-job-recorded")
+def on_job_recorded(sender, job_run_id, **kwargs):
+    job_reacted(job_run_id=job_run_id)
+
+
+@receiver(signals.delivery_recorded, dispatch_uid="checks-delivery-recorded")
+def on_delivery_recorded(sender, delivery_pk, event, action, outcome, **kwargs):
+    delivery_reacted(delivery_pk=delivery_pk, event=event, action=action, outcome=outcome)
+
+
+@_logged
+def dispatch_reacted(dispatch_id: int) -> None:
+    """A backend is expected on the PR head: its queued check run, and the gate for L4."""
+    dispatch = Dispatch.objects.select_related("project", "delivery").get(pk=dispatch_id)
+    project = dispatch.project
+    if dispatch.event_type != "pull_request" or not dispatch.pr_number or dispatch.delivery.action == "closed" or project.level not in UPSTREAM_LEVELS:
+        return
+    if project.level == Level.L4:
+        gate_check_run_refresh(dispatch.pr_number, dispatch.head_sha)
+    if labels.check_runs_wanted(project, dispatch.pr_number):
+        backend_check_run_refresh(project, dispatch.pr_number, dispatch.head_sha)
+
+
+@_logged
+def job_reacted(job_run_id: int) -> None:
+    """A job started, finished, or was ended by the sweeper: its check run, its backend's, the
+    gate (L4) and the oncall comment follow."""
+    job = JobRun.objects.select_related("project", "dispatch__delivery").filter(pk=job_run_id).first()
+    if job is None or not _pr_job(job):
+        return
+    project, pr = job.project, job.pr_number
+    if project.level == Level.L4:
+        gate_check_run_refresh(pr, job.head_sha)
+    if not labels.check_runs_wanted(project, pr):
+        return
+    job_check_run_refresh(job)
+    backend_check_run_refresh(project, pr, job.head_sha)
+    oncall_refresh(project, pr)
+
+
+def _pr_job(job: JobRun) -> bool:
+    closing = job.dispatch is not None and job.dispatch.delivery.action == "closed"
+    return bool(job.pr_number) and job.event_type == "pull_request" and job.project.level in UPSTREAM_LEVELS and not closing
+
+
+@_logged
+def delivery_reacted(delivery_pk: int, event: str, action: str, outcome: str) -> None:
+    """A new PR head gets its gate at once; labels and re-run requests are acted on."""
+    if outcome == Delivery.Outcome.IGNORED:
+        return
+    delivery = Delivery.objects.get(pk=delivery_pk)
+    if event == "pull_request" and action in HEAD_ACTIONS and delivery.pr_number and delivery.head_sha:
+        gate_check_run_refresh(delivery.pr_number, delivery.head_sha)
+    elif event == "pull_request" and action in ("labeled", "unlabeled") and delivery.pr_number:
+        labels.label_changed(delivery)
+    elif event == "check_run" and action == "rerequested":
+        reruns.check_run_rerequested(delivery)
+    elif event == "check_suite" and action == "rerequested":
+        reruns.check_suite_rerequested(delivery)
