@@ -71,12 +71,11 @@ class GateView(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")], responses={200: OpenApiTypes.OBJECT})
     def get(self, request, number):
-        from hud.gate import gate_verdict
+        from relay.checks.gate import gate_verdict, pr_head
 
-        sha = request.query_params.get("sha")
+        number = int(number)
+        newest_seen = UpstreamCommit.objects.filter(pr_number=number).order_by("-landed_at").values_list("sha", flat=True).first()
+        sha = (request.query_params.get("sha") or pr_head(number) or newest_seen or "").lower()
         if not sha:
-            page = pr_page(int(number))
-            if not page.heads:
-                raise NotFound(f"the relay has seen no head of PR #{number}")
-            sha = page.heads[0].sha
-        return Response({"pr": int(number), **gate_verdict(sha.lower())})
+            raise NotFound(f"the relay has seen no head of PR #{number}")
+        return Response({"pr": number, **gate_verdict(number, sha)})

@@ -1,71 +1,45 @@
-"""The `crcr/gate` verdict for a PR head, computed from the status policy over the latest attempts
-of L4 (merge-blocking) backends' jobs on that head:
+"""The `crcr/gate` verdict as the HUD shows it. The verdict itself comes from the relay
+(relay.checks.gate), which writes the very same verdict to the check run and serves it at
+GET /api/v1/prs/<number>/gate: one rule, everywhere. This module only shapes it for pages:
 
-* **in_progress** while any L4 backend has dispatched work without a final result (a job still
-  running or queued, or a dispatch sent or pending with no callback yet);
-* **failure** when the latest attempt of any L4 job failed, timed out (or never started) or was
-  cancelled; superseded work blocks nothing, and a flaky pass is a pass;
-* **success** otherwise, including when no L4 backend has work on the head.
+* **in_progress** while any L4 backend has dispatched work without a final result;
+* **failure** when the latest attempt of any L4 job failed, timed out, never started or was
+  cancelled (a job superseded by a newer head counts nowhere) — a known failure wins over work
+  still running;
+* **success** otherwise."""
 
-Shaped like a check run (status, conclusion, title, summary) so the gate's builder and the pages
-can share it."""
+from relay.checks import gate as relay_gate
+from relay.models import UpstreamCommit
 
-from relay.models import Level
-
-from .selectors_commit import Cell, cells_for_commits, registered_backends
-from .status import FAILING, STATES, Counts, State
-
-WAITING_STATES = {State.QUEUED, State.DISPATCH_PENDING}
+STATE_GLYPHS = {"success": "O", "failure": "X", "pending": "?", "skipped": "↷", "none": "~"}
+PENDING_JOB_STATES = {"running"}
 
 
-def gate_verdict(head_sha: str) -> dict:
-    projects = [p for p in registered_backends() if p.level == Level.L4]
-    cells = cells_for_commits([head_sha], projects)
-    backends = [_backend_verdict(cells[(head_sha, p.id)]) for p in projects]
-    pending = [b for b in backends if b["pending_jobs"]]
-    failing = [b for b in backends if b["failing_jobs"]]
-    state = "in_progress" if pending else "failure" if failing else "success"
+def gate_verdict(head_sha: str, pr_number: int | None = None) -> dict:
+    if pr_number is None:
+        pr_number = UpstreamCommit.objects.filter(sha=head_sha).values_list("pr_number", flat=True).first()
+    verdict = relay_gate.gate_verdict(pr_number or 0, head_sha)
+    state = "in_progress" if verdict["state"] == "pending" else verdict["state"]
+    backends = [_backend(b) for b in verdict["backends"]]
     return {
-        "head_sha": head_sha,
-        "state": state,
-        "status": "in_progress" if pending else "completed",
-        "conclusion": None if pending else state,
-        "title": _title(state, backends, pending, failing),
-        "summary": _summary(backends),
-        "l4_backends": len(projects),
-        "backends": backends,
-    }
+        "head_sha": verdict["head_sha"], "pr_number": pr_number, "state": state,
+        "status": "in_progress" if state == "in_progress" else "completed", "conclusion": verdict["conclusion"],
+        "title": verdict["title"], "summary": relay_gate.gate_summary(verdict), "blocking": verdict["blocking"],
+        "l4_backends": len(backends), "backends": backends,
+    }  # fmt: skip
 
 
-def _backend_verdict(cell: Cell) -> dict:
-    pending = [_name(v.job) for v in cell.verdicts if STATES[v.state].counts == Counts.PENDING]
-    if not cell.verdicts and cell.state in WAITING_STATES:
-        pending = ["(dispatched, no result yet)"]
-    failing = [{"job": _name(v.job), "state": v.state.value} for v in cell.verdicts if v.state in FAILING]
+def _backend(entry: dict) -> dict:
+    jobs = entry["jobs"]
+    failing = [{"job": _label(j), "state": j["state"]} for j in jobs if j["state"] in relay_gate.FAILING]
+    pending = [_label(j) for j in jobs if j["state"] in PENDING_JOB_STATES]
+    if entry["state"] == "pending" and not pending:
+        pending = [entry["reason"]]
     return {
-        "project": cell.project.full_name, "project_id": cell.project.id, "state": cell.state.value,
-        "glyph": cell.glyph, "pending_jobs": pending, "failing_jobs": failing,
-    }
+        "project": entry["repo"], "state": entry["state"], "glyph": STATE_GLYPHS.get(entry["state"], "~"),
+        "reason": entry["reason"], "failing_jobs": failing, "pending_jobs": pending,
+    }  # fmt: skip
 
 
-def _name(job) -> str:
-    return f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
-
-
-def _title(state: str, backends, pending, failing) -> str:
-    if state == "in_progress":
-        extra = f"; {len(failing)} already failing" if failing else ""
-        return f"Waiting for {len(pending)} of {len(backends)} L4 backend{'s' if len(backends) != 1 else ''}{extra}"
-    if state == "failure":
-        return f"{len(failing)} of {len(backends)} L4 backend{'s' if len(backends) != 1 else ''} failing"
-    return f"All {len(backends)} L4 backends passed" if backends else "No L4 backends registered"
-
-
-def _summary(backends) -> str:
-    lines = []
-    for backend in backends:
-        failed = ", ".join(f"{f['job']} ({f['state']})" for f in backend["failing_jobs"])
-        waiting = ", ".join(backend["pending_jobs"])
-        detail = "; ".join(part for part in (failed and f"failing: {failed}", waiting and f"waiting: {waiting}") if part)
-        lines.append(f"- {backend['project']}: {detail or STATES[State(backend['state'])].label}")
-    return "\n".join(lines)
+def _label(job: dict) -> str:
+    return f"{job['workflow']} / {job['job']}" if job["job"] else job["workflow"]

@@ -410,7 +410,7 @@ def pr_page(number: int) -> PrPage:
         head.row = row
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
-    gate = gate_verdict(heads[0].sha) if any(p.level == Level.L4 for p in projects) else None
+    gate = gate_verdict(heads[0].sha, number) if any(p.level == Level.L4 for p in projects) else None
     title = next((h.commit.title for h in heads if h.commit and h.commit.title), "")
     return PrPage(number, heads, grid.columns, grid.groups, head_summary(heads[0].row, grid.columns), gate, title)
 

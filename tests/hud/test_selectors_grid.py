@@ -253,36 +253,49 @@ def test_the_pr_page_shows_the_gate_only_when_l4_backends_exist(backends):
 
 
 def test_the_gate_passes_when_every_l4_job_passed_and_ignores_other_levels(backends):
-    run(backends["xpu"], "1" * 40, "success")
-    run(backends["rocm"], "1" * 40, "failure")
-    verdict = gate_verdict("1" * 40)
+    run(backends["xpu"], "1" * 40, "success", pr_number=7)
+    run(backends["rocm"], "1" * 40, "failure", pr_number=7)
+    verdict = gate_verdict("1" * 40, 7)
     assert (verdict["state"], verdict["status"], verdict["conclusion"]) == ("success", "completed", "success")
 
 
 def test_the_gate_is_in_progress_while_l4_work_is_dispatched_without_a_result(backends):
-    dispatch(backends["xpu"], "2" * 40, "sent")
-    verdict = gate_verdict("2" * 40)
+    dispatch(backends["xpu"], "2" * 40, "sent", pr_number=7)
+    verdict = gate_verdict("2" * 40, 7)
     assert (verdict["state"], verdict["conclusion"]) == ("in_progress", None)
-    run(backends["xpu"], "3" * 40, "failure", job_name="a")
-    run(backends["xpu"], "3" * 40, status="in_progress", conclusion="", job_name="b")
-    assert gate_verdict("3" * 40)["state"] == "in_progress" and "already failing" in gate_verdict("3" * 40)["title"]
+
+
+def test_a_certain_failure_wins_over_work_still_running(backends):
+    run(backends["xpu"], "3" * 40, "failure", job_name="a", pr_number=7)
+    run(backends["xpu"], "3" * 40, status="in_progress", conclusion="", job_name="b", pr_number=7)
+    assert gate_verdict("3" * 40, 7)["state"] == "failure"
+
+
+def test_the_hud_shows_the_very_verdict_the_relay_writes_to_the_check_run(backends):
+    from relay.checks.gate import gate_verdict as relay_gate_verdict
+
+    run(backends["xpu"], "3" * 40, "failure", job_name="a", pr_number=7)
+    hud, relay = gate_verdict("3" * 40, 7), relay_gate_verdict(7, "3" * 40)
+    assert (hud["state"], hud["title"], hud["blocking"]) == (relay["state"], relay["title"], relay["blocking"])
 
 
 @pytest.mark.parametrize("fields, state", [
     ({"conclusion": "failure"}, "failure"),
     ({"conclusion": "timed_out", "ended_by": "timed_out"}, "failure"),
     ({"conclusion": "cancelled"}, "failure"),
-    ({"conclusion": "cancelled", "ended_by": "superseded"}, "success"),
+    ({"conclusion": "cancelled", "ended_by": "superseded"}, "skipped"),
 ])
 def test_the_gate_fails_on_failed_timed_out_or_cancelled_but_not_superseded_work(backends, fields, state):
-    run(backends["xpu"], "4" * 40, **fields)
-    assert gate_verdict("4" * 40)["state"] == state
+    run(backends["xpu"], "4" * 40, pr_number=7, **fields)
+    verdict = gate_verdict("4" * 40, 7)
+    assert verdict["state"] == ("success" if state == "skipped" else state)
+    assert verdict["blocking"] == ([] if state == "skipped" else [backends["xpu"].full_name])
 
 
 def test_the_gate_judges_the_latest_attempt(backends):
-    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1)
-    run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, created_at=NOW + timedelta(minutes=1))
-    assert gate_verdict("5" * 40)["state"] == "success"
+    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, pr_number=7)
+    run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, created_at=NOW + timedelta(minutes=1), pr_number=7)
+    assert gate_verdict("5" * 40, 7)["state"] == "success"
 
 
 def test_cells_for_commits_answers_every_pair_even_without_data(backends):
