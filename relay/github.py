@@ -13,7 +13,8 @@ from datetime import datetime
 import httpx
 import jwt
 from django.conf import settings
-from django.core.cache import cache
+
+from .softcache import soft_delete, soft_get, soft_set
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _token_cache_key(installation_id: int) -> str:
 
 
 def installation_token(installation_id: int) -> str:
-    cached = cache.get(_token_cache_key(installation_id))
+    cached = soft_get(_token_cache_key(installation_id))
     if cached:
         return cached
     response = request("POST", f"/app/installations/{installation_id}/access_tokens", auth=f"Bearer {app_jwt()}")
@@ -101,12 +102,12 @@ def installation_token(installation_id: int) -> str:
     expires = datetime.fromisoformat(response.json["expires_at"].replace("Z", "+00:00")).timestamp()
     ttl = int(expires - time.time() - TOKEN_REFRESH_MARGIN_SECONDS)
     if ttl > 0:
-        cache.set(_token_cache_key(installation_id), token, ttl)
+        soft_set(_token_cache_key(installation_id), token, ttl)
     return token
 
 
 def forget_installation_token(installation_id: int) -> None:
-    cache.delete(_token_cache_key(installation_id))
+    soft_delete(_token_cache_key(installation_id))
 
 
 def installation_id_for_repo(full_name: str) -> int:

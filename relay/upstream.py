@@ -3,9 +3,9 @@
 import logging
 
 from django.conf import settings
-from django.core.cache import cache
 
 from . import github, installations
+from .softcache import soft_get, soft_set
 
 logger = logging.getLogger(__name__)
 POSITIVE_TTL_SECONDS = 3600
@@ -30,7 +30,7 @@ def commit_exists(sha: str, *, fail_closed: bool) -> bool:
     """Whether `sha` is a commit of the upstream repo (cached: an hour if yes, five minutes if
     no). When GitHub cannot answer: UpstreamUnavailable if fail_closed, else assume yes."""
     key = f"upstream-commit:{settings.CRCR_UPSTREAM_REPO.lower()}:{sha}"
-    cached = cache.get(key)
+    cached = soft_get(key)
     if cached is not None:
         return cached
     try:
@@ -40,7 +40,7 @@ def commit_exists(sha: str, *, fail_closed: bool) -> bool:
         if fail_closed:
             raise UpstreamUnavailable(f"GitHub is unavailable, cannot verify {sha} exists upstream; retry later") from exc
         return True
-    cache.set(key, found, POSITIVE_TTL_SECONDS if found else NEGATIVE_TTL_SECONDS)
+    soft_set(key, found, POSITIVE_TTL_SECONDS if found else NEGATIVE_TTL_SECONDS)
     return found
 
 

@@ -169,3 +169,14 @@ def test_retry_delays_grow_are_capped_and_jittered(settings):
     assert 2.5 <= delays[0] <= 5 and all(d <= 60 for d in delays) and delays[-1] >= 30
     assert len({round(dispatching.retry_delay(4), 6) for _ in range(20)}) > 1
     assert dispatching.retry_delay(1, retry_after=300) == 300
+
+
+def test_a_dead_cache_only_costs_a_fresh_installation_token(installed, dispatch, monkeypatch):
+    from django.core.cache import cache
+
+    def down(*args, **kwargs):
+        raise ConnectionError("redis is down")
+
+    for name in ("get", "set", "delete"):
+        monkeypatch.setattr(cache, name, down)
+    assert dispatching.dispatch_send(dispatch.pk) == "sent"
