@@ -1,6 +1,10 @@
 """Query filters of the list endpoints (django-filter): each documented in the schema."""
 
+from datetime import timezone as dt_timezone
+
 import django_filters
+from django import forms
+from django_filters.fields import IsoDateTimeField
 
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
 
@@ -31,13 +35,30 @@ class DispatchFilter(django_filters.FilterSet):
         fields = ["state", "event_type"]
 
 
+class BoundedDateTimeField(IsoDateTimeField):
+    """An ISO datetime the database can compare: years 1970–9998 once in UTC."""
+
+    def clean(self, value):
+        moment = super().clean(value)
+        try:
+            if moment is not None and not (1970 <= moment.astimezone(dt_timezone.utc).year <= 9998):
+                raise forms.ValidationError("date out of range (1970–9998)")
+        except OverflowError as exc:
+            raise forms.ValidationError("date out of range (1970–9998)") from exc
+        return moment
+
+
+class BoundedDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = BoundedDateTimeField
+
+
 class JobRunFilter(django_filters.FilterSet):
     sha = django_filters.CharFilter(field_name="head_sha", help_text="upstream commit SHA (full)")
     pr = django_filters.NumberFilter(field_name="pr_number")
     backend = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact", help_text="owner/repo")
     level = django_filters.ChoiceFilter(field_name="project__level", choices=[(x, x) for x in ("L1", "L2", "L3", "L4")])
-    since = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    since = BoundedDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    until = BoundedDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = JobRun

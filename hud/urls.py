@@ -8,7 +8,7 @@ from . import views_grid, views_summary
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
     re_path(r"^commit/(?P<sha>[0-9a-fA-F]{7,40})/?$", views_grid.commit, name="hud-commit"),
-    path("pr/<int:number>", views_grid.pull_request, name="hud-pr"),
+    re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),

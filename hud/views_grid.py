@@ -83,6 +83,7 @@ def commit(request, sha):
 
 @require_GET
 def pull_request(request, number):
+    number = int(number)
     context = {"nav": "grid", "number": number}
     try:
         context["pr"] = page = pr_page(number)

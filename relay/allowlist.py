@@ -247,6 +247,8 @@ def _load(text: str):
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise AllowlistError(_yaml_message(exc)) from exc
+    except RecursionError as exc:
+        raise AllowlistError("the YAML is nested too deeply to be an allowlist") from exc
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:

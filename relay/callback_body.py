@@ -69,11 +69,44 @@ class Report:
         return f"{self.delivery_id}:{self.run_id}:{self.run_attempt}:{self.job_name}"
 
 
+MAX_COUNT = 2**31 - 1
+
+
+def _refuse_constant(name: str):
+    raise BadCallback(f"body is not valid JSON: {name} is not a JSON number")
+
+
+def _has_nul(value) -> bool:
+    """Any NUL in a key or string (PostgreSQL text cannot hold one); iterative, any depth."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def body_parse(raw: bytes) -> dict:
+    """The body as a JSON object, refusing what no database can store (NUL, lone surrogates,
+    NaN/Infinity) and nesting deep enough to exhaust the parser, each as a 400."""
     try:
-        body = json.loads(raw or b"{}")
+        body = json.loads(raw or b"{}", parse_constant=_refuse_constant)
+        normal = json.dumps(body, ensure_ascii=False)
+        normal.encode("utf-8")
+    except RecursionError as exc:
+        raise BadCallback("body is nested too deeply") from exc
+    except UnicodeEncodeError as exc:
+        raise BadCallback("body contains a lone surrogate, which is not valid Unicode text") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadCallback(f"body is not valid JSON: {exc}") from exc
+    if _has_nul(body):
+        raise BadCallback("body contains a NUL character")
     if not isinstance(body, dict):
         raise BadCallback("body must be a JSON object")
     return body
@@ -168,7 +201,7 @@ def _attempt(workflow: dict) -> int:
         return 1
     try:
         attempt = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         attempt = None
     if attempt is None or attempt < 1 or attempt > 10_000:
         raise BadCallback("'workflow.run_attempt' must be a positive integer (string or number)")
@@ -186,7 +219,10 @@ def _when(workflow: dict, key: str) -> datetime | None:
     value = workflow.get(key)
     if value in (None, ""):
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:  # well-formed but impossible, e.g. month 13
+        parsed = None
     if parsed is None or parsed.tzinfo is None:
         raise BadCallback(f"'workflow.{key}' must be an ISO-8601 timestamp with a time zone")
     return parsed
@@ -222,8 +258,8 @@ def _test_counts(value) -> dict:
         if value.get(key) is None:
             continue
         count = value[key]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise BadCallback(f"'workflow.test_results.{key}' must be a non-negative integer")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count > MAX_COUNT:
+            raise BadCallback(f"'workflow.test_results.{key}' must be a non-negative integer below 2**31")
         counts[key] = count
     if counts and "total" not in counts:
         counts["total"] = sum(counts.get(k, 0) for k in ("passed", "failed", "skipped"))
@@ -259,7 +295,7 @@ def _failed_test(item, index: int) -> FailedTestReport:
 
 
 def text_cap(text: str, limit: int) -> tuple[str, bool]:
-    data = text.encode()
+    data = text.encode("utf-8", errors="replace")  # a lone surrogate must not crash the cut
     if len(data) <= limit:
         return text, False
     keep = limit - len(TRUNCATION_MARK.encode())

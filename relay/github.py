@@ -145,7 +145,7 @@ def repository_dispatch(installation_id: int, full_name: str, event_type: str, c
 
 
 def list_installations() -> list[dict]:
-    return paginate(f"/app/installations?per_page=100", auth=f"Bearer {app_jwt()}")
+    return paginate("/app/installations?per_page=100", auth=f"Bearer {app_jwt()}")
 
 
 def installation_repositories(installation_id: int) -> list[dict]:

@@ -64,11 +64,33 @@ def _decode(content_type: str, body: bytes) -> dict:
         raise WebhookRejected(415, f"unsupported content type {media_type or '(none)'}: use application/json or application/x-www-form-urlencoded")
     try:
         payload = json.loads(text)
+    except RecursionError as exc:
+        raise WebhookRejected(400, "body is nested too deeply") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise WebhookRejected(400, f"body is not valid JSON: {exc}") from exc
     if not isinstance(payload, dict):
         raise WebhookRejected(400, "body must be a JSON object")
-    return payload
+    return _storable(payload, text)
+
+
+def _storable(payload: dict, text) -> dict:
+    """GitHub's payload is legitimate even when a title holds a NUL or a lone surrogate, which
+    PostgreSQL cannot store: drop NULs and replace broken characters rather than refuse it."""
+    raw = text if isinstance(text, str) else text.decode("utf-8", errors="replace")
+    if "\\u0000" not in raw and "\\ud" not in raw.lower():
+        return payload
+    try:
+        return json.loads(json.dumps(payload).replace("\\u0000", ""), object_hook=_repair)
+    except ValueError:  # a literal "\\u0000" text made the cut unparseable: repair only
+        return json.loads(json.dumps(payload), object_hook=_repair)
+
+
+def _repair(obj: dict) -> dict:
+    return {_text(k): (_text(v) if isinstance(v, str) else [_text(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v) for k, v in obj.items()}
+
+
+def _text(value: str) -> str:
+    return value.encode("utf-8", errors="replace").decode("utf-8")
 
 
 def _form_payload(body: bytes) -> str:

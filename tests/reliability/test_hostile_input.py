@@ -11,7 +11,6 @@ import pytest
 import schemathesis
 from schemathesis import checks
 import yaml
-from django.db import connection
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -25,20 +24,8 @@ pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(180)]
 SECRET = "hostile-input-webhook-secret"
 BOUNDED = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])  # fmt: skip
-POSTGRES = connection.vendor == "postgresql"
 
 
-def open_bug(reason: str, only_on_postgres: bool = False, only_on_sqlite: bool = False):
-    """A known bug (docs/reliability.md, Findings): the test fails until it is fixed, then the
-    strict xfail turns red and this mark must go."""
-    condition = POSTGRES if only_on_postgres else (not POSTGRES) if only_on_sqlite else True
-    return pytest.mark.xfail(condition=condition, strict=True, reason=reason)
-
-
-NESTING = "RecursionError on deeply nested input is not caught (docs/reliability.md finding 5)"
-PARSER = ("relay/callback_body.py lets OverflowError (_attempt :170), ValueError (_when :189) and UnicodeEncodeError "
-          "(text_cap :262) out of report_read (finding 3)")  # fmt: skip
-STORAGE = "a value report_read accepts is refused by the database: 500 (finding 4)"
 
 # --- building blocks ------------------------------------------------------------------------------
 
@@ -111,7 +98,6 @@ callback_bodies = st.one_of(
 # --- the parsers ----------------------------------------------------------------------------------
 
 
-@open_bug(PARSER)
 @BOUNDED
 @given(body=callback_bodies)
 @example(body={"delivery_id": "d", "workflow": patched([(("failed_tests", 0, "message"), "\udfff")])})
@@ -128,7 +114,6 @@ def test_the_callback_parser_returns_a_report_or_raises_bad_callback(body):
         pass
 
 
-@open_bug(NESTING + ": relay/callback_body.py:74")
 @BOUNDED
 @given(raw=st.one_of(st.binary(max_size=200), json_values.map(lambda v: json.dumps(v).encode()),
                      st.text(max_size=50).map(str.encode)))  # fmt: skip
@@ -172,7 +157,6 @@ def test_the_webhook_reader_returns_a_request_or_raises_webhook_rejected(body, e
     assert isinstance(hook, WebhookRequest) and isinstance(hook.payload, dict) and sign == "good"
 
 
-@open_bug(NESTING + ": relay/webhooks.py:66")
 def test_a_deeply_nested_signed_webhook_is_refused_not_crashed():
     body = b"[" * 100_000 + b"]" * 100_000
     headers = webhook_headers("push", "deep-1", "application/json", signature_expected(SECRET, body))
@@ -204,7 +188,6 @@ def yaml_text(doc) -> str:
         return str(doc)
 
 
-@open_bug(NESTING + ": relay/allowlist.py:247 raises RecursionError, not AllowlistError (finding 6)")
 @BOUNDED
 @given(text_in=st.one_of(allowlist_docs.map(yaml_text), st.text(max_size=200),
                          st.sampled_from(["L1: [a/b, a/b]", "L3:\n  x:\n    a/b: [c]\n  X:\n    c/d: []", "L1: !!python/object:os.system x",
@@ -248,18 +231,18 @@ def callback_world(transactional_db, oidc):
 
 
 HOSTILE_WORKFLOWS = [
-    pytest.param({"job_name": "build\x00"}, id="NUL in the job name", marks=open_bug(STORAGE + ": NUL in text", only_on_postgres=True)),
-    pytest.param({"name": "ci\x00"}, id="NUL in the workflow name", marks=open_bug(STORAGE + ": NUL in text", only_on_postgres=True)),
-    pytest.param({"name": "ci\ud800"}, id="lone surrogate in the workflow name", marks=open_bug(STORAGE + ": lone surrogate")),
-    pytest.param({"environment": {"driver": "1.0\x00"}}, id="NUL in an environment value", marks=open_bug(STORAGE + ": NUL in JSON", only_on_postgres=True)),
-    pytest.param({"failed_tests": [{"name": "test_x\x00"}]}, id="NUL in a failed test name", marks=open_bug(STORAGE + ": NUL in text", only_on_postgres=True)),
-    pytest.param({"failed_tests": [{"name": "test_x", "message": "\udfff"}]}, id="lone surrogate in a failure message", marks=open_bug(PARSER)),
-    pytest.param({"run_attempt": float("inf")}, id="run_attempt 1e400 (infinity)", marks=open_bug(PARSER)),
-    pytest.param({"started_at": "2026-13-45T00:00:00Z"}, id="started_at on the 45th of the 13th month", marks=open_bug(PARSER)),
-    pytest.param({"completed_at": "2026-02-30T10:00:00+00:00"}, id="completed_at on February 30th", marks=open_bug(PARSER)),
-    pytest.param({"environment": {"load": float("nan")}}, id="NaN in the environment", marks=open_bug(STORAGE + ": NaN in JSON")),
-    pytest.param({"test_results": {"passed": 2**40}}, id="a test count beyond 32 bits", marks=open_bug(STORAGE + ": integer out of range", only_on_postgres=True)),
-    pytest.param({"test_results": {"passed": 10**30}}, id="a test count beyond 64 bits", marks=open_bug(STORAGE + ": integer out of range")),
+    pytest.param({"job_name": "build\x00"}, id="NUL in the job name"),
+    pytest.param({"name": "ci\x00"}, id="NUL in the workflow name"),
+    pytest.param({"name": "ci\ud800"}, id="lone surrogate in the workflow name"),
+    pytest.param({"environment": {"driver": "1.0\x00"}}, id="NUL in an environment value"),
+    pytest.param({"failed_tests": [{"name": "test_x\x00"}]}, id="NUL in a failed test name"),
+    pytest.param({"failed_tests": [{"name": "test_x", "message": "\udfff"}]}, id="lone surrogate in a failure message"),
+    pytest.param({"run_attempt": float("inf")}, id="run_attempt 1e400 (infinity)"),
+    pytest.param({"started_at": "2026-13-45T00:00:00Z"}, id="started_at on the 45th of the 13th month"),
+    pytest.param({"completed_at": "2026-02-30T10:00:00+00:00"}, id="completed_at on February 30th"),
+    pytest.param({"environment": {"load": float("nan")}}, id="NaN in the environment"),
+    pytest.param({"test_results": {"passed": 2**40}}, id="a test count beyond 32 bits"),
+    pytest.param({"test_results": {"passed": 10**30}}, id="a test count beyond 64 bits"),
     pytest.param({"run_id": "9" * 100, "job_name": "j" * 255, "name": "w" * 255}, id="every field at its length limit"),
     pytest.param({"environment": {"k" * 64: "v" * 500}, "failed_tests": [{"name": "n" * 5000, "message": "m" * 10_000}]}, id="over-long values are cut"),
 ]  # fmt: skip
@@ -271,13 +254,11 @@ def test_the_callback_endpoint_refuses_hostile_values_with_a_4xx_not_a_500(callb
     assert response.status_code < 500, f"{response.status_code}: {response.content[:200]!r}"
 
 
-@open_bug(NESTING + ": relay/callback_body.py:74, before the token is checked")
 def test_a_deeply_nested_callback_body_is_a_400_not_a_500(callback_world):
     response = callback_world(raw=b"[" * 100_000 + b"]" * 100_000)
     assert response.status_code == 400, response.status_code
 
 
-@open_bug(PARSER + "; " + STORAGE)
 @settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(workflow=st.one_of(patched_workflows, workflows))
 @example(workflow=patched([(("run_attempt",), float("inf"))]))
@@ -340,15 +321,13 @@ def test_the_read_api_conforms_to_its_schema(case, api_store):
     case.call_and_validate(checks=gated)
 
 
-OVERFLOW = "OverflowError converting an extreme datetime filter to UTC (api/filters.py:39-40, finding 7)"
 EDGE_READS = [
     "/api/v1/jobs/99999999999999999999/", "/api/v1/jobs/?pr=99999999999999999999", "/api/v1/deliveries/?pr=1e400",
-    pytest.param("/api/v1/jobs/?since=9999-12-31T23:59:59-23:59", marks=open_bug(OVERFLOW)),
-    pytest.param("/api/v1/jobs/?until=0001-01-01T00:00:00%2B23:59", marks=open_bug(OVERFLOW)), "/api/v1/jobs/?run_id=%00",
+    "/api/v1/jobs/?since=9999-12-31T23:59:59-23:59",
+    "/api/v1/jobs/?until=0001-01-01T00:00:00%2B23:59", "/api/v1/jobs/?run_id=%00",
     "/api/v1/projects/a%00b/", "/api/v1/commits/?branch=%00", "/api/v1/jobs/?cursor=%00%00", "/api/v1/jobs/?page_size=99999999999999999999",
     "/api/v1/prs/99999999999999999999/",
-    pytest.param("/api/v1/prs/99999999999999999999/gate/", marks=open_bug(
-        "api/views_hud.py:76-77 queries with an unbounded int(number): OverflowError on SQLite (finding 8)", only_on_sqlite=True)),
+    "/api/v1/prs/99999999999999999999/gate/",
     "/pr/99999999999999999999", "/?name=%00",
 ]  # fmt: skip
 

@@ -16,6 +16,9 @@ from django.conf import settings
 from django.core.management import BaseCommand, CommandError, call_command
 
 STARTUP_TIMEOUT_SECONDS = 60
+RESTARTABLE = ("worker", "beat")
+MAX_RESTARTS = 5
+RESTART_WINDOW_SECONDS = 600
 
 
 class Command(BaseCommand):
@@ -93,15 +96,29 @@ class Command(BaseCommand):
         self.spawn("worker", [sys.executable, "-m", "celery", "-A", "crcr", "worker", "--pool", "threads", "--concurrency", "16", "--loglevel", "INFO", "--without-gossip", "--without-mingle"], env)
         self.spawn("beat", [sys.executable, "-m", "celery", "-A", "crcr", "beat", "--loglevel", "INFO"], env)
 
-    def spawn(self, name: str, command: list[str], env) -> None:
+    def spawn(self, name: str, command: list[str], env) -> subprocess.Popen:
         self.stdout.write(f"starting {name}: {' '.join(command[:6])}…")
-        self.children.append(subprocess.Popen(command, env=env, cwd=settings.BASE_DIR))
-        self.children[-1].crcr_name = name
+        child = subprocess.Popen(command, env=env, cwd=settings.BASE_DIR)
+        child.crcr_name, child.crcr_spec, child.crcr_restarts = name, (command, env), []
+        self.children.append(child)
+        return child
 
     def check_children(self) -> None:
-        for child in self.children:
-            if child.poll() is not None:
+        for index, child in enumerate(list(self.children)):
+            if child.poll() is None:
+                continue
+            if child.crcr_name not in RESTARTABLE or not self.may_restart(child):
                 raise CommandError(f"{child.crcr_name} exited with status {child.returncode}; stopping everything")
+            self.stdout.write(self.style.WARNING(f"{child.crcr_name} exited with status {child.returncode}; restarting it"))
+            fresh = self.spawn(child.crcr_name, *child.crcr_spec)
+            fresh.crcr_restarts = child.crcr_restarts + [time.monotonic()]
+            self.children.remove(child)
+
+    def may_restart(self, child) -> bool:
+        """A worker can die when the broker connection drops (Redis restarting): bring it back,
+        but a crash loop stops everything instead of spinning."""
+        recent = [t for t in child.crcr_restarts if time.monotonic() - t < RESTART_WINDOW_SECONDS]
+        return len(recent) < MAX_RESTARTS
 
     def supervise(self) -> None:
         stopping = []
