@@ -40,12 +40,15 @@ class BoundedDateTimeField(IsoDateTimeField):
 
     def clean(self, value):
         moment = super().clean(value)
+        if moment is None:
+            return None
         try:
-            if moment is not None and not (1970 <= moment.astimezone(dt_timezone.utc).year <= 9998):
-                raise forms.ValidationError("date out of range (1970–9998)")
+            utc = moment.astimezone(dt_timezone.utc)  # odd offsets (+19:26) never reach the database
         except OverflowError as exc:
             raise forms.ValidationError("date out of range (1970–9998)") from exc
-        return moment
+        if not 1970 <= utc.year <= 9998:
+            raise forms.ValidationError("date out of range (1970–9998)")
+        return utc
 
 
 class BoundedDateTimeFilter(django_filters.IsoDateTimeFilter):

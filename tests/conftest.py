@@ -1,6 +1,7 @@
 import hashlib
 import hmac
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -103,3 +104,31 @@ def action_body(client_payload: dict, status: str, conclusion: str | None = None
     }
     workflow.update(extra)
     return {**client_payload, "workflow": workflow}
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Debian Chromium for the whole session (Playwright's sync API allows one running
+    instance per thread). Skipped when Chromium is missing, unless CRCR_REQUIRE_BROWSER=1."""
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is not installed (apt-get install chromium)"
+        if os.environ.get("CRCR_REQUIRE_BROWSER") == "1":
+            pytest.fail(message + " and CRCR_REQUIRE_BROWSER=1")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    # The sync API runs an event loop in the test thread; the ORM calls that fixtures make from
+    # that thread are still synchronous.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    playwright = sync_playwright().start()
+    chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()
+    playwright.stop()

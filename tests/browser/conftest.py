@@ -1,5 +1,5 @@
-"""Debian Chromium driven by Playwright against pytest-django's live server, plus a realistic HUD
-store to look at. Skipped without /usr/bin/chromium unless CRCR_REQUIRE_BROWSER=1 (then failed)."""
+"""Pages in Debian Chromium (the session's one `browser`, from tests/conftest.py) against
+pytest-django's live server, plus a realistic HUD store to look at."""
 
 import os
 import random
@@ -11,29 +11,7 @@ import pytest
 # Playwright's sync API runs an event loop in the test thread; the ORM calls the fixtures make
 # from that thread are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is not installed (apt-get install chromium)"
-        if os.environ.get("CRCR_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + " and CRCR_REQUIRE_BROWSER=1")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    playwright = sync_playwright().start()
-    chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 @pytest.fixture

@@ -49,20 +49,10 @@ def create(model, **fields):
     return model.objects.create(**fields)
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is not installed (apt-get install chromium)"
-        if os.environ.get("CRCR_REQUIRE_BROWSER") == "1":
-            pytest.fail(message + " and CRCR_REQUIRE_BROWSER=1")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    playwright = sync_playwright().start()
-    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    yield browser
-    browser.close()
-    playwright.stop()
+@pytest.fixture
+def chromium(browser):
+    """The session's shared Chromium (tests/conftest.py)."""
+    return browser
 
 
 @pytest.fixture
