@@ -242,6 +242,7 @@ CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
 CRCR_REFERENCE_WORKFLOW_PATTERN = env("CRCR_REFERENCE_WORKFLOW_PATTERN", r"^(pull|trunk)$")
 CRCR_REFERENCE_JOB_PATTERN = env("CRCR_REFERENCE_JOB_PATTERN", r"test \(openreg")
 CRCR_REFERENCE_REPORT_PATTERN = env("CRCR_REFERENCE_REPORT_PATTERN", r"test-report")
+CRCR_UPSTREAM_REACT_INLINE = env_bool("CRCR_UPSTREAM_REACT_INLINE", False)
 CRCR_PUBLIC_URL = env("CRCR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
 # Dispatch retry policy: capped, jittered exponential backoff stored on the row.

@@ -132,3 +132,10 @@ def browser():
     yield chromium
     chromium.close()
     playwright.stop()
+
+
+@pytest.fixture(autouse=True)
+def upstream_reactions_inline(settings):
+    """No worker runs in most tests: check-run/gate/oncall reactions happen in the test's own
+    process. Tests of the deferred path turn this off."""
+    settings.CRCR_UPSTREAM_REACT_INLINE = True

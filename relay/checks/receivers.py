@@ -5,6 +5,7 @@ callbacks), so they only write rows and enqueue outbox writes; GitHub is called 
 import functools
 import logging
 
+from django.conf import settings
 from django.db import transaction
 from django.dispatch import receiver
 
@@ -34,19 +35,32 @@ def _logged(fn):
     return wrapper
 
 
+def react(kind: str, **ids) -> None:
+    """Hand the reaction to a worker, so webhook intake and callbacks stay O(1) however many L4
+    backends the gate must read. If the broker cannot take it, react here and now: slower, but
+    nothing is lost. CRCR_UPSTREAM_REACT_INLINE=1 always reacts inline (tests without a worker)."""
+    if not settings.CRCR_UPSTREAM_REACT_INLINE:
+        try:
+            tasks.upstream_react.apply_async(kwargs={"kind": kind, "ids": ids})
+            return
+        except Exception as exc:  # noqa: BLE001 - any broker failure: fall back to inline
+            logger.warning("could not enqueue the %s reaction (reacting inline): %s", kind, exc)
+    REACTIONS[kind](**ids)
+
+
 @receiver(signals.dispatch_sent, dispatch_uid="checks-dispatch-sent")
 def on_dispatch_sent(sender, dispatch_id, **kwargs):
-    dispatch_reacted(dispatch_id=dispatch_id)
+    react("dispatch", dispatch_id=dispatch_id)
 
 
 @receiver(signals.job_recorded, dispatch_uid="checks-job-recorded")
 def on_job_recorded(sender, job_run_id, **kwargs):
-    job_reacted(job_run_id=job_run_id)
+    react("job", job_run_id=job_run_id)
 
 
 @receiver(signals.delivery_recorded, dispatch_uid="checks-delivery-recorded")
 def on_delivery_recorded(sender, delivery_pk, event, action, outcome, **kwargs):
-    delivery_reacted(delivery_pk=delivery_pk, event=event, action=action, outcome=outcome)
+    react("delivery", delivery_pk=delivery_pk, event=event, action=action, outcome=outcome)
 
 
 @_logged
@@ -98,3 +112,6 @@ def delivery_reacted(delivery_pk: int, event: str, action: str, outcome: str) ->
         reruns.check_run_rerequested(delivery)
     elif event == "check_suite" and action == "rerequested":
         reruns.check_suite_rerequested(delivery)
+
+
+REACTIONS = {"dispatch": dispatch_reacted, "job": job_reacted, "delivery": delivery_reacted}

@@ -23,3 +23,12 @@ def upstream_write_sweep() -> int:
     if ids:
         logger.info("sweeper re-sent %s upstream writes", len(ids))
     return len(ids)
+
+
+@shared_task(name="relay.upstream_react", acks_late=True, soft_time_limit=60, time_limit=72)
+def upstream_react(kind: str, ids: dict) -> None:
+    """Check runs, gate, oncall and re-runs reacting to what intake, dispatch or a callback
+    recorded (see receivers.react)."""
+    from .receivers import REACTIONS
+
+    REACTIONS[kind](**ids)
