@@ -1,0 +1,606 @@
+"""One function per figure of docs/performance.md. Each measures on the client side, checks the
+answers (status and content), and records medians and ratios measured in the same run."""
+
+import itertools
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from .harness import WEBHOOK_SECRET, MachineWatch, Services, peak_rss_mb, rss_mb
+from .load import UPSTREAM, UPSTREAM_ID, CallbackJob, Client, callback_prefix, head_sha, median, ms, percentile, pr_payload, webhook_headers
+
+CALLBACK_RATE_LIMIT = 1_000_000
+"""rate_limit_per_min of the callback benchmark's projects: the per-repo default (100/min) would
+refuse most of a 450/s run spread over 40 repos. The limiter itself still runs on every call."""
+LEVEL_PATTERN = ["L2", "L4", "L1", "L3", "L2", "L1", "L2", "L3", "L1", "L2", "L1", "L4", "L2", "L1", "L3", "L2", "L1", "L2", "L1", "L1"]
+"""Registered repos at the mix we expect as the relay grows (10 % L4, 15 % L3, 35 % L2, 40 % L1);
+any prefix of it is a plausible registry (the first 8: 1 × L4, 2 × L3, 3 × L2, 2 × L1)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    small_jobs: int
+    large_jobs: int
+    page_commits: int
+    intake_rounds: int
+    intake_per_round: int
+    intake_warmup: int
+    fanout_n: int
+    fanout_trials: int
+    callback_seconds: float
+    callback_clients: int
+    page_samples: int
+    page_warmup: int
+    summary_samples: int
+    summary_gap: float
+    summary_cold_timeout: float
+
+
+PROFILES = {
+    "full": Profile("full", 10_000, 1_000_000, 50, 4, 100, 10, 50, 5, 30.0, 8, 15, 3, 20, 3.5, 300.0),
+    "quick": Profile("quick", 10_000, 100_000, 50, 2, 50, 5, 50, 3, 10.0, 8, 8, 2, 8, 1.0, 180.0),
+    "tiny": Profile("tiny", 3_000, 8_000, 15, 1, 20, 3, 50, 1, 3.0, 8, 3, 1, 3, 0.2, 90.0),
+}
+
+
+@dataclass
+class Result:
+    key: str
+    label: str
+    value: float | None
+    unit: str
+    target: str = ""
+    verdict: str = "info"  # met | missed | info | n/a
+    status: str = "measured"
+    details: dict = field(default_factory=dict)
+
+
+class Bench:
+    """What the figures share: the profile, the running services, the stand-in, the results."""
+
+    def __init__(self, profile: Profile, services: Services, standin, log=print):
+        self.profile, self.services, self.standin, self.log = profile, services, standin, log
+        self.results: list[Result] = []
+        self.store: dict = {"jobs": 0}
+        self.watch = MachineWatch(services)
+        self.machine: dict | None = None
+
+    def begin(self) -> None:
+        """A figure starts: note how busy the machine is, to report it with the figure."""
+        self.watch.begin()
+        self.machine = None
+
+    def add(self, key, label, value, unit, target="", ok=None, status="measured", **details) -> Result:
+        verdict = "n/a" if value is None else "info" if ok is None else "met" if ok else "missed"
+        if self.machine is None:
+            self.machine = self.watch.report()
+        result = Result(key, label, value, unit, target, verdict, status, {**details, "machine": self.machine})
+        self.results.append(result)
+        shown = "—" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+        self.log(f"  {label}: {shown} {unit}{'' if verdict == 'info' else f'  [{verdict}: {target}]'}{'' if status == 'measured' else f'  ({status})'}")
+        return result
+
+    def unavailable(self, key, label, unit, target, reason) -> Result:
+        return self.add(key, label, None, unit, target, status=reason)
+
+    @property
+    def base_url(self) -> str:
+        return self.services.base_url
+
+
+def cpu_delta(before: dict, after: dict) -> dict:
+    """CPU seconds each part used between two MachineWatch.cpu() samples, process by process (a
+    process that started in between counts from zero; one that ended in between is lost)."""
+    return {name: sum(max(0.0, secs - before.get(name, {}).get(pid, 0.0)) for pid, secs in pids.items()) for name, pids in after.items()}
+
+
+def cpu_per(total: dict, count: int) -> dict:
+    """CPU milliseconds per request, by part (web + db is the server's cost)."""
+    if not count:
+        return {}
+    out = {name: round(1000 * seconds / count, 2) for name, seconds in total.items() if name in ("web", "db", "bench")}
+    out["server"] = round(out.get("web", 0) + out.get("db", 0), 2)
+    return out
+
+
+# --- projects ------------------------------------------------------------------------------------
+
+
+def projects_ensure(prefix: str, count: int, *, repo_id_base: int, levels=None, rate_limit=None, installation_id=None, standin=None):
+    """`count` registered repos named `<prefix>-NNN/pytorch-ci`, at the LEVEL_PATTERN mix unless
+    `levels` is given; installed (as the hourly sync would record it) when `installation_id` is set."""
+    from relay.models import Installation, InstalledRepo, Project, RelayState
+
+    wanted = []
+    for i in range(count):
+        level = levels or LEVEL_PATTERN[i % len(LEVEL_PATTERN)]
+        wanted.append(Project(
+            full_name=f"{prefix}-{i:03d}/pytorch-ci", github_repo_id=repo_id_base + i, level=level, device=f"dev{i}" if level == "L3" else "",
+            hardware_kind="gpu", display_name=f"{prefix} {i:03d}", position=i, rate_limit_per_min=rate_limit,
+        ))  # fmt: skip
+    with transaction.atomic():
+        existing = {p.full_name: p for p in Project.objects.filter(full_name__startswith=f"{prefix}-")}
+        Project.objects.bulk_create([p for p in wanted if p.full_name not in existing])
+        projects = list(Project.objects.filter(full_name__startswith=f"{prefix}-").order_by("full_name"))[:count]
+        if installation_id is not None:
+            inst, _ = Installation.objects.get_or_create(installation_id=installation_id, defaults={"account_login": prefix, "repository_selection": "selected"})
+            have = set(InstalledRepo.objects.filter(installation=inst).values_list("full_name", flat=True))
+            InstalledRepo.objects.bulk_create(InstalledRepo(full_name=p.full_name, repo_id=p.github_repo_id, installation=inst)
+                                              for p in projects if p.full_name not in have)  # fmt: skip
+            RelayState.objects.update_or_create(key="installations-synced", defaults={"value": {"bench": True}})
+    if standin is not None and installation_id is not None:
+        standin.add_installation(installation_id, prefix)
+        for p in projects:
+            standin.add_repo(p.full_name, repo_id=p.github_repo_id, installation_id=installation_id)
+    return projects
+
+
+def projects_activate(projects) -> None:
+    """Exactly these projects are registered (active); every other one is switched off."""
+    from relay.models import Project
+
+    with transaction.atomic():
+        Project.objects.exclude(pk__in=[p.pk for p in projects]).update(active=False)
+        Project.objects.filter(pk__in=[p.pk for p in projects]).update(active=True)
+
+
+def upstream_install(standin) -> None:
+    """The App on pytorch/pytorch too (check runs and the gate are written there)."""
+    from relay.models import Installation, InstalledRepo
+
+    standin.add_installation(4_299_999, "pytorch")
+    standin.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=4_299_999)
+    inst, _ = Installation.objects.get_or_create(installation_id=4_299_999, defaults={"account_login": "pytorch"})
+    InstalledRepo.objects.get_or_create(full_name=UPSTREAM, defaults={"repo_id": UPSTREAM_ID, "installation": inst})
+
+
+# --- webhook intake ----------------------------------------------------------------------------------
+
+
+def intake(b: Bench) -> None:
+    """Signed 20 KB pull_request webhooks through gunicorn, one after another, with 8 and with 200
+    registered repos, alternating in rounds so both see the same machine. No Celery worker runs
+    meanwhile (the fan-out messages queue up and are purged), so the figure is intake alone."""
+    p = b.profile
+    b.log("webhook intake")
+    b.begin()
+    projects = projects_ensure("intake", 200, repo_id_base=720_000_000, installation_id=4_200_100)
+    client = Client(b.base_url)
+    latencies = {8: [], 200: []}
+    cpu = {8: {}, 200: {}}
+    bad = []
+    sequence = itertools.count()
+
+    def send(n: int, record: bool) -> None:
+        k = next(sequence)
+        body = pr_payload(500_000 + k, head_sha("intake", k), "opened" if k % 3 == 0 else "synchronize")
+        reply = client.request("POST", "/github/webhook", body, webhook_headers("pull_request", body, WEBHOOK_SECRET))
+        if reply.status != 202 or reply.json().get("dispatches") != n:
+            bad.append((n, reply.status, reply.error or reply.body[:200].decode(errors="replace")))
+        elif record:
+            latencies[n].append(reply.seconds)
+
+    try:
+        for r in range(p.intake_rounds):
+            for n in (8, 200):
+                projects_activate(projects[:n])
+                for _ in range(p.intake_warmup):
+                    send(n, record=False)
+                _mark_sent("intake-")
+                before = b.watch.cpu()
+                for _ in range(p.intake_per_round):
+                    send(n, record=True)
+                spent = cpu_delta(before, b.watch.cpu())
+                cpu[n] = {k: cpu[n].get(k, 0.0) + v for k, v in spent.items()}
+                _mark_sent("intake-")
+    finally:
+        client.close()
+        b.services.purge_broker()
+        projects_activate([])
+    p50 = {n: median(v) for n, v in latencies.items()}
+    p99 = {n: percentile(v, 99) for n, v in latencies.items()}
+    details = {"requests_per_config": len(latencies[8]), "payload_bytes": 20 * 1024, "rounds": p.intake_rounds, "refused": len(bad),
+               "refusals": bad[:5], "worker": "stopped (fan-out messages purged, rows marked sent between batches)", "level_mix": "10% L4, 15% L3, 35% L2, 40% L1"}  # fmt: skip
+    per = {n: cpu_per(cpu[n], len(latencies[n])) for n in (8, 200)}
+    for n in (8, 200):
+        extra = {"p90_ms": ms(percentile(latencies[n], 90)), "max_ms": ms(max(latencies[n], default=None)), "cpu_ms_per_webhook": per[n]}
+        b.add(f"intake_p50_{n}", f"webhook intake p50, {n} repos", ms(p50[n]), "ms", "", None, **extra, **details)
+        b.add(f"intake_p99_{n}", f"webhook intake p99, {n} repos", ms(p99[n]), "ms", "≤ 25 ms", _le(p99[n], 0.025), **details)
+    ratio = round(p50[200] / p50[8], 3) if p50[8] and p50[200] else None
+    b.add("intake_p50_ratio", "intake p50(200 repos) / p50(8 repos)", ratio, "×", "≤ 1.5", _le(ratio, 1.5))
+    for n in (8, 200):
+        b.add(f"intake_cpu_{n}", f"intake server CPU per webhook, {n} repos", per[n].get("server"), "ms", "", None, **per[n])
+    if bad:
+        b.log(f"  {len(bad)} webhook(s) not accepted as expected, e.g. {bad[:2]}")
+
+
+def _mark_sent(prefix: str) -> int:
+    """What the stopped worker would have done: the benchmark's pending dispatch rows become sent,
+    so the table looks as it does in production (pending rows are transient) and later webhooks'
+    queries over pending rows do not slow down with every webhook sent before them."""
+    from relay.models import Dispatch
+
+    return Dispatch.objects.filter(project__full_name__startswith=prefix, state__in=Dispatch.OPEN_STATES).update(
+        state=Dispatch.State.SENT, attempts=1, sent_at=timezone.now()
+    )
+
+
+# --- fan-out ------------------------------------------------------------------------------------------
+
+
+def fanout(b: Bench) -> None:
+    """Webhook accepted (202) → the stand-in has accepted all N dispatches, each call delayed
+    100 ms by the stand-in. A warm-up delivery first (installation token, connections)."""
+    from relay.models import Dispatch
+
+    p, standin = b.profile, b.standin
+    n = p.fanout_n
+    b.log(f"fan-out to {n} repos (stand-in latency 100 ms)")
+    upstream_install(standin)
+    projects = projects_ensure("fanout", n, repo_id_base=730_000_000, installation_id=4_200_200, standin=standin)
+    projects_activate(projects)
+    if b.services.worker is None:
+        b.services.purge_broker()
+        b.services.start_worker()
+    client = Client(b.base_url)
+    standin.set_latency(0.1)
+    trials, sequence = [], itertools.count()
+    b.begin()
+    try:
+        for trial in range(p.fanout_trials + 1):
+            k = next(sequence)
+            delivery = f"bench-fanout-{time.time_ns()}-{k}"
+            body = pr_payload(610_000 + k, head_sha("fanout", delivery), "opened")
+            with standin.world.lock:
+                start = len(standin.world.dispatches)
+            posted = time.time()
+            reply = client.request("POST", "/github/webhook", body, webhook_headers("pull_request", body, WEBHOOK_SECRET, delivery))
+            accepted = time.time()
+            if reply.status != 202:
+                raise RuntimeError(f"fan-out webhook answered {reply.status}: {reply.body[:300]!r}")
+            times = _dispatch_times(standin, start, delivery, n, timeout=60)
+            if len(times) < n:
+                raise RuntimeError(f"only {len(times)} of {n} dispatches reached the stand-in within 60 s\n{b.services.worker.log_tail()}")
+            _wait(lambda: Dispatch.objects.filter(delivery__delivery_id=delivery, state="sent").count() == n, 30, "dispatch rows marked sent")
+            if trial == 0:
+                continue  # warm-up
+            trials.append({"completion_s": round(max(times) - accepted, 3), "from_post_s": round(max(times) - posted, 3),
+                           "first_s": round(min(times) - accepted, 3), "intake_ms": ms(reply.seconds)})  # fmt: skip
+    finally:
+        standin.set_latency(0.0)
+        client.close()
+    value = median([t["completion_s"] for t in trials])
+    b.add("fanout_completion", f"fan-out completion, N = {n}", round(value, 3), "s", "≤ 1 s", _le(value, 1.0),
+          trials=trials, sequential_bound_s=round(n * 0.1, 1), worker=b.services.config.describe()["worker"])  # fmt: skip
+
+
+def _dispatch_times(standin, start: int, delivery: str, n: int, timeout: float) -> list[float]:
+    deadline = time.monotonic() + timeout
+    while True:
+        with standin.world.lock:
+            times = [d["at"] for d in standin.world.dispatches[start:] if d["client_payload"].get("delivery_id") == delivery]
+        if len(times) >= n or time.monotonic() > deadline:
+            return times
+        time.sleep(0.01)
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+# --- callbacks -----------------------------------------------------------------------------------------
+
+
+class CallbackWorld:
+    """40 L2 repos, 10 PR deliveries dispatched to each, and jobs answering them."""
+
+    REPOS = 40
+    DELIVERIES = 10
+
+    def __init__(self, b: Bench):
+        from relay.callback_tokens import CallbackBinding, callback_token_sign
+        from relay.models import Delivery, Dispatch
+
+        self.b = b
+        self.projects = projects_ensure("cb", self.REPOS, repo_id_base=740_000_000, levels="L2", rate_limit=CALLBACK_RATE_LIMIT)
+        projects_activate(self.projects)
+        now = timezone.now()
+        self.prefixes = {}
+        with transaction.atomic():
+            for d in range(self.DELIVERIES):
+                number, sha = 620_000 + d, head_sha("callbacks", d, time.time_ns())
+                body = pr_payload(number, sha, "synchronize")
+                delivery = Delivery.objects.create(
+                    delivery_id=f"bench-cb-{time.time_ns()}-{d}", event="pull_request", action="synchronize", outcome="relayed",
+                    repo_full_name=UPSTREAM, pr_number=number, head_sha=sha, payload=json.loads(body), payload_bytes=len(body),
+                )  # fmt: skip
+                Dispatch.objects.bulk_create(
+                    Dispatch(delivery=delivery, project=p, state="sent", event_type="pull_request", pr_number=number, head_sha=sha,
+                             attempts=1, sent_at=now - timedelta(seconds=60))
+                    for p in self.projects
+                )  # fmt: skip
+                for p in self.projects:
+                    token = callback_token_sign(CallbackBinding(delivery.delivery_id, p.full_name, number, sha))
+                    self.prefixes[(d, p.pk)] = callback_prefix("pull_request", delivery.delivery_id, body, token)
+        self.next_index = 0
+
+    def jobs(self, count: int) -> list[CallbackJob]:
+        """`count` fresh jobs, two freshly minted OIDC tokens each (a token's jti carries one callback)."""
+        made = []
+        for k in range(self.next_index, self.next_index + count):
+            project = self.projects[k % self.REPOS]
+            d = (k // self.REPOS) % self.DELIVERIES
+            run_id = str(50_000_000 + k)
+            job = CallbackJob(self.prefixes[(d, project.pk)], project.full_name, run_id, f"test (default, {k % 8 + 1}, 8)",
+                              "failure" if k % 10 == 0 else "success")  # fmt: skip
+            job.index = k
+            job.tokens = [self.b.standin.oidc.mint(repository=project.full_name, repository_id=str(project.github_repo_id),
+                                                   lifetime=1800, run_id=run_id) for _ in range(2)]  # fmt: skip
+            made.append(job)
+        self.next_index += count
+        return made
+
+
+def callback_run(b: Bench, jobs: list[CallbackJob], seconds: float, clients: int) -> dict:
+    """`clients` threads, each with its own keep-alive connection, each sending its jobs'
+    in_progress then completed callbacks until the time is up."""
+    lanes = [jobs[i::clients] for i in range(clients)]
+    records: list[list] = [[] for _ in range(clients)]
+    exhausted = []
+    barrier = threading.Barrier(clients + 1)
+    state = {}
+
+    def lane(i: int) -> None:
+        client = Client(b.base_url)
+        out = records[i]
+        barrier.wait()
+        deadline = state["deadline"]
+        try:
+            for job in lanes[i]:
+                if time.perf_counter() >= deadline:
+                    return
+                for status, token in (("in_progress", job.tokens[0]), ("completed", job.tokens[1])):
+                    reply = client.request("POST", "/github/callback", job.body(status),
+                                           {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
+                    answer = reply.json().get("status") if reply.status == 200 else None
+                    out.append((job.index, status, reply.status, reply.seconds, answer == status, reply.error or (None if answer == status else reply.body[:200])))
+                    if answer != status:
+                        break
+            exhausted.append(i)
+        finally:
+            state.setdefault("ends", []).append(time.perf_counter())
+            client.close()
+
+    threads = [threading.Thread(target=lane, args=(i,), name=f"bench-callback-{i}", daemon=True) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    state["deadline"] = time.perf_counter() + seconds
+    started = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join(timeout=seconds + 120)
+    elapsed = max(state.get("ends", [time.perf_counter()])) - started
+    flat = [r for lane_records in records for r in lane_records]
+    accepted = [r for r in flat if r[4]]
+    errors = [r for r in flat if not r[4]]
+    return {"elapsed": elapsed, "records": flat, "accepted": len(accepted), "errors": errors, "exhausted": sorted(exhausted),
+            "latencies": [r[3] for r in flat]}  # fmt: skip
+
+
+def callbacks(b: Bench) -> None:
+    """OIDC-verified callbacks (in_progress + completed pairs) from 8 concurrent clients; every
+    accepted one is then checked in the database."""
+    from relay.models import JobRun, UsedToken
+
+    p = b.profile
+    b.log(f"callbacks: {p.callback_clients} clients for {p.callback_seconds:.0f} s")
+    world = CallbackWorld(b)
+    warm_jobs = world.jobs(160)
+    warm = callback_run(b, warm_jobs, 2.0, p.callback_clients)
+    rate = warm["accepted"] / max(warm["elapsed"], 0.1)
+    b.log(f"  warm-up: {warm['accepted']} accepted in {warm['elapsed']:.1f} s ({rate:.0f}/s), {len(warm['errors'])} errors")
+    # Enough jobs for 2.5 × the warm-up's pace (at least 300/s): a run that used them all up is
+    # flagged (token_limited) and its throughput is only a lower bound.
+    count = int(max(rate, 300) * p.callback_seconds * 2.5 / 2) + 200
+    started = time.monotonic()
+    jobs = world.jobs(count)
+    b.log(f"  minted {2 * count:,} OIDC tokens in {time.monotonic() - started:.1f} s")
+    b.begin()
+    before = b.watch.cpu()
+    run = callback_run(b, jobs, p.callback_seconds, p.callback_clients)
+    b.machine = b.watch.report()
+    per = cpu_per(cpu_delta(before, b.watch.cpu()), run["accepted"])
+    throughput = run["accepted"] / run["elapsed"]
+    p99 = percentile(run["latencies"], 99)
+    lost, extra, checked = _callbacks_stored(world, jobs, run["records"])
+    tokens_used = UsedToken.objects.count()
+    expected_tokens = warm["accepted"] + run["accepted"]
+    details = {
+        "clients": p.callback_clients, "seconds": round(run["elapsed"], 2), "accepted": run["accepted"], "requests": len(run["records"]),
+        "p50_ms": ms(median(run["latencies"])), "p90_ms": ms(percentile(run["latencies"], 90)), "max_ms": ms(max(run["latencies"], default=None)),
+        "repos": world.REPOS, "level": "L2", "rate_limit_per_min": CALLBACK_RATE_LIMIT, "body_bytes": len(jobs[0].body("completed")) if jobs else 0,
+        "token_limited": bool(run["exhausted"]), "errors_sample": [str(e[5])[:160] for e in run["errors"][:5]],
+    }  # fmt: skip
+    b.add("callback_throughput", "callback throughput", round(throughput, 1), "accepted/s", "≥ 450/s", throughput >= 450, **details)
+    b.add("callback_p99", "callback latency p99", ms(p99), "ms", "≤ 50 ms", _le(p99, 0.050), p50_ms=details["p50_ms"])
+    b.add("callback_errors", "callback errors", len(run["errors"]), "requests", "0", not run["errors"],
+          statuses=sorted({e[2] for e in run["errors"]}))  # fmt: skip
+    b.add("callback_not_stored", "accepted callbacks missing from the database", lost, "callbacks", "0", lost == 0 and tokens_used == expected_tokens,
+          checked=checked, rows_without_accepted_callback=extra, used_tokens=tokens_used, used_tokens_expected=expected_tokens)  # fmt: skip
+    cores = os.cpu_count() or 1
+    all_parts = per.get("server", 0) + per.get("bench", 0)
+    b.add("callback_cpu", "callback server CPU per accepted callback", per.get("server"), "ms", "", None, **per,
+          capacity_estimate_per_s=round(cores * 1000 / all_parts) if all_parts else None,
+          note="capacity_estimate_per_s: this machine's cores divided by the CPU one callback costs (server + load generator)")  # fmt: skip
+    if run["exhausted"]:
+        b.log(f"  note: {len(run['exhausted'])} client(s) ran out of pre-minted jobs before the end; throughput is a lower bound")
+
+
+def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: list) -> tuple[int, int, int]:
+    """(accepted callbacks whose state is not in the database, rows with no accepted callback, checked)."""
+    from relay.models import FailedTest, JobRun
+
+    accepted: dict[int, set] = {}
+    for index, status, _code, _secs, ok, _err in records:
+        if ok:
+            accepted.setdefault(index, set()).add(status)
+    by_run = {job.run_id: job for job in jobs}
+    rows = {run_id: (status, conclusion, pk) for run_id, status, conclusion, pk in
+            JobRun.objects.filter(project__in=world.projects, run_id__gte="50000000").values_list("run_id", "status", "conclusion", "pk")}  # fmt: skip
+    lost = checked = 0
+    failed_expected = 0
+    for job in jobs:
+        done = accepted.get(job.index, set())
+        row = rows.get(job.run_id)
+        if not done:
+            continue
+        checked += len(done)
+        if "completed" in done:
+            ok = row is not None and row[0] == "completed" and row[1] == job.conclusion
+            failed_expected += 3 if job.conclusion == "failure" else 0
+            lost += 0 if ok else 1 + ("in_progress" in done)
+        else:
+            lost += 0 if row is not None and row[0] == "in_progress" else 1
+    measured_runs = {job.run_id for job in jobs}
+    extra = sum(1 for run_id in rows if run_id in measured_runs and not accepted.get(by_run[run_id].index))
+    failed_stored = FailedTest.objects.filter(job_run_id__in=[rows[j.run_id][2] for j in jobs if j.run_id in rows and "completed" in accepted.get(j.index, ())]).count() if failed_expected else 0
+    if failed_stored != failed_expected:
+        lost += abs(failed_expected - failed_stored)
+    return lost, extra, checked
+
+
+# --- memory ----------------------------------------------------------------------------------------------
+
+
+def memory(b: Bench, key_suffix: str = "", when: str = "after the callback run", web_only: bool = False) -> None:
+    """VmHWM (peak resident set) of gunicorn's worker processes and the Celery worker."""
+    b.machine = {}  # a reading, not a run: no load to report
+    web = {pid: peak_rss_mb(pid) for pid in b.services.web_pids()}
+    worker_pid = b.services.worker.pid if b.services.worker else None
+    worker = peak_rss_mb(worker_pid) if worker_pid else None
+    web_peak = max((v for v in web.values() if v is not None), default=None)
+    target = "≤ 250 MB" if not key_suffix else ""
+    ok = (lambda v: _le(v, 250)) if not key_suffix else (lambda v: None)
+    b.add(f"web_peak_rss{key_suffix}", f"peak RSS, web worker ({when})", web_peak, "MB", target, ok(web_peak),
+          per_worker={str(k): v for k, v in web.items()}, rss_now={str(k): rss_mb(k) for k in web})  # fmt: skip
+    if not web_only:
+        b.add(f"worker_peak_rss{key_suffix}", f"peak RSS, Celery worker ({when})", worker, "MB", target, ok(worker),
+              rss_now=rss_mb(worker_pid) if worker_pid else None)  # fmt: skip
+
+
+# --- pages ----------------------------------------------------------------------------------------------
+
+
+def _page_samples(b: Bench, path: str, warmup: int, samples: int, check) -> tuple[list[float], list[str]]:
+    client = Client(b.base_url, timeout=120)
+    times, problems = [], []
+    try:
+        for i in range(warmup + samples):
+            reply = client.get(path)
+            problem = check(reply)
+            if problem:
+                problems.append(problem)
+            elif i >= warmup:
+                times.append(reply.seconds)
+    finally:
+        client.close()
+    return times, problems
+
+
+def page_exists(b: Bench, path: str) -> bool:
+    client = Client(b.base_url, timeout=120)
+    try:
+        return client.get(path).status != 404
+    finally:
+        client.close()
+
+
+def grid(b: Bench, size: str) -> float | None:
+    """`/` (the newest 50 trunk commits × the 40 backends) on the store as seeded."""
+    from relay.models import UpstreamCommit
+
+    p = b.profile
+    jobs = b.store["jobs"]
+    label = f"grid render `/`, store of {jobs:,} job rows"
+    if not page_exists(b, "/"):
+        b.unavailable(f"grid_render_{size}", label, "ms", "", "page not available")
+        return None
+    newest = UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True).first() or ""
+
+    def check(reply):
+        if reply.status != 200:
+            return f"status {reply.status}"
+        if newest and newest[:7] not in reply.body.decode(errors="replace"):
+            return "newest trunk commit not on the page"
+        return None
+
+    b.begin()
+    before = b.watch.cpu()
+    times, problems = _page_samples(b, "/", p.page_warmup, p.page_samples, check)
+    per = cpu_per(cpu_delta(before, b.watch.cpu()), p.page_warmup + p.page_samples)
+    value = ms(median(times))
+    target = "≤ 200 ms" if size == "large" else ""
+    b.add(f"grid_render_{size}", label, value, "ms", target, _le(value, 200) if size == "large" else None,
+          store_jobs=jobs, p90_ms=ms(percentile(times, 90)), min_ms=ms(min(times, default=None)), samples=len(times),
+          problems=problems[:5], cpu_ms_per_request=per)  # fmt: skip
+    return value
+
+
+def summary(b: Bench) -> None:
+    """`/crcr?range=30d`. Cold: requests until the page stops answering with its loading state
+    (the tallies are computed within a 1.5 s budget per request). Then spaced samples, the way a
+    page refreshing itself sees it (cached buckets, the hot ones recomputed)."""
+    p = b.profile
+    path = "/crcr?range=30d"
+    label = f"summary render `/crcr` (30 days), store of {b.store['jobs']:,} job rows"
+    if not page_exists(b, "/crcr"):
+        b.unavailable("summary_render", label, "ms", "≤ 300 ms", "page not available")
+        return
+    client = Client(b.base_url, timeout=120)
+    b.begin()
+    cold, started = [], time.monotonic()
+    try:
+        while True:
+            reply = client.get(path)
+            if reply.status != 200:
+                raise RuntimeError(f"/crcr answered {reply.status}: {reply.body[:300]!r}")
+            cold.append(reply.seconds)
+            if b"time buckets ready" not in reply.body:
+                break
+            if time.monotonic() - started > p.summary_cold_timeout:
+                b.unavailable("summary_render", label, "ms", "≤ 300 ms", f"still loading after {p.summary_cold_timeout:.0f} s")
+                return
+        cold_fill = time.monotonic() - started
+        warm, pending = [], 0
+        before = b.watch.cpu()
+        for _ in range(p.summary_samples):
+            time.sleep(p.summary_gap)
+            reply = client.get(path)
+            if reply.status != 200:
+                raise RuntimeError(f"/crcr answered {reply.status}")
+            if b"time buckets ready" in reply.body:
+                pending += 1
+            warm.append(reply.seconds)
+        per = cpu_per(cpu_delta(before, b.watch.cpu()), len(warm))
+    finally:
+        client.close()
+    value = ms(median(warm))
+    b.add("summary_render", label, value, "ms", "≤ 300 ms", _le(value, 300), p90_ms=ms(percentile(warm, 90)), max_ms=ms(max(warm)),
+          samples=len(warm), spacing_s=p.summary_gap, loading_answers=pending, store_jobs=b.store["jobs"], cpu_ms_per_request=per)  # fmt: skip
+    b.add("summary_cold_fill", "summary, cold cache: first request → complete page", round(cold_fill, 2), "s", "", None,
+          requests=len(cold), per_request_ms=[ms(t, 0) for t in cold])  # fmt: skip
+
+
+def _le(value, limit) -> bool | None:
+    return None if value is None else value <= limit

@@ -1,0 +1,189 @@
+"""`manage.py bench` (`make bench`): the benchmarks of docs/performance.md, printed as a table and
+written to var/bench/results.json. Thin: options here, the work in the `bench` package.
+
+It never touches the development database: it creates a benchmark database next to it (SQLite
+file under var/bench/, or `crcr_bench` on the configured PostgreSQL server; Redis db 15 when
+REDIS_URL is set) and runs itself again against that (see bench.harness)."""
+
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from bench.harness import BENCH_DIR, CHILD_FLAG, TARGET_ENV, run_child, target_drop, target_for, target_prepare
+
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory")
+
+
+class Command(BaseCommand):
+    help = "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory) against a dedicated database."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {', '.join(FIGURES)}")
+        parser.add_argument("--quick", action="store_true", help="a fast smoke run: 100 k job rows, 10 s of callbacks")
+        parser.add_argument("--tiny", action="store_true", help="a seconds-long run for tests (a few thousand rows)")
+        parser.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="where to write the results (JSON)")
+        parser.add_argument("--web-workers", type=int, default=None, help="gunicorn workers (default as `make run`: 2 with Redis, else 1)")
+        parser.add_argument("--web-threads", type=int, default=8)
+        parser.add_argument("--worker-concurrency", type=int, default=16)
+        parser.add_argument("--callback-clients", type=int, default=None, help="concurrent callback clients (default 8)")
+        parser.add_argument("--db-name", default="crcr_bench", help="benchmark database name (PostgreSQL) / file stem (SQLite)")
+        parser.add_argument("--drop", action="store_true", help="drop the benchmark database afterwards")
+        parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
+
+    def handle(self, *args, **options):
+        only = [name.strip() for name in options["only"].split(",") if name.strip()]
+        unknown = sorted(set(only) - set(FIGURES))
+        if unknown:
+            raise CommandError(f"unknown figure(s) {', '.join(unknown)}; choose from {', '.join(FIGURES)}")
+        options["only"] = only
+        if os.environ.get(CHILD_FLAG):
+            code = self.child(options)
+            if code:
+                raise CommandError("the benchmark run failed (see above)")
+            return
+        self.parent(options)
+
+    # --- parent: prepare the benchmark database, run the child against it ---------------------------------
+
+    def parent(self, options) -> None:
+        target = target_for(os.environ, options["db_name"])
+        self.stdout.write(f"bench: {target.label}; figures: {', '.join(options['only'])}; profile: {_profile(options)}")
+        target_prepare(target, log=self.stdout.write)
+        argv = ["--only", ",".join(options["only"]), "--out", str(Path(options["out"]).resolve()), "--db-name", options["db_name"],
+                "--web-threads", str(options["web_threads"]), "--worker-concurrency", str(options["worker_concurrency"])]  # fmt: skip
+        if options["web_workers"]:
+            argv += ["--web-workers", str(options["web_workers"])]
+        if options["callback_clients"]:
+            argv += ["--callback-clients", str(options["callback_clients"])]
+        argv += ["--quick"] if options["quick"] else []
+        argv += ["--tiny"] if options["tiny"] else []
+        try:
+            code = run_child(target, argv, timeout=options["timeout"])
+        finally:
+            if options["drop"]:
+                target_drop(target)
+        if code:
+            raise CommandError(f"bench failed (exit status {code})")
+
+    # --- child: the harness ---------------------------------------------------------------------------------
+
+    def child(self, options) -> int:
+        from django.conf import settings
+
+        from bench import figures
+        from bench.harness import APP_ID, ServiceConfig, Services, Target
+        from bench.report import configuration, cpu_calibration_ms, results_write, table
+        from bench.seed import seed
+        from standin import StandIn
+
+        signal.signal(signal.SIGTERM, _interrupt)  # so `finally` stops the servers
+        target = Target.from_json(os.environ[TARGET_ENV])
+        profile = figures.PROFILES[_profile(options)]
+        if options["callback_clients"]:
+            profile = replace(profile, callback_clients=options["callback_clients"])
+        workers = options["web_workers"] or (2 if settings.REDIS_URL else 1)
+        config = ServiceConfig(workers, options["web_threads"], options["worker_concurrency"])
+        log_dir = BENCH_DIR / f"logs-{target.slug}"
+        log = self.stdout.write
+        started_at, started = datetime.now(timezone.utc), time.monotonic()
+        standin = StandIn(app_id=APP_ID).start()
+        services = Services(target, config, standin, log_dir, log)
+        bench = figures.Bench(profile, services, standin, log)
+        only, code = options["only"], 0
+        calibration = {"start": cpu_calibration_ms()}
+        try:
+            self.pages(bench, only, seed)
+            self.relay(bench, only)
+        except KeyboardInterrupt:
+            log("interrupted; stopping everything")
+            code = 130
+        except Exception:  # noqa: BLE001 - report what was measured, then fail
+            log(traceback.format_exc())
+            for proc in (services.web, services.worker):
+                if proc is not None:
+                    log(f"--- {proc.name} log tail ---\n{proc.log_tail(2000)}")
+            code = 1
+        finally:
+            services.close()
+            standin.stop()
+        calibration["end"] = cpu_calibration_ms()
+        config_doc = configuration(target, config.describe(), profile.name, calibration)
+        out = Path(options["out"])
+        extra = [out.with_name(f"results-{target.vendor}-{target.broker}.json")] if out.name == "results.json" else []
+        results_write(bench.results, config_doc, started_at, time.monotonic() - started, out, extra)
+        log("")
+        log(table(bench.results, config_doc))
+        log(f"\nwrote {out} ({time.monotonic() - started:.0f} s)")
+        return code
+
+    def pages(self, bench, only, seed) -> None:
+        from bench import figures
+
+        p, services = bench.profile, bench.services
+        sizes = []
+        if "grid" in only:
+            sizes.append(("small", p.small_jobs))
+        if "grid" in only or "summary" in only:
+            sizes.append(("large", p.large_jobs))
+        grid_ms = {}
+        for size, jobs in sizes:
+            bench.log(f"seeding {jobs:,} job rows")
+            bench.begin()
+            result = seed(jobs, reset=True, page_commits=p.page_commits)
+            bench.store = {"jobs": result.jobs}
+            bench.add(f"seed_{size}", f"seed {result.jobs:,} job rows (bench_seed)", result.total_seconds, "s", "", None,
+                      **{k: v for k, v in vars(result).items() if k != "seconds"}, phases=result.seconds)  # fmt: skip
+            services.start_web()
+            if "grid" in only:
+                grid_ms[size] = figures.grid(bench, size)
+            if size == "large" and "summary" in only:
+                figures.summary(bench)
+            if size == "large":
+                figures.memory(bench, "_pages", f"after the pages over {result.jobs:,} rows", web_only=True)
+            services.stop_web()
+        if grid_ms.get("small") and grid_ms.get("large"):
+            bench.machine = {}
+            ratio = round(grid_ms["large"] / grid_ms["small"], 3)
+            bench.add("grid_render_ratio", f"grid render {p.large_jobs // 1000:,} k / {p.small_jobs // 1000:,} k rows", ratio, "×", "≤ 2",
+                      ratio <= 2)  # fmt: skip
+
+    def relay(self, bench, only) -> None:
+        from bench import figures
+
+        if not {"intake", "fanout", "callbacks", "memory"} & set(only):
+            return
+        services = bench.services
+        figures.projects_activate([])  # the seeded store's backends step aside; each figure registers its own
+        services.start_web()  # a fresh web process: its peak RSS is the relay's, not the pages'
+        if "intake" in only:
+            figures.intake(bench)
+        if {"fanout", "callbacks", "memory"} & set(only):
+            services.purge_broker()
+            services.start_worker()
+        if "fanout" in only:
+            figures.fanout(bench)
+        if "callbacks" in only:
+            figures.callbacks(bench)
+        if "memory" in only:
+            figures.memory(bench)
+        services.check_alive()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _profile(options) -> str:
+    return "tiny" if options["tiny"] else "quick" if options["quick"] else "full"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run through manage.py bench")
