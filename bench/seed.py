@@ -25,19 +25,17 @@ with COPY on PostgreSQL and batched executemany inside one transaction on SQLite
 import gc
 import hashlib
 import json
-import logging
 import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from datetime import timezone as dt_timezone
 
 from django.apps import apps
 from django.core.management.color import no_style
 from django.db import connection, transaction
 
-logger = logging.getLogger(__name__)
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -515,7 +513,7 @@ class Generator:
         if reset:
             store_reset()
         elif store_rows() > 0:
-            raise SeedRefused(f"the database already holds relay data ({store_rows()} job rows); pass --reset to replace it")
+            raise SeedRefused(f"the database already holds relay data ({store_rows():,} projects and job rows); pass --reset to replace it")
         result.seconds["reset"] = round(time.monotonic() - started, 2)
         gc_was = gc.isenabled()
         gc.disable()

@@ -7,7 +7,6 @@ REDIS_URL is set) and runs itself again against that (see bench.harness)."""
 
 import os
 import signal
-import sys
 import time
 import traceback
 from dataclasses import replace
@@ -117,7 +116,8 @@ class Command(BaseCommand):
         calibration["end"] = cpu_calibration_ms()
         config_doc = configuration(target, config.describe(), profile.name, calibration)
         out = Path(options["out"])
-        extra = [out.with_name(f"results-{target.vendor}-{target.broker}.json")] if out.name == "results.json" else []
+        suffix = "" if profile.name == "full" else f"-{profile.name}"
+        extra = [out.with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")] if out.name == "results.json" else []
         results_write(bench.results, config_doc, started_at, time.monotonic() - started, out, extra)
         log("")
         log(table(bench.results, config_doc))
@@ -160,21 +160,27 @@ class Command(BaseCommand):
 
         if not {"intake", "fanout", "callbacks", "memory"} & set(only):
             return
+        from relay.models import Project
+
         services = bench.services
+        seeded = list(Project.objects.filter(active=True))
         figures.projects_activate([])  # the seeded store's backends step aside; each figure registers its own
-        services.start_web()  # a fresh web process: its peak RSS is the relay's, not the pages'
-        if "intake" in only:
-            figures.intake(bench)
-        if {"fanout", "callbacks", "memory"} & set(only):
-            services.purge_broker()
-            services.start_worker()
-        if "fanout" in only:
-            figures.fanout(bench)
-        if "callbacks" in only:
-            figures.callbacks(bench)
-        if "memory" in only:
-            figures.memory(bench)
-        services.check_alive()
+        try:
+            services.start_web()  # a fresh web process: its peak RSS is the relay's, not the pages'
+            if "intake" in only:
+                figures.intake(bench)
+            if {"fanout", "callbacks", "memory"} & set(only):
+                services.purge_broker()
+                services.start_worker()
+            if "fanout" in only:
+                figures.fanout(bench)
+            if "callbacks" in only:
+                figures.callbacks(bench)
+            if "memory" in only:
+                figures.memory(bench)
+            services.check_alive()
+        finally:
+            figures.projects_activate(seeded)  # the benchmark database stays browsable as seeded
 
 
 def _interrupt(signum, frame):
@@ -184,6 +190,3 @@ def _interrupt(signum, frame):
 def _profile(options) -> str:
     return "tiny" if options["tiny"] else "quick" if options["quick"] else "full"
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit("run through manage.py bench")

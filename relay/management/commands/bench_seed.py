@@ -7,7 +7,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.seed import SeedRefused, seed
+from bench.seed import SeedRefused
+from bench.seed import seed as seed_history
 
 
 class Command(BaseCommand):
@@ -19,17 +20,17 @@ class Command(BaseCommand):
         parser.add_argument("--trunk-per-day", type=float, default=115.0, help="trunk commits per day (default 115)")
         parser.add_argument("--pr-heads-per-day", type=float, default=230.0, help="PR heads per day (default 230)")
         parser.add_argument("--reset", action="store_true", help="empty every relay table first (projects, deliveries, jobs, ...)")
-        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="print the result as JSON")
 
-    def handle(self, *args, jobs, seed: int, trunk_per_day, pr_heads_per_day, reset, json: bool, **options):
+    def handle(self, *args, jobs, seed: int, trunk_per_day, pr_heads_per_day, reset, as_json: bool, **options):
         if jobs < 0:
-            raise CommandError("--jobs must be positive")
-        say = (lambda text: None) if json else (lambda text: self.stdout.write(text))
+            raise CommandError("--jobs must not be negative")
+        say = (lambda text: None) if as_json else (lambda text: self.stdout.write(text))
         try:
-            result = _seed(jobs, seed, reset, say, trunk_per_day, pr_heads_per_day)
+            result = seed_history(jobs, seed=seed, reset=reset, progress=say, trunk_per_day=trunk_per_day, pr_heads_per_day=pr_heads_per_day)
         except SeedRefused as exc:
             raise CommandError(str(exc)) from exc
-        if json:
+        if as_json:
             self.stdout.write(_json({**vars(result), "total_seconds": result.total_seconds}))
             return
         self.stdout.write(
@@ -38,10 +39,6 @@ class Command(BaseCommand):
             f"in {result.total_seconds} s ({', '.join(f'{k} {v} s' for k, v in result.seconds.items())})"
         )
         self.stdout.write("Note: cached HUD tallies (cache) still describe the old data until they expire or the cache is cleared.")
-
-
-def _seed(jobs, seed_value, reset, say, trunk_per_day, pr_heads_per_day):
-    return seed(jobs, seed=seed_value, reset=reset, progress=say, trunk_per_day=trunk_per_day, pr_heads_per_day=pr_heads_per_day)
 
 
 def _json(data) -> str:
