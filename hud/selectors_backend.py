@@ -18,7 +18,7 @@ from hud import readiness as readiness_rules
 from hud.selectors_summary import (
     PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
 )
-from hud.status import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from hud.status import StateShown, STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 
 PER_PAGE = 50
@@ -103,18 +103,10 @@ class Column:
 
 
 @dataclass
-class Cell:
+class Cell(StateShown):
     column: Column
     state: State
     verdicts: list
-
-    @property
-    def glyph(self) -> str:
-        return STATES[self.state].glyph
-
-    @property
-    def label(self) -> str:
-        return STATES[self.state].label
 
     @property
     def title(self) -> str:
@@ -221,18 +213,10 @@ def _cells(columns: list, verdicts: dict) -> list[Cell]:
 
 
 @dataclass
-class AttemptView:
+class AttemptView(StateShown):
     job: JobRun
     state: State
     url: str
-
-    @property
-    def glyph(self) -> str:
-        return STATES[self.state].glyph
-
-    @property
-    def label(self) -> str:
-        return STATES[self.state].label
 
     @property
     def queue_text(self) -> str:

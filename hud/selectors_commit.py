@@ -14,6 +14,7 @@ from django.db.models import Q
 from relay.models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 
 from .status import (
+    StateShown,
     FAILING, STATES, Counts, JobVerdict, State, awaiting_results_state, cell_state, dispatch_cell_state, job_verdicts,
 )
 
@@ -90,7 +91,7 @@ def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> di
 
 
 @dataclass
-class Cell:
+class Cell(StateShown):
     """One backend on one commit: its jobs' verdicts (latest attempt each) combined."""
 
     sha: str
@@ -99,14 +100,6 @@ class Cell:
     verdicts: list[JobVerdict] = field(default_factory=list)
     jobs: list = field(default_factory=list)
     """Every attempt of every job, as loaded."""
-
-    @property
-    def glyph(self) -> str:
-        return STATES[self.state].glyph
-
-    @property
-    def label(self) -> str:
-        return STATES[self.state].label
 
     @property
     def failing(self) -> bool:

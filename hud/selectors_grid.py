@@ -16,7 +16,7 @@ from .gate import gate_verdict
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
-from .status import FAILING, STATES, Counts, JobVerdict, State
+from .status import StateShown, FAILING, STATES, Counts, JobVerdict, State
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200
@@ -180,20 +180,12 @@ def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Co
 
 
 @dataclass
-class GridCell:
+class GridCell(StateShown):
     sha: str
     project_id: int
     state: State
     mark: str | None = None
     job: tuple[str, str] | None = None
-
-    @property
-    def glyph(self) -> str:
-        return STATES[self.state].glyph
-
-    @property
-    def label(self) -> str:
-        return STATES[self.state].label
 
     @property
     def failing(self) -> bool:

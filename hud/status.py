@@ -74,6 +74,18 @@ STATES: dict[State, StateInfo] = {
     State.NO_RESULT: StateInfo("~", "no result for this commit", Counts.NONE, 0),
 }
 
+class StateShown:
+    """For anything with a `state`: its glyph and label, as every page shows them."""
+
+    @property
+    def glyph(self) -> str:
+        return STATES[self.state].glyph
+
+    @property
+    def label(self) -> str:
+        return STATES[self.state].label
+
+
 FAILING = {s for s, i in STATES.items() if i.counts in (Counts.FAIL, Counts.INFRA)}
 LEGEND = [(state.value, info.glyph, info.label) for state, info in sorted(STATES.items(), key=lambda kv: -kv[1].rank)]
 
