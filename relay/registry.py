@@ -107,7 +107,7 @@ def _import_entry(project: Project | None, entry: Entry, result: ImportResult, *
 
 
 def _entry_fields(entry: Entry) -> dict:
-    return {"oncalls": list(entry.oncalls), "position": entry.position, "active": True}
+    return {"oncalls": list(entry.oncalls), "events": list(entry.events), "position": entry.position, "active": True}
 
 
 def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> bool:
@@ -157,7 +157,7 @@ def allowlist_export() -> str:
 
 def project_entry(project: Project) -> Entry:
     device = project.device if project.level == Level.L3 else ""
-    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position)
+    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position, tuple(project.events or ()))
 
 
 # --- sandbox -------------------------------------------------------------------------------------
