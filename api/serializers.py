@@ -69,7 +69,6 @@ class ProjectPatchIn(serializers.Serializer):
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False)
     github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     active = serializers.BooleanField(required=False)
-
     rate_limit_per_min = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     require_callback_token = serializers.BooleanField(required=False, allow_null=True)
 

@@ -630,9 +630,17 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     probe = next((p for p in projects if p.is_health_probe), None)
     products = [p for p in projects if not p.is_health_probe]
     since = window_buckets(window.days, now)[0].start
-    sections = _sections_build(products, tallies, window, tab, since, now)
+    sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now)
     cards = health_cards(tallies, probe, window, tab, since, now)
     return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
+
+
+def in_tab(project: Project, tab: str) -> bool:
+    """A repo's allowlist `events` decide which tab lists it: a nightly-only repo is no empty row
+    among the pull requests, and a PR-only one none among the nightlies (test-infra #8856)."""
+    if tab == "periodic":
+        return True
+    return project.takes_part_in("pull_request" if tab == "pr" else "nightly")
 
 
 def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSection]:

@@ -7,8 +7,10 @@
 4. L1 backends have no results, only "dispatched" / "not installed" / "failed to dispatch".
 5. Pass rates are over latest attempts; first-attempt pass rate sits beside them as the
    flakiness signal.
-6. The relay's health-probe repo passes only on its expected conclusions (a job named
-   `expect-<conclusion>` expects that conclusion, any other job expects success).
+6. The relay's health-probe repo (pytorch/crcr-test) passes only on its expected conclusions: a
+   job whose name contains `xfail`, `xcancel` or `xtimeout` is built to end `failure`, `cancelled`
+   or `timed_out` (reference/hud.md, "Health probe repo"), any other job expects success; for an
+   x-probe only its expected conclusion is a pass, plain success included (#8529).
 
 Glyphs follow the main HUD (O X F C T N S Q ? ~); colour is never the only signal."""
 
@@ -117,14 +119,23 @@ _CONCLUSION_STATES = {
 }
 
 
+PROBE_EXPECTED = {"xfail": "failure", "xcancel": "cancelled", "xtimeout": "timed_out"}
+"""The probe repo's naming convention: a marker in the job name → the conclusion it is built to end with."""
+
+
+def probe_expected(job_name: str) -> str:
+    """The conclusion a probe job is built to end with (the first marker in its name decides)."""
+    name = (job_name or "").lower()
+    found = [(name.find(marker), conclusion) for marker, conclusion in PROBE_EXPECTED.items() if marker in name]
+    return min(found)[1] if found else "success"
+
+
 def probe_state(job: JobLike) -> State:
     """Health-probe jobs pass exactly when they end as they were built to."""
     state = conclusion_state(job)
     if job.status != "completed" or state == State.SUPERSEDED:
         return state
-    name = (job.job_name or "").lower()
-    expected = name.split("expect-", 1)[1].split("/")[0].strip() if "expect-" in name else "success"
-    return State.SUCCESS if job.conclusion == expected else State.FAILURE
+    return State.SUCCESS if job.conclusion == probe_expected(job.job_name) else State.FAILURE
 
 
 def job_key(job: JobLike) -> tuple[str, str]:
