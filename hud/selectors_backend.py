@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from .selectors_baseline_history import baseline_history
@@ -126,6 +126,9 @@ class MatrixRow:
     last_at: datetime
     commit: UpstreamCommit | None
     cells: list
+    runs: int = 0
+    """Distinct runs against this SHA (several nightly runs and workflows share one row)."""
+    workflows: int = 0
 
     @property
     def commit_url(self) -> str:
@@ -151,10 +154,12 @@ def job_label(job) -> str:
 
 def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     """Every head SHA with a job in the window, newest activity first: one small row per head
-    (a few thousand at most), which gives both the page and the count of heads tested."""
+    (a few thousand at most), which gives both the page and the count of heads tested. Runs are
+    counted by distinct run id, not by job or attempt (test-infra #8832/#8833)."""
     return list(
         JobRun.objects.filter(event_filter(tab), project=project, created_at__gte=since)
-        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"))
+        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"), runs=Count("run_id", distinct=True),
+                                     workflows=Count("workflow_name", distinct=True))
         .order_by("-last", "head_sha")
     )
 
@@ -195,7 +200,8 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
     commits = UpstreamCommit.objects.in_bulk([h["head_sha"] for h in heads], field_name="sha")
     rows = [
-        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})))
+        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})),
+                  h.get("runs", 0), h.get("workflows", 0))
         for h in heads
     ]
     return Matrix(columns, rows, page, has_next, grouped)
@@ -373,6 +379,8 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
+    if tab != "pr":
+        cards.insert(3, StatCard("Runs", f"{sum(h['runs'] for h in heads):,}", "distinct runs against those SHAs; each job's latest attempt counts"))
     matrix = matrix_build(project, heads, tab, page, grouped)
     last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []

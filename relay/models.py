@@ -284,7 +284,7 @@ class JobRun(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
     dispatch = models.ForeignKey(Dispatch, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_runs")
-    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch, or the SHA of a nightly/periodic run")
+    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)")
     event_type = models.CharField(max_length=32, default="pull_request")
     run_id = models.CharField(max_length=100)
     run_attempt = models.PositiveIntegerField(default=1)
