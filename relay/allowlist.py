@@ -280,12 +280,17 @@ def _refuse_duplicate_keys(node):
 
 
 def _load(text: str):
+    return yaml_load_strict(text, AllowlistError)
+
+
+def yaml_load_strict(text: str, error: type[Exception]):
+    """Safe-load `text`, refusing duplicate keys; every YAML problem becomes `error(message)`."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise AllowlistError(_yaml_message(exc)) from exc
+        raise error(_yaml_message(exc)) from exc
     except RecursionError as exc:
-        raise AllowlistError("the YAML is nested too deeply to be an allowlist") from exc
+        raise error("the YAML is nested too deeply") from exc
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
@@ -348,6 +353,10 @@ def _render_l3(entries: list[Entry]) -> list[str]:
         for e in repos:
             lines += [f"    {_scalar(e.full_name)}:", *_render_metadata(e, "      ")] if e.events else [f"    {_scalar(e.full_name)}: {_flow_list(e.oncalls)}"]
     return lines
+
+
+def yaml_scalar(text: str) -> str:
+    return _scalar(text)
 
 
 def _scalar(text: str) -> str:
