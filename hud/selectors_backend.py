@@ -15,6 +15,7 @@ from django.utils import timezone
 from .selectors_baseline_history import baseline_history
 
 from hud import readiness as readiness_rules
+from hud.overdue import overdue_job_ids, shown_state
 from hud.selectors_summary import (
     PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
 )
@@ -23,7 +24,7 @@ from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommi
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
-_JOB_FIELDS = ("id", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
+_JOB_FIELDS = ("id", "project", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
                "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
                "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
 
@@ -197,21 +198,22 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     heads, has_next = heads_all[offset:offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
     jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
     verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
+    overdue = overdue_job_ids(v.job for per_sha in verdicts.values() for v in per_sha.values())
     columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
     commits = UpstreamCommit.objects.in_bulk([h["head_sha"] for h in heads], field_name="sha")
     rows = [
-        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})),
+        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {}), overdue),
                   h.get("runs", 0), h.get("workflows", 0))
         for h in heads
     ]
     return Matrix(columns, rows, page, has_next, grouped)
 
 
-def _cells(columns: list, verdicts: dict) -> list[Cell]:
+def _cells(columns: list, verdicts: dict, overdue: set[int]) -> list[Cell]:
     cells = []
     for column in columns:
         members = [verdicts[label] for label in column.members if label in verdicts]
-        cells.append(Cell(column, cell_state([v.state for v in members]), members))
+        cells.append(Cell(column, shown_state(cell_state([v.state for v in members]), members, overdue), members))
     return cells
 
 

@@ -53,6 +53,7 @@ from django.utils.dateparse import parse_datetime
 
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Conclusion, Delivery, Dispatch, JobRun, Level, Project, RelayState
+from hud.overdue import running_jobs_overdue
 from hud.readiness import PASS_RATE_MIN
 from hud.status import FAILING, STATES, Counts, Rates, State, conclusion_state, job_verdicts
 
@@ -756,12 +757,17 @@ def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
 
 
 def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
+    """Overdue: still running past the job's expected duration (hud.overdue), before the sweeper
+    times it out. Stuck: running past the timeout and its grace, which the sweeper should have
+    ended; only that makes the card degraded."""
     swept = sum((t.swept for t in tallies.values()), Counter())
     beat = RelayState.objects.filter(key=HEARTBEAT_KEY).values_list("updated_at", flat=True).first()
-    overdue = overdue_jobs().count()
-    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=overdue == 0)
+    overdue, stuck = len(running_jobs_overdue(now=now)), overdue_jobs().count()
+    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=stuck == 0)
     headline = f"{overdue:,} overdue" if overdue else "none overdue"
     detail = f"swept: {swept['timed_out']:,} timed out · {swept['never_started']:,} never started · {swept['superseded']:,} superseded"
+    if stuck:
+        detail = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout · " + detail
     return HealthCard("sweeper", "Worker and sweeper", state, headline, detail, "worker heartbeat " + _freshness(beat, HEARTBEAT_STALE_AFTER, now))
 
 

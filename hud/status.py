@@ -36,6 +36,8 @@ class State(str, Enum):
     NOT_INSTALLED = "not_installed"
     DISPATCH_FAILED = "dispatch_failed"
     DISPATCH_PENDING = "dispatch_pending"
+    OVERDUE = "overdue"
+    """A running job past its expected duration (hud.overdue); shown, never judged: it counts as pending."""
 
 
 class Counts(str, Enum):
@@ -63,6 +65,7 @@ STATES: dict[State, StateInfo] = {
     State.TIMED_OUT: StateInfo("T", "timed out (infrastructure)", Counts.INFRA, 85),
     State.NEVER_STARTED: StateInfo("Ø", "never started (infrastructure)", Counts.INFRA, 80),
     State.DISPATCH_FAILED: StateInfo("!", "failed to dispatch", Counts.NONE, 75),
+    State.OVERDUE: StateInfo("◷", "in progress, overdue (past its expected duration)", Counts.PENDING, 72),
     State.RUNNING: StateInfo("?", "in progress", Counts.PENDING, 70),
     State.QUEUED: StateInfo("Q", "dispatched, not started", Counts.PENDING, 60),
     State.DISPATCH_PENDING: StateInfo("…", "dispatch pending", Counts.NONE, 55),
