@@ -208,8 +208,9 @@ def providers_export() -> str:
 
 # --- sandbox -------------------------------------------------------------------------------------
 
-# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
-# and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
+# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend,
+# the relay's own health probe, and a nightly-only repo (allowlist `events: [nightly]`); vLLM also
+# reports nightlies through its Buildkite reporter. Repo ids are made up but stable, so reseeding finds the same rows.
 SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
 SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 SANDBOX_PROJECTS = (
@@ -225,13 +226,15 @@ SANDBOX_PROJECTS = (
      "github_repo_id": 700000005, "hardware_kind": HardwareKind.NPU, "oncalls": ["qnn-oncall"]},
     {"full_name": "vllm-project/vllm", "level": "L2", "display_name": "vLLM", "github_repo_id": 700000006,
      "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"],
-     "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}", "oidc_required_claims": {"build_branch": ["main"]}},
+     "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}", "oidc_required_claims": {"build_branch": ["main", "nightly"]}},
     {"full_name": "sgl-project/sglang", "level": "L1", "display_name": "SGLang", "github_repo_id": 700000007,
      "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": []},
     {"full_name": "huggingface/transformers", "level": "L2", "display_name": "Hugging Face Transformers",
      "github_repo_id": 700000008, "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": ["hf-ci-oncall"]},
     {"full_name": "pytorch/crcr-test", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
      "hardware_kind": HardwareKind.PROBE, "is_health_probe": True, "oncalls": []},
+    {"full_name": "TorchedHat/pytorch-redhat-ci", "level": "L2", "display_name": "Red Hat (nightly)", "github_repo_id": 700000010,
+     "hardware_kind": HardwareKind.CPU, "oncalls": ["redhat-ci"], "events": ["nightly"]},
 )
 
 

@@ -109,7 +109,7 @@ def test_it_exports_the_registry_to_stdout():
 def test_it_seeds_the_sandbox_registry_idempotently():
     run("seed_sandbox")
     out, _ = run("seed_sandbox")
-    assert "9 projects" in out and Project.objects.count() == 9
+    assert "10 projects" in out and Project.objects.count() == 10
 
 
 EVERY_SHAPE_PATH = SAMPLE_PATH.parent / "allowlist_every_shape.yml"
