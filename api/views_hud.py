@@ -66,7 +66,7 @@ def _head(head, columns) -> dict:
 
 
 class GateView(APIView):
-    """The `crcr/gate` verdict for the PR's newest head (or `?sha=`): in_progress, failure or
+    """The `crcr/gate` verdict for the PR's newest head (or `?sha=`): pending, failure or
     success over the L4 backends — the same verdict the check run carries."""
 
     @extend_schema(parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")], responses={200: OpenApiTypes.OBJECT})

@@ -16,7 +16,9 @@ from .gate import gate_verdict
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
-from .status import StateShown, FAILING, STATES, Counts, JobVerdict, State
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
+
+from .status import StateShown
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200

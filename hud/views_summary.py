@@ -16,7 +16,8 @@ from hud import charts
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
 from hud.selectors_summary import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS, TalliesPending, summary_build
-from hud.status import LEGEND, STATES, State
+from hud.status import LEGEND
+from relay.verdicts import STATES, State
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database did not answer, so these numbers could not be loaded. This is an error, not an empty result; the page retries every 60 s."

@@ -144,7 +144,7 @@ def _head_sha(event: str, payload: dict) -> str:
 def dispatches_create(delivery: Delivery, projects=None) -> int:
     """One dispatch row per eligible project; repos known not to have the App are marked so at
     once instead of failing on every event. Older heads of the same PR become moot."""
-    projects = list(projects if projects is not None else Project.objects.filter(active=True))
+    projects = list(projects if projects is not None else Project.objects.dispatch_targets())
     installed = installations.installed_names()
     now = timezone.now()
     rows = [_dispatch_row(delivery, p, installed, now) for p in projects]

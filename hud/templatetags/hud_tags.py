@@ -13,7 +13,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from hud.baseline import MARK_GLYPHS, MARK_LABELS
-from hud.status import LEGEND, STATES, State, conclusion_state
+from hud.status import LEGEND
+from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
 
