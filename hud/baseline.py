@@ -247,7 +247,12 @@ class BackendComparison:
 class MultiBackendFailure:
     test_id: str
     backends: list[str]
-    reference_fails: bool
+    reference: str
+    """fails (likely upstream), passes (backend-specific on each) or unknown."""
+
+    @property
+    def reference_fails(self) -> bool:
+        return self.reference == "fails"
 
 
 @dataclass
@@ -378,4 +383,11 @@ def _new_vs_parent(tid: TestId, parent: CellFailures | None) -> bool | None:
 def _multi_backend(failing_on: dict[TestId, list[str]], ref: CellFailures | None) -> list[MultiBackendFailure]:
     several = [(t, backends) for t, backends in failing_on.items() if len(backends) > 1]
     several.sort(key=lambda item: (-len(item[1]), item[0]))
-    return [MultiBackendFailure(t.full, backends, bool(ref and ref.failing(t))) for t, backends in several]
+    return [MultiBackendFailure(t.full, backends, _reference_says(ref, t)) for t, backends in several]
+
+
+def _reference_says(ref: CellFailures | None, tid: TestId) -> str:
+    if not has_baseline(ref):
+        return "unknown"
+    passed = ref.passed(tid)
+    return "fails" if passed is False else "passes" if passed else "unknown"

@@ -184,3 +184,12 @@ def job_label_of(key: tuple[str, str]) -> str:
     workflow, job = key
     return f"{workflow} / {job}" if job else workflow
 
+
+
+def commit_streaks(commit: UpstreamCommit | None, detail) -> dict[int, list[Streak]]:
+    """Project id → streaks, for each backend failing on a trunk commit (the commit page)."""
+    if commit is None or not commit.is_trunk:
+        return {}
+    chain = trunk_chain(commit)
+    failing = [b.project for b in detail.backends if b.cell.failing]
+    return {p.id: streaks(p, commit, history_load(p, chain)) for p in failing}

@@ -7,11 +7,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import Min
 
 from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, UpstreamCommit
 
 from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .culprits import Streak, streaks
 from .gate import gate_verdict
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
@@ -321,6 +323,12 @@ class CellTooltip:
     mark: str | None
     failed_tests: dict[int, list]
     upstream_broken: bool = False
+    streaks: list[Streak] = field(default_factory=list)
+    """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+
+    @property
+    def window(self) -> int:
+        return settings.CRCR_CULPRIT_WINDOW
 
     @property
     def mark_label(self) -> str:
@@ -355,7 +363,9 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
     commit = UpstreamCommit.objects.filter(sha=sha).first()
-    return CellTooltip(cells[(sha, project_id)], commit, marks.get((sha, project_id)), tests, sha in broken)
+    cell = cells[(sha, project_id)]
+    since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 
 # --- the PR page --------------------------------------------------------------------------------
