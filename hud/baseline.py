@@ -196,6 +196,29 @@ def _grid_mark(mine: CellFailures, references, cells, reference_id) -> str:
     return mark_for(mine, reference)
 
 
+@dataclass
+class BackendBaseline:
+    """One backend's page of head SHAs against the reference: its marks and the reference's cells."""
+
+    reference: object | None
+    marks: dict[str, str]
+    reference_cells: dict[str, Cell]
+    upstream_broken: set[str]
+
+
+def backend_baseline(project, shas: list[str]) -> BackendBaseline:
+    """Marks for one backend's failing heads and the reference's cell on each (4 queries)."""
+    reference = reference_backend(registered_backends())
+    if reference is None or reference.id == project.id:
+        return BackendBaseline(reference, {}, {}, set())
+    cells = cells_for_commits(shas, [project, reference])
+    marks, broken = grid_baseline(cells, reference.id)
+    return BackendBaseline(
+        reference, {sha: mark for (sha, pid), mark in marks.items() if pid == project.id},
+        {sha: cells[(sha, reference.id)] for sha in shas}, broken,
+    )  # fmt: skip
+
+
 def baseline_marks(shas: list[str]) -> dict[CellKey, str]:
     """(sha, project_id) → shared | backend | mixed | no_baseline for each failing cell, in a
     constant number of queries."""

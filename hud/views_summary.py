@@ -8,6 +8,7 @@ read as "no data"."""
 import logging
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -133,6 +134,7 @@ def _backend_links(context: dict, params: dict) -> None:
         "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
         "next_url": _query(base, page=params["page"] + 1),
         "cell_base": query + ("&" if len(query) > 1 else "") + "cell=",
+        "culprit_window": settings.CRCR_CULPRIT_WINDOW,
     })
 
 
