@@ -10,11 +10,12 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import Min
 
-from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, UpstreamCommit
+from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
 
 from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from .culprits import Streak, streaks
 from .gate import gate_verdict
+from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
@@ -388,6 +389,12 @@ class PrPage:
     summary: str
     gate: dict | None
     title: str
+    info: PullRequest | None = None
+    """Author, labels and base, as the last pull_request webhook told them."""
+    blame: list[BackendBlame] = field(default_factory=list)
+    """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
+    l3_labelled: list[Project] = field(default_factory=list)
+    """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
 
 
 def pr_heads(number: int) -> list[PrHead]:
@@ -415,8 +422,17 @@ def pr_page(number: int) -> PrPage:
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
     gate = gate_verdict(heads[0].sha, number) if any(p.level == Level.L4 for p in projects) else None
-    title = next((h.commit.title for h in heads if h.commit and h.commit.title), "")
-    return PrPage(number, heads, grid.columns, grid.groups, head_summary(heads[0].row, grid.columns), gate, title)
+    info = PullRequest.objects.filter(number=number).first()
+    title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
+    summary = head_summary(heads[0].row, grid.columns)
+    page = PrPage(number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects))
+    page.l3_labelled = _labelled(info, projects)
+    return page
+
+
+def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project]:
+    labels = {str(label).lower() for label in (info.labels if info else [])}
+    return [p for p in projects if p.level == Level.L3 and f"ciflow/crcr/{p.device}".lower() in labels]
 
 
 def head_summary(row: GridRow, columns: list[Column]) -> str:

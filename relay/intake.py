@@ -104,7 +104,7 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         if hook.event in installations.INSTALLATION_EVENTS:
             installations.installation_event_apply(hook.event, hook.payload)
         count = dispatches_create(delivery) if route.dispatches else 0
-        if route.dispatches:
+        if route.dispatches or route.outcome == Delivery.Outcome.RECORDED:  # a ciflow label change too
             commits_record(hook.event, hook.payload, delivery.received_at)
         transaction.on_commit(
             lambda: signals.delivery_recorded.send(sender=Delivery, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)

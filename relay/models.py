@@ -386,4 +386,22 @@ class UpstreamCommit(models.Model):
         return f"{self.sha[:10]} {self.title[:40]}"
 
 
+class PullRequest(models.Model):
+    """What the relay last heard of an upstream PR: who opened it, its labels (the
+    `ciflow/crcr/<device>` ones decide L3 dispatch) and the base it would merge into."""
+
+    number = models.PositiveIntegerField(unique=True)
+    title = models.CharField(max_length=300, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    base_sha = models.CharField(max_length=40, blank=True)
+    base_ref = models.CharField(max_length=255, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+    state = models.CharField(max_length=16, blank=True, help_text="open, closed or merged")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"#{self.number} {self.title[:40]}"
+
+
 from .models_checks import *  # noqa: E402,F401,F403
