@@ -41,6 +41,7 @@ MARK_LABELS = {
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",
 }
+MARK_SHORT = {SHARED: "shared (upstream)", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline"}
 MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}

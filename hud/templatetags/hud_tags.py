@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from hud.baseline import MARK_GLYPHS, MARK_LABELS
+from hud.baseline import MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from hud.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state
 
@@ -176,3 +176,8 @@ def first_n(items, limit) -> list:
 def beyond(items, limit) -> int:
     """How many items a `first_n` of the same limit leaves out."""
     return max(0, len(items) - int(limit)) if limit else 0
+
+
+@register.filter
+def mark_short(mark) -> str:
+    return MARK_SHORT.get(mark or "", "")
