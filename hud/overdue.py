@@ -23,7 +23,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from hud.status import State
+from relay.verdicts import State
 from relay.models import JobRun
 
 SAMPLE_SIZE = 20

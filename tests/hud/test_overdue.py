@@ -11,7 +11,7 @@ from hud.overdue import expected_durations, expected_from, overdue_job_ids, runn
 from hud.selectors_backend import dashboard_build
 from hud.selectors_grid import GridFilters, grid_page
 from hud.selectors_summary import summary_build
-from hud.status import STATES, Counts, State
+from relay.verdicts import STATES, Counts, State
 from relay.health import HEARTBEAT_KEY
 from relay.models import RelayState
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory

@@ -279,3 +279,15 @@ def test_a_nightly_only_repo_gets_no_pr_or_push_dispatch(post_webhook, backends,
     dispatched = set(Dispatch.objects.values_list("project__full_name", flat=True))
     assert nightly.full_name not in dispatched and pr_only.full_name in dispatched
     assert len(dispatched) == 5
+
+
+def test_a_pull_request_webhook_records_the_prs_author_labels_and_base(post_webhook, backends):
+    from relay.models import PullRequest
+
+    payload = fixture_payload("pull_request.labeled")
+    payload["label"] = {"name": "ciflow/crcr/xpu"}
+    payload["pull_request"]["labels"] = [{"name": "ciflow/crcr/xpu"}, "not-a-mapping"]
+    assert post_webhook("pull_request", payload).status_code in (200, 202)
+    pr = PullRequest.objects.get(number=payload["pull_request"]["number"])
+    assert pr.labels == ["ciflow/crcr/xpu"] and pr.base_sha == payload["pull_request"]["base"]["sha"]
+    assert pr.author == payload["pull_request"]["user"]["login"]
