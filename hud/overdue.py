@@ -113,7 +113,8 @@ def overdue_among(job_ids, now: datetime | None = None) -> set[int]:
 def running_jobs_overdue(project=None, now: datetime | None = None) -> list:
     """Every running job past its expected duration (optionally of one backend), oldest first."""
     now = now or timezone.now()
-    candidates = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=now - MINIMUM)
+    shortest = min(MINIMUM, default_expected())  # no job is expected to take less
+    candidates = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=now - shortest)
     if project is not None:
         candidates = candidates.filter(project=project)
     candidates = list(candidates.only("id", "project_id", "workflow_name", "job_name", "status", "in_progress_at").order_by("in_progress_at")[:2000])

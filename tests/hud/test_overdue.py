@@ -115,3 +115,11 @@ def test_the_relay_health_card_counts_overdue_jobs_and_degrades_only_for_jobs_st
     card = next(c for c in summary_build("7d", "pr", timezone.now()).cards if c.key == "sweeper")
     assert (card.state, card.headline) == ("degraded", "2 overdue") and "1 stuck past the 6 h timeout" in card.detail
     assert [j.job_name for j in running_jobs_overdue(xpu)] == ["hung", "test"]
+
+
+def test_the_health_card_agrees_with_the_grid_when_the_default_is_shorter_than_ten_minutes(settings):
+    settings.CRCR_JOB_EXPECTED_MINUTES = 2
+    xpu = ProjectFactory()
+    job = running(xpu, 5, job="brand-new")
+    assert overdue_job_ids([job]) == {job.id}
+    assert [j.id for j in running_jobs_overdue()] == [job.id]
