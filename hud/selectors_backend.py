@@ -23,11 +23,12 @@ from hud.selectors_summary import (
 )
 from hud.status import StateShown
 from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from relay.callback_body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
-_JOB_FIELDS = ("run_id", "id", "project", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
+_JOB_FIELDS = ("run_id", "id", "project", "event_type", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
                "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
                "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
 
@@ -163,6 +164,10 @@ class Matrix:
 
 
 def job_label(job) -> str:
+    """A self-reported (nightly, periodic) job is named with its workflow: several workflows test
+    one SHA there, and their `build` jobs are different columns."""
+    if job.job_name and getattr(job, "event_type", "") in SELF_REPORT_EVENTS:
+        return f"{job.workflow_name} / {job.job_name}"
     return job.job_name or job.workflow_name
 
 
@@ -356,7 +361,7 @@ class Environment:
 
 
 def environment_latest(project: Project) -> Environment | None:
-    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "created_at").first()
+    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "event_type", "created_at").first()
     if job is None:
         return None
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, job_label(job), job.created_at)

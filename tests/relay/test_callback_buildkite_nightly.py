@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from hud.selectors_backend import dashboard_build, heads_in_window
+from hud.selectors_backend import cell_detail, dashboard_build, heads_in_window
 from relay.models import JobRun
 from tests.conftest import UPSTREAM, UPSTREAM_ID
 from tests.factories import ProjectFactory
@@ -154,3 +154,23 @@ def test_the_existing_actions_nightly_shape_still_keys_by_its_sha(vllm, report):
             "workflow": {"status": "completed", "conclusion": "success", "run_id": "88", "name": "nightly", "job_name": "build"}}  # fmt: skip
     assert report(body).status_code == 200
     assert JobRun.objects.get().delivery_key == NIGHTLY_SHA
+
+
+def test_two_workflows_with_the_same_job_names_against_one_sha_keep_every_job_on_the_row(vllm, report, oidc):
+    for number, slug in ((20, "ci"), (21, "ci-rocm")):
+        for body in reporter_bodies(buildkite_build(number, NIGHTLY_SHA, ["passed", "failed"])):
+            body["workflow"]["name"] = slug
+            assert report(body).status_code == 200
+    [row] = dashboard_build(vllm, "7d", "nightly", 1, grouped=True).matrix.rows
+    assert (row.runs, row.workflows) == (2, 2)
+    assert sorted(c.column.title for c in row.cells if c.verdicts) == sorted(f"{slug} / {label}" for slug in ("ci", "ci-rocm") for label in LABELS[:2])
+
+
+def test_a_nightly_cells_drill_down_finds_its_emoji_named_job(vllm, report, client):
+    [body] = reporter_bodies(buildkite_build(30, NIGHTLY_SHA, ["failed"]))
+    body["workflow"]["job_name"] = LABELS[1]
+    assert report(body).status_code == 200
+    detail = cell_detail(vllm, "nightly", NIGHTLY_SHA, f"ci / {LABELS[1]}", grouped=True)
+    assert detail.members[0].label == f"ci / {LABELS[1]}" and detail.members[0].attempts[0].url.startswith("https://buildkite.com/")
+    page = client.get("/crcr/vllm-project/vllm", {"event": "nightly", "cell": f"{NIGHTLY_SHA}:ci / {LABELS[1]}"})
+    assert page.status_code == 200 and "Entrypoints Test (API Server): 🚀 :docker:" in page.content.decode()
