@@ -7,7 +7,8 @@ its last `SAMPLE_SIZE` runs that finished by callback on the same backend with t
 and job name, over the past `LOOKBACK`, and never under `MINIMUM`. A job with fewer than
 `MIN_SAMPLES` such runs (new, renamed, or reporting without in_progress) gets the configured
 default, `CRCR_JOB_EXPECTED_MINUTES` (180: the 3 h "overrun" threshold of upstream readiness,
-test-infra #8754). Neither is ever past the job timeout, where the sweeper takes over.
+test-infra #8754). Neither is ever past three quarters of the job timeout, so a job always shows
+as overdue for a while before the sweeper ends it as timed out.
 
 The p90 says how long nine in ten recent runs took; the 50 % headroom keeps ordinary variation
 from reading as trouble. Expectations are cached per job for a few minutes, so a grid page asks
@@ -38,20 +39,25 @@ JobKey = tuple[int, str, str]
 
 
 def default_expected() -> timedelta:
-    return min(timedelta(minutes=settings.CRCR_JOB_EXPECTED_MINUTES), timeout())
+    return min(timedelta(minutes=settings.CRCR_JOB_EXPECTED_MINUTES), longest_expected())
 
 
-def timeout() -> timedelta:
-    return timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS)
+OVERDUE_BEFORE_TIMEOUT = 0.75
+"""The longest expectation, as a share of the job timeout."""
+
+
+def longest_expected() -> timedelta:
+    return timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) * OVERDUE_BEFORE_TIMEOUT
 
 
 def expected_from(samples: list[float]) -> timedelta:
-    """From a job's recent execution times: 1.5 × their p90 (nearest rank), within [10 min, timeout]."""
+    """From a job's recent execution times: 1.5 × their p90 (nearest rank), at least 10 minutes,
+    at most three quarters of the timeout."""
     if len(samples) < MIN_SAMPLES:
         return default_expected()
     ordered = sorted(samples)
     p90 = ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
-    return min(max(timedelta(seconds=p90 * HEADROOM), MINIMUM), timeout())
+    return min(max(timedelta(seconds=p90 * HEADROOM), MINIMUM), longest_expected())
 
 
 def expected_durations(keys, now: datetime | None = None) -> dict[JobKey, timedelta]:
@@ -113,7 +119,7 @@ def overdue_among(job_ids, now: datetime | None = None) -> set[int]:
 def running_jobs_overdue(project=None, now: datetime | None = None) -> list:
     """Every running job past its expected duration (optionally of one backend), oldest first."""
     now = now or timezone.now()
-    shortest = min(MINIMUM, default_expected())  # no job is expected to take less
+    shortest = min(MINIMUM, default_expected(), longest_expected())  # no job is expected to take less
     candidates = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=now - shortest)
     if project is not None:
         candidates = candidates.filter(project=project)

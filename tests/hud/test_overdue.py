@@ -47,12 +47,14 @@ def running(project, for_minutes: float, job: str = "test", sha: str = SHA, now=
 def test_expected_duration_is_one_and_a_half_times_the_p90_of_recent_runs():
     assert expected_from([20 * 60] * 9 + [30 * 60]) == timedelta(minutes=30)
     assert expected_from([60.0] * 10) == timedelta(minutes=10), "never under ten minutes"
-    assert expected_from([5 * 3600.0] * 10) == timedelta(hours=6), "never past the job timeout"
+    assert expected_from([5 * 3600.0] * 10) == timedelta(hours=4.5), "overdue for a while before the 6 h timeout"
 
 
 def test_a_job_with_too_little_history_expects_the_configured_default(settings):
     settings.CRCR_JOB_EXPECTED_MINUTES = 180
     assert expected_from([600.0] * 4) == timedelta(hours=3)
+    settings.CRCR_JOB_TIMEOUT_HOURS = 0.05  # sandbox: jobs time out after 3 minutes
+    assert expected_from([600.0] * 4) == expected_from([600.0] * 10) == timedelta(minutes=2.25)
 
 
 def test_the_history_is_the_jobs_own_latest_twenty_callback_finished_runs_on_that_backend():
