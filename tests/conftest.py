@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "github-webhooks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github-webhooks"
 WEBHOOK_SECRET = "It's a Secret to Everybody"
 UPSTREAM = "pytorch/pytorch"
 UPSTREAM_ID = 65600975
