@@ -38,6 +38,12 @@ INSTALLED_APPS = [
     "hud",
     "api",
 ]
+# Development tools (bench, stand-in, sandbox: devtools/) join only when they are in the source
+# tree (the production image does not copy them) and CRCR_DEVTOOLS is not off. A file check, not
+# an import probe: an unrelated installed package named `devtools` must never be picked up.
+CRCR_DEVTOOLS = env_bool("CRCR_DEVTOOLS", True) and (BASE_DIR / "devtools" / "apps.py").is_file()
+if CRCR_DEVTOOLS:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -66,7 +66,7 @@ def post_webhook(client, relay_settings):
 def standin(settings):
     """The local GitHub stand-in over real HTTP, with the relay pointed at it."""
     from relay import github
-    from standin import StandIn
+    from devtools.standin import StandIn
 
     stand = StandIn(app_id=1001).start()
     settings.GITHUB_API_URL = stand.url
