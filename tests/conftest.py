@@ -65,8 +65,8 @@ def post_webhook(client, relay_settings):
 @pytest.fixture
 def standin(settings):
     """The local GitHub stand-in over real HTTP, with the relay pointed at it."""
-    from relay import github
     from devtools.standin import StandIn
+    from relay import github
 
     stand = StandIn(app_id=1001).start()
     settings.GITHUB_API_URL = stand.url

@@ -60,7 +60,9 @@ def copied_paths(text: str) -> list[str]:
 
 
 def image_cmd(text: str) -> list[str]:
-    return exec_form([arguments for instruction, arguments in dockerfile_instructions(text) if instruction == "CMD"][-1])
+    return exec_form(
+        [arguments for instruction, arguments in dockerfile_instructions(text) if instruction == "CMD"][-1]
+    )
 
 
 def test_the_dockerfile_reader_follows_copy_lines_and_the_cmd():
@@ -73,14 +75,20 @@ def test_the_dockerfile_reader_follows_copy_lines_and_the_cmd():
 
 
 def run(command: list, cwd: Path, env: dict, timeout: float = STEP_TIMEOUT_SECONDS) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(part) for part in command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, f"{' '.join(map(str, command))} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    result = subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, (
+        f"{' '.join(map(str, command))} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    )
     return result
 
 
 def private_key_pem() -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
 def production_env(venv: Path, database: Path) -> dict:
@@ -193,7 +201,9 @@ def served_command(cmd: list[str], port: int) -> list[str]:
 
 
 def get_healthz(port: int) -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers={"Host": "crcr.example.org", "X-Forwarded-Proto": "https"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/healthz", headers={"Host": "crcr.example.org", "X-Forwarded-Proto": "https"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status, json.loads(response.read())
@@ -206,8 +216,14 @@ def test_gunicorn_serves_healthz_from_the_image(image):
     port = free_port()
     command = served_command(image_cmd(DOCKERFILE.read_text()), port)
     assert command[0] == "gunicorn"
-    server = subprocess.Popen([str(image["venv"] / "bin" / command[0]), *command[1:]], cwd=image["app"], env=image["env"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    server = subprocess.Popen(
+        [str(image["venv"] / "bin" / command[0]), *command[1:]],
+        cwd=image["app"],
+        env=image["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         status, report = wait_for_healthz(server, port)
     finally:
