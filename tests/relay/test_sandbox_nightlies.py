@@ -7,8 +7,8 @@ import pytest
 
 from hud.selectors_backend import dashboard_build
 from relay.models import JobRun, Project
-from relay.registry import seed_sandbox_registry
-from standin.sandbox import Nightlies, Runners
+from devtools.sandbox_registry import seed_sandbox_registry
+from devtools.standin.sandbox import Nightlies, Runners
 from tests.conftest import UPSTREAM, UPSTREAM_ID
 
 pytestmark = pytest.mark.django_db(transaction=True)
