@@ -24,8 +24,8 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from relay.verdicts import State
 from relay.models import JobRun
+from relay.verdicts import State
 
 SAMPLE_SIZE = 20
 MIN_SAMPLES = 5
@@ -82,10 +82,19 @@ def _samples(keys: set[JobKey], now: datetime) -> dict[JobKey, list[float]]:
     """The latest SAMPLE_SIZE callback-finished execution times of each key, in one query."""
     rows = (
         JobRun.objects.filter(
-            project_id__in={k[0] for k in keys}, workflow_name__in={k[1] for k in keys}, job_name__in={k[2] for k in keys},
-            status=JobRun.Status.COMPLETED, ended_by="", execution_seconds__isnull=False, created_at__gte=now - LOOKBACK,
+            project_id__in={k[0] for k in keys},
+            workflow_name__in={k[1] for k in keys},
+            job_name__in={k[2] for k in keys},
+            status=JobRun.Status.COMPLETED,
+            ended_by="",
+            execution_seconds__isnull=False,
+            created_at__gte=now - LOOKBACK,
         )
-        .annotate(recent=Window(RowNumber(), partition_by=[F("project_id"), F("workflow_name"), F("job_name")], order_by=F("id").desc()))
+        .annotate(
+            recent=Window(
+                RowNumber(), partition_by=[F("project_id"), F("workflow_name"), F("job_name")], order_by=F("id").desc()
+            )
+        )
         .filter(recent__lte=SAMPLE_SIZE)
         .values_list("project_id", "workflow_name", "job_name", "execution_seconds")
     )
@@ -112,7 +121,9 @@ def overdue_among(job_ids, now: datetime | None = None) -> set[int]:
     ids = list(job_ids)
     if not ids:
         return set()
-    jobs = JobRun.objects.filter(id__in=ids, status=JobRun.Status.IN_PROGRESS).only("id", "project_id", "workflow_name", "job_name", "status", "in_progress_at")
+    jobs = JobRun.objects.filter(id__in=ids, status=JobRun.Status.IN_PROGRESS).only(
+        "id", "project_id", "workflow_name", "job_name", "status", "in_progress_at"
+    )
     return overdue_job_ids(jobs, now)
 
 
@@ -123,7 +134,11 @@ def running_jobs_overdue(project=None, now: datetime | None = None) -> list:
     candidates = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=now - shortest)
     if project is not None:
         candidates = candidates.filter(project=project)
-    candidates = list(candidates.only("id", "project_id", "workflow_name", "job_name", "status", "in_progress_at").order_by("in_progress_at")[:2000])
+    candidates = list(
+        candidates.only("id", "project_id", "workflow_name", "job_name", "status", "in_progress_at").order_by(
+            "in_progress_at"
+        )[:2000]
+    )
     overdue = overdue_job_ids(candidates, now)
     return [job for job in candidates if job.id in overdue]
 

@@ -74,7 +74,9 @@ def _repo_map(section: dict, where: str, errors: list[str]) -> list[PipelineMapp
     if value is None:
         return []
     if not isinstance(value, dict):
-        errors.append(f"{where} must be a mapping of <organization_id>/<pipeline_id> to a repository, not {_kind(value)}")
+        errors.append(
+            f"{where} must be a mapping of <organization_id>/<pipeline_id> to a repository, not {_kind(value)}"
+        )
         return []
     mappings = []
     for key, entry in value.items():
@@ -91,10 +93,14 @@ def _entry(key, value) -> tuple[list[str], PipelineMapping | None]:
         repo, claims = value, {}
     elif isinstance(value, dict):
         unknown = [str(k) for k in value if k not in MAPPING_KEYS]
-        problems += [f"unsupported field(s) {', '.join(map(repr, unknown))} (only repo and required_claims)"] if unknown else []
+        problems += (
+            [f"unsupported field(s) {', '.join(map(repr, unknown))} (only repo and required_claims)"] if unknown else []
+        )
         repo, claims = value.get("repo"), _claims(value.get("required_claims"), problems)
     else:
-        return problems + [f"value must be owner/repo or a mapping with repo and required_claims, not {_kind(value)}"], None
+        return problems + [
+            f"value must be owner/repo or a mapping with repo and required_claims, not {_kind(value)}"
+        ], None
     repo = repo.strip().strip("/") if isinstance(repo, str) else ""
     if problem := repo_name_problem(repo):
         problems.append(f"repo {_show(value.get('repo') if isinstance(value, dict) else value)}: {problem}")
@@ -137,7 +143,9 @@ def _same_repo_twice(mappings: list[PipelineMapping]) -> list[str]:
     for mapping in mappings:
         seen = first.setdefault(mapping.repo.lower(), mapping.pipeline)
         if seen != mapping.pipeline:
-            errors.append(f"entry {mapping.pipeline!r}: {mapping.repo} is already mapped from {seen!r}; one pipeline per repository")
+            errors.append(
+                f"entry {mapping.pipeline!r}: {mapping.repo} is already mapped from {seen!r}; one pipeline per repository"
+            )
     return errors
 
 

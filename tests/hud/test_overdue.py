@@ -11,9 +11,9 @@ from hud.overdue import expected_durations, expected_from, overdue_job_ids, runn
 from hud.selectors_backend import dashboard_build
 from hud.selectors_grid import GridFilters, grid_page
 from hud.selectors_summary import summary_build
-from relay.verdicts import STATES, Counts, State
 from relay.health import HEARTBEAT_KEY
 from relay.models import RelayState
+from relay.verdicts import STATES, Counts, State
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,14 @@ def history(project, minutes: list[float], job: str = "test", now=None):
     now = now or timezone.now()
     for i, m in enumerate(minutes):
         at = now - timedelta(days=1, minutes=len(minutes) - i)
-        JobRunFactory(project=project, job_name=job, head_sha=f"{i:040x}", execution_seconds=m * 60, created_at=at, in_progress_at=at)
+        JobRunFactory(
+            project=project,
+            job_name=job,
+            head_sha=f"{i:040x}",
+            execution_seconds=m * 60,
+            created_at=at,
+            in_progress_at=at,
+        )
 
 
 def running(project, for_minutes: float, job: str = "test", sha: str = SHA, now=None):
@@ -62,7 +69,14 @@ def test_the_history_is_the_jobs_own_latest_twenty_callback_finished_runs_on_tha
     xpu, other = ProjectFactory(), ProjectFactory()
     history(xpu, [300] * 10 + [10] * 20, now=now)  # old slow runs fall out of the latest twenty
     history(other, [10] * 10, job="test", now=now)
-    JobRunFactory(project=xpu, job_name="test", ended_by="timed_out", conclusion="timed_out", execution_seconds=99999, created_at=now)
+    JobRunFactory(
+        project=xpu,
+        job_name="test",
+        ended_by="timed_out",
+        conclusion="timed_out",
+        execution_seconds=99999,
+        created_at=now,
+    )
     expected = expected_durations({(xpu.id, "ci", "test"), (other.id, "ci", "test")}, now)
     assert expected == {(xpu.id, "ci", "test"): timedelta(minutes=15), (other.id, "ci", "test"): timedelta(minutes=15)}
 
@@ -92,7 +106,7 @@ def test_the_grid_shows_an_overdue_job_as_overdue_and_a_failure_still_first():
     running(rocm, 45)
     JobRunFactory(project=rocm, job_name="build", head_sha=SHA, conclusion="failure")
     grid = grid_page(GridFilters())
-    states = {col.project.id: cell.state for col, cell in zip(grid.columns, grid.rows[0].cells)}
+    states = {col.project.id: cell.state for col, cell in zip(grid.columns, grid.rows[0].cells, strict=True)}
     assert states == {xpu.id: State.OVERDUE, rocm.id: State.FAILURE}
 
 

@@ -24,8 +24,11 @@ NIGHTLY_SHA = "3f1c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"
 CONCLUSION = {"passed": "success", "failed": "failure", "broken": "failure", "canceled": "cancelled", "timed_out": "timed_out",
               "skipped": "skipped", "not_run": "skipped"}  # fmt: skip
 LABELS = [
-    ':pytest: Basic Correctness Test "torch.compile"', "Entrypoints Test (API Server): 🚀 :docker:", "V1 e2e + engine: 'spec decode' ✅",
-    "LoRA TP Test (Distributed) :: 2 GPUs 🧪", 'Kernels Attention Test %N "flash-attn: v3"',
+    ':pytest: Basic Correctness Test "torch.compile"',
+    "Entrypoints Test (API Server): 🚀 :docker:",
+    "V1 e2e + engine: 'spec decode' ✅",
+    "LoRA TP Test (Distributed) :: 2 GPUs 🧪",
+    'Kernels Attention Test %N "flash-attn: v3"',
 ]
 
 
@@ -51,12 +54,19 @@ def reporter_bodies(build: dict) -> list[dict]:
             "event_type": "nightly",
             "pytorch_head_sha": build["commit"],
             "workflow": {
-                "status": "completed", "conclusion": CONCLUSION[job["state"]], "run_id": int(build["number"]), "run_attempt": 1,
-                "name": build["pipeline"]["slug"], "job_name": job["name"], "url": job["web_url"],
-                "started_at": job["started_at"], "completed_at": job["finished_at"],
+                "status": "completed",
+                "conclusion": CONCLUSION[job["state"]],
+                "run_id": int(build["number"]),
+                "run_attempt": 1,
+                "name": build["pipeline"]["slug"],
+                "job_name": job["name"],
+                "url": job["web_url"],
+                "started_at": job["started_at"],
+                "completed_at": job["finished_at"],
             },
         }  # fmt: skip
-        for job in build["jobs"] if job.get("type") == "script" and job.get("state") in CONCLUSION
+        for job in build["jobs"]
+        if job.get("type") == "script" and job.get("state") in CONCLUSION
     ]
 
 
@@ -73,7 +83,12 @@ def vllm(standin, oidc):
 def report(client, oidc):
     def post(body: dict, token: str | None = None):
         token = token or oidc.mint(kind="buildkite", organization_id=ORG, pipeline_id=PIPELINE, build_branch="nightly")
-        return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client.post(
+            "/github/callback",
+            data=json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
 
     return post
 
@@ -84,13 +99,17 @@ def build_token(oidc) -> str:
 
 def test_every_job_of_a_65_job_build_is_accepted_under_one_sha_and_one_run(vllm, report, oidc):
     """test-infra #8853: 65 jobs of one build were shown as 65 commits."""
-    build = buildkite_build(5123, NIGHTLY_SHA, ["passed"] * 60 + ["failed", "broken", "canceled", "timed_out", "not_run"])
+    build = buildkite_build(
+        5123, NIGHTLY_SHA, ["passed"] * 60 + ["failed", "broken", "canceled", "timed_out", "not_run"]
+    )
     token = build_token(oidc)  # the reporter signs the whole build with one token
     answers = [report(body, token) for body in reporter_bodies(build)]
     assert [(a.status_code, a.json()) for a in answers] == [(200, {"ok": True, "status": "completed"})] * 65
     jobs = JobRun.objects.filter(project=vllm)
     assert jobs.count() == 65
-    assert set(jobs.values_list("head_sha", "run_id", "run_attempt", "event_type", "workflow_name")) == {(NIGHTLY_SHA, "5123", 1, "nightly", "ci")}
+    assert set(jobs.values_list("head_sha", "run_id", "run_attempt", "event_type", "workflow_name")) == {
+        (NIGHTLY_SHA, "5123", 1, "nightly", "ci")
+    }
     assert {j.delivery_key for j in jobs} == {b["delivery_id"] for b in reporter_bodies(build)}
     heads = heads_in_window(vllm, "nightly", timezone.now() - timedelta(days=1))
     assert [(h["head_sha"], h["runs"]) for h in heads] == [(NIGHTLY_SHA, 1)]
@@ -163,7 +182,9 @@ def test_two_workflows_with_the_same_job_names_against_one_sha_keep_every_job_on
             assert report(body).status_code == 200
     [row] = dashboard_build(vllm, "7d", "nightly", 1, grouped=True).matrix.rows
     assert (row.runs, row.workflows) == (2, 2)
-    assert sorted(c.column.title for c in row.cells if c.verdicts) == sorted(f"{slug} / {label}" for slug in ("ci", "ci-rocm") for label in LABELS[:2])
+    assert sorted(c.column.title for c in row.cells if c.verdicts) == sorted(
+        f"{slug} / {label}" for slug in ("ci", "ci-rocm") for label in LABELS[:2]
+    )
 
 
 def test_a_nightly_cells_drill_down_finds_its_emoji_named_job(vllm, report, client):
@@ -171,6 +192,8 @@ def test_a_nightly_cells_drill_down_finds_its_emoji_named_job(vllm, report, clie
     body["workflow"]["job_name"] = LABELS[1]
     assert report(body).status_code == 200
     detail = cell_detail(vllm, "nightly", NIGHTLY_SHA, f"ci / {LABELS[1]}", grouped=True)
-    assert detail.members[0].label == f"ci / {LABELS[1]}" and detail.members[0].attempts[0].url.startswith("https://buildkite.com/")
+    assert detail.members[0].label == f"ci / {LABELS[1]}" and detail.members[0].attempts[0].url.startswith(
+        "https://buildkite.com/"
+    )
     page = client.get("/crcr/vllm-project/vllm", {"event": "nightly", "cell": f"{NIGHTLY_SHA}:ci / {LABELS[1]}"})
     assert page.status_code == 200 and "Entrypoints Test (API Server): 🚀 :docker:" in page.content.decode()

@@ -33,12 +33,18 @@ def test_it_reads_the_new_section_and_normalises_claim_values_to_lists_of_string
     assert parse_providers(SHIPPED) == [
         PipelineMapping(VLLM_KEY, "vllm-project/vllm", {"build_branch": ["main", "nightly"]}),
         PipelineMapping(REDHAT_KEY, "TorchedHat/pytorch-redhat-ci", {}),
-        PipelineMapping(WINDOWS_KEY, "NVIDIA/pytorch-windows-ci", {"build_branch": ["nightly"], "pipeline_slug": ["windows-nightly"]}),
+        PipelineMapping(
+            WINDOWS_KEY,
+            "NVIDIA/pytorch-windows-ci",
+            {"build_branch": ["nightly"], "pipeline_slug": ["windows-nightly"]},
+        ),
     ]
 
 
 def test_it_reads_the_legacy_section_only_when_the_new_one_has_no_entries():
-    legacy = f"providers:\n  buildkite:\n    repo_map: {{}}\nbuildkite:\n  repo_map:\n    {VLLM_KEY}: vllm-project/vllm\n"
+    legacy = (
+        f"providers:\n  buildkite:\n    repo_map: {{}}\nbuildkite:\n  repo_map:\n    {VLLM_KEY}: vllm-project/vllm\n"
+    )
     assert parse_providers(legacy) == [PipelineMapping(VLLM_KEY, "vllm-project/vllm")]
 
 
@@ -59,7 +65,10 @@ def test_it_names_every_bad_entry_at_once():
     )
     errors = errors_of(text)
     assert len(errors) == 7
-    assert errors[0] == "providers.buildkite.repo_map entry 'vllm/ci': key must be <organization_id>/<pipeline_id>, both UUIDs (slugs can be renamed and re-claimed)"
+    assert (
+        errors[0]
+        == "providers.buildkite.repo_map entry 'vllm/ci': key must be <organization_id>/<pipeline_id>, both UUIDs (slugs can be renamed and re-claimed)"
+    )
     assert "repo 'not-a-repo'" in errors[2]
     assert "required claim 'build_branch' must list text values" in errors[3]
     assert "unsupported field(s) 'repository'" in errors[4] and "repo None" in errors[5]
@@ -68,7 +77,9 @@ def test_it_names_every_bad_entry_at_once():
 
 def test_it_refuses_two_pipelines_for_one_repository_naming_both():
     text = f"providers:\n  buildkite:\n    repo_map:\n      {VLLM_KEY}: a/b\n      {REDHAT_KEY}: A/B\n"
-    assert errors_of(text) == [f"entry {REDHAT_KEY!r}: A/B is already mapped from {VLLM_KEY!r}; one pipeline per repository"]
+    assert errors_of(text) == [
+        f"entry {REDHAT_KEY!r}: A/B is already mapped from {VLLM_KEY!r}; one pipeline per repository"
+    ]
 
 
 def test_it_refuses_a_duplicate_key_that_yaml_loaders_would_silently_collapse():
@@ -80,7 +91,12 @@ def test_it_refuses_a_duplicate_key_that_yaml_loaders_would_silently_collapse():
 
 
 def test_it_writes_the_string_form_without_claims_and_the_mapping_form_with_them():
-    text = render_providers([PipelineMapping(VLLM_KEY, "vllm-project/vllm", {"build_branch": ["main", "nightly"]}), PipelineMapping(REDHAT_KEY, "o/r")])
+    text = render_providers(
+        [
+            PipelineMapping(VLLM_KEY, "vllm-project/vllm", {"build_branch": ["main", "nightly"]}),
+            PipelineMapping(REDHAT_KEY, "o/r"),
+        ]
+    )
     assert text.splitlines()[1:] == [
         "providers:", "  buildkite:", "    repo_map:", f"      {VLLM_KEY}:", "        repo: vllm-project/vllm", "        required_claims:",
         "          build_branch: [main, nightly]", f"      {REDHAT_KEY}: o/r",
@@ -108,7 +124,10 @@ def run(*args) -> tuple[str, str]:
 
 @pytest.fixture
 def registered(db):
-    return [ProjectFactory(full_name=name) for name in ("vllm-project/vllm", "TorchedHat/pytorch-redhat-ci", "NVIDIA/pytorch-windows-ci")]
+    return [
+        ProjectFactory(full_name=name)
+        for name in ("vllm-project/vllm", "TorchedHat/pytorch-redhat-ci", "NVIDIA/pytorch-windows-ci")
+    ]
 
 
 def test_providers_import_maps_each_pipeline_to_its_project(registered):
@@ -128,7 +147,9 @@ def test_providers_import_then_export_round_trips_without_loss(registered, tmp_p
 
 def test_providers_import_clears_a_pipeline_the_file_no_longer_lists(registered, tmp_path):
     run("providers_import", str(FIXTURE))
-    (tmp_path / "fewer.yml").write_text(f"providers:\n  buildkite:\n    repo_map:\n      {VLLM_KEY}: vllm-project/vllm\n")
+    (tmp_path / "fewer.yml").write_text(
+        f"providers:\n  buildkite:\n    repo_map:\n      {VLLM_KEY}: vllm-project/vllm\n"
+    )
     out, _ = run("providers_import", str(tmp_path / "fewer.yml"))
     assert "cleared: NVIDIA/pytorch-windows-ci" in out
     assert Project.objects.get(full_name="vllm-project/vllm").oidc_required_claims == {}
@@ -158,7 +179,9 @@ def test_an_imported_pipeline_authenticates_buildkite_callbacks_with_its_require
 
     def post(branch):
         token = oidc.mint(kind="buildkite", organization_id=ORG, pipeline_id=PIPE, build_branch=branch)
-        return client.post("/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client.post(
+            "/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
 
     assert post("contributor:fork").status_code == 403
     assert post("nightly").status_code == 400  # past identity: the body itself is what is wrong

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from hud.selectors_backend import dashboard_build
-from relay.models import JobRun, Project
 from devtools.sandbox_registry import seed_sandbox_registry
 from devtools.standin.sandbox import Nightlies, Runners
+from hud.selectors_backend import dashboard_build
+from relay.models import JobRun, Project
 from tests.conftest import UPSTREAM, UPSTREAM_ID
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,8 +28,12 @@ def test_one_sandbox_night_fills_the_nightly_view_with_one_row_per_sha(live_serv
     reporters = set(nightly.values_list("project__full_name", flat=True))
     assert reporters == {"vllm-project/vllm", "TorchedHat/pytorch-redhat-ci", "pytorch/crcr-test"}
     vllm = Project.objects.get(full_name="vllm-project/vllm")
-    assert nightly.filter(project=vllm).count() == 6 and all(k.startswith("buildkite-4101-") for k in nightly.filter(project=vllm).values_list("delivery_key", flat=True))
+    assert nightly.filter(project=vllm).count() == 6 and all(
+        k.startswith("buildkite-4101-") for k in nightly.filter(project=vllm).values_list("delivery_key", flat=True)
+    )
     [row] = dashboard_build(vllm, "7d", "nightly", 1, grouped=True).matrix.rows
     assert (row.sha, row.runs) == (SHA, 1)
-    redhat = dashboard_build(Project.objects.get(full_name="TorchedHat/pytorch-redhat-ci"), "7d", "nightly", 1, grouped=True)
+    redhat = dashboard_build(
+        Project.objects.get(full_name="TorchedHat/pytorch-redhat-ci"), "7d", "nightly", 1, grouped=True
+    )
     assert [r.sha for r in redhat.matrix.rows] == [SHA]
