@@ -81,12 +81,12 @@ class Command(BaseCommand):
         self.say(f"  Open {relay_url}/   — Ctrl-C stops everything.", self.style.SUCCESS)
         for line in self.admin_lines(relay_url):
             self.say(f"  {line}")
-        self.say(f"  Full logs: {self.log_dir}/ ({logs}){'' if self.verbose else '; make run LOGS=1 shows them here'}")
+        self.say(f"  Full logs: {shown(self.log_dir)}/ ({logs}){'' if self.verbose else '; make run LOGS=1 shows them here'}")
         self.say("")
 
     def admin_lines(self, relay_url: str) -> list[str]:
         if getattr(self, "admin_password", None):
-            return [f"Admin: {relay_url}/admin/  user {SANDBOX_ADMIN}  password {self.admin_password}  (sandbox only; kept in {self.admin_password_file})"]
+            return [f"Admin: {relay_url}/admin/  user {SANDBOX_ADMIN}  password {self.admin_password}  (sandbox only; kept in {shown(self.admin_password_file)})"]
         if settings.CRCR_SANDBOX:
             return [f"Admin: {relay_url}/admin/ with your own account (`manage.py changepassword {SANDBOX_ADMIN}` resets the sandbox one)"]
         return [f"Admin: {relay_url}/admin/ — create an account with `.venv/bin/python manage.py createsuperuser`"]
@@ -251,7 +251,7 @@ class StatusReporter:
 
     def tick(self) -> None:
         now = time.monotonic()
-        if not self.first_results_seen and now >= self.next_poll:
+        if now >= self.next_poll:
             self.next_poll = now + 5
             self.watch_first_results()
         if now >= self.next_summary:
@@ -259,6 +259,8 @@ class StatusReporter:
             self.summarise()
 
     def watch_first_results(self) -> None:
+        if self.first_results_seen:
+            return
         counts = self.counts()
         if counts and counts["results"]:
             self.first_results_seen = True
@@ -270,20 +272,20 @@ class StatusReporter:
             self.command.say(f"{clock()}  the database did not answer; see {self.command.log_path('web')}", self.command.style.WARNING)
             return
         errors = {c.crcr_name: c.crcr_errors for c in self.command.children if c.crcr_errors}
-        self.command.say(f"{clock()}  {summary_line(self.previous or counts, counts, errors)}")
+        self.command.say(f"{clock()}  {summary_line(self.previous or counts, counts, errors, shown(self.command.log_path('x').parent))}")
         self.previous = counts
         for child in self.command.children:
             child.crcr_errors = 0
 
 
-def summary_line(before: dict, after: dict, errors: dict) -> str:
+def summary_line(before: dict, after: dict, errors: dict, log_dir: str = "var/log") -> str:
     """"last minute: 3 webhooks · 12 dispatches · 20 callbacks · 0 failures" (with where to
     look when something failed)."""
     delta = {key: max(0, after[key] - before.get(key, 0)) for key in ("webhooks", "dispatches", "callbacks", "failures")}
     failures = delta["failures"] + sum(errors.values())
     text = f"last minute: {delta['webhooks']} webhooks · {delta['dispatches']} dispatches · {delta['callbacks']} callbacks · {failures} failures"
     if errors:
-        text += " (errors logged in " + ", ".join(f"var/log/{name}.log" for name in sorted(errors)) + ")"
+        text += " (errors logged in " + ", ".join(f"{log_dir}/{name}.log" for name in sorted(errors)) + ")"
     return text
 
 
@@ -302,6 +304,14 @@ def sandbox_admin(password_file: Path) -> str | None:
         return password
     saved = password_file.read_text().strip() if password_file.exists() else ""
     return saved if saved and user.check_password(saved) else None
+
+
+def shown(path: Path) -> str:
+    """A path as the reader would type it from the checkout."""
+    try:
+        return str(Path(path).relative_to(settings.BASE_DIR))
+    except ValueError:
+        return str(path)
 
 
 def clock() -> str:
