@@ -12,18 +12,21 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from .baseline import MARK_LABELS, backend_baseline
+from .culprits import streaks
 from .selectors_baseline_history import baseline_history
 
 from hud import readiness as readiness_rules
 from hud.selectors_summary import (
     PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
 )
-from hud.status import StateShown, STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from hud.status import StateShown
+from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
-_JOB_FIELDS = ("id", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
+_JOB_FIELDS = ("run_id", "id", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
                "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
                "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
 
@@ -126,6 +129,15 @@ class MatrixRow:
     last_at: datetime
     commit: UpstreamCommit | None
     cells: list
+    reference: object | None = None
+    """The reference's cell on this head (None on the reference's own page)."""
+    mark: str | None = None
+    """shared / backend / mixed / no_baseline when this backend fails here."""
+    upstream_broken: bool = False
+
+    @property
+    def mark_label(self) -> str:
+        return MARK_LABELS.get(self.mark or "", "")
 
     @property
     def commit_url(self) -> str:
@@ -143,6 +155,7 @@ class Matrix:
     page: int
     has_next: bool
     grouped: bool
+    reference: Project | None = None
 
 
 def job_label(job) -> str:
@@ -193,12 +206,18 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
     verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
     columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
-    commits = UpstreamCommit.objects.in_bulk([h["head_sha"] for h in heads], field_name="sha")
+    shas = [h["head_sha"] for h in heads]
+    commits = UpstreamCommit.objects.in_bulk(shas, field_name="sha")
+    base = backend_baseline(project, shas)
     rows = [
-        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})))
+        MatrixRow(
+            h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})),
+            base.reference_cells.get(h["head_sha"]), base.marks.get(h["head_sha"]), h["head_sha"] in base.upstream_broken,
+        )
         for h in heads
     ]
-    return Matrix(columns, rows, page, has_next, grouped)
+    reference = base.reference if base.reference_cells else None
+    return Matrix(columns, rows, page, has_next, grouped, reference)
 
 
 def _cells(columns: list, verdicts: dict) -> list[Cell]:
@@ -364,6 +383,8 @@ class Dashboard:
     last_result_text: str
     now: datetime = field(default_factory=timezone.now)
     baseline_days: list = field(default_factory=list)
+    streaks: list = field(default_factory=list)
+    """Since which commit each job and test failing on the newest trunk commit fails."""
 
 
 def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
@@ -376,4 +397,5 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     matrix = matrix_build(project, heads, tab, page, grouped)
     last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history)
+    since = streaks(project) if tab == "pr" else []
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since)

@@ -7,16 +7,21 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import Min
 
-from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, UpstreamCommit
+from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
 
 from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .culprits import Streak, streaks
 from .gate import gate_verdict
+from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
-from .status import StateShown, FAILING, STATES, Counts, JobVerdict, State
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
+
+from .status import StateShown
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200
@@ -319,6 +324,12 @@ class CellTooltip:
     mark: str | None
     failed_tests: dict[int, list]
     upstream_broken: bool = False
+    streaks: list[Streak] = field(default_factory=list)
+    """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+
+    @property
+    def window(self) -> int:
+        return settings.CRCR_CULPRIT_WINDOW
 
     @property
     def mark_label(self) -> str:
@@ -353,7 +364,9 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
     commit = UpstreamCommit.objects.filter(sha=sha).first()
-    return CellTooltip(cells[(sha, project_id)], commit, marks.get((sha, project_id)), tests, sha in broken)
+    cell = cells[(sha, project_id)]
+    since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):
@@ -387,6 +400,12 @@ class PrPage:
     summary: str
     gate: dict | None
     title: str
+    info: PullRequest | None = None
+    """Author, labels and base, as the last pull_request webhook told them."""
+    blame: list[BackendBlame] = field(default_factory=list)
+    """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
+    l3_labelled: list[Project] = field(default_factory=list)
+    """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
 
 
 def pr_heads(number: int) -> list[PrHead]:
@@ -414,8 +433,17 @@ def pr_page(number: int) -> PrPage:
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
     gate = gate_verdict(heads[0].sha, number) if any(p.level == Level.L4 for p in projects) else None
-    title = next((h.commit.title for h in heads if h.commit and h.commit.title), "")
-    return PrPage(number, heads, grid.columns, grid.groups, head_summary(heads[0].row, grid.columns), gate, title)
+    info = PullRequest.objects.filter(number=number).first()
+    title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
+    summary = head_summary(heads[0].row, grid.columns)
+    page = PrPage(number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects))
+    page.l3_labelled = _labelled(info, projects)
+    return page
+
+
+def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project]:
+    labels = {str(label).lower() for label in (info.labels if info else [])}
+    return [p for p in projects if p.level == Level.L3 and f"ciflow/crcr/{p.device}".lower() in labels]
 
 
 def head_summary(row: GridRow, columns: list[Column]) -> str:

@@ -29,8 +29,17 @@ class HardwareKind(models.TextChoices):
     OTHER = "other", "Other"
 
 
+class ProjectQuerySet(models.QuerySet):
+    def dispatch_targets(self):
+        """Who an upstream event is relayed to: every active project but a reference that does
+        not report through callbacks (its results are imported from upstream CI)."""
+        return self.filter(active=True).exclude(is_reference=True, reference_reports=False)
+
+
 class Project(models.Model):
     """A downstream repository registered with the relay (one allowlist entry)."""
+
+    objects = ProjectQuerySet.as_manager()
 
     full_name = models.CharField(max_length=140, help_text="owner/repo on GitHub")
     github_repo_id = models.BigIntegerField(null=True, blank=True, unique=True, help_text="GitHub's numeric repository id, when known; OIDC identity is pinned to it")
@@ -40,7 +49,12 @@ class Project(models.Model):
     ci_provider = models.CharField(max_length=16, choices=CIProvider.choices, default=CIProvider.GITHUB)
     hardware_kind = models.CharField(max_length=16, choices=HardwareKind.choices, default=HardwareKind.OTHER)
     display_name = models.CharField(max_length=80, blank=True)
-    is_reference = models.BooleanField(default=False, help_text="The baseline backend (OpenReg)")
+    is_reference = models.BooleanField(default=False, help_text="The baseline (OpenReg): a source of results, not a backend")
+    reference_reports = models.BooleanField(
+        default=False,
+        help_text="The reference also reports its own runs through /github/callback, so the relay dispatches to it; "
+        "otherwise its results come only from the upstream import and it is never dispatched to",
+    )
     is_health_probe = models.BooleanField(default=False, help_text="Relay self-test repo; kept out of product aggregates")
     active = models.BooleanField(default=True)
     position = models.PositiveIntegerField(default=0, help_text="Order within its level in allowlist.yml")
@@ -370,6 +384,24 @@ class UpstreamCommit(models.Model):
 
     def __str__(self):
         return f"{self.sha[:10]} {self.title[:40]}"
+
+
+class PullRequest(models.Model):
+    """What the relay last heard of an upstream PR: who opened it, its labels (the
+    `ciflow/crcr/<device>` ones decide L3 dispatch) and the base it would merge into."""
+
+    number = models.PositiveIntegerField(unique=True)
+    title = models.CharField(max_length=300, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    base_sha = models.CharField(max_length=40, blank=True)
+    base_ref = models.CharField(max_length=255, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+    state = models.CharField(max_length=16, blank=True, help_text="open, closed or merged")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"#{self.number} {self.title[:40]}"
 
 
 from .models_checks import *  # noqa: E402,F401,F403

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from hud import selectors_summary as summary
 from hud.selectors_summary import Bucket, Histogram, Tally, TalliesPending, bucket_compute, summary_build, window_tallies
-from hud.status import State, job_verdicts, rates
+from relay.verdicts import State, job_verdicts, rates
 from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 

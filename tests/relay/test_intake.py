@@ -268,3 +268,15 @@ def test_it_records_a_pr_head(post_webhook, backends):
     post_webhook("pull_request", fixture_payload("pull_request.opened"))
     head = UpstreamCommit.objects.get()
     assert (head.pr_number, head.is_trunk, head.sha) == (2, False, "ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+
+
+def test_a_pull_request_webhook_records_the_prs_author_labels_and_base(post_webhook, backends):
+    from relay.models import PullRequest
+
+    payload = fixture_payload("pull_request.labeled")
+    payload["label"] = {"name": "ciflow/crcr/xpu"}
+    payload["pull_request"]["labels"] = [{"name": "ciflow/crcr/xpu"}, "not-a-mapping"]
+    assert post_webhook("pull_request", payload).status_code in (200, 202)
+    pr = PullRequest.objects.get(number=payload["pull_request"]["number"])
+    assert pr.labels == ["ciflow/crcr/xpu"] and pr.base_sha == payload["pull_request"]["base"]["sha"]
+    assert pr.author == payload["pull_request"]["user"]["login"]

@@ -1,9 +1,9 @@
-"""The one status policy."""
+"""The one verdict policy."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from hud.status import State, cell_state, dispatch_cell_state, job_verdicts, rates
+from relay.verdicts import State, cell_state, dispatch_cell_state, job_verdicts, rates
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
@@ -13,6 +13,7 @@ class Job:
     conclusion: str = "success"
     status: str = "completed"
     ended_by: str = ""
+    run_id: str = "100"
     run_attempt: int = 1
     workflow_name: str = "ci"
     job_name: str = "build"
@@ -22,6 +23,20 @@ class Job:
 def test_the_latest_attempt_decides():
     verdicts = job_verdicts([Job("success", run_attempt=1), Job("failure", run_attempt=2, created_at=T0 + timedelta(minutes=5))])
     assert [v.state for v in verdicts] == [State.FAILURE]
+
+
+def test_attempt_2_decides_even_when_a_late_attempt_1_arrives_after_it():
+    attempt_2 = Job("success", run_attempt=2, created_at=T0)
+    late_attempt_1 = Job("failure", run_attempt=1, created_at=T0 + timedelta(minutes=5))
+    (verdict,) = job_verdicts([attempt_2, late_attempt_1])
+    assert verdict.job is attempt_2 and verdict.state == State.FLAKY and verdict.first_attempt_state == State.FAILURE
+
+
+def test_across_runs_the_run_first_seen_last_decides_whatever_its_attempt_number():
+    old_run = [Job("failure", run_id="7", run_attempt=1, created_at=T0), Job("failure", run_id="7", run_attempt=2, created_at=T0 + timedelta(minutes=1))]
+    redispatched = Job("success", run_id="9", run_attempt=1, created_at=T0 + timedelta(minutes=2))
+    (verdict,) = job_verdicts([*old_run, redispatched])
+    assert verdict.job is redispatched and verdict.attempts == 3
 
 
 def test_a_pass_after_a_failed_attempt_is_flaky_not_red():
