@@ -12,7 +12,7 @@ def test_the_grid_loads_with_its_legend_and_is_screenshotted(page, live_server, 
     page.wait_for_selector("#hud-grid td.c")
     assert page.locator("#hud-grid tbody tr").count() == 30
     assert page.locator(".hud-legend").is_visible()
-    assert page.locator("tr.broken .broken-badge").count() == 1
+    assert page.locator(f'tr.broken[data-sha="{hud_store["upstream_broken"]}"] .broken-badge').count() == 1
     page.screenshot(path=str(screenshots / "grid.png"))
 
 
