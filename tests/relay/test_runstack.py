@@ -135,3 +135,15 @@ def test_sandbox_admin_gets_a_generated_password_kept_in_a_private_file(tmp_path
     user.save()
     assert sandbox_admin(path) is None, "a password someone changed is neither shown nor reset"
     assert get_user_model().objects.get(username="admin").check_password("changed-by-hand-123")
+
+
+def test_the_embedded_broker_connects_without_kombus_no_hostname_warning(caplog, settings, tmp_path):
+    """The filesystem broker has no host; kombu used to warn "No hostname was supplied" on every
+    connection of every process, once a second in `make run`'s output."""
+    from kombu import Connection
+
+    folders = {key: str(tmp_path) for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")}
+    with caplog.at_level("WARNING", logger="kombu.connection"), Connection("crcrfs://", transport_options=folders) as connection:
+        connection.default_channel.queue_declare(queue="q")
+        assert connection.info()["hostname"] is None
+    assert "No hostname" not in caplog.text
