@@ -13,7 +13,7 @@ PROGRESS_AWK := '/^(Collecting|Requirement already satisfied)/ { n++; printf "\r
   /^Successfully installed/ { printf "\r  installed %d package(s).\n", NF - 2; done = 1 } \
   END { if (!done) printf "\n  already up to date.\n" }'
 
-.PHONY: run test test-fast bench install clean
+.PHONY: run test test-fast bench lint install clean
 
 ## Progress instead of silence: one updating line per phase; pip's full output in var/log/install.log.
 $(STAMP): pyproject.toml
@@ -40,6 +40,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -x -q -m "not browser and not slow and not worker"
+
+## Lint and formatting check (ruff, configured in pyproject.toml); changes nothing.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
 	$(BIN)/python manage.py bench

@@ -180,7 +180,7 @@
     if (event.target.closest(".skip-link") && skipToGrid(event)) { return; }
     var g = grid();
     var th = event.target.closest("th.col");
-    if (th && g && g.contains(th) && !event.target.closest(".expand-link")) { toggleColumn(th); return; }
+    if (th && g && g.contains(th) && !event.target.closest("a")) { toggleColumn(th); return; }
     var fixed = event.target.closest("td.fixed");
     if (fixed && g && g.contains(fixed) && !event.target.closest("a")) { toggleRow(fixed.closest("tr")); return; }
     var td = event.target.closest("td.c");

@@ -164,8 +164,13 @@ def test_every_page_has_a_favicon(page, live_server, hud_store):
     assert response.status == 200 and "svg" in response.headers["content-type"]
 
 
-def test_the_pr_pages_column_names_highlight_their_columns_too(page, live_server, hud_store):
+def test_on_the_pr_page_names_lead_to_dashboards_and_c_highlights_the_column(page, live_server, hud_store):
     page.goto(f"{live_server.url}/pr/{hud_store['pr_number']}")
-    page.locator("#hud-grid th.col .rot > span").nth(2).click()
+    page.locator("#hud-grid tbody tr").first.locator("td.c").nth(2).click()
+    page.keyboard.press("Escape")
+    page.locator("#hud-grid tbody tr").first.locator("td.c").nth(2).focus()
+    page.keyboard.press("c")
     page.wait_for_url(re.compile(r"hl_col=i2"))
     assert page.locator("#hud-grid td.c.col-hl").count() == 3
+    page.locator("#hud-grid th.col .rot > a").nth(1).click()
+    page.wait_for_url(re.compile(r"/crcr/intel/torch-xpu-ops"))

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.core.management import CommandError
 
-from relay.management.commands.runstack import MAX_RESTARTS, Command
+from devtools.management.commands.runstack import MAX_RESTARTS, Command
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_with_logs_on_every_line_also_reaches_the_terminal_prefixed_by_its_proce
 
 
 def test_the_minute_summary_counts_what_changed_and_points_at_logs_with_errors():
-    from relay.management.commands.runstack import summary_line
+    from devtools.management.commands.runstack import summary_line
 
     before = {"webhooks": 10, "dispatches": 40, "callbacks": 70, "failures": 1, "results": 30}
     after = {"webhooks": 13, "dispatches": 52, "callbacks": 90, "failures": 2, "results": 40}
@@ -106,7 +106,7 @@ def test_the_activity_counts_read_the_relays_tables():
 
 @pytest.mark.django_db
 def test_first_results_get_one_line_with_the_url(quiet_supervisor):
-    from relay.management.commands.runstack import StatusReporter
+    from devtools.management.commands.runstack import StatusReporter
     from tests.factories import JobRunFactory
 
     reporter = StatusReporter(quiet_supervisor, "http://127.0.0.1:8160", every=3600)
@@ -123,7 +123,7 @@ def test_first_results_get_one_line_with_the_url(quiet_supervisor):
 def test_sandbox_admin_gets_a_generated_password_kept_in_a_private_file(tmp_path):
     from django.contrib.auth import get_user_model
 
-    from relay.management.commands.runstack import sandbox_admin
+    from devtools.management.commands.runstack import sandbox_admin
 
     path = tmp_path / "admin-password"
     password = sandbox_admin(path)

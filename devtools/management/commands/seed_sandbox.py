@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from relay.registry import seed_sandbox_registry
+from devtools.sandbox_registry import seed_sandbox_registry
 
 
 class Command(BaseCommand):
