@@ -3,8 +3,7 @@ the short ranges (so a sandbox a few minutes old already draws lines), per UTC d
 (whole days, and today's hours merged into today)."""
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
@@ -63,9 +62,9 @@ def daily_tallies(days: int, now: datetime) -> list[tuple[date, dict]]:
 
 def hourly_tallies(hours: int, now: datetime) -> list[tuple[datetime, dict]]:
     """[(UTC hour, {(project_id, kind): Tally})] for the last `hours` hours, the current one partial."""
-    hour = now.astimezone(dt_timezone.utc).replace(minute=0, second=0, microsecond=0)
+    hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     buckets = [Bucket(hour - timedelta(hours=h), hour - timedelta(hours=h - 1)) for h in range(hours - 1, -1, -1)]
-    return [(bucket.start, tallies) for bucket, tallies in zip(buckets, bucket_tallies(buckets, now))]
+    return [(bucket.start, tallies) for bucket, tallies in zip(buckets, bucket_tallies(buckets, now), strict=True)]
 
 
 def backends_in_view(level: str, backend: str) -> list[Project]:

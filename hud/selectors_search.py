@@ -13,7 +13,7 @@ MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
 CANDIDATES = 12
 PR_NUMBER = re.compile(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", re.IGNORECASE)
-SHA_PREFIX = re.compile(r"^[0-9a-f]{%d,40}$" % MIN_SHA_PREFIX, re.IGNORECASE)
+SHA_PREFIX = re.compile(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", re.IGNORECASE)
 
 
 @dataclass
@@ -57,7 +57,9 @@ def _settle(result: SearchResult) -> SearchResult:
 
 
 def pr_known(number: int) -> bool:
-    return any(model.objects.filter(pr_number=number).exists() for model in (UpstreamCommit, JobRun, Dispatch, Delivery))
+    return any(
+        model.objects.filter(pr_number=number).exists() for model in (UpstreamCommit, JobRun, Dispatch, Delivery)
+    )
 
 
 def commits_by_prefix(prefix: str) -> list[UpstreamCommit]:
@@ -65,7 +67,11 @@ def commits_by_prefix(prefix: str) -> list[UpstreamCommit]:
     commits = list(UpstreamCommit.objects.filter(sha_prefix_filter("sha", prefix)).order_by("-landed_at")[:CANDIDATES])
     if commits:
         return commits
-    shas = JobRun.objects.filter(sha_prefix_filter("head_sha", prefix)).values_list("head_sha", flat=True).distinct()[:CANDIDATES]
+    shas = (
+        JobRun.objects.filter(sha_prefix_filter("head_sha", prefix))
+        .values_list("head_sha", flat=True)
+        .distinct()[:CANDIDATES]
+    )
     return [UpstreamCommit(sha=sha) for sha in shas]
 
 

@@ -12,7 +12,16 @@ from django.views.decorators.http import require_GET
 from .baseline import commit_baseline
 from .culprits import commit_streaks
 from .selectors_commit import commit_detail, resolve_commit
-from .selectors_grid import LEVELS, PER_PAGE, GridFilters, cell_log_job, cell_tooltip, grid_page, parse_cell_key, pr_page
+from .selectors_grid import (
+    LEVELS,
+    PER_PAGE,
+    GridFilters,
+    cell_log_job,
+    cell_tooltip,
+    grid_page,
+    parse_cell_key,
+    pr_page,
+)
 from .templatetags.hud_tags import job_log_url
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,9 @@ def search_view(request):
     query = request.GET.get("q", "")
     context = {"nav": "search", "query": query.strip()}
     if len(query) > MAX_QUERY:
-        context["error"] = f"The search is {len(query)} characters long; a PR number, SHA or backend name is at most {MAX_QUERY}."
+        context["error"] = (
+            f"The search is {len(query)} characters long; a PR number, SHA or backend name is at most {MAX_QUERY}."
+        )
         return render(request, "hud/search.html", context, status=400)
     if not query.strip():
         return render(request, "hud/search.html", context)

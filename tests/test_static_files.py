@@ -8,8 +8,10 @@ from django.template import Context, Template
 from django.test import RequestFactory, override_settings
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-MANIFEST = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-            "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}}
+MANIFEST = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,9 @@ WIDE_ELEMENTS = """() => {
 
 
 @pytest.mark.parametrize("name", list(pages({"shared": "", "pr_number": 0})))
-def test_the_page_fits_a_phone_and_is_screenshotted_in_both_themes(name, browser, live_server, hud_store, admin_account, screenshots):
+def test_the_page_fits_a_phone_and_is_screenshotted_in_both_themes(
+    name, browser, live_server, hud_store, admin_account, screenshots
+):
     url = live_server.url + pages(hud_store)[name]
     overflow = {}
     for view, viewport in VIEWS:
@@ -80,4 +82,6 @@ def test_the_page_fits_a_phone_and_is_screenshotted_in_both_themes(name, browser
                     overflow["too wide", theme] = page.evaluate(WIDE_ELEMENTS)
             finally:
                 context.close()
-    assert overflow["phone", "light"] <= 0 and overflow["phone", "dark"] <= 0, f"{name} scrolls sideways at 390 px by {overflow} px"
+    assert overflow["phone", "light"] <= 0 and overflow["phone", "dark"] <= 0, (
+        f"{name} scrolls sideways at 390 px by {overflow} px"
+    )

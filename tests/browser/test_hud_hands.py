@@ -26,7 +26,10 @@ def test_hovering_a_cell_shows_its_details_instead_of_the_browser_title(page, li
 
 
 def test_double_clicking_a_cell_opens_its_jobs_log(page, live_server, hud_store):
-    page.context.route(re.compile(r"https://github\.com/.*"), lambda route: route.fulfill(status=200, body="the job log", content_type="text/plain"))
+    page.context.route(
+        re.compile(r"https://github\.com/.*"),
+        lambda route: route.fulfill(status=200, body="the job log", content_type="text/plain"),
+    )
     page.goto(live_server.url + "/")
     with page.expect_popup() as popup_info:
         failing_cell(page).dblclick()
@@ -64,7 +67,10 @@ def test_the_keyboard_reaches_the_grid_in_one_tab_and_highlights_with_r_and_c(pa
     page.goto(live_server.url + "/")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "skip-link"
-    assert page.locator(".skip-link").inner_text() == "Skip to the grid" and page.locator(".skip-link").bounding_box()["y"] >= 0
+    assert (
+        page.locator(".skip-link").inner_text() == "Skip to the grid"
+        and page.locator(".skip-link").bounding_box()["y"] >= 0
+    )
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.matches('#hud-grid td.c')")
     page.keyboard.press("ArrowDown")
@@ -92,13 +98,16 @@ def test_the_legend_starts_collapsed_on_a_phone(browser, live_server, hud_store)
     context.close()
 
 
-@pytest.mark.parametrize("typed, lands_on", [
-    ("151999", r"/pr/151999$"),
-    ("#151999", r"/pr/151999$"),
-    ("sha", r"/commit/[0-9a-f]{40}$"),
-    ("intel/torch-xpu-ops", r"/crcr/intel/torch-xpu-ops$"),
-    ("Intel XPU", r"/crcr/intel/torch-xpu-ops$"),
-])
+@pytest.mark.parametrize(
+    "typed, lands_on",
+    [
+        ("151999", r"/pr/151999$"),
+        ("#151999", r"/pr/151999$"),
+        ("sha", r"/commit/[0-9a-f]{40}$"),
+        ("intel/torch-xpu-ops", r"/crcr/intel/torch-xpu-ops$"),
+        ("Intel XPU", r"/crcr/intel/torch-xpu-ops$"),
+    ],
+)
 def test_the_search_box_goes_to_a_pr_a_commit_or_a_backend(page, live_server, hud_store, typed, lands_on):
     page.goto(live_server.url + "/crcr")
     page.fill("#top-search-q", hud_store["shared"][:9] if typed == "sha" else typed)
@@ -133,7 +142,9 @@ def test_the_commit_pages_backend_sections_start_collapsed_and_remember_what_was
     page.wait_for_function("document.querySelector('details.backend-box:target').open")
 
 
-def test_on_a_phone_the_grids_glyphs_are_in_the_first_screen_and_the_commit_stays_while_cells_scroll(browser, live_server, hud_store, screenshots):
+def test_on_a_phone_the_grids_glyphs_are_in_the_first_screen_and_the_commit_stays_while_cells_scroll(
+    browser, live_server, hud_store, screenshots
+):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     phone = context.new_page()
     phone.goto(live_server.url + "/")

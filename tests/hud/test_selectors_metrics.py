@@ -19,7 +19,7 @@ def test_the_last_24_hours_are_drawn_hour_by_hour():
         job(backend, sha=sha * 40, at=now - timedelta(hours=hours_ago, minutes=25))
     metrics = metrics_build("24h", "pr", "all", "", now=now)
     assert metrics.hourly and len(metrics.days) == 24 and metrics.days[-1] == now.replace(minute=0)
-    with_jobs = [start for start, tally in zip(metrics.days, metrics.series[0].days) if tally is not None]
+    with_jobs = [start for start, tally in zip(metrics.days, metrics.series[0].days, strict=True) if tally is not None]
     assert with_jobs == [now.replace(minute=0) - timedelta(hours=h) for h in (3, 1, 0)]
     assert metrics.points_with_data == 3
 

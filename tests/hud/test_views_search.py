@@ -7,22 +7,24 @@ import pytest
 from django.db import OperationalError
 
 from tests.factories import JobRunFactory, UpstreamCommitFactory
-from tests.hud.test_views_grid import world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("query, destination", [
-    ("100", "/pr/100"),
-    ("#100", "/pr/100"),
-    ("PR #100", "/pr/100"),
-    ("aaaaaaa", "/commit/" + "a" * 40),
-    ("AAAAAAAAAAAA", "/commit/" + "a" * 40),
-    ("intel/torch-xpu-ops", "/crcr/intel/torch-xpu-ops"),
-    ("Intel XPU", "/crcr/intel/torch-xpu-ops"),
-    ("rocm", "/crcr/ROCm/pytorch"),
-    ("  sglang ", "/crcr/sgl-project/sglang"),
-])
+@pytest.mark.parametrize(
+    "query, destination",
+    [
+        ("100", "/pr/100"),
+        ("#100", "/pr/100"),
+        ("PR #100", "/pr/100"),
+        ("aaaaaaa", "/commit/" + "a" * 40),
+        ("AAAAAAAAAAAA", "/commit/" + "a" * 40),
+        ("intel/torch-xpu-ops", "/crcr/intel/torch-xpu-ops"),
+        ("Intel XPU", "/crcr/intel/torch-xpu-ops"),
+        ("rocm", "/crcr/ROCm/pytorch"),
+        ("  sglang ", "/crcr/sgl-project/sglang"),
+    ],
+)
 def test_one_match_goes_straight_there(client, world, query, destination):
     response = client.get("/search", {"q": query})
     assert response.status_code == 302 and response["Location"] == destination
@@ -57,7 +59,9 @@ def test_nothing_matching_is_a_404_that_says_what_search_takes(client, world, qu
 
 def test_an_unknown_pr_number_links_to_github(client, world):
     page = client.get("/search", {"q": "#4242"}).content.decode()
-    assert "no webhook, dispatch or result for PR #4242" in page and "https://github.com/pytorch/pytorch/pull/4242" in page
+    assert (
+        "no webhook, dispatch or result for PR #4242" in page and "https://github.com/pytorch/pytorch/pull/4242" in page
+    )
 
 
 def test_an_empty_search_explains_itself_and_an_overlong_one_is_a_400(client, world):
@@ -78,5 +82,7 @@ def test_hostile_queries_are_escaped(client, world):
 
 
 def test_every_page_has_the_search_box_and_keeps_the_query_on_the_results(client, world):
-    assert 'role="search"' in client.get("/").content.decode() and 'role="search"' in client.get("/crcr").content.decode()
+    assert (
+        'role="search"' in client.get("/").content.decode() and 'role="search"' in client.get("/crcr").content.decode()
+    )
     assert 'value="no-such-backend"' in client.get("/search", {"q": "no-such-backend"}).content.decode()
