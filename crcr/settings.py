@@ -149,11 +149,13 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Hashed names (css/crcr.3f2a….css) served gzip/brotli-compressed with a far-future, immutable
+# Cache-Control; a changed file gets a new name. Needs `collectstatic` (runstack, the Dockerfile
+# and tests/test_static_files.py run it); the rest of the test suite uses plain names.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
 
 # GitHub sends webhooks of up to 25 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 26 * 1024 * 1024

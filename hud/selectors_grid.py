@@ -372,6 +372,17 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 
+def cell_log_job(sha: str, project_id: int, job: str = ""):
+    """The job whose log a double-clicked cell opens: the named job (an expanded job column), else
+    the cell's worst job (verdicts come worst first), i.e. the failure to read when there is one."""
+    project = next((p for p in registered_backends() if p.id == project_id), None)
+    if project is None:
+        return None
+    verdicts = cells_for_commits([sha], [project], detail=True)[(sha, project_id)].verdicts
+    named = [v for v in verdicts if not job or job_label((v.job.workflow_name, v.job.job_name)) == job]
+    return named[0].job if named else None
+
+
 # --- the PR page --------------------------------------------------------------------------------
 
 

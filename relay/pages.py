@@ -10,6 +10,7 @@ from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, deliver
 @require_GET
 def deliveries(request):
     filters = DeliveryFilters.from_query(request.GET)
+    view = "writes" if request.GET.get("view") == "writes" else "deliveries"
     page = deliveries_page(filters, request.GET.get("page") or 1)
     choices = delivery_event_choices()
     context = {
@@ -20,7 +21,8 @@ def deliveries(request):
         "actions": sorted({a for actions in choices.values() for a in actions if a}),
         "statuses": list(STATUS_FILTERS),
         "query_without_page": _query_without_page(request),
-        "upstream_writes": writes_recent(),
+        "view": view,
+        "upstream_writes": writes_recent() if view == "writes" else None,
     }
     template = "relay/deliveries.html#rows" if request.headers.get("HX-Request") else "relay/deliveries.html"
     response = render(request, template, context)
@@ -31,4 +33,5 @@ def deliveries(request):
 def _query_without_page(request) -> str:
     query = request.GET.copy()
     query.pop("page", None)
+    query.pop("view", None)
     return query.urlencode()

@@ -129,7 +129,7 @@ def pages(store) -> list[str]:
     return [
         "/", f"/?expand={backend.full_name}", "/?heads=pr", f"/?tip={SHA}.{backend.pk}", f"/?tip={PR_HEAD[:12]}.{backend.pk}",
         f"/?name={HOSTILE[0]}", f"/commit/{SHA}", f"/commit/{PR_HEAD}", f"/pr/{PR}", "/crcr", "/crcr?range=30d&event=pr",
-        f"/crcr/{backend.full_name}", "/crcr/pytorch/openreg-ci", "/crcr/metrics", "/relay/deliveries", f"/relay/deliveries?event={HOSTILE[1]}",
+        f"/crcr/{backend.full_name}", "/crcr/pytorch/openreg-ci", "/crcr/metrics", "/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/deliveries?event={HOSTILE[1]}",
     ]  # fmt: skip
 
 
