@@ -23,7 +23,7 @@ from hud.selectors_summary import (
 )
 from hud.status import StateShown
 from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
-from relay.callback_body import SELF_REPORT_EVENTS
+from relay.callbacks.body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 
 PER_PAGE = 50

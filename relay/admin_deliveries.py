@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from .dispatching import dispatches_resend
+from .dispatch.sending import dispatches_resend
 from .models import Delivery, Dispatch, DispatchAttempt, Project
 
 

@@ -6,4 +6,4 @@ class RelayConfig(AppConfig):
     verbose_name = "Relay"
 
     def ready(self):
-        from .checks import receivers  # noqa: F401
+        from .checks import reactions as receivers  # noqa: F401

@@ -19,10 +19,11 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from . import github, signals
-from .junit import MalformedReport, TestReport, junit_parse
+from .github import client as github
+from . import signals
+from .callbacks.junit import MalformedReport, TestReport, junit_parse
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
-from .upstream import upstream_installation_id
+from .github.upstream import upstream_installation_id
 
 logger = logging.getLogger(__name__)
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024

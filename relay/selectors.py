@@ -66,3 +66,12 @@ def activity_counts() -> dict[str, int]:
         "failures": Dispatch.objects.filter(state=Dispatch.State.FAILED).count(),
         "results": jobs["finished"],
     }
+
+
+def latest_heads(pr_numbers) -> dict[int, str]:
+    """The newest head SHA the relay saw for each PR."""
+    rows = Delivery.objects.filter(event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED).exclude(head_sha="")
+    heads = {}
+    for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
+        heads[pr] = sha
+    return heads

@@ -5,7 +5,8 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from . import dispatching, installations
+from .dispatch import sending as dispatching
+from .github import installations
 from .models import Dispatch
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def heartbeat() -> None:
 
 @shared_task(name="relay.results_sweep", acks_late=True)
 def results_sweep() -> dict:
-    from .results_sweep import results_sweep as sweep
+    from .dispatch.results_sweep import results_sweep as sweep
 
     return vars(sweep(limit=settings.CRCR_SWEEP_BATCH))
 

@@ -8,10 +8,10 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from .callbacks import callback_receive
+from .callbacks.receive import callback_receive
 from .health import health_report
-from .intake import webhook_intake
-from .webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
+from .intake.deliveries import webhook_intake
+from .intake.webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
 
 logger = logging.getLogger(__name__)
 

@@ -78,7 +78,7 @@ def post_webhook(client, relay_settings):
 def standin(settings):
     """The local GitHub stand-in over real HTTP, with the relay pointed at it."""
     from devtools.standin import StandIn
-    from relay import github
+    from relay.github import client as github
 
     stand = StandIn(app_id=1001).start()
     settings.GITHUB_API_URL = stand.url
@@ -96,7 +96,7 @@ def standin(settings):
 @pytest.fixture
 def oidc(standin, settings):
     """The stand-in as the only trusted OIDC issuers (GitHub-, Buildkite- and GitLab-shaped)."""
-    from relay import oidc as relay_oidc
+    from relay.callbacks import oidc as relay_oidc
 
     settings.CRCR_OIDC_ISSUERS = standin.oidc.issuers_config()
     settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS = 0

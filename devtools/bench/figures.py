@@ -310,7 +310,7 @@ class CallbackWorld:
     DELIVERIES = 10
 
     def __init__(self, b: Bench):
-        from relay.callback_tokens import CallbackBinding, callback_token_sign
+        from relay.callbacks.tokens import CallbackBinding, callback_token_sign
         from relay.models import Delivery, Dispatch
 
         self.b = b

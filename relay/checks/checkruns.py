@@ -12,10 +12,10 @@ from django.conf import settings
 from django.db.models import Q
 
 from ..models import Dispatch, JobRun, Project
-from ..results_sweep import NEVER_STARTED_RUN_ID
+from ..models import NEVER_STARTED_RUN_ID
 from ..verdicts import latest_attempt
-from ..models_checks import UpstreamCheckRun, UpstreamWrite
-from ..upstream import upstream_installation_id
+from ..models import UpstreamCheckRun, UpstreamWrite
+from ..github.upstream import upstream_installation_id
 from . import gate
 from .outbox import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
@@ -249,7 +249,7 @@ def check_run_prepare(write: UpstreamWrite) -> Plan | Skip:
 
 
 def _adopt(row: UpstreamCheckRun) -> None:
-    from .. import github
+    from ..github import client as github
 
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/commits/{row.head_sha}/check-runs?check_name={quote(row.name, safe='')}&filter=latest"
     found = github.as_installation(upstream_installation_id(), "GET", path).json or {}

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 
 from ..models import Dispatch, JobRun, Level, Project
-from ..results_sweep import latest_heads
+from ..selectors import latest_heads
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
 
 GATE_NAME = "crcr/gate"

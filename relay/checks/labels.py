@@ -4,7 +4,7 @@ removing the label does. The PR's labels are read from the latest pull_request d
 labels say and out-of-order label events settle on the newest one."""
 
 from ..models import Delivery, Level, Project
-from ..models_checks import UpstreamCheckRun
+from ..models import UpstreamCheckRun
 from . import gate
 from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
 from .oncall import oncall_refresh

@@ -9,8 +9,8 @@ import logging
 from django.conf import settings
 
 from ..models import Project
-from ..models_checks import OncallComment, UpstreamWrite
-from ..upstream import upstream_installation_id
+from ..models import OncallComment, UpstreamWrite
+from ..github.upstream import upstream_installation_id
 from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
@@ -132,7 +132,7 @@ def _comment_plan(write: UpstreamWrite, comment: OncallComment, text: str, state
 def _adopt(comment: OncallComment) -> None:
     """After a failed try, find a comment that try may have posted (by its marker) before
     posting again; only then does the relay search comments."""
-    from .. import github
+    from ..github import client as github
 
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/issues/{comment.pr_number}/comments?per_page=100"
     found = github.paginate(path, auth=f"token {github.installation_token(upstream_installation_id())}", max_pages=COMMENT_PAGES)

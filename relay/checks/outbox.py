@@ -16,8 +16,8 @@ from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import github
-from ..models_checks import UpstreamWrite, UpstreamWriteAttempt
+from ..github import client as github
+from ..models import UpstreamWrite, UpstreamWriteAttempt
 from ..outbox.engine import Outbox, Result, retry_countdown
 
 logger = logging.getLogger(__name__)

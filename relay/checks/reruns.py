@@ -9,11 +9,11 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from .. import github
-from ..installations import installation_id_for
+from ..github import client as github
+from ..github.installations import installation_id_for
 from ..models import CIProvider, Delivery, Level, Project, RerunRequest
-from ..models_checks import UpstreamCheckRun, UpstreamWrite
-from ..upstream import upstream_installation_id
+from ..models import UpstreamCheckRun, UpstreamWrite
+from ..github.upstream import upstream_installation_id
 from .outbox import Plan, Skip, write_enqueue
 
 logger = logging.getLogger(__name__)

@@ -29,6 +29,6 @@ def upstream_write_sweep() -> int:
 def upstream_react(kind: str, ids: dict) -> None:
     """Check runs, gate, oncall and re-runs reacting to what intake, dispatch or a callback
     recorded (see receivers.react)."""
-    from .receivers import REACTIONS
+    from .reactions import REACTIONS
 
     REACTIONS[kind](**ids)

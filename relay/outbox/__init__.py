@@ -1,5 +1,5 @@
 """One outbox engine for everything the relay sends to GitHub: repository dispatches
-(relay.dispatching) and upstream writes such as check runs, comments and re-runs
+(relay.dispatch.sending) and upstream writes such as check runs, comments and re-runs
 (relay.checks.outbox).
 
 A row per intended send is claimed with a conditional UPDATE, sent, and recorded together with

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay import dispatching
+from relay.dispatch import sending as dispatching
 from relay.models import Delivery, Dispatch
-from relay.models_checks import UpstreamWrite
+from relay.models import UpstreamWrite
 from tests.conftest import UPSTREAM, action_body, fixture_payload
 from tests.factories import ProjectFactory
 
@@ -76,7 +76,7 @@ class Relay:
         return response.json()
 
     def sweep_results(self, hours_later: float = 7) -> None:
-        from relay.results_sweep import results_sweep
+        from relay.dispatch.results_sweep import results_sweep
 
         with self.capture(execute=True):
             results_sweep(now=timezone.now() + timedelta(hours=hours_later))
@@ -116,7 +116,7 @@ class Relay:
 @pytest.fixture
 def relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks, monkeypatch, settings):
     """The relay, the stand-in with the App installed on the upstream, and no Celery: tests drain."""
-    from relay import intake
+    from relay.intake import deliveries as intake
     from relay.checks import outbox
 
     standin.add_installation(installation_id=UPSTREAM_INSTALLATION, account="pytorch")

@@ -5,7 +5,7 @@ import pytest
 
 from relay.checks.checkruns import SUMMARY_LIMIT, TITLE_LIMIT, check_run_body
 from relay.models import Dispatch, JobRun
-from relay.models_checks import UpstreamCheckRun
+from relay.models import UpstreamCheckRun
 
 from .conftest import HEAD, NEW_HEAD
 

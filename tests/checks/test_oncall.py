@@ -4,7 +4,7 @@ on recovery, never two for concurrent failures."""
 import pytest
 
 from relay.checks import outbox
-from relay.models_checks import OncallComment, UpstreamWrite
+from relay.models import OncallComment, UpstreamWrite
 
 from .conftest import NEW_HEAD
 
@@ -121,7 +121,7 @@ def test_two_jobs_failing_at_the_same_moment_while_two_workers_send_yield_one_co
     from django.db import connection
     from django.test import Client
 
-    from relay.dispatching import dispatch_client_payload
+    from relay.dispatch.sending import dispatch_client_payload
     from relay.models import Dispatch
     from tests.conftest import action_body
 

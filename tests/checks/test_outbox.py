@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from relay.checks import outbox
 from relay.checks.checkruns import gate_check_run_refresh
-from relay.models_checks import UpstreamCheckRun, UpstreamWrite
+from relay.models import UpstreamCheckRun, UpstreamWrite
 
 from .conftest import HEAD
 
@@ -79,7 +79,7 @@ def test_it_gives_up_after_the_last_attempt(relay, gate_row, settings):
 
 
 def test_a_create_whose_answer_was_lost_is_found_again_not_duplicated(relay, gate_row, settings):
-    from relay import github
+    from relay.github import client as github
 
     settings.GITHUB_HTTP_TIMEOUT = 0.3
     github.reset_http_client()
@@ -159,7 +159,7 @@ def test_the_deliveries_page_lists_upstream_writes_with_their_attempts(relay, ga
 
 
 def test_a_failing_receiver_does_not_fail_the_webhook(relay, monkeypatch, caplog):
-    from relay.checks import receivers
+    from relay.checks import reactions as receivers
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

@@ -3,7 +3,7 @@ cannot take them, so nothing is lost."""
 
 import pytest
 
-from relay.checks import receivers, tasks
+from relay.checks import reactions as receivers, tasks
 
 pytestmark = pytest.mark.django_db
 

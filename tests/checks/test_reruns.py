@@ -3,7 +3,7 @@
 import pytest
 
 from relay.models import JobRun, RerunRequest
-from relay.models_checks import UpstreamWrite
+from relay.models import UpstreamWrite
 from tests.conftest import fixture_payload
 
 from .conftest import HEAD

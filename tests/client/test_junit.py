@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from relay.callback_body import MAX_MESSAGE_BYTES as RELAY_MESSAGE_BYTES
-from relay.callback_body import text_cap as relay_cut
+from relay.callbacks.body import MAX_MESSAGE_BYTES as RELAY_MESSAGE_BYTES
+from relay.callbacks.body import text_cap as relay_cut
 from tests.client import JUNIT, client_module, huge_junit_write
 
 crcr = client_module()

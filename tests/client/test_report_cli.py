@@ -22,7 +22,7 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from relay.dispatching import dispatch_client_payload
+from relay.dispatch.sending import dispatch_client_payload
 from relay.models import Dispatch, JobRun
 from tests.client import CLIENT, JUNIT, huge_junit_write
 from tests.conftest import action_body

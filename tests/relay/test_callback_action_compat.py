@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from django.utils import timezone
 
-from relay.dispatching import dispatch_client_payload
+from relay.dispatch.sending import dispatch_client_payload
 from relay.models import JobRun
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from relay.dispatching import dispatch_client_payload
+from relay.dispatch.sending import dispatch_client_payload
 from relay.models import FailedTest, JobRun
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory

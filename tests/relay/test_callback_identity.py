@@ -6,7 +6,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from relay.dispatching import dispatch_client_payload
+from relay.dispatch.sending import dispatch_client_payload
 from relay.models import JobRun
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory
@@ -86,7 +86,7 @@ def test_a_recreated_repo_with_another_id_is_refused_with_403(post, body, oidc):
 
 
 def test_an_unreachable_key_server_answers_503_not_401(post, body, oidc, settings):
-    from relay import oidc as relay_oidc
+    from relay.callbacks import oidc as relay_oidc
 
     token = good(oidc)
     settings.CRCR_OIDC_ISSUERS = [{**i, "jwks_uri": "http://127.0.0.1:9/jwks"} for i in oidc.issuers_config()]
@@ -97,7 +97,7 @@ def test_an_unreachable_key_server_answers_503_not_401(post, body, oidc, setting
 
 
 def test_jwks_is_found_through_the_discovery_document_when_not_configured(post, body, oidc, settings):
-    from relay import oidc as relay_oidc
+    from relay.callbacks import oidc as relay_oidc
 
     settings.CRCR_OIDC_ISSUERS = [{"issuer": i["issuer"], "kind": i["kind"]} for i in oidc.issuers_config()]
     relay_oidc.reset_clients()

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.dispatching import dispatch_client_payload
+from relay.dispatch.sending import dispatch_client_payload
 from relay.models import Dispatch, FailedTest, JobRun, UsedToken
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory
@@ -236,7 +236,7 @@ def test_exactly_one_of_two_concurrent_identical_callbacks_wins(client, oidc, se
 
 
 def test_it_writes_nothing_when_storing_the_results_fails(call, payload, monkeypatch):
-    from relay import callbacks
+    from relay.callbacks import receive as callbacks
 
     call(action_body(payload, "in_progress"))
 

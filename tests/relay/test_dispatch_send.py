@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay import dispatching
-from relay.callback_tokens import callback_token_read
+from relay.dispatch import sending as dispatching
+from relay.callbacks.tokens import callback_token_read
 from relay.models import Dispatch, DispatchAttempt
 from tests.conftest import fixture_payload
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
@@ -104,7 +104,7 @@ def test_it_stops_on_a_422(installed, dispatch):
 
 
 def test_it_treats_a_timeout_as_transient(installed, dispatch, settings):
-    from relay import github
+    from relay.github import client as github
 
     settings.GITHUB_HTTP_TIMEOUT = 0.3
     github.reset_http_client()

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from relay.models import JobRun, UsedToken
-from relay.results_sweep import results_sweep
+from relay.dispatch.results_sweep import results_sweep
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -43,9 +43,9 @@ def test_a_sent_dispatch_without_any_callback_becomes_never_started_once():
 
 
 def test_a_late_first_callback_replaces_the_never_started_row(client):
-    from relay.callbacks import _job_create, _job_key
-    from relay.callback_body import report_read
-    from relay.dispatching import dispatch_client_payload
+    from relay.callbacks.receive import _job_create, _job_key
+    from relay.callbacks.body import report_read
+    from relay.dispatch.sending import dispatch_client_payload
     from tests.conftest import action_body
 
     dispatch = DispatchFactory(state="sent", sent_at=timezone.now() - 7 * HOURS)

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from relay.allowlist import AllowlistError, Entry, parse_allowlist
-from relay.callback_body import BadCallback, Report, body_parse, report_read
-from relay.webhooks import WebhookRejected, WebhookRequest, signature_expected, webhook_read
+from relay.callbacks.body import BadCallback, Report, body_parse, report_read
+from relay.intake.webhooks import WebhookRejected, WebhookRequest, signature_expected, webhook_read
 
 from .conftest import callback_body
 

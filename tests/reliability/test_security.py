@@ -146,7 +146,8 @@ def listener():
 def relayed(db, standin, oidc, post_webhook, relay_settings, django_capture_on_commit_callbacks, monkeypatch):
     """The relay against the stand-in with Celery kicks replaced by direct calls: a PR delivery
     dispatched to an L4 and an L2 backend, and the upstream installed for check runs."""
-    from relay import dispatching, intake
+    from relay.dispatch import sending as dispatching
+    from relay.intake import deliveries as intake
     from relay.checks import outbox
     from relay.models import Delivery, Dispatch
     from tests.factories import ProjectFactory
@@ -176,7 +177,7 @@ def drain_writes(capture) -> int:
     from django.utils import timezone
 
     from relay.checks.outbox import write_send
-    from relay.models_checks import UpstreamWrite
+    from relay.models import UpstreamWrite
 
     sent = 0
     for _ in range(20):
@@ -195,9 +196,9 @@ def post_callback(client, oidc, project, body: dict, token: str | None = None):
 
 
 def test_artifact_and_log_urls_are_never_fetched_by_the_server(client, relayed, standin, oidc, listener, django_capture_on_commit_callbacks):
-    from relay import dispatching
+    from relay.dispatch import sending as dispatching
     from relay.models import Dispatch, JobRun
-    from relay.results_sweep import results_sweep
+    from relay.dispatch.results_sweep import results_sweep
 
     delivery = relayed["delivery"]
     head = relayed["payload"]["pull_request"]["head"]["sha"]
@@ -264,7 +265,9 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
     from django.contrib.auth import get_user_model
 
     from api.models import ApiToken
-    from relay import dispatching, github, intake
+    from relay.dispatch import sending as dispatching
+    from relay.github import client as github
+    from relay.intake import deliveries as intake
     from relay.models import Dispatch
     from tests.conftest import WEBHOOK_SECRET, webhook_headers
 

@@ -115,7 +115,7 @@ def hostile_store(transactional_db, monkeypatch):
 def _upstream_writes(now):
     """Rows for the upstream-writes panel of /relay/deliveries, when that model is present."""
     try:
-        from relay.models_checks import UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
+        from relay.models import UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
     except ImportError:
         return
     run = create(UpstreamCheckRun, kind="job", pr_number=PR, head_sha=PR_HEAD, name=f"crcr/xss-org/torch-backend/{hostile(0)}"[:200])

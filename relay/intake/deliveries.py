@@ -8,9 +8,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import installations, signals
+from ..github import installations
+from .. import signals
 from .commits import commits_record
-from .models import Delivery, Dispatch, Project
+from ..models import Delivery, Dispatch, Project
 from .webhooks import WebhookRequest
 
 logger = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ def _supersede_older_heads(delivery: Delivery) -> None:
 
 def _kick_fan_out(delivery_pk: int) -> None:
     """Best effort: if the broker is down the rows stay pending and the sweeper sends them."""
-    from .tasks import delivery_fan_out
+    from ..tasks import delivery_fan_out
 
     try:
         delivery_fan_out.apply_async(args=[delivery_pk])

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .outbox.models import OutboxAttempt, OutboxRow
+from ..outbox.models import OutboxAttempt, OutboxRow
 
 
 class UpstreamCheckRun(models.Model):

@@ -4,7 +4,7 @@ import logging
 
 from django.conf import settings
 
-from . import github
+from . import client as github
 from .installations import installation_id_for
 from .softcache import soft_get, soft_set
 
@@ -52,7 +52,7 @@ def _commit_lookup(sha: str) -> bool:
 def rerun_requested_at(dispatch, run_id: str, run_attempt: int):
     """When the relay asked GitHub to re-run this downstream run (from a check-run re-run
     request), if it did; None means unknown, and the re-run's queue time stays empty."""
-    from .models import RerunRequest
+    from ..models import RerunRequest
 
     request = RerunRequest.objects.filter(project=dispatch.project, run_id=run_id).order_by("-requested_at").first()
     return request.requested_at if request else None

@@ -4,7 +4,7 @@ UUIDs, GitLab project id), never by a mutable name alone."""
 
 from django.db.models import Q
 
-from .models import CIProvider, Project
+from ..models import CIProvider, Project
 from .oidc import TokenRejected, VerifiedToken
 
 

@@ -9,11 +9,12 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import signals, upstream
-from .callback_body import BadCallback, Report, body_parse, report_read
-from .callback_tokens import InvalidCallbackToken, callback_token_read
+from .. import signals
+from ..github import upstream
+from .body import BadCallback, Report, body_parse, report_read
+from .tokens import InvalidCallbackToken, callback_token_read
 from .identity import IdentityForbidden, project_for_token
-from .models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
+from ..models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
 

@@ -10,12 +10,11 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from . import signals
-from .models import Conclusion, Delivery, Dispatch, JobRun, Level, UsedToken
+from .. import signals
+from ..models import NEVER_STARTED_RUN_ID, Conclusion, Delivery, Dispatch, JobRun, Level, UsedToken
+from ..selectors import latest_heads
 
 logger = logging.getLogger(__name__)
-NEVER_STARTED_RUN_ID = "-"
-"""run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
 
 
 @dataclass
@@ -36,15 +35,6 @@ def results_sweep(limit: int = 500, now=None) -> SweepReport:
     if report.timed_out or report.never_started or report.superseded:
         logger.info("results sweep: %s", report)
     return report
-
-
-def latest_heads(pr_numbers) -> dict[int, str]:
-    """The newest head SHA the relay saw for each PR."""
-    rows = Delivery.objects.filter(event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED).exclude(head_sha="")
-    heads = {}
-    for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
-        heads[pr] = sha
-    return heads
 
 
 def jobs_supersede(limit: int) -> int:

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from django.utils.dateparse import parse_datetime
 
-from .models import Conclusion
+from ..models import Conclusion
 
 SELF_REPORT_EVENTS = ("nightly", "periodic")
 MAX_FAILED_TESTS = 1000

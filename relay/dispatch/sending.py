@@ -7,11 +7,12 @@ import logging
 
 from django.db import transaction
 
-from . import github, signals
-from .callback_tokens import CallbackBinding, callback_token_sign
-from .installations import installation_id_for
-from .models import Dispatch, DispatchAttempt
-from .outbox.engine import Outbox, Result
+from ..github import client as github
+from .. import signals
+from ..callbacks.tokens import CallbackBinding, callback_token_sign
+from ..github.installations import installation_id_for
+from ..models import Dispatch, DispatchAttempt
+from ..outbox.engine import Outbox, Result
 from .payloads import client_payload
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class Dispatches(Outbox):
         return Result(Outcome.SENT, 204)
 
     def task(self):
-        from .tasks import dispatch_send
+        from ..tasks import dispatch_send
 
         return dispatch_send
 
@@ -71,7 +72,7 @@ def dispatch_client_payload(dispatch: Dispatch) -> dict:
 
 def dispatches_resend(delivery, projects, *, by: str) -> int:
     """Operator action: send a delivery again to chosen projects, as fresh rows."""
-    from .intake import dispatches_create
+    from ..intake.deliveries import dispatches_create
 
     with transaction.atomic():
         Dispatch.objects.filter(delivery=delivery, project__in=projects).delete()

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.utils.dateparse import parse_datetime
 
-from .models import PullRequest, UpstreamCommit
+from ..models import PullRequest, UpstreamCommit
 
 MAX_PUSH_COMMITS = 200
 """A push may carry 2,048 commits; rows for the newest few hundred are plenty for the HUD."""

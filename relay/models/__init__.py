@@ -1,0 +1,23 @@
+"""Facts the relay keeps, one module per concept, in the order the flow writes them:
+
+- registry: downstream projects and their levels, the App's installations, the relay's own state;
+- deliveries: webhook deliveries and the dispatches they fan out to (with each send attempt);
+- results: job runs, failed tests, used callback tokens, re-run requests;
+- upstream: the upstream repository's commits and pull requests;
+- checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox).
+
+Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
+
+from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
+from .deliveries import Delivery, Dispatch, DispatchAttempt
+from .registry import CIProvider, Event, HardwareKind, Installation, InstalledRepo, Level, LevelChange, Project, RelayState
+from .results import NEVER_STARTED_RUN_ID, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
+from .upstream import PullRequest, UpstreamCommit
+
+__all__ = [
+    "NEVER_STARTED_RUN_ID",
+    "CIProvider", "Conclusion", "Delivery", "Dispatch", "DispatchAttempt", "Event", "FailedTest", "HardwareKind",
+    "Installation", "InstalledRepo", "JobRun", "Level", "LevelChange", "OncallComment", "Project", "PullRequest",
+    "RelayState", "RerunRequest", "UpstreamCheckRun", "UpstreamCommit", "UpstreamWrite", "UpstreamWriteAttempt",
+    "UsedToken",
+]

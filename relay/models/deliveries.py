@@ -1,0 +1,91 @@
+"""Webhook deliveries and the dispatches they fan out to, each send attempt a row (through the
+outbox engine, relay.outbox)."""
+
+from django.db import models
+from django.utils import timezone
+
+from ..outbox.models import OutboxAttempt, OutboxRow
+from .registry import Project
+
+
+class Delivery(models.Model):
+    """One webhook delivery from GitHub, deduplicated on X-GitHub-Delivery."""
+
+    class Outcome(models.TextChoices):
+        RELAYED = "relayed", "relayed to downstream"
+        RECORDED = "recorded", "recorded"
+        IGNORED = "ignored", "ignored"
+
+    delivery_id = models.CharField(max_length=100, unique=True)
+    event = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=64, blank=True, db_index=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
+    reason = models.CharField(max_length=200, blank=True)
+    repo_full_name = models.CharField(max_length=140, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    head_sha = models.CharField(max_length=40, blank=True, db_index=True)
+    ref = models.CharField(max_length=255, blank=True)
+    label = models.CharField(max_length=100, blank=True)
+    sender = models.CharField(max_length=100, blank=True)
+    payload = models.JSONField(default=dict)
+    payload_bytes = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self):
+        return f"{self.event}.{self.action or '-'} {self.delivery_id}"
+
+
+class Dispatch(OutboxRow):
+    """One repository_dispatch of a delivery to one downstream project, sent through the outbox
+    engine (relay.outbox; relay.dispatch.sending says how to send one)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        RETRYING = "retrying"
+        FAILED = "failed"
+        NOT_INSTALLED = "not_installed", "not installed"
+        SUPERSEDED = "superseded"
+
+    OPEN_STATES = (State.PENDING, State.RETRYING)
+    FINAL_STATES = (State.SENT, State.FAILED, State.NOT_INSTALLED, State.SUPERSEDED)
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="dispatches")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="dispatches")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    event_type = models.CharField(max_length=64)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+
+    class Meta:
+        ordering = ["project__full_name"]
+        verbose_name_plural = "dispatches"
+        constraints = [models.UniqueConstraint(fields=["delivery", "project"], name="dispatch_once_per_project")]
+        indexes = [
+            models.Index(fields=["state", "next_attempt_at"], name="dispatch_due_idx"),
+            models.Index(fields=["pr_number", "state"], name="dispatch_pr_state_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.delivery.delivery_id} → {self.project} ({self.state})"
+
+
+class DispatchAttempt(OutboxAttempt):
+    """Every try at sending a dispatch leaves one of these."""
+
+    class Outcome(models.TextChoices):
+        SENT = "sent"
+        TRANSIENT = "transient", "transient failure"
+        PERMANENT = "permanent", "permanent failure"
+        NOT_INSTALLED = "not_installed", "not installed"
+
+    dispatch = models.ForeignKey(Dispatch, on_delete=models.CASCADE, related_name="attempt_log")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+
+    class Meta(OutboxAttempt.Meta):
+        constraints = [models.UniqueConstraint(fields=["dispatch", "number"], name="dispatch_attempt_number_unique")]

@@ -1,0 +1,129 @@
+"""What downstream CI reported back: job runs and their failed tests, the callback tokens already
+used, and re-runs asked for upstream."""
+
+from django.db import models
+from django.utils import timezone
+
+from .deliveries import Delivery, Dispatch
+from .registry import Project
+
+NEVER_STARTED_RUN_ID = "-"
+"""run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
+
+
+class Conclusion(models.TextChoices):
+    """GitHub's check-run conclusions, the only ones a callback may report."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    NEUTRAL = "neutral"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+    TIMED_OUT = "timed_out"
+    ACTION_REQUIRED = "action_required"
+    STALE = "stale"
+
+
+class JobRun(models.Model):
+    """One attempt of one downstream job, keyed (delivery, repo, run id, attempt, job name) and
+    moved dispatched → in_progress → completed by callbacks (or finished by the sweeper)."""
+
+    class Status(models.TextChoices):
+        IN_PROGRESS = "in_progress", "in progress"
+        COMPLETED = "completed"
+
+    class EndedBy(models.TextChoices):
+        CALLBACK = "", "callback"
+        TIMED_OUT = "timed_out", "timed out (no completion)"
+        NEVER_STARTED = "never_started", "never started"
+        SUPERSEDED = "superseded", "superseded by a newer head"
+        UPSTREAM_IMPORT = "imported", "imported from upstream CI"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
+    dispatch = models.ForeignKey(Dispatch, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_runs")
+    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)")
+    event_type = models.CharField(max_length=32, default="pull_request")
+    run_id = models.CharField(max_length=100)
+    run_attempt = models.PositiveIntegerField(default=1)
+    job_name = models.CharField(max_length=255, blank=True)
+    workflow_name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    conclusion = models.CharField(max_length=16, choices=Conclusion.choices, blank=True)
+    ended_by = models.CharField(max_length=16, choices=EndedBy.choices, blank=True, default="")
+    head_sha = models.CharField(max_length=40, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    workflow_url = models.URLField(max_length=1000, blank=True)
+    artifact_url = models.URLField(max_length=1000, blank=True)
+    check_run_id = models.CharField(max_length=100, blank=True)
+    reported_started_at = models.DateTimeField(null=True, blank=True)
+    reported_completed_at = models.DateTimeField(null=True, blank=True)
+    in_progress_at = models.DateTimeField(null=True, blank=True, help_text="relay clock")
+    completed_at = models.DateTimeField(null=True, blank=True, help_text="relay clock")
+    start_unknown = models.BooleanField(default=False, help_text="completed arrived with no in_progress before it")
+    queue_seconds = models.FloatField(null=True, blank=True)
+    execution_seconds = models.FloatField(null=True, blank=True)
+    tests_passed = models.PositiveIntegerField(null=True, blank=True)
+    tests_failed = models.PositiveIntegerField(null=True, blank=True)
+    tests_skipped = models.PositiveIntegerField(null=True, blank=True)
+    tests_total = models.PositiveIntegerField(null=True, blank=True)
+    failed_tests_truncated = models.BooleanField(default=False)
+    environment = models.JSONField(default=dict, blank=True)
+    body = models.JSONField(default=dict, blank=True, help_text="the last accepted callback body, as sent")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["delivery_key", "project", "run_id", "run_attempt", "job_name"], name="job_run_key_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["head_sha", "project"], name="jobrun_sha_project_idx"),
+            models.Index(fields=["project", "created_at"], name="jobrun_project_created_idx"),
+            models.Index(fields=["pr_number", "head_sha"], name="jobrun_pr_idx"),
+            models.Index(fields=["status", "in_progress_at"], name="jobrun_open_idx"),
+            models.Index(fields=["created_at"], name="jobrun_created_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.project} {self.workflow_name}/{self.job_name} #{self.run_id}.{self.run_attempt} {self.status}"
+
+
+class FailedTest(models.Model):
+    job_run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="failed_tests")
+    name = models.CharField(max_length=1000)
+    classname = models.CharField(max_length=1000, blank=True)
+    file = models.CharField(max_length=1000, blank=True)
+    message = models.TextField(blank=True)
+    stacktrace = models.TextField(blank=True)
+    hw_classification = models.CharField(max_length=32, blank=True)
+    truncated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]
+
+
+class UsedToken(models.Model):
+    """An OIDC token's jti, remembered until it expires so it cannot be used twice."""
+
+    issuer = models.CharField(max_length=300)
+    jti = models.CharField(max_length=200)
+    expires_at = models.DateTimeField(db_index=True)
+    used_for = models.CharField(max_length=600, help_text="the job key and status it was used for")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "jti"], name="used_token_unique")]
+
+
+class RerunRequest(models.Model):
+    """The relay asked GitHub to re-run a downstream run (from a check-run or check-suite
+    re-run request upstream); the re-run attempt's queue time is measured from here."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rerun_requests")
+    run_id = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=[("failed", "failed jobs"), ("all", "all jobs")])
+    requested_at = models.DateTimeField(default=timezone.now)
+    delivery = models.ForeignKey(Delivery, on_delete=models.SET_NULL, null=True, blank=True)
+    outcome = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "run_id"], name="rerun_project_run_idx")]
