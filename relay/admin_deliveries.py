@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from .dispatch.sending import dispatches_resend
+from .dispatch.fan_out import dispatches_resend
 from .models import Delivery, Dispatch, DispatchAttempt, Project
 
 

@@ -6,4 +6,4 @@ class RelayConfig(AppConfig):
     verbose_name = "Relay"
 
     def ready(self):
-        from .checks import reactions as receivers  # noqa: F401
+        from . import tasks  # noqa: F401 - every task registered in every process

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .github import client as github
-from . import signals
+from .checks.tasks import job_react, react_on_commit
 from .callbacks.junit import MalformedReport, TestReport, junit_parse
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
 from .github.upstream import upstream_installation_id
@@ -182,7 +182,7 @@ def _store(project: Project, sha: str, run: dict, job: dict, report: TestReport 
         row.failed_tests.all().delete()
         if report:
             FailedTest.objects.bulk_create(FailedTest(job_run=row, **vars(t)) for t in report.failed_tests)
-        transaction.on_commit(lambda: signals.job_recorded.send(sender=JobRun, job_run_id=row.pk))
+        react_on_commit(job_react, job_run_id=row.pk)
 
 
 def shas_to_import(hours: int, limit: int) -> list[str]:

@@ -1,63 +1,27 @@
-"""Thin Celery tasks: take ids, call one service, let the database rows carry the state."""
-
-import logging
+"""Every task the worker runs, in one index (Celery's autodiscovery imports this module). Each
+task lives next to the service it calls; the ones without a package of their own are here.
+Registered names are pinned with name= ("relay.…"), so queued messages and beat entries keep
+working whichever module a task lives in."""
 
 from celery import shared_task
-from django.conf import settings
 
-from .dispatch import sending as dispatching
-from .github import installations
-from .models import Dispatch
+from .checks.tasks import delivery_react, dispatch_react, job_react, upstream_react, upstream_write_send, upstream_write_sweep
+from .dispatch.tasks import delivery_fan_out, dispatch_send, dispatch_sweep, results_sweep
+from .github.tasks import installations_sync
+from .health import heartbeat_record
+from .reference import reference_import_sweep as _reference_import_sweep
 
-logger = logging.getLogger(__name__)
-
-
-@shared_task(name="relay.delivery_fan_out", acks_late=True)
-def delivery_fan_out(delivery_pk: int) -> int:
-    """One send task per pending dispatch row of a delivery; intake publishes only this one."""
-    ids = list(Dispatch.objects.filter(delivery_id=delivery_pk, state=Dispatch.State.PENDING).values_list("pk", flat=True))
-    for pk in ids:
-        dispatch_send.apply_async(args=[pk])
-    return len(ids)
-
-
-@shared_task(name="relay.dispatch_send", acks_late=True, soft_time_limit=60, time_limit=72)
-def dispatch_send(dispatch_pk: int) -> str | None:
-    """A short retry is kicked again by the outbox once the attempt is recorded."""
-    return dispatching.dispatch_send(dispatch_pk)
-
-
-@shared_task(name="relay.dispatch_sweep", acks_late=True)
-def dispatch_sweep() -> int:
-    ids = dispatching.dispatches_due(settings.CRCR_SWEEP_BATCH)
-    for pk in ids:
-        dispatch_send.apply_async(args=[pk])
-    if ids:
-        logger.info("sweeper re-sent %s dispatches", len(ids))
-    return len(ids)
-
-
-@shared_task(name="relay.installations_sync", acks_late=True)
-def installations_sync() -> int:
-    return installations.installations_sync()
+__all__ = [
+    "delivery_fan_out", "delivery_react", "dispatch_react", "dispatch_send", "dispatch_sweep", "heartbeat", "installations_sync",
+    "job_react", "reference_import_sweep", "results_sweep", "upstream_react", "upstream_write_send", "upstream_write_sweep",
+]
 
 
 @shared_task(name="relay.heartbeat", ignore_result=True)
 def heartbeat() -> None:
-    from .health import heartbeat_record
-
     heartbeat_record()
-
-
-@shared_task(name="relay.results_sweep", acks_late=True)
-def results_sweep() -> dict:
-    from .dispatch.results_sweep import results_sweep as sweep
-
-    return vars(sweep(limit=settings.CRCR_SWEEP_BATCH))
 
 
 @shared_task(name="relay.reference_import_sweep", acks_late=True, soft_time_limit=240, time_limit=290)
 def reference_import_sweep() -> list[str]:
-    from .reference import reference_import_sweep as sweep
-
-    return sweep(hours=48, limit=20)
+    return _reference_import_sweep(hours=48, limit=20)

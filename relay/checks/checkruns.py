@@ -17,7 +17,7 @@ from ..verdicts import latest_attempt
 from ..models import UpstreamCheckRun, UpstreamWrite
 from ..github.upstream import upstream_installation_id
 from . import gate
-from .outbox import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
+from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
 logger = logging.getLogger(__name__)
 Kind = UpstreamCheckRun.Kind

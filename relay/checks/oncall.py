@@ -14,7 +14,7 @@ from ..github.upstream import upstream_installation_id
 from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
-from .outbox import Plan, Skip, body_digest, tried_before, write_enqueue
+from .writes import Plan, Skip, body_digest, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
 COMMENT_LIMIT = 65536

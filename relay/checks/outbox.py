@@ -1,104 +1,34 @@
-"""Upstream writes (check runs, comments, re-runs) through the outbox engine (relay.outbox): one
-row per intended write, at most one unsent and one sending per target. What is particular to
-them: the body of a write is computed by its kind's handler at send time, from the rows as they
-are then, so a retry sends the latest truth and a newer change supersedes an unsent older write;
-a write waiting behind one to the same target goes as soon as that one is recorded. Retries
-follow the CRCR_UPSTREAM_WRITE_* settings."""
+"""Sending upstream writes through the outbox engine (relay.outbox). What is particular to them:
+each kind's prepare function turns the claimed row into one GitHub call (a Plan) or nothing to
+send (a Skip), at send time; a write waiting behind one to the same target goes as soon as that
+one is recorded. Retries follow the CRCR_UPSTREAM_WRITE_* settings."""
 
-import hashlib
-import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
 from django.db.models import Prefetch
-from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from ..github import client as github
 from ..models import UpstreamWrite, UpstreamWriteAttempt
 from ..outbox.engine import Outbox, Result, retry_countdown
+from . import checkruns, oncall, reruns, writes
+from .writes import Plan, Skip
 
 logger = logging.getLogger(__name__)
 Kind, State, Outcome = UpstreamWrite.Kind, UpstreamWrite.State, UpstreamWriteAttempt.Outcome
-
-HANDLERS = {
-    Kind.CHECK_RUN_CREATE: "relay.checks.checkruns.check_run_prepare",
-    Kind.CHECK_RUN_UPDATE: "relay.checks.checkruns.check_run_prepare",
-    Kind.COMMENT_CREATE: "relay.checks.oncall.comment_prepare",
-    Kind.COMMENT_UPDATE: "relay.checks.oncall.comment_prepare",
-    Kind.RERUN: "relay.checks.reruns.rerun_prepare",
-    Kind.SUITE_RERUN: "relay.checks.reruns.suite_rerun_prepare",
-}
-"""kind → the function that turns a claimed write into a Plan (or a Skip), at send time."""
 MAX_PAGES = 20
 
 
-@dataclass
-class Plan:
-    """One GitHub call. `on_sent` stores what came back (ids) and returns a note; `on_error` sees
-    an error answer first and returns a note when GitHub meant it as a normal answer (a re-run
-    that is "already running")."""
-
-    method: str
-    path: str
-    installation_id: int
-    body: dict | None = None
-    paginate_key: str | None = None
-    on_sent: Callable[[github.Response], str] | None = None
-    on_error: Callable[[github.GitHubError], str | None] | None = None
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Nothing to send (unchanged, or moot by now)."""
-
-    note: str
-
-
-def body_digest(body: object) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def tried_before(write: UpstreamWrite) -> bool:
-    """Whether an earlier try at this target failed in a way that may still have landed (a
-    create whose answer was lost): handlers then look for it before creating again."""
-    return UpstreamWriteAttempt.objects.filter(write__target_key=write.target_key, outcome=Outcome.TRANSIENT).exists()
-
-
-# --- enqueue --------------------------------------------------------------------------------------
-
-
-def write_in_flight(target_key: str) -> bool:
-    """Whether a write to this target is unsent or being sent (its body is not on GitHub yet)."""
-    return UpstreamWrite.objects.filter(target_key=target_key, state__in=[*UpstreamWrite.UNSENT_STATES, State.SENDING]).exists()
-
-
-def write_enqueue(kind: str, target_key: str, label: str = "", **targets) -> UpstreamWrite:
-    """Intend a write; the kick runs after commit. An unsent write for the same target is
-    superseded (its backoff kept, so a rate limit is still honoured)."""
-    with transaction.atomic():
-        older = UpstreamWrite.objects.filter(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES).first()
-        due = timezone.now()
-        if older is not None and UpstreamWrite.objects.filter(pk=older.pk, state__in=UpstreamWrite.UNSENT_STATES).update(state=State.SUPERSEDED):
-            due = max(due, older.next_attempt_at) if older.state == State.RETRYING else due
-        write = _create_unsent(kind, target_key, label[:600], due, targets)
-    transaction.on_commit(lambda: write_kick(write.pk))
-    return write
-
-
-def _create_unsent(kind: str, target_key: str, label: str, due, targets: dict) -> UpstreamWrite:
-    try:
-        with transaction.atomic():
-            return UpstreamWrite.objects.create(kind=kind, target_key=target_key, target_label=label, next_attempt_at=due, **targets)
-    except IntegrityError:
-        # A concurrent enqueue made the unsent row first; it will compute the same latest truth.
-        return UpstreamWrite.objects.get(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES)
-
-
-def write_kick(write_pk: int, countdown: float = 0.0) -> None:
-    WRITES.kick(write_pk, countdown)
+def write_prepare(write: UpstreamWrite) -> Plan | Skip:
+    """The one place a write's kind picks the code that computes its body."""
+    if write.kind in (Kind.CHECK_RUN_CREATE, Kind.CHECK_RUN_UPDATE):
+        return checkruns.check_run_prepare(write)
+    if write.kind in (Kind.COMMENT_CREATE, Kind.COMMENT_UPDATE):
+        return oncall.comment_prepare(write)
+    if write.kind == Kind.RERUN:
+        return reruns.rerun_prepare(write)
+    if write.kind == Kind.SUITE_RERUN:
+        return reruns.suite_rerun_prepare(write)
+    raise LookupError(f"no prepare function for upstream write kind {write.kind!r}")
 
 
 # --- send -----------------------------------------------------------------------------------------
@@ -132,10 +62,10 @@ class UpstreamWrites(Outbox):
         this one to finish goes now."""
         countdown = retry_countdown(state, retry_at)
         if countdown is not None:
-            write_kick(write.pk, countdown=countdown)
+            writes.write_kick(write.pk, countdown=countdown)
         waiting = UpstreamWrite.objects.filter(target_key=write.target_key, state=State.PENDING).values_list("pk", flat=True).first()
         if waiting is not None:
-            write_kick(waiting)
+            writes.write_kick(waiting)
 
 
 WRITES = UpstreamWrites()
@@ -146,11 +76,11 @@ writes_due = WRITES.due
 
 
 def _attempt(write: UpstreamWrite) -> Result:
-    """Prepare the write with its kind's handler and send it; unexpected errors are the
+    """Prepare the write for its kind and send it; unexpected errors are the
     engine's (recorded as transient)."""
     plan = None
     try:
-        plan = import_string(HANDLERS[write.kind])(write)
+        plan = write_prepare(write)
         if isinstance(plan, Skip):
             return Result(Outcome.SKIPPED, note=plan.note)
         response = _execute(plan)

@@ -1,17 +1,15 @@
 """What the upstream PR integration does when intake, dispatch, callbacks or the sweeper record
-something. Receivers run after the writer's commit (inside a web request for webhooks and
-callbacks), so they only write rows and enqueue outbox writes; GitHub is called by the tasks."""
+something. Each runs on a worker (relay.checks.tasks: dispatch_react, job_react, delivery_react,
+enqueued by the writer after its commit), so it only writes rows and enqueues outbox writes;
+GitHub is called by the outbox tasks."""
 
 import functools
 import logging
 
-from django.conf import settings
 from django.db import transaction
-from django.dispatch import receiver
 
-from .. import signals
 from ..models import Delivery, Dispatch, JobRun, Level
-from . import labels, reruns, tasks  # noqa: F401 - tasks: registered with the worker at startup
+from . import labels, reruns
 from .checkruns import backend_check_run_refresh, gate_check_run_refresh, job_check_run_refresh
 from .oncall import oncall_refresh
 
@@ -33,34 +31,6 @@ def _logged(fn):
             logger.exception("upstream PR integration: %s failed for %s", fn.__name__, kwargs)
 
     return wrapper
-
-
-def react(kind: str, **ids) -> None:
-    """Hand the reaction to a worker, so webhook intake and callbacks stay O(1) however many L4
-    backends the gate must read. If the broker cannot take it, react here and now: slower, but
-    nothing is lost. CRCR_UPSTREAM_REACT_INLINE=1 always reacts inline (tests without a worker)."""
-    if not settings.CRCR_UPSTREAM_REACT_INLINE:
-        try:
-            tasks.upstream_react.apply_async(kwargs={"kind": kind, "ids": ids})
-            return
-        except Exception as exc:  # noqa: BLE001 - any broker failure: fall back to inline
-            logger.warning("could not enqueue the %s reaction (reacting inline): %s", kind, exc)
-    REACTIONS[kind](**ids)
-
-
-@receiver(signals.dispatch_sent, dispatch_uid="checks-dispatch-sent")
-def on_dispatch_sent(sender, dispatch_id, **kwargs):
-    react("dispatch", dispatch_id=dispatch_id)
-
-
-@receiver(signals.job_recorded, dispatch_uid="checks-job-recorded")
-def on_job_recorded(sender, job_run_id, **kwargs):
-    react("job", job_run_id=job_run_id)
-
-
-@receiver(signals.delivery_recorded, dispatch_uid="checks-delivery-recorded")
-def on_delivery_recorded(sender, delivery_pk, event, action, outcome, **kwargs):
-    react("delivery", delivery_pk=delivery_pk, event=event, action=action, outcome=outcome)
 
 
 @_logged
@@ -113,5 +83,3 @@ def delivery_reacted(delivery_pk: int, event: str, action: str, outcome: str) ->
     elif event == "check_suite" and action == "rerequested":
         reruns.check_suite_rerequested(delivery)
 
-
-REACTIONS = {"dispatch": dispatch_reacted, "job": job_reacted, "delivery": delivery_reacted}

@@ -14,7 +14,7 @@ from ..github.installations import installation_id_for
 from ..models import CIProvider, Delivery, Level, Project, RerunRequest
 from ..models import UpstreamCheckRun, UpstreamWrite
 from ..github.upstream import upstream_installation_id
-from .outbox import Plan, Skip, write_enqueue
+from .writes import Plan, Skip, write_enqueue
 
 logger = logging.getLogger(__name__)
 ALREADY_RUNNING = "already running"

@@ -1,11 +1,14 @@
-"""Thin Celery tasks for the upstream writes: take ids, call the outbox, let the rows carry state."""
+"""Thin Celery tasks for the upstream PR integration: take ids, call one function, let the rows
+carry state. The writers (intake, dispatch, callbacks, the sweepers) name the reaction task they
+want, so "find callers" leads from each writer to its reaction and back."""
 
 import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 
-from . import outbox
+from . import outbox, reactions
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +28,45 @@ def upstream_write_sweep() -> int:
     return len(ids)
 
 
+# --- reactions ------------------------------------------------------------------------------------
+
+
+@shared_task(name="relay.dispatch_react", acks_late=True, soft_time_limit=60, time_limit=72)
+def dispatch_react(dispatch_id: int) -> None:
+    reactions.dispatch_reacted(dispatch_id)
+
+
+@shared_task(name="relay.job_react", acks_late=True, soft_time_limit=60, time_limit=72)
+def job_react(job_run_id: int) -> None:
+    reactions.job_reacted(job_run_id)
+
+
+@shared_task(name="relay.delivery_react", acks_late=True, soft_time_limit=60, time_limit=72)
+def delivery_react(delivery_pk: int, event: str, action: str, outcome: str) -> None:
+    reactions.delivery_reacted(delivery_pk, event, action, outcome)
+
+
 @shared_task(name="relay.upstream_react", acks_late=True, soft_time_limit=60, time_limit=72)
 def upstream_react(kind: str, ids: dict) -> None:
-    """Check runs, gate, oncall and re-runs reacting to what intake, dispatch or a callback
-    recorded (see receivers.react)."""
-    from .reactions import REACTIONS
+    """The single reaction task of earlier releases: messages already queued under its name
+    still run (kind "dispatch", "job" or "delivery")."""
+    task = {"dispatch": dispatch_react, "job": job_react, "delivery": delivery_react}[kind]
+    task(**ids)
 
-    REACTIONS[kind](**ids)
+
+def react_on_commit(task, **ids) -> None:
+    """Run a reaction task once the caller's transaction commits (now, outside one), so webhook
+    intake and callbacks stay O(1) however many L4 backends the gate must read. If the broker
+    cannot take it, react here and now: slower, but nothing is lost. CRCR_UPSTREAM_REACT_INLINE=1
+    always reacts inline (tests without a worker)."""
+    transaction.on_commit(lambda: _react(task, ids))
+
+
+def _react(task, ids: dict) -> None:
+    if not settings.CRCR_UPSTREAM_REACT_INLINE:
+        try:
+            task.apply_async(kwargs=ids)
+            return
+        except Exception as exc:  # noqa: BLE001 - any broker failure: fall back to inline
+            logger.warning("could not enqueue %s (reacting inline): %s", task.name, exc)
+    task(**ids)

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from .. import signals
-from ..models import NEVER_STARTED_RUN_ID, Conclusion, Delivery, Dispatch, JobRun, Level, UsedToken
+from ..checks.tasks import job_react, react_on_commit
+from ..models import NEVER_STARTED_RUN_ID, Conclusion, Dispatch, JobRun, Level, UsedToken
 from ..selectors import latest_heads
 
 logger = logging.getLogger(__name__)
@@ -79,9 +79,9 @@ def dispatches_never_started(limit: int, now) -> int:
 
 
 def _announce(job_ids) -> None:
-    """Tell the receivers (check runs, gate, oncall) about rows the sweeper ended, after commit."""
+    """Check runs, gate and oncall follow the rows the sweeper ended, after commit."""
     for pk in list(job_ids):
-        transaction.on_commit(lambda pk=pk: signals.job_recorded.send(sender=JobRun, job_run_id=pk))
+        react_on_commit(job_react, job_run_id=pk)
 
 
 def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:

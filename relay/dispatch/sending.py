@@ -1,14 +1,12 @@
 """Sending one dispatch through the outbox engine (relay.outbox): what is particular to a
 dispatch is the call (`repository_dispatch` with a signed callback token), that "not installed"
-is permanent and kept apart from other failures, and the `dispatch_sent` signal once it is sent.
+is permanent and kept apart from other failures, and the check-run reaction (relay.checks.tasks.dispatch_react) once it is sent.
 Retries follow the CRCR_DISPATCH_* settings."""
 
 import logging
 
-from django.db import transaction
-
 from ..github import client as github
-from .. import signals
+from ..checks.tasks import dispatch_react, react_on_commit
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
 from ..github.installations import installation_id_for
 from ..models import Dispatch, DispatchAttempt
@@ -43,7 +41,7 @@ class Dispatches(Outbox):
         return Result(Outcome.SENT, 204)
 
     def task(self):
-        from ..tasks import dispatch_send
+        from .tasks import dispatch_send
 
         return dispatch_send
 
@@ -53,7 +51,7 @@ class Dispatches(Outbox):
     def committed(self, dispatch: Dispatch, state: str, retry_at) -> None:
         super().committed(dispatch, state, retry_at)
         if state == Dispatch.State.SENT:
-            signals.dispatch_sent.send(sender=Dispatch, dispatch_id=dispatch.pk)
+            react_on_commit(dispatch_react, dispatch_id=dispatch.pk)
 
 
 DISPATCHES = Dispatches()
@@ -68,14 +66,3 @@ def dispatch_client_payload(dispatch: Dispatch) -> dict:
     delivery = dispatch.delivery
     binding = CallbackBinding(delivery.delivery_id, dispatch.project.full_name, dispatch.pr_number, dispatch.head_sha)
     return client_payload(delivery.event, delivery.delivery_id, delivery.payload, callback_token_sign(binding))
-
-
-def dispatches_resend(delivery, projects, *, by: str) -> int:
-    """Operator action: send a delivery again to chosen projects, as fresh rows."""
-    from ..intake.deliveries import dispatches_create
-
-    with transaction.atomic():
-        Dispatch.objects.filter(delivery=delivery, project__in=projects).delete()
-        count = dispatches_create(delivery, projects)
-    logger.info("%s re-dispatched delivery %s to %s projects", by, delivery.delivery_id, count)
-    return count

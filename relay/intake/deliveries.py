@@ -1,17 +1,17 @@
 """Webhook intake: decide what a verified delivery means, then store it and its dispatch rows in
-one transaction and kick the fan-out after commit. Nothing here calls GitHub."""
+one transaction (relay.dispatch.fan_out makes the dispatch rows and kicks the fan-out after commit). Nothing here calls GitHub."""
 
 import logging
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from ..github import installations
-from .. import signals
+from ..checks.tasks import delivery_react, react_on_commit
+from ..dispatch.fan_out import dispatches_create
 from .commits import commits_record
-from ..models import Delivery, Dispatch, Project
+from ..models import Delivery
 from .webhooks import WebhookRequest
 
 logger = logging.getLogger(__name__)
@@ -107,9 +107,7 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         count = dispatches_create(delivery) if route.dispatches else 0
         if route.dispatches or route.outcome == Delivery.Outcome.RECORDED:  # a ciflow label change too
             commits_record(hook.event, hook.payload, delivery.received_at)
-        transaction.on_commit(
-            lambda: signals.delivery_recorded.send(sender=Delivery, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
-        )
+        react_on_commit(delivery_react, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
     return delivery, count
 
 
@@ -140,50 +138,3 @@ def _head_sha(event: str, payload: dict) -> str:
     else:
         sha = ((payload.get("pull_request") or {}).get("head") or {}).get("sha") or ""
     return str(sha)[:40]
-
-
-def dispatches_create(delivery: Delivery, projects=None) -> int:
-    """One dispatch row per eligible project; repos known not to have the App are marked so at
-    once instead of failing on every event. Older heads of the same PR become moot. Nightly-only
-    repos (allowlist `events: [nightly]`) take no PR or push dispatch."""
-    projects = [p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests]
-    installed = installations.installed_names()
-    now = timezone.now()
-    rows = [_dispatch_row(delivery, p, installed, now) for p in projects]
-    Dispatch.objects.bulk_create(rows)
-    _supersede_older_heads(delivery)
-    transaction.on_commit(lambda: _kick_fan_out(delivery.pk))
-    return len(rows)
-
-
-def _dispatch_row(delivery: Delivery, project: Project, installed: set[str] | None, now) -> Dispatch:
-    known_missing = installed is not None and project.full_name.lower() not in installed
-    return Dispatch(
-        delivery=delivery,
-        project=project,
-        state=Dispatch.State.NOT_INSTALLED if known_missing else Dispatch.State.PENDING,
-        last_error="the App is not installed on this repository" if known_missing else "",
-        event_type=delivery.event,
-        pr_number=delivery.pr_number,
-        head_sha=delivery.head_sha,
-        next_attempt_at=now,
-        created_at=now,
-    )
-
-
-def _supersede_older_heads(delivery: Delivery) -> None:
-    if delivery.event != "pull_request" or not delivery.pr_number or not delivery.head_sha:
-        return
-    stale = Dispatch.objects.filter(pr_number=delivery.pr_number, event_type="pull_request", state__in=Dispatch.OPEN_STATES)
-    stale = stale.exclude(head_sha=delivery.head_sha).exclude(delivery=delivery)
-    stale.update(state=Dispatch.State.SUPERSEDED, last_error=f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})")
-
-
-def _kick_fan_out(delivery_pk: int) -> None:
-    """Best effort: if the broker is down the rows stay pending and the sweeper sends them."""
-    from ..tasks import delivery_fan_out
-
-    try:
-        delivery_fan_out.apply_async(args=[delivery_pk])
-    except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper is the fallback
-        logger.warning("could not enqueue fan-out for delivery %s (sweeper will send): %s", delivery_pk, exc)

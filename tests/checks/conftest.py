@@ -116,13 +116,13 @@ class Relay:
 @pytest.fixture
 def relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks, monkeypatch, settings):
     """The relay, the stand-in with the App installed on the upstream, and no Celery: tests drain."""
-    from relay.intake import deliveries as intake
-    from relay.checks import outbox
+    from relay.dispatch import fan_out
+    from relay.checks import writes
 
     standin.add_installation(installation_id=UPSTREAM_INSTALLATION, account="pytorch")
     standin.add_repo(UPSTREAM, repo_id=65600975, installation_id=UPSTREAM_INSTALLATION)
-    monkeypatch.setattr(outbox, "write_kick", lambda pk, countdown=0.0: None)
-    monkeypatch.setattr(intake, "_kick_fan_out", lambda pk: None)
+    monkeypatch.setattr(writes, "write_kick", lambda pk, countdown=0.0: None)
+    monkeypatch.setattr(fan_out, "_kick_fan_out", lambda pk: None)
     settings.CRCR_PUBLIC_URL = "https://hud.example.org"
     return Relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks)
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.checks import outbox
+from relay.checks import checkruns, outbox, writes
 from relay.checks.checkruns import gate_check_run_refresh
 from relay.models import UpstreamCheckRun, UpstreamWrite
 
@@ -30,7 +30,7 @@ def unsent(row) -> list[UpstreamWrite]:
 
 def test_a_newer_change_supersedes_the_unsent_write_for_the_same_check_run(gate_row):
     first = gate_row.writes.get()
-    second = outbox.write_enqueue(first.kind, first.target_key, check_run=gate_row)
+    second = writes.write_enqueue(first.kind, first.target_key, check_run=gate_row)
     first.refresh_from_db()
     assert (first.state, second.state) == ("superseded", "pending")
     assert unsent(gate_row) == [second]
@@ -40,7 +40,7 @@ def test_a_superseded_retrying_write_keeps_its_backoff(relay, gate_row):
     relay.gh.fail("POST", GATE_PATH, status=429, retry_after=120)
     relay.drain()
     waiting = gate_row.writes.get(state="retrying")
-    newer = outbox.write_enqueue(waiting.kind, waiting.target_key, check_run=gate_row)
+    newer = writes.write_enqueue(waiting.kind, waiting.target_key, check_run=gate_row)
     assert newer.next_attempt_at == waiting.next_attempt_at >= timezone.now() + timedelta(seconds=110)
 
 
@@ -100,7 +100,7 @@ def test_an_unchanged_check_run_is_not_written_again(relay, gate_row):
     relay.drain()
     gate_row.refresh_from_db()
     assert gate_check_run_refresh(gate_row.pr_number, HEAD) is None
-    forced = outbox.write_enqueue(UpstreamWrite.Kind.CHECK_RUN_UPDATE, f"check_run:{gate_row.pk}", check_run=gate_row)
+    forced = writes.write_enqueue(UpstreamWrite.Kind.CHECK_RUN_UPDATE, f"check_run:{gate_row.pk}", check_run=gate_row)
     relay.drain()
     forced.refresh_from_db()
     assert (forced.state, forced.note, forced.attempt_log.get().outcome) == ("sent", "unchanged", "skipped")
@@ -134,7 +134,7 @@ def test_a_write_is_kicked_once_after_commit(db, django_capture_on_commit_callba
     monkeypatch.setattr(tasks.upstream_write_send, "apply_async", lambda args, countdown=0.0: kicks.append(args))
     row = UpstreamCheckRun.objects.create(kind="gate", name="crcr/gate", head_sha=HEAD, pr_number=2)
     with django_capture_on_commit_callbacks(execute=True):
-        write = outbox.write_enqueue(UpstreamWrite.Kind.CHECK_RUN_CREATE, f"check_run:{row.pk}", check_run=row)
+        write = writes.write_enqueue(UpstreamWrite.Kind.CHECK_RUN_CREATE, f"check_run:{row.pk}", check_run=row)
         assert kicks == [], "not before the row is committed"
     assert kicks == [[write.pk]]
 
@@ -171,7 +171,7 @@ def test_a_failing_receiver_does_not_fail_the_webhook(relay, monkeypatch, caplog
 
 def test_an_unexpected_error_is_retried_and_ends_visibly_instead_of_looping(relay, gate_row, monkeypatch, settings):
     settings.CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS = 2
-    monkeypatch.setitem(outbox.HANDLERS, UpstreamWrite.Kind.CHECK_RUN_CREATE, "tests.checks.test_outbox.broken_handler")
+    monkeypatch.setattr(checkruns, "check_run_prepare", broken_handler)
     relay.drain()
     write = gate_row.writes.get()
     assert (write.state, write.last_error) == ("retrying", "LookupError: row vanished")

@@ -147,13 +147,13 @@ def relayed(db, standin, oidc, post_webhook, relay_settings, django_capture_on_c
     """The relay against the stand-in with Celery kicks replaced by direct calls: a PR delivery
     dispatched to an L4 and an L2 backend, and the upstream installed for check runs."""
     from relay.dispatch import sending as dispatching
-    from relay.intake import deliveries as intake
-    from relay.checks import outbox
+    from relay.dispatch import fan_out
+    from relay.checks import writes
     from relay.models import Delivery, Dispatch
     from tests.factories import ProjectFactory
 
-    monkeypatch.setattr(intake, "_kick_fan_out", lambda pk: None)
-    monkeypatch.setattr(outbox, "write_kick", lambda pk, countdown=0.0: None)
+    monkeypatch.setattr(fan_out, "_kick_fan_out", lambda pk: None)
+    monkeypatch.setattr(writes, "write_kick", lambda pk, countdown=0.0: None)
     standin.add_installation(installation_id=1, account="pytorch")
     standin.add_repo(UPSTREAM, repo_id=65600975, installation_id=1)
     standin.add_installation(installation_id=7, account="downstream")
@@ -267,7 +267,6 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
     from api.models import ApiToken
     from relay.dispatch import sending as dispatching
     from relay.github import client as github
-    from relay.intake import deliveries as intake
     from relay.models import Dispatch
     from tests.conftest import WEBHOOK_SECRET, webhook_headers
 
