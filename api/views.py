@@ -7,9 +7,9 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relay.github import installations
 from relay import registry
 from relay.allowlist import AllowlistError
+from relay.github import installations
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
 
 from . import serializers as s

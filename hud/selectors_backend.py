@@ -12,19 +12,27 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from .baseline import MARK_LABELS, backend_baseline
-from .culprits import streaks
-from .selectors_baseline_history import baseline_history
-
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids, shown_state
 from hud.selectors_summary import (
-    PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
+    PASS_RATE_TARGET,
+    WINDOWS,
+    Tally,
+    event_filter,
+    fmt_ago,
+    fmt_duration,
+    fmt_percent,
+    window_buckets,
+    window_tallies,
 )
 from hud.status import StateShown
-from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
 from relay.callbacks.body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+
+from .baseline import MARK_LABELS, backend_baseline
+from .culprits import streaks
+from .selectors_baseline_history import baseline_history
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50

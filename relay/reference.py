@@ -19,11 +19,11 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from .github import client as github
-from .checks.tasks import job_react, react_on_commit
 from .callbacks.junit import MalformedReport, TestReport, junit_parse
-from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
+from .checks.tasks import job_react, react_on_commit
+from .github import client as github
 from .github.upstream import upstream_installation_id
+from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
 
 logger = logging.getLogger(__name__)
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024

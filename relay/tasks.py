@@ -5,7 +5,14 @@ working whichever module a task lives in."""
 
 from celery import shared_task
 
-from .checks.tasks import delivery_react, dispatch_react, job_react, upstream_react, upstream_write_send, upstream_write_sweep
+from .checks.tasks import (
+    delivery_react,
+    dispatch_react,
+    job_react,
+    upstream_react,
+    upstream_write_send,
+    upstream_write_sweep,
+)
 from .dispatch.tasks import delivery_fan_out, dispatch_send, dispatch_sweep, results_sweep
 from .github.tasks import installations_sync
 from .health import heartbeat_record

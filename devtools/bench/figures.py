@@ -13,7 +13,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from .harness import WEBHOOK_SECRET, MachineWatch, Services, peak_rss_mb, rss_mb
-from .load import UPSTREAM, UPSTREAM_ID, CallbackJob, Client, callback_prefix, head_sha, median, ms, percentile, pr_payload, webhook_headers
+from .load import (
+    UPSTREAM,
+    UPSTREAM_ID,
+    CallbackJob,
+    Client,
+    callback_prefix,
+    head_sha,
+    median,
+    ms,
+    percentile,
+    pr_payload,
+    webhook_headers,
+)
 
 CALLBACK_RATE_LIMIT = 1_000_000
 """rate_limit_per_min of the callback benchmark's projects: the per-repo default (100/min) would

@@ -11,12 +11,12 @@ from django.utils import timezone
 
 from ..checks.tasks import job_react, react_on_commit
 from ..github import upstream
-from .body import BadCallback, Report, body_parse, report_read
-from .tokens import InvalidCallbackToken, callback_token_read
-from .identity import IdentityForbidden, project_for_token
 from ..models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
+from .body import BadCallback, Report, body_parse, report_read
+from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
+from .tokens import InvalidCallbackToken, callback_token_read
 
 logger = logging.getLogger(__name__)
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")

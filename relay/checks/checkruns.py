@@ -11,11 +11,9 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import Q
 
-from ..models import Dispatch, JobRun, Project
-from ..models import NEVER_STARTED_RUN_ID
-from ..verdicts import latest_attempt
-from ..models import UpstreamCheckRun, UpstreamWrite
 from ..github.upstream import upstream_installation_id
+from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
+from ..verdicts import latest_attempt
 from . import gate
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 

@@ -3,8 +3,7 @@ removing the label does. The PR's labels are read from the latest pull_request d
 (labeled, unlabeled, reopened, ... all carry the current set), so a reopened PR keeps what its
 labels say and out-of-order label events settle on the newest one."""
 
-from ..models import Delivery, Level, Project
-from ..models import UpstreamCheckRun
+from ..models import Delivery, Level, Project, UpstreamCheckRun
 from . import gate
 from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
 from .oncall import oncall_refresh

@@ -8,9 +8,8 @@ import logging
 
 from django.conf import settings
 
-from ..models import Project
-from ..models import OncallComment, UpstreamWrite
 from ..github.upstream import upstream_installation_id
+from ..models import OncallComment, Project, UpstreamWrite
 from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url

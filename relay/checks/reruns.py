@@ -11,9 +11,8 @@ from django.utils import timezone
 
 from ..github import client as github
 from ..github.installations import installation_id_for
-from ..models import CIProvider, Delivery, Level, Project, RerunRequest
-from ..models import UpstreamCheckRun, UpstreamWrite
 from ..github.upstream import upstream_installation_id
+from ..models import CIProvider, Delivery, Level, Project, RerunRequest, UpstreamCheckRun, UpstreamWrite
 from .writes import Plan, Skip, write_enqueue
 
 logger = logging.getLogger(__name__)

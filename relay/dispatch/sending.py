@@ -5,9 +5,9 @@ Retries follow the CRCR_DISPATCH_* settings."""
 
 import logging
 
-from ..github import client as github
-from ..checks.tasks import dispatch_react, react_on_commit
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
+from ..checks.tasks import dispatch_react, react_on_commit
+from ..github import client as github
 from ..github.installations import installation_id_for
 from ..models import Dispatch, DispatchAttempt
 from ..outbox.engine import Outbox, Result

@@ -7,8 +7,8 @@ import logging
 from django.db import transaction
 from django.db.models.functions import Lower
 
-from . import client as github
 from ..models import Installation, InstalledRepo, RelayState
+from . import client as github
 
 logger = logging.getLogger(__name__)
 

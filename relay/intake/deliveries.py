@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from ..github import installations
 from ..checks.tasks import delivery_react, react_on_commit
 from ..dispatch.fan_out import dispatches_create
-from .commits import commits_record
+from ..github import installations
 from ..models import Delivery
+from .commits import commits_record
 from .webhooks import WebhookRequest
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,17 @@ Everything is re-exported here, so callers (and Django) say `from relay.models i
 
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import Delivery, Dispatch, DispatchAttempt
-from .registry import CIProvider, Event, HardwareKind, Installation, InstalledRepo, Level, LevelChange, Project, RelayState
+from .registry import (
+    CIProvider,
+    Event,
+    HardwareKind,
+    Installation,
+    InstalledRepo,
+    Level,
+    LevelChange,
+    Project,
+    RelayState,
+)
 from .results import NEVER_STARTED_RUN_ID, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
 from .upstream import PullRequest, UpstreamCommit
 

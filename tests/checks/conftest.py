@@ -10,8 +10,7 @@ import pytest
 from django.utils import timezone
 
 from relay.dispatch import sending as dispatching
-from relay.models import Delivery, Dispatch
-from relay.models import UpstreamWrite
+from relay.models import Delivery, Dispatch, UpstreamWrite
 from tests.conftest import UPSTREAM, action_body, fixture_payload
 from tests.factories import ProjectFactory
 
@@ -116,8 +115,8 @@ class Relay:
 @pytest.fixture
 def relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks, monkeypatch, settings):
     """The relay, the stand-in with the App installed on the upstream, and no Celery: tests drain."""
-    from relay.dispatch import fan_out
     from relay.checks import writes
+    from relay.dispatch import fan_out
 
     standin.add_installation(installation_id=UPSTREAM_INSTALLATION, account="pytorch")
     standin.add_repo(UPSTREAM, repo_id=65600975, installation_id=UPSTREAM_INSTALLATION)

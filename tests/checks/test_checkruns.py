@@ -4,8 +4,7 @@ and that each is created once and then updated in place."""
 import pytest
 
 from relay.checks.checkruns import SUMMARY_LIMIT, TITLE_LIMIT, check_run_body
-from relay.models import Dispatch, JobRun
-from relay.models import UpstreamCheckRun
+from relay.models import Dispatch, JobRun, UpstreamCheckRun
 
 from .conftest import HEAD, NEW_HEAD
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from relay.models import JobRun, RerunRequest
-from relay.models import UpstreamWrite
+from relay.models import JobRun, RerunRequest, UpstreamWrite
 from tests.conftest import fixture_payload
 
 from .conftest import HEAD

@@ -1,15 +1,14 @@
 """Sending dispatches through the real stand-in over HTTP: tokens, payloads, sorted failures."""
 
 import json
-import threading
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from relay.dispatch import sending as dispatching
 from relay.callbacks.tokens import callback_token_read
-from relay.models import Dispatch, DispatchAttempt
+from relay.dispatch import sending as dispatching
+from relay.models import Dispatch
 from tests.conftest import fixture_payload
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
 

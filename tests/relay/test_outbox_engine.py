@@ -8,9 +8,9 @@ from django.db import IntegrityError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from relay.dispatch import sending as dispatching
 from relay import tasks
 from relay.checks import outbox
+from relay.dispatch import sending as dispatching
 from relay.models import Dispatch, UpstreamCheckRun, UpstreamWrite
 from relay.outbox.engine import KICK_COUNTDOWN_LIMIT_SECONDS, Outbox, retry_countdown
 from tests.conftest import fixture_payload

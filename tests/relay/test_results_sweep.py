@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.models import JobRun, UsedToken
 from relay.dispatch.results_sweep import results_sweep
+from relay.models import JobRun, UsedToken
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -43,8 +43,8 @@ def test_a_sent_dispatch_without_any_callback_becomes_never_started_once():
 
 
 def test_a_late_first_callback_replaces_the_never_started_row(client):
-    from relay.callbacks.receive import _job_create, _job_key
     from relay.callbacks.body import report_read
+    from relay.callbacks.receive import _job_create, _job_key
     from relay.dispatch.sending import dispatch_client_payload
     from tests.conftest import action_body
 

@@ -9,10 +9,10 @@ import string
 
 import pytest
 import schemathesis
-from schemathesis import checks
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from schemathesis import checks
 
 from relay.allowlist import AllowlistError, Entry, parse_allowlist
 from relay.callbacks.body import BadCallback, Report, body_parse, report_read
@@ -287,10 +287,10 @@ schema = _api_schema()
 @pytest.fixture
 def api_store(db, monkeypatch):
     """A small store so reads return rows; the per-client throttle is not what is fuzzed here."""
-    from tests.factories import DispatchFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
-
     from django.core.signals import request_finished, request_started
     from django.db import close_old_connections
+
+    from tests.factories import DispatchFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
     monkeypatch.setattr("api.throttling.TokenRateThrottle.allow_request", lambda self, request, view: True)
     project = ProjectFactory(full_name="fuzz/backend", level="L3", device="fuzz")

@@ -146,9 +146,9 @@ def listener():
 def relayed(db, standin, oidc, post_webhook, relay_settings, django_capture_on_commit_callbacks, monkeypatch):
     """The relay against the stand-in with Celery kicks replaced by direct calls: a PR delivery
     dispatched to an L4 and an L2 backend, and the upstream installed for check runs."""
-    from relay.dispatch import sending as dispatching
-    from relay.dispatch import fan_out
     from relay.checks import writes
+    from relay.dispatch import fan_out
+    from relay.dispatch import sending as dispatching
     from relay.models import Delivery, Dispatch
     from tests.factories import ProjectFactory
 
@@ -197,8 +197,8 @@ def post_callback(client, oidc, project, body: dict, token: str | None = None):
 
 def test_artifact_and_log_urls_are_never_fetched_by_the_server(client, relayed, standin, oidc, listener, django_capture_on_commit_callbacks):
     from relay.dispatch import sending as dispatching
-    from relay.models import Dispatch, JobRun
     from relay.dispatch.results_sweep import results_sweep
+    from relay.models import Dispatch, JobRun
 
     delivery = relayed["delivery"]
     head = relayed["payload"]["pull_request"]["head"]["sha"]

@@ -61,7 +61,16 @@ def hostile_store(transactional_db, monkeypatch):
     from django.contrib.auth import get_user_model
 
     from api.models import ApiToken
-    from relay.models import Delivery, Dispatch, DispatchAttempt, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+    from relay.models import (
+        Delivery,
+        Dispatch,
+        DispatchAttempt,
+        FailedTest,
+        JobRun,
+        LevelChange,
+        Project,
+        UpstreamCommit,
+    )
 
     try:
         from hud import selectors_summary
