@@ -30,9 +30,7 @@ from relay.models import Level, UpstreamCommit
 from relay.testids import TestId, TestIdResolver, TestTable, test_id
 from relay.verdicts import FAILING, State
 
-from .selectors_commit import (
-    Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
-)
+from .cells import Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends
 
 SHARED, BACKEND, MIXED, NO_BASELINE = "shared", "backend", "mixed", "no_baseline"
 MARK_LABELS = {

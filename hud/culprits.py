@@ -21,7 +21,7 @@ from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING
 
 from .baseline import CellFailures, cell_failures, resolve_commit_ids
-from .selectors_commit import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
+from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
 

@@ -17,7 +17,7 @@ from relay.models import Level, Project, PullRequest, UpstreamCommit
 from relay.verdicts import FAILING
 
 from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
-from .selectors_commit import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
+from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
 
 RECENT_TRUNK = 10
 ALREADY, NEW, BACKEND_ONLY = "already_failing", "new", "backend_only"

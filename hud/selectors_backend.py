@@ -14,17 +14,12 @@ from django.utils import timezone
 
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids, shown_state
-from hud.selectors_summary import (
-    PASS_RATE_TARGET,
-    WINDOWS,
-    Tally,
-    event_filter,
-    fmt_ago,
-    fmt_duration,
-    fmt_percent,
-    window_buckets,
-    window_tallies,
-)
+from hud.probe import event_filter
+from hud.selectors_summary import PASS_RATE_TARGET
+from hud.tallies.buckets import window_buckets, window_tallies
+from hud.tallies.tally import Tally
+from hud.templatetags.hud_tags import ago, duration, percent
+from hud.windows import WINDOWS
 from hud.status import StateShown
 from relay.callbacks.body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
@@ -129,7 +124,7 @@ class Cell(StateShown):
             return f"{self.column.title} ({len(self.column.members)} shards): worst is {self.label}"
         verdict = self.verdicts[0]
         attempts = f" · {verdict.attempts} attempts" if verdict.attempts > 1 else ""
-        return f"{self.column.title}: {self.label}{attempts} · {fmt_duration(verdict.job.execution_seconds)}"
+        return f"{self.column.title}: {self.label}{attempts} · {duration(verdict.job.execution_seconds)}"
 
 
 @dataclass
@@ -260,11 +255,11 @@ class AttemptView(StateShown):
 
     @property
     def queue_text(self) -> str:
-        return fmt_duration(self.job.queue_seconds)
+        return duration(self.job.queue_seconds)
 
     @property
     def execution_text(self) -> str:
-        return fmt_duration(self.job.execution_seconds)
+        return duration(self.job.execution_seconds)
 
 
 @dataclass
@@ -348,15 +343,15 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
     rates = tally.rates
     infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
     return [
-        StatCard("Pass rate", fmt_percent(rates.pass_rate), f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
+        StatCard("Pass rate", percent(rates.pass_rate), f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
                  None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET),
-        StatCard("First-attempt pass rate", fmt_percent(rates.first_attempt_pass_rate), f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)"),
+        StatCard("First-attempt pass rate", percent(rates.first_attempt_pass_rate), f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)"),
         StatCard("Head SHAs tested", f"{heads:,}", window_label.lower()),
         StatCard("Failures", f"{rates.failed:,}", f"+ {infra:,} infrastructure ({tally.verdicts[State.TIMED_OUT]:,} timed out, "
                  f"{tally.verdicts[State.NEVER_STARTED]:,} never started) · {rates.pending:,} running", None if not rates.decided else rates.failed + infra == 0),
-        StatCard("Queue time", fmt_duration(tally.queue.mean), f"average · p90 {fmt_duration(tally.queue.quantile(0.9))} · dispatch → start"),
-        StatCard("Execution time", fmt_duration(tally.execution.mean), f"average · p90 {fmt_duration(tally.execution.quantile(0.9))} · start → end"),
-        StatCard("Timeout rate", fmt_percent(tally.timeout_rate), f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
+        StatCard("Queue time", duration(tally.queue.mean), f"average · p90 {duration(tally.queue.quantile(0.9))} · dispatch → start"),
+        StatCard("Execution time", duration(tally.execution.mean), f"average · p90 {duration(tally.execution.quantile(0.9))} · start → end"),
+        StatCard("Timeout rate", percent(tally.timeout_rate), f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
                  None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX),
     ]
 
@@ -418,7 +413,7 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     if tab != "pr":
         cards.insert(3, StatCard("Runs", f"{sum(h['runs'] for h in heads):,}", "distinct runs against those SHAs; each job's latest attempt counts"))
     matrix = matrix_build(project, heads, tab, page, grouped)
-    last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
+    last = ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
     since = streaks(project) if tab == "pr" else []
     return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since)

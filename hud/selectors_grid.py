@@ -1,5 +1,5 @@
 """The grid (upstream commits × backends), its filters and cell tooltips, and the PR page (one row
-per head SHA). Cells come from hud.selectors_commit under the status policy; baseline marks and
+per head SHA). Cells come from hud.cells under the status policy; baseline marks and
 upstream-broken rows from hud.baseline, for the whole page at once."""
 
 import re
@@ -17,9 +17,8 @@ from .culprits import Streak, streaks
 from .gate import gate_verdict
 from .overdue import overdue_among, running_job_ids, shown_state
 from .pr_blame import BackendBlame, pr_blame
-from .selectors_commit import (
-    Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
-)
+from .cells import Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends
+from .selectors_commit import commit_pr_number
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
 
 from .status import StateShown

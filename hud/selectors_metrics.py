@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
-from hud.selectors_summary import Bucket, Tally, bucket_tallies, tallies_merge, tally_sum, window_buckets
+from hud.tallies.buckets import Bucket, bucket_tallies, window_buckets
+from hud.tallies.tally import Tally, tallies_merge, tally_sum
 from relay.models import Level, Project
 
 METRIC_WINDOWS = {"24h": ("Last 24 hours", 1), "3d": ("Last 3 days", 3), "7d": ("Last 7 days", 7), "14d": ("Last 14 days", 14), "30d": ("Last 30 days", 30)}

@@ -1,9 +1,10 @@
-"""Template helpers for the grid, commit and PR pages.
+"""Template helpers for every HUD page, and the one place durations, rates and "ago" are
+formatted (selectors that compose a sentence call these same functions).
 
 Everything that comes from downstream callbacks (job and test names, URLs, messages) is data:
 it reaches HTML only through Django's escaping, and URLs become links only when they are http(s)."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import quote, urlsplit
 
 from django import template
@@ -49,15 +50,34 @@ def job_log_url(job) -> str:
 
 
 @register.filter
-def seconds(value) -> str:
-    """42s, 3.5m, 1.2h, 2.0d; "–" when unknown."""
-    if value is None:
+def duration(seconds: float | None) -> str:
+    """42 s, 3.5 m, 1.2 h, 2.0 d; "–" when unknown. The one way the HUD writes a duration."""
+    if seconds is None:
         return "–"
-    value = float(value)
-    for limit, unit, size in ((60, "s", 1), (3600, "m", 60), (86400, "h", 3600)):
-        if value < limit:
-            return f"{value / size:.0f}{unit}" if unit == "s" else f"{value / size:.1f}{unit}"
-    return f"{value / 86400:.1f}d"
+    seconds = float(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+@register.filter
+def percent(rate: float | None) -> str:
+    """0.953 → "95.3 %"; "–" when there is nothing to divide."""
+    return "–" if rate is None else f"{rate * 100:.1f} %"
+
+
+@register.filter
+def ago(moment: datetime | None, now: datetime | None = None) -> str:
+    """How long ago, coarsely: "just now", "12 min ago", "5 h ago", "3 d ago"; "never"."""
+    if moment is None:
+        return "never"
+    seconds = max(0.0, ((now or timezone.now()) - moment).total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min ago"
+    return f"{seconds / 3600:.0f} h ago" if seconds < 2 * 86400 else f"{seconds / 86400:.0f} d ago"
 
 
 @register.filter

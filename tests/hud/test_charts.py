@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from hud import charts
 from hud.selectors_metrics import BackendSeries, Metrics
-from hud.selectors_summary import Tally
+from hud.tallies.tally import Tally
 from relay.verdicts import State
 from relay.models import Project
 

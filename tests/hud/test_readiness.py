@@ -3,7 +3,8 @@
 from datetime import datetime, timedelta, timezone
 
 from hud.readiness import readiness
-from hud.selectors_summary import EDGES, Tally
+from hud.tallies.histograms import EDGES
+from hud.tallies.tally import Tally
 from relay.verdicts import State
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)

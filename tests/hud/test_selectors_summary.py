@@ -8,8 +8,11 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud import selectors_summary as summary
-from hud.selectors_summary import Bucket, Histogram, Tally, TalliesPending, bucket_compute, summary_build, window_tallies
+from hud.tallies import buckets, histograms
+from hud.selectors_summary import summary_build
+from hud.tallies.buckets import Bucket, TalliesPending, bucket_compute, window_tallies
+from hud.tallies.histograms import Histogram
+from hud.tallies.tally import Tally
 from relay.verdicts import State, job_verdicts, rates
 from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
@@ -22,7 +25,7 @@ NOW = timezone.now().replace(minute=30, second=0, microsecond=0)
 def fresh_cache(monkeypatch):
     """The tallies are cached per bucket; every test starts from the database, with time enough
     to fill a cold window (the loading state that a spent budget gives is tested on its own)."""
-    monkeypatch.setattr(summary, "COMPUTE_BUDGET_SECONDS", 60)
+    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
     cache.clear()
     yield
     cache.clear()
@@ -94,7 +97,7 @@ def test_it_counts_timeouts_and_never_started_as_infrastructure_failures():
 
 def test_it_keeps_a_retry_that_crosses_midnight_in_one_verdict_on_the_first_day():
     backend = project()
-    midnight = summary._floor_day(NOW) - timedelta(days=2)
+    midnight = buckets._floor_day(NOW) - timedelta(days=2)
     job(backend, "failure", attempt=1, at=midnight - timedelta(minutes=30))
     job(backend, "success", attempt=2, at=midnight + timedelta(minutes=30))
     before = bucket_compute(Bucket(midnight - timedelta(days=1), midnight))[(backend.pk, "pr")]
@@ -136,7 +139,7 @@ def test_it_keeps_timing_histograms_whose_quantiles_land_in_the_right_bin():
 
 def test_it_reports_exact_shares_at_bin_edges():
     histogram = Histogram()
-    histogram.add(summary.EDGES.index(10800) + 1, 1, 11000)
+    histogram.add(histograms.EDGES.index(10800) + 1, 1, 11000)
     histogram.add(0, 99, 500)
     assert histogram.share_at_least(10800) == pytest.approx(0.01)
     assert Histogram().quantile(0.5) is None
@@ -153,7 +156,7 @@ def test_it_separates_pull_requests_nightlies_and_periodic_runs():
 
 def test_it_answers_with_progress_when_the_time_budget_runs_out(monkeypatch):
     project()
-    monkeypatch.setattr(summary, "COMPUTE_BUDGET_SECONDS", -1)
+    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", -1)
     with pytest.raises(TalliesPending) as pending:
         window_tallies(7, NOW)
     assert pending.value.ready == 1 and pending.value.total > 1
@@ -252,9 +255,9 @@ def test_it_passes_the_probe_only_on_the_conclusions_its_jobs_expect():
 
 
 def test_it_caches_hot_buckets_for_minutes_and_settled_ones_for_a_day():
-    hour = summary._floor_hour(NOW)
+    hour = buckets._floor_hour(NOW)
     newest, older = Bucket(hour, hour + timedelta(hours=1)), Bucket(hour - timedelta(hours=5), hour - timedelta(hours=4))
     settled = Bucket(hour - timedelta(days=5), hour - timedelta(days=4))
-    assert 60 <= summary._bucket_ttl(newest, NOW) <= 75
-    assert 120 <= summary._bucket_ttl(older, NOW) <= 255
-    assert summary._bucket_ttl(settled, NOW) == 24 * 3600
+    assert 60 <= buckets._bucket_ttl(newest, NOW) <= 75
+    assert 120 <= buckets._bucket_ttl(older, NOW) <= 255
+    assert buckets._bucket_ttl(settled, NOW) == 24 * 3600

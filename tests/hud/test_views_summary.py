@@ -9,7 +9,8 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
-from hud import selectors_summary, views_summary
+from hud import views_summary
+from hud.tallies import buckets
 from relay.models import FailedTest
 from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
 
@@ -64,7 +65,7 @@ def test_it_renders_a_failed_query_as_an_error_with_status_503_never_as_no_data(
 
 def test_it_shows_a_loading_state_that_polls_while_a_cold_window_fills(client, monkeypatch):
     project()
-    monkeypatch.setattr(selectors_summary, "COMPUTE_BUDGET_SECONDS", -1)
+    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", -1)
     page = client.get("/crcr?range=30d", **HTMX).content.decode()
     assert "Loading:" in page and "time buckets ready" in page and 'hx-trigger="load delay:1s"' in page
 

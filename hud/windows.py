@@ -1,0 +1,41 @@
+"""The ranges and tabs of the summary pages: which window of time, which kind of run."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+
+
+
+# --- ranges and tabs --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    key: str
+    label: str
+    days: int
+    stale_after: timedelta
+    """A backend with no result for this long is shown as stale (in words, not only colour)."""
+
+
+WINDOWS = {
+    "24h": Window("24h", "Last 24 hours", 1, timedelta(hours=6)),
+    "7d": Window("7d", "Last 7 days", 7, timedelta(hours=24)),
+    "30d": Window("30d", "Last 30 days", 30, timedelta(days=3)),
+}
+DEFAULT_WINDOW = "7d"
+
+TABS = {"pr": "Pull requests", "nightly": "Nightly", "periodic": "Periodic"}
+"""Kinds of run: `pr` is JobRun.event_type pull_request or push (anything not nightly/periodic)."""
+DEFAULT_TAB = "pr"
+
+NIGHTLY_STALE_AFTER = timedelta(hours=26)
+"""Nightly and periodic backends report about once a day; a day and a bit of silence is stale."""
+
+
+def kind_of(event_type: str) -> str:
+    return event_type if event_type in ("nightly", "periodic") else "pr"
+
+
+def stale_after(window: Window, tab: str) -> timedelta:
+    return window.stale_after if tab == "pr" else max(window.stale_after, NIGHTLY_STALE_AFTER)
