@@ -2,15 +2,15 @@
 refreshes the data region from the same URL (HX-Request answers with the partial), so every
 state lives in the query string. A failed query renders an error state, never an empty page."""
 
-import logging
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from .baseline import commit_baseline
 from .culprits import commit_streaks
+from .rendering import page, unavailable
 from .selectors_commit import commit_detail, resolve_commit
 from .selectors_grid import (
     LEVELS,
@@ -24,22 +24,6 @@ from .selectors_grid import (
 )
 from .templatetags.hud_tags import job_log_url
 
-logger = logging.getLogger(__name__)
-
-
-def _render(request, template: str, context: dict, status: int = 200, partial: str = "region"):
-    """The full page, or only its data region for htmx's refresh."""
-    name = f"{template}#{partial}" if request.headers.get("HX-Request") else template
-    response = render(request, name, context, status=status)
-    response["Vary"] = "HX-Request"
-    return response
-
-
-def _failed(request, template: str, context: dict, exc: Exception):
-    logger.exception("HUD page query failed")
-    context["error"] = f"{type(exc).__name__}: {exc}"
-    return _render(request, template, context, status=503)
-
 
 @require_GET
 def grid(request):
@@ -52,8 +36,8 @@ def grid(request):
     try:
         context["grid"] = grid_page(filters)
     except DatabaseError as exc:
-        return _failed(request, "hud/grid.html", context, exc)
-    return _render(request, "hud/grid.html", context)
+        return unavailable(request, "hud/grid.html", context, exc)
+    return page(request, "hud/grid.html", context)
 
 
 def _grid_links(filters: GridFilters) -> dict:
@@ -75,9 +59,8 @@ def _tooltip(request):
     try:
         tip = cell_tooltip(*key) if key else None
     except DatabaseError as exc:
-        logger.exception("tooltip query failed")
-        return render(request, "hud/_tooltip.html", {"error": f"{type(exc).__name__}: {exc}"}, status=503)
-    return render(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404)
+        return unavailable(request, "hud/_tooltip.html", {}, exc, partial=None)
+    return page(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404, partial=None)
 
 
 def _job_log(request):
@@ -87,12 +70,12 @@ def _job_log(request):
     try:
         job = cell_log_job(*key, job=context["job"]) if key else None
     except DatabaseError as exc:
-        return _failed(request, "hud/no_log.html", context, exc)
+        return unavailable(request, "hud/no_log.html", context, exc, partial=None)
     url = job_log_url(job) if job else ""
     if url:
         return redirect(url)
     context["job_found"] = job is not None
-    return render(request, "hud/no_log.html", context, status=400 if key is None else 404)
+    return page(request, "hud/no_log.html", context, status=400 if key is None else 404, partial=None)
 
 
 @require_GET
@@ -101,14 +84,14 @@ def commit(request, sha):
     try:
         full_sha, recorded = resolve_commit(sha)
         if full_sha is None:
-            return _render(request, "hud/commit.html", context, status=404)
+            return page(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
         since = commit_streaks(recorded, detail)
         rows = [(b, baseline.for_backend(b.project.id), since.get(b.project.id, [])) for b in detail.backends]
         context.update(sha=full_sha, detail=detail, baseline=baseline, backend_rows=rows, culprit_window=settings.CRCR_CULPRIT_WINDOW)
     except DatabaseError as exc:
-        return _failed(request, "hud/commit.html", context, exc)
-    return _render(request, "hud/commit.html", context)
+        return unavailable(request, "hud/commit.html", context, exc)
+    return page(request, "hud/commit.html", context)
 
 
 def _open_backends(value: str) -> dict:
@@ -122,7 +105,7 @@ def pull_request(request, number):
     number = int(number)
     context = {"nav": "grid", "number": number}
     try:
-        context["pr"] = page = pr_page(number)
+        context["pr"] = pr = pr_page(number)
     except DatabaseError as exc:
-        return _failed(request, "hud/pr.html", context, exc)
-    return _render(request, "hud/pr.html", context, status=200 if page.heads else 404)
+        return unavailable(request, "hud/pr.html", context, exc)
+    return page(request, "hud/pr.html", context, status=200 if pr.heads else 404)

@@ -5,25 +5,22 @@ string. An htmx request gets the page's refresh fragment (a template partial) in
 A failed query renders an explicit error state with status 503, never an empty page that would
 read as "no data"."""
 
-import logging
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from hud import charts
+from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
+from hud.status import LEGEND
 from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
-from hud.status import LEGEND
 from relay.verdicts import STATES, State
 
-logger = logging.getLogger(__name__)
-UNAVAILABLE = "The database did not answer, so these numbers could not be loaded. This is an error, not an empty result; the page retries every 60 s."
 COUNTS_TEXT = {"pass": "counts as a pass", "fail": "counts as a failure", "infra": "infrastructure failure", "pending": "not decided yet", "none": "counts nowhere"}
 LEGEND_ROWS = [(value, glyph, label, COUNTS_TEXT[STATES[State(value)].counts.value]) for value, glyph, label in LEGEND]
 
@@ -49,23 +46,9 @@ def _options(params: dict, name: str, options: dict, reset: dict | None = None) 
     ]
 
 
-def _render(request, template: str, partial: str, context: dict, status: int = 200):
-    name = f"{template}#{partial}" if request.headers.get("HX-Request") else template
-    response = render(request, name, context, status=status)
-    response["Vary"] = "HX-Request"
-    return response
-
-
-def _unavailable(request, template: str, partial: str, context: dict, exc: Exception):
-    logger.warning("HUD page %s: database error: %s", request.path, exc)
-    response = _render(request, template, partial, {**context, "error": UNAVAILABLE}, status=503)
-    response["Retry-After"] = "60"
-    return response
-
-
 def _loading(request, template: str, partial: str, context: dict, pending: TalliesPending):
     """Cold caches: answer now with progress; the fragment asks again in a second."""
-    return _render(request, template, partial, {**context, "pending": pending})
+    return page(request, template, {**context, "pending": pending}, partial=partial)
 
 
 # --- /crcr ---------------------------------------------------------------------------------------------
@@ -84,8 +67,8 @@ def summary(request):
     except TalliesPending as pending:
         return _loading(request, "hud/summary.html", "body", context, pending)
     except DatabaseError as exc:
-        return _unavailable(request, "hud/summary.html", "body", context, exc)
-    return _render(request, "hud/summary.html", "body", context)
+        return unavailable(request, "hud/summary.html", context, exc, partial="body")
+    return page(request, "hud/summary.html", context, partial="body")
 
 
 # --- /crcr/<org>/<repo> --------------------------------------------------------------------------------
@@ -109,7 +92,7 @@ def backend(request, org: str, repo: str):
     try:
         project = backend_find(org, repo)
         if project is None:
-            return render(request, "hud/backend_404.html", context, status=404)
+            return page(request, "hud/backend_404.html", context, status=404, partial=None)
         context["project"] = project
         if request.headers.get("HX-Target") == "cell-detail":
             context["cell_fragment"] = True
@@ -121,8 +104,8 @@ def backend(request, org: str, repo: str):
         return _loading(request, "hud/backend.html", "body", context, pending)
     except DatabaseError as exc:
         partial = "cell-detail" if context.get("cell_fragment") else "body"
-        return _unavailable(request, "hud/backend.html", partial, context, exc)
-    return _render(request, "hud/backend.html", "body", context)
+        return unavailable(request, "hud/backend.html", context, exc, partial=partial)
+    return page(request, "hud/backend.html", context, partial="body")
 
 
 def _backend_links(context: dict, params: dict) -> None:
@@ -149,7 +132,7 @@ def _cell(project, params: dict):
 
 def _cell_fragment(request, project, params: dict, context: dict):
     context["detail"] = _cell(project, params)
-    return render(request, "hud/backend.html#cell-detail", context)
+    return page(request, "hud/backend.html#cell-detail", context, partial=None)
 
 
 # --- /crcr/metrics -------------------------------------------------------------------------------------
@@ -176,5 +159,5 @@ def metrics(request):
     except TalliesPending as pending:
         return _loading(request, "hud/metrics.html", "body", context, pending)
     except DatabaseError as exc:
-        return _unavailable(request, "hud/metrics.html", "body", context, exc)
-    return _render(request, "hud/metrics.html", "body", context)
+        return unavailable(request, "hud/metrics.html", context, exc, partial="body")
+    return page(request, "hud/metrics.html", context, partial="body")

@@ -73,7 +73,7 @@ def test_an_empty_search_explains_itself_and_an_overlong_one_is_a_400(client, wo
 def test_a_failed_search_query_is_an_error_not_nothing_found(client, world):
     with mock.patch("hud.selectors_search.pr_known", side_effect=OperationalError("database is locked")):
         response = client.get("/search", {"q": "100"})
-    assert response.status_code == 503 and "not “nothing found”" in response.content.decode()
+    assert response.status_code == 503 and "not an empty result" in response.content.decode()
 
 
 def test_hostile_queries_are_escaped(client, world):
