@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 
 from relay import registry
 from relay.allowlist import AllowlistError
-from relay.github import installations
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+from relay.selectors import commits_by_prefix, installed_names
 
 from . import serializers as s
 from .common import Cursor
@@ -41,7 +41,7 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return s.ProjectDetailOut if self.action == "retrieve" else s.ProjectOut
 
     def get_serializer_context(self):
-        return {**super().get_serializer_context(), "installed": installations.installed_names()}
+        return {**super().get_serializer_context(), "installed": installed_names()}
 
     @extend_schema(request=s.ProjectIn, responses={201: s.ProjectDetailOut})
     def create(self, request):
@@ -162,7 +162,7 @@ class CommitViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self):
         sha = self.kwargs["sha"].lower()
-        matches = list(UpstreamCommit.objects.filter(sha__startswith=sha)[:2])
+        matches = commits_by_prefix(sha)
         if len(matches) != 1:
             from rest_framework.exceptions import NotFound
 

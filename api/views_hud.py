@@ -14,7 +14,9 @@ from rest_framework.views import APIView
 from hud.baseline import commit_baseline
 from hud.culprits import streaks
 from hud.selectors_grid import pr_page
+from relay.checks.gate import gate_verdict, pr_head
 from relay.models import Project, UpstreamCommit
+from relay.selectors import active_project, commits_by_prefix, pr_newest_commit_sha, trunk_commit
 
 
 class BaselineView(APIView):
@@ -31,7 +33,7 @@ def _full_sha(prefix: str) -> str:
     prefix = prefix.lower()
     if len(prefix) == 40:
         return prefix
-    matches = list(UpstreamCommit.objects.filter(sha__startswith=prefix).values_list("sha", flat=True)[:2])
+    matches = [commit.sha for commit in commits_by_prefix(prefix)]
     if len(matches) != 1:
         raise NotFound("no commit with that SHA" if not matches else "SHA prefix is ambiguous")
     return matches[0]
@@ -75,10 +77,8 @@ class GateView(APIView):
 
     @extend_schema(parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")], responses={200: OpenApiTypes.OBJECT})
     def get(self, request, number):
-        from relay.checks.gate import gate_verdict, pr_head
-
         number = int(number)
-        newest_seen = UpstreamCommit.objects.filter(pr_number=number).order_by("-landed_at").values_list("sha", flat=True).first()
+        newest_seen = pr_newest_commit_sha(number)
         sha = (request.query_params.get("sha") or pr_head(number) or newest_seen or "").lower()
         if not sha:
             raise NotFound(f"the relay has seen no head of PR #{number}")
@@ -109,7 +109,7 @@ class CulpritsView(APIView):
 
 
 def _project(full_name: str) -> Project:
-    project = Project.objects.filter(full_name__iexact=full_name.strip(), active=True).first() if full_name else None
+    project = active_project(full_name)
     if project is None:
         raise NotFound("no active backend with that owner/repo (give ?backend=owner/repo)")
     return project
@@ -120,7 +120,7 @@ def _trunk_commit(sha: str) -> UpstreamCommit | None:
         return None
     if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha):
         raise ValidationError({"sha": "a commit SHA is 7 to 40 hexadecimal characters"})
-    commit = UpstreamCommit.objects.filter(sha=_full_sha(sha), is_trunk=True).first()
+    commit = trunk_commit(_full_sha(sha))
     if commit is None:
         raise NotFound("no trunk commit with that SHA")
     return commit

@@ -2,7 +2,6 @@
 refreshes the data region from the same URL (HX-Request answers with the partial), so every
 state lives in the query string. A failed query renders an error state, never an empty page."""
 
-
 from django.conf import settings
 from django.db import DatabaseError
 from django.shortcuts import redirect

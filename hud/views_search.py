@@ -1,7 +1,6 @@
 """/search?q=: the top bar's search box. One match redirects there; several are listed; none is a
 404 page that says what was tried."""
 
-
 from django.db import DatabaseError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET

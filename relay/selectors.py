@@ -1,11 +1,17 @@
-"""Reads for the relay's own pages."""
+"""Reads of what the relay recorded, for its own pages, the merge gate and the API."""
 
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, Q
 
-from .models import Delivery, Dispatch, JobRun
+from .github.installations import installed_names
+from .models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+
+__all__ = [
+    "STATUS_FILTERS", "DeliveryFilters", "active_project", "commits_by_prefix", "deliveries_page", "delivery_event_choices",
+    "installed_names", "latest_heads", "pr_newest_commit_sha", "trunk_commit",
+]
 
 DELIVERIES_PER_PAGE = 50
 STATUS_FILTERS = {
@@ -75,3 +81,21 @@ def latest_heads(pr_numbers) -> dict[int, str]:
     for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
         heads[pr] = sha
     return heads
+
+
+def commits_by_prefix(prefix: str, limit: int = 2) -> list[UpstreamCommit]:
+    """Upstream commits whose SHA starts with `prefix` (two are enough to call it ambiguous)."""
+    return list(UpstreamCommit.objects.filter(sha__startswith=prefix.lower())[:limit])
+
+
+def trunk_commit(sha: str) -> UpstreamCommit | None:
+    return UpstreamCommit.objects.filter(sha=sha.lower(), is_trunk=True).first()
+
+
+def pr_newest_commit_sha(number: int) -> str | None:
+    """The newest commit recorded for a PR (a head the relay saw land), if any."""
+    return UpstreamCommit.objects.filter(pr_number=number).order_by("-landed_at").values_list("sha", flat=True).first()
+
+
+def active_project(full_name: str) -> Project | None:
+    return Project.objects.filter(full_name__iexact=full_name.strip(), active=True).first() if full_name.strip() else None

@@ -1,5 +1,13 @@
-"""The dependency rules: relay never imports hud (the HUD reads what the relay records); the
-product never imports the development tools; the stand-in never imports the app."""
+"""The dependency rules, each checked over the tree and each checker tested on a broken example:
+
+- relay never imports hud (the HUD reads what the relay records);
+- the product never imports the development tools; the stand-in never imports the app;
+- no product module imports itself back when it is imported (no module-level circle), and the
+  relay's (and HUD's) packages depend on each other one way only, deferred imports included;
+- the HUD's views and template tags read the database only through the HUD's read modules;
+- the API's views call only selectors and services.
+
+The flow these rules keep readable is drawn in docs/architecture.md."""
 
 import ast
 import tomllib
@@ -125,3 +133,185 @@ def test_no_product_module_imports_itself_back_at_import_time():
 
 def test_the_circle_finder_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_circle_finder_finds_no_circle_in_a_chain():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_a_module_level_circle_is_found_in_source():
+    modules = {"pkg": (None, True), "pkg.a": (None, False), "pkg.b": (None, False)}
+    sources = {"pkg": "", "pkg.a": "from .b import x\n", "pkg.b": "from . import a\n"}
+    graph = {name: imports_in(name, sources[name], modules, deferred=False) for name in modules}
+    assert circles(graph) == [["pkg.a", "pkg.b"]]
+
+
+def test_a_deferred_import_does_not_make_a_module_level_circle():
+    modules = {"pkg": (None, True), "pkg.a": (None, False), "pkg.b": (None, False)}
+    sources = {"pkg": "", "pkg.a": "from .b import x\n", "pkg.b": "def f():\n    from . import a\n"}
+    graph = {name: imports_in(name, sources[name], modules, deferred=False) for name in modules}
+    assert circles(graph) == []
+
+
+# --- packages depend one way, deferred imports included --------------------------------------------
+
+UNITS = ("relay.models", "relay.outbox", "relay.github", "relay.intake", "relay.dispatch", "relay.callbacks", "relay.checks", "hud.tallies")
+"""Packages that count as one unit: within a unit, a task and the service it runs may name each
+other in a deferred import (the service kicks the task); between units, the flow goes one way."""
+
+
+def imports_in(name: str, source: str, modules: dict, deferred: bool = True) -> set[str]:
+    """The product modules `name` imports (at any depth if `deferred`, else only at import time)."""
+    is_package = modules[name][1]
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    tree = ast.parse(source)
+    nodes = ast.walk(tree) if deferred else tree.body
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])]) if node.level else node.module
+            subs = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [sub for sub in subs if sub in modules] + ([base] if any(sub not in modules for sub in subs) else [])
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def unit_of(module: str) -> str:
+    return next((unit for unit in UNITS if module == unit or module.startswith(unit + ".")), module)
+
+
+def unit_graph(modules: dict, sources: dict) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name in modules:
+        edges = {unit_of(target) for target in imports_in(name, sources[name], modules)} - {unit_of(name)}
+        graph.setdefault(unit_of(name), set()).update(edges)
+    for targets in list(graph.values()):
+        for target in targets:
+            graph.setdefault(target, set())
+    return graph
+
+
+def test_the_packages_depend_on_each_other_one_way_even_through_deferred_imports():
+    modules = product_modules()
+    sources = {name: path.read_text() for name, (path, _) in modules.items()}
+    assert circles(unit_graph(modules, sources)) == []
+
+
+def test_a_deferred_import_back_into_another_package_is_a_circle():
+    modules = {"relay": (None, True), "relay.intake": (None, True), "relay.intake.deliveries": (None, False),
+               "relay.dispatch": (None, True), "relay.dispatch.fan_out": (None, False)}
+    sources = {"relay": "", "relay.intake": "", "relay.dispatch": "",
+               "relay.intake.deliveries": "from ..dispatch.fan_out import dispatches_create\n",
+               "relay.dispatch.fan_out": "def resend():\n    from ..intake.deliveries import webhook_intake\n"}
+    assert circles(unit_graph(modules, sources)) == [["relay.dispatch", "relay.intake"]]
+
+
+# --- the HUD reads through its read modules ---------------------------------------------------------
+
+HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering")
+"""Modules that answer requests or format values: they hold no query."""
+PURE_RELAY = ("relay.verdicts", "relay.testids")
+"""The status policy and test identity: functions over rows already read, no database."""
+
+
+def is_hud_entry_point(module: str) -> bool:
+    return any(module == entry or module.startswith(entry) for entry in HUD_ENTRY_POINTS)
+
+
+def entry_point_offences(module: str, source: str, modules: dict) -> list[str]:
+    """What an entry point may not do: import a relay module other than the pure policy ones,
+    import the ORM's query building (django.db.models), or touch a manager (`.objects`)."""
+    tree = ast.parse(source)
+    offences = [f"imports {target}" for target in sorted(imports_in(module, source, modules))
+                if target.split(".")[0] == "relay" and target not in PURE_RELAY and target != "relay"]
+    offences += [f"imports {name}" for name in sorted(imported_modules_in(tree)) if name.startswith("django.db.models")]
+    offences += [f"line {node.lineno}: .objects" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "objects"]
+    return offences
+
+
+def imported_modules_in(tree) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_hud_views_and_template_tags_read_the_database_only_through_the_read_modules():
+    modules = product_modules()
+    offenders = {
+        name: offences for name, (path, _) in modules.items() if is_hud_entry_point(name)
+        for offences in [entry_point_offences(name, path.read_text(), modules)] if offences
+    }
+    assert offenders == {}
+
+
+def test_a_view_that_queries_a_model_is_caught():
+    modules = {"hud": (None, True), "hud.views_x": (None, False), "relay": (None, True), "relay.models": (None, True), "relay.verdicts": (None, False)}
+    source = "from relay.models import JobRun\nfrom relay.verdicts import State\n\ndef v(request):\n    return JobRun.objects.count()\n"
+    assert entry_point_offences("hud.views_x", source, modules) == ["imports relay.models", "line 5: .objects"]
+
+
+def test_a_template_tag_building_a_query_is_caught():
+    modules = {"hud": (None, True), "hud.templatetags": (None, True), "hud.templatetags.t": (None, False)}
+    assert entry_point_offences("hud.templatetags.t", "from django.db.models import Q\n", modules) == ["imports django.db.models"]
+
+
+# --- the API calls selectors and services -----------------------------------------------------------
+
+API_MAY_USE = {
+    "hud": lambda module: module.startswith("hud.selectors_") or module in ("hud", "hud.baseline", "hud.culprits"),
+    "relay": lambda module: module in ("relay", "relay.models", "relay.selectors", "relay.registry", "relay.allowlist", "relay.verdicts", "relay.checks.gate"),
+}
+"""What an API view may import from the HUD and the relay. HUD: its selectors (hud.baseline and
+hud.culprits are the baseline and culprit selectors by their concept's name). Relay: its selectors,
+the registry service (and the allowlist's errors), the merge gate's verdict, the status policy,
+and the models, whose managers an API view may name only as a DRF viewset's declared queryset."""
+
+
+def api_view_offences(module: str, source: str, modules: dict) -> list[str]:
+    tree = ast.parse(source)
+    offences = [f"imports {target}" for target in sorted(imports_in(module, source, modules))
+                if target.split(".")[0] in API_MAY_USE and not API_MAY_USE[target.split(".")[0]](target)]
+    declared = {id(node) for holder in ast.walk(tree) for node in ast.walk(holder) if _declares_a_queryset(holder)}
+    offences += [f"line {node.lineno}: .objects outside a declared queryset" for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and node.attr == "objects" and id(node) not in declared]
+    return offences
+
+
+def _declares_a_queryset(node) -> bool:
+    """`queryset = Model.objects…` in a class body, or a viewset's `get_queryset` method."""
+    if isinstance(node, ast.Assign):
+        return any(isinstance(target, ast.Name) and target.id == "queryset" for target in node.targets)
+    return isinstance(node, ast.FunctionDef) and node.name == "get_queryset"
+
+
+def test_the_api_views_call_only_selectors_and_services():
+    modules = product_modules()
+    offenders = {
+        name: offences for name, (path, _) in modules.items() if name.startswith("api.views")
+        for offences in [api_view_offences(name, path.read_text(), modules)] if offences
+    }
+    assert offenders == {}
+
+
+def test_an_api_view_reaching_into_hud_internals_or_querying_directly_is_caught():
+    modules = {"api": (None, True), "api.views_x": (None, False), "hud": (None, True), "hud.views_grid": (None, False),
+               "hud.selectors_grid": (None, False), "relay": (None, True), "relay.models": (None, True), "relay.intake": (None, True)}
+    source = (
+        "from hud.selectors_grid import pr_page\nfrom hud.views_grid import grid\nfrom relay.intake import deliveries\n"
+        "from relay.models import Project\n\nclass V:\n    queryset = Project.objects.all()\n\n"
+        "def f():\n    return Project.objects.first()\n"
+    )
+    assert api_view_offences("api.views_x", source, modules) == [
+        "imports hud.views_grid", "imports relay.intake", "line 10: .objects outside a declared queryset"]
