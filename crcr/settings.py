@@ -255,3 +255,8 @@ CRCR_DISPATCH_MAX_AGE_HOURS = env_int("CRCR_DISPATCH_MAX_AGE_HOURS", 72)
 CRCR_DISPATCH_LEASE_SECONDS = env_int("CRCR_DISPATCH_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
+
+# --- triage and notifications -------------------------------------------------------------------
+CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)
+"""An expected failure that passes on this many trunk commits in a row is flagged "unexpectedly passing"."""
+LOGIN_URL = "/admin/login/"

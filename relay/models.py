@@ -405,3 +405,6 @@ class PullRequest(models.Model):
 
 
 from .models_checks import *  # noqa: E402,F401,F403
+from .models_triage import (  # noqa: E402,F401
+    Expectation, IssueOccurrence, KnownIssue, Notification, NotificationAttempt, NotificationEvent, Subscription,
+)
