@@ -260,3 +260,16 @@ CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)
 """An expected failure that passes on this many trunk commits in a row is flagged "unexpectedly passing"."""
 LOGIN_URL = "/admin/login/"
+# Notifications ride on the outbox engine (relay.outbox) with their own retry policy.
+CRCR_NOTIFY_MAX_ATTEMPTS = env_int("CRCR_NOTIFY_MAX_ATTEMPTS", 8)
+CRCR_NOTIFY_BACKOFF_BASE_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_BASE_SECONDS", "5"))
+CRCR_NOTIFY_BACKOFF_MAX_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_MAX_SECONDS", "900"))
+CRCR_NOTIFY_MAX_AGE_HOURS = env_int("CRCR_NOTIFY_MAX_AGE_HOURS", 48)
+CRCR_NOTIFY_LEASE_SECONDS = env_int("CRCR_NOTIFY_LEASE_SECONDS", 60)
+CRCR_NOTIFY_ALLOW_PRIVATE = env_bool("CRCR_NOTIFY_ALLOW_PRIVATE", CRCR_SANDBOX or DEBUG)
+"""Webhooks to private and loopback addresses: refused in production (SSRF), allowed in sandbox mode."""
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if CRCR_SANDBOX else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")

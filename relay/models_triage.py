@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .outbox.models import OutboxAttempt, OutboxRow
+
 MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 200
 MAX_MESSAGE_CHARS = 200
@@ -157,9 +159,9 @@ class Subscription(models.Model):
         return self.name
 
 
-class Notification(models.Model):
-    """One message to one subscription: for one event, or a digest of a day's events. The outbox
-    row (claimed, sent, retried with backoff; every try an attempt row)."""
+class Notification(OutboxRow):
+    """One message to one subscription: for one event, or a digest of a day's events. A row of
+    the outbox (relay.outbox): claimed, sent, retried with backoff, every try an attempt row."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -177,13 +179,6 @@ class Notification(models.Model):
     digest_date = models.DateField(null=True, blank=True)
     digest = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="digested")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -198,23 +193,18 @@ class Notification(models.Model):
         return f"{self.subscription}: {what} ({self.state})"
 
 
-class NotificationAttempt(models.Model):
+class NotificationAttempt(OutboxAttempt):
+    """Every try at sending a notification leaves one of these."""
+
     class Outcome(models.TextChoices):
         SENT = "sent"
         TRANSIENT = "transient", "transient failure"
         PERMANENT = "permanent", "permanent failure"
 
     notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(default=0)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    error = models.TextField(blank=True)
-    retry_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["number"]
+    class Meta(OutboxAttempt.Meta):
         constraints = [models.UniqueConstraint(fields=["notification", "number"], name="notification_attempt_number_unique")]
 
 
