@@ -17,14 +17,18 @@ def _checked(check, value):
 
 class KnownIssueOut(serializers.ModelSerializer):
     projects = serializers.SlugRelatedField(many=True, read_only=True, slug_field="full_name")
-    occurrences = serializers.IntegerField(read_only=True, source="n", default=None, help_text="on the list: how many failures matched")
+    occurrence_count = serializers.SerializerMethodField(help_text="how many failures matched it")
 
     class Meta:
         model = KnownIssue
         fields = [
             "id", "title", "url", "kind", "state", "all_backends", "projects", "test_patterns", "message_contains", "blocks_gate",
-            "created_by", "created_at", "resolved_at", "occurrences",
+            "created_by", "created_at", "resolved_at", "occurrence_count",
         ]
+
+    def get_occurrence_count(self, issue) -> int:
+        annotated = getattr(issue, "n", None)
+        return annotated if annotated is not None else issue.occurrences.count()
 
 
 class KnownIssueIn(serializers.Serializer):

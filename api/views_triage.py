@@ -90,7 +90,7 @@ class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
 
 class ExpectationsView(APIView):
-    """A backend's published expected failures and flaky tests. GET lists them (`?format=text`
+    """A backend's published expected failures and flaky tests. GET lists them (`?as=text`
     for the upload format); PUT replaces the whole list from the file (`text/plain` body, or JSON
     `{"content": ...}`), all or nothing."""
 
@@ -103,7 +103,7 @@ class ExpectationsView(APIView):
     @extend_schema(responses={200: s.ExpectationOut(many=True), (200, "text/plain"): OpenApiResponse(response=str)})
     def get(self, request, full_name):
         project = self._project(full_name)
-        if request.query_params.get("format") == "text":
+        if request.query_params.get("as") == "text":
             return HttpResponse(expectation_services.expectations_text(project), content_type="text/plain; charset=utf-8")
         return Response(s.ExpectationOut(project.expectations.order_by("line", "id"), many=True).data)
 
@@ -143,7 +143,11 @@ class SubscriptionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
     permission_classes = [OwnSubscriptions]
     pagination_class = Cursor
 
+    queryset = Subscription.objects.none()
+
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Subscription.objects.none()
         rows = Subscription.objects.select_related("project", "user").order_by("-id")
         return rows if _is_admin(self.request) else rows.filter(user=self.request.user)
 

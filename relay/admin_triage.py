@@ -10,6 +10,8 @@ from .triage.matching import PatternError, message_check, patterns_check
 
 
 class KnownIssueForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, required=False, assume_scheme="https", label="Tracker issue URL")
+
     class Meta:
         model = KnownIssue
         fields = "__all__"
