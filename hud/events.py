@@ -12,7 +12,8 @@ Events, each once (by key):
   their streak starts at this commit. With the culprit range: last pass, first failure, suspects.
 * **recovery** (backend, commit): passing again where its previous decided trunk result failed.
 * **upstream_broken** (commit): the reference failed where its previous decided result did not.
-* **at_risk** (backend, day): readiness turned to "at risk of demotion".
+* **at_risk** (backend, day): readiness turned to "at risk of demotion" because a criterion
+  failed over the last 7 days (not merely for lack of data).
 * **health_degraded** (since when): the relay's health probe turned from healthy to degraded."""
 
 import logging
@@ -158,10 +159,12 @@ def readiness_events(now) -> list[NotificationEvent]:
             readiness = backend_readiness(project, now)
         except TalliesPending:
             return []  # the tallies are still being computed: ask next time
-        if readiness.outlook == "at_risk" and outlooks.get(str(project.id)) != "at_risk":
+        # "No data" never counts as met, but alone it says nothing new: a criterion must fail.
+        at_risk = readiness.outlook == "at_risk" and any(c.met is False for c in readiness.demotion)
+        if at_risk and outlooks.get(str(project.id)) != "at_risk":
             events.append(event_emit(Kind.AT_RISK, f"at_risk:{project.id}:{now.date()}", f"{project.label}: {readiness.headline}", project=project,
                                      details={"url": f"{settings.CRCR_PUBLIC_URL}/crcr/{project.full_name}", "lines": [readiness.headline]}))
-        outlooks[str(project.id)] = readiness.outlook
+        outlooks[str(project.id)] = "at_risk" if at_risk else readiness.outlook
     outlooks["_checked_at"] = now.isoformat()
     RelayState.objects.filter(key=OUTLOOK_KEY).update(value=outlooks)
     return [e for e in events if e is not None]
