@@ -144,3 +144,15 @@ def test_the_known_issue_page_lists_occurrences_and_flags_a_resolved_issue_still
     html = client.get(f"/known-issues/{issue.pk}").content.decode()
     assert "Still occurring" in html and "Intel XPU" in html and "AMD ROCm" in html
     assert "still occurring (1 since resolved)" in client.get("/known-issues?state=resolved").content.decode()
+
+
+def test_the_backend_dashboard_shows_its_expectations_and_known_failures_beside_readiness(backends, settings, client):
+    settings.CRCR_EXPECTATION_PASSES = 2
+    commits = make_trunk(3)
+    expectations_replace(backends["xpu"], "TestCommon.test_addmm*,Fail   # OOM on the runner\n", by="intel-ci")
+    for i, commit in enumerate(commits):
+        result(backends["ref"], commit.sha)
+        result(backends["xpu"], commit.sha, [XPU_ADDMM] if i == 0 else [])
+    html = client.get("/crcr/intel/torch-xpu-ops?range=30d").content.decode()
+    assert "Published expectations" in html and "OOM on the runner" in html and "unexpectedly passing" in html
+    assert "failed only with them" in html and "no known issue or expectation hides" in html
