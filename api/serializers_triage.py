@@ -3,7 +3,17 @@
 from django.db.models import Q
 from rest_framework import serializers
 
-from relay.models import Expectation, IssueOccurrence, KnownIssue, Level, Notification, NotificationAttempt, NotificationEvent, Project, Subscription
+from relay.models import (
+    Expectation,
+    IssueOccurrence,
+    KnownIssue,
+    Level,
+    Notification,
+    NotificationAttempt,
+    NotificationEvent,
+    Project,
+    Subscription,
+)
 from relay.models_triage import MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
 from relay.triage.matching import PatternError, message_check, pattern_check, patterns_check
 

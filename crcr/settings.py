@@ -38,6 +38,12 @@ INSTALLED_APPS = [
     "hud",
     "api",
 ]
+# Development tools (bench, stand-in, sandbox: devtools/) join only when they are in the source
+# tree (the production image does not copy them) and CRCR_DEVTOOLS is not off. A file check, not
+# an import probe: an unrelated installed package named `devtools` must never be picked up.
+CRCR_DEVTOOLS = env_bool("CRCR_DEVTOOLS", True) and (BASE_DIR / "devtools" / "apps.py").is_file()
+if CRCR_DEVTOOLS:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -255,12 +261,18 @@ CRCR_REFERENCE_REPORT_PATTERN = env("CRCR_REFERENCE_REPORT_PATTERN", r"test-repo
 CRCR_UPSTREAM_REACT_INLINE = env_bool("CRCR_UPSTREAM_REACT_INLINE", False)
 CRCR_PUBLIC_URL = env("CRCR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
-# Dispatch retry policy: capped, jittered exponential backoff stored on the row.
+# Outbox retry policy per kind (relay/outbox): capped, jittered exponential backoff stored on the
+# row, given up after MAX_ATTEMPTS or MAX_AGE_HOURS; a sender holds its claim for LEASE_SECONDS.
 CRCR_DISPATCH_MAX_ATTEMPTS = env_int("CRCR_DISPATCH_MAX_ATTEMPTS", 10)
 CRCR_DISPATCH_BACKOFF_BASE_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_BASE_SECONDS", "5"))
 CRCR_DISPATCH_BACKOFF_MAX_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_MAX_SECONDS", "900"))
 CRCR_DISPATCH_MAX_AGE_HOURS = env_int("CRCR_DISPATCH_MAX_AGE_HOURS", 72)
 CRCR_DISPATCH_LEASE_SECONDS = env_int("CRCR_DISPATCH_LEASE_SECONDS", 90)
+CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS = env_int("CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS", 10)
+CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS = float(env("CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS", "5"))
+CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS = float(env("CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS", "900"))
+CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS = env_int("CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS", 72)
+CRCR_UPSTREAM_WRITE_LEASE_SECONDS = env_int("CRCR_UPSTREAM_WRITE_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 

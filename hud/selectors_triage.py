@@ -17,7 +17,13 @@ from relay.triage.matching import id_matches
 
 from .baseline import cell_failures, resolve_commit_ids
 from .culprits import Streak, history_load, streaks, trunk_chain
-from .selectors_commit import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends
+from .selectors_commit import (
+    cells_for_commits,
+    failed_tests_for_jobs,
+    latest_failing_job_ids,
+    reference_backend,
+    registered_backends,
+)
 from .triage import cells_triage
 
 SUGGESTION_COMMITS = 10

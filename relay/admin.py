@@ -82,7 +82,7 @@ class ProjectAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "position")}),
-        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "is_health_probe")}),
+        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "reference_reports", "is_health_probe")}),
         ("Timestamps", {"fields": ("created_at", "updated_at")}),
     )
 

@@ -4,7 +4,15 @@
 from django import forms
 from django.contrib import admin
 
-from .models_triage import Expectation, IssueOccurrence, KnownIssue, Notification, NotificationAttempt, NotificationEvent, Subscription
+from .models_triage import (
+    Expectation,
+    IssueOccurrence,
+    KnownIssue,
+    Notification,
+    NotificationAttempt,
+    NotificationEvent,
+    Subscription,
+)
 from .triage import issues as issue_services
 from .triage.matching import PatternError, message_check, patterns_check
 
@@ -14,7 +22,7 @@ class KnownIssueForm(forms.ModelForm):
 
     class Meta:
         model = KnownIssue
-        fields = "__all__"
+        fields = ["title", "url", "kind", "state", "all_backends", "projects", "test_patterns", "message_contains", "blocks_gate"]
 
     def clean_test_patterns(self):
         return _checked(patterns_check, self.cleaned_data.get("test_patterns") or [])

@@ -5,6 +5,22 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from .models_checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
+from .models_triage import (
+    Expectation, IssueOccurrence, KnownIssue, Notification, NotificationAttempt, NotificationEvent, Subscription,
+)
+from .outbox.models import OutboxAttempt, OutboxRow
+
+# The upstream-write models live in their own module and name these models by string
+# ("relay.Project"), so the import runs one way only; they are re-exported for Django and callers.
+__all__ = [
+    "CIProvider", "Conclusion", "Delivery", "Dispatch", "DispatchAttempt", "FailedTest", "HardwareKind", "Installation",
+    "InstalledRepo", "JobRun", "Level", "LevelChange", "OncallComment", "Project", "PullRequest", "RelayState", "RerunRequest",
+    "UpstreamCheckRun", "UpstreamCommit", "UpstreamWrite", "UpstreamWriteAttempt", "UsedToken",
+    # Triage and notifications (relay/models_triage.py, the same one-way import).
+    "Expectation", "IssueOccurrence", "KnownIssue", "Notification", "NotificationAttempt", "NotificationEvent", "Subscription",
+]
+
 
 class Level(models.TextChoices):
     L1 = "L1", "L1 · dispatch only"
@@ -178,9 +194,9 @@ class Delivery(models.Model):
         return f"{self.event}.{self.action or '-'} {self.delivery_id}"
 
 
-class Dispatch(models.Model):
-    """One repository_dispatch of a delivery to one downstream project. The row is the source of
-    truth; Celery messages only point at it."""
+class Dispatch(OutboxRow):
+    """One repository_dispatch of a delivery to one downstream project, sent through the outbox
+    engine (relay.outbox; relay.dispatching says how to send one)."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -200,13 +216,6 @@ class Dispatch(models.Model):
     event_type = models.CharField(max_length=64)
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     head_sha = models.CharField(max_length=40, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["project__full_name"]
@@ -221,7 +230,7 @@ class Dispatch(models.Model):
         return f"{self.delivery.delivery_id} → {self.project} ({self.state})"
 
 
-class DispatchAttempt(models.Model):
+class DispatchAttempt(OutboxAttempt):
     """Every try at sending a dispatch leaves one of these."""
 
     class Outcome(models.TextChoices):
@@ -231,16 +240,9 @@ class DispatchAttempt(models.Model):
         NOT_INSTALLED = "not_installed", "not installed"
 
     dispatch = models.ForeignKey(Dispatch, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(default=0)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    error = models.TextField(blank=True)
-    retry_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["number"]
+    class Meta(OutboxAttempt.Meta):
         constraints = [models.UniqueConstraint(fields=["dispatch", "number"], name="dispatch_attempt_number_unique")]
 
 
@@ -403,8 +405,3 @@ class PullRequest(models.Model):
     def __str__(self):
         return f"#{self.number} {self.title[:40]}"
 
-
-from .models_checks import *  # noqa: E402,F401,F403
-from .models_triage import (  # noqa: E402,F401
-    Expectation, IssueOccurrence, KnownIssue, Notification, NotificationAttempt, NotificationEvent, Subscription,
-)

@@ -69,6 +69,9 @@ class IssueOccurrence(models.Model):
         constraints = [models.UniqueConstraint(fields=["issue", "job_run", "test_id"], name="issue_occurrence_once")]
         indexes = [models.Index(fields=["issue", "-seen_at"], name="occurrence_issue_seen_idx")]
 
+    def __str__(self):
+        return f"{self.issue_id}: {self.test_id} on {self.head_sha[:10]}"
+
 
 class Expectation(models.Model):
     """One line of a backend's published expectations: a test-id glob it expects to fail, or to

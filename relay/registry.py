@@ -8,9 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .allowlist import Entry, parse_allowlist, render_allowlist, repo_name_problem
-from .models import CIProvider, HardwareKind, Level, LevelChange, Project
-
-SANDBOX_SEED_BY = "sandbox-seed"
+from .models import Level, LevelChange, Project
 
 
 @dataclass
@@ -128,7 +126,7 @@ def project_update(project: Project, fields: dict, *, by: str, reason: str = "")
     if level is not None or device is not None:
         before = (project.level, project.device)
         project_set_level(project, level or project.level, by=by, reason=reason, device=device)
-        changed += [name for name, old in zip(("level", "device"), before) if getattr(project, name) != old]
+        changed += [name for name, old in zip(("level", "device"), before, strict=True) if getattr(project, name) != old]
     return changed
 
 
@@ -159,50 +157,3 @@ def project_entry(project: Project) -> Entry:
     device = project.device if project.level == Level.L3 else ""
     return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position)
 
-
-# --- sandbox -------------------------------------------------------------------------------------
-
-# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
-# and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
-SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
-SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
-SANDBOX_PROJECTS = (
-    {"full_name": "pytorch/openreg-ci", "level": "L2", "display_name": "OpenReg (reference)", "github_repo_id": 700000001,
-     "hardware_kind": HardwareKind.REFERENCE, "is_reference": True, "oncalls": ["openreg-maintainer"]},
-    {"full_name": "intel/torch-xpu-ops", "level": "L4", "display_name": "Intel XPU", "github_repo_id": 700000002,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["xpu-oncall", "intel-pt-ci"]},
-    {"full_name": "ROCm/pytorch", "level": "L3", "device": "rocm", "display_name": "AMD ROCm", "github_repo_id": 700000003,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["rocm-ci-oncall"]},
-    {"full_name": "pytorch-mps/mps-ci", "level": "L2", "display_name": "Apple MPS", "github_repo_id": 700000004,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["mps-oncall"]},
-    {"full_name": "quic/ai-engine-direct-torch", "level": "L3", "device": "qnn", "display_name": "Qualcomm AI Engine",
-     "github_repo_id": 700000005, "hardware_kind": HardwareKind.NPU, "oncalls": ["qnn-oncall"]},
-    {"full_name": "vllm-project/vllm", "level": "L2", "display_name": "vLLM", "github_repo_id": 700000006,
-     "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"],
-     "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}", "oidc_required_claims": {"build_branch": ["main"]}},
-    {"full_name": "sgl-project/sglang", "level": "L1", "display_name": "SGLang", "github_repo_id": 700000007,
-     "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": []},
-    {"full_name": "huggingface/transformers", "level": "L2", "display_name": "Hugging Face Transformers",
-     "github_repo_id": 700000008, "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": ["hf-ci-oncall"]},
-    {"full_name": "pytorch/crcr-test", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
-     "hardware_kind": HardwareKind.PROBE, "is_health_probe": True, "oncalls": []},
-)
-
-
-@transaction.atomic
-def seed_sandbox_registry() -> list[Project]:
-    """Upsert the sandbox registry; running it again changes nothing."""
-    positions: dict[str, int] = {}
-    return [_seed_one(spec, positions) for spec in SANDBOX_PROJECTS]
-
-
-def _seed_one(spec: dict, positions: dict[str, int]) -> Project:
-    fields = {"active": True, **spec}
-    full_name, level, device = fields.pop("full_name"), fields.pop("level"), fields.pop("device", "")
-    fields["position"] = positions[level] = positions.get(level, -1) + 1
-    project = Project.objects.filter(full_name__iexact=full_name).first()
-    if project is None:
-        return project_create(full_name, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device, **fields)
-    _project_update(project, fields)
-    project_set_level(project, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device)
-    return project

@@ -88,5 +88,5 @@ def email_send(address: str, message: Message) -> None:
     body = "\n".join([message.title, "", *message.lines, "", message.url]).strip()
     try:
         send_mail(f"[CRCR HUD] {message.title}"[:200], body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False)
-    except (OSError, socket.error) as exc:
+    except OSError as exc:
         raise SendError(f"{exc.__class__.__name__}: {exc}", permanent=False) from exc

@@ -2,7 +2,7 @@
 held ones of the previous day (UTC) are collected into one digest notification, sent like any
 other. One digest per subscription and day (a unique constraint), so a second run adds nothing."""
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import IntegrityError, transaction
 
@@ -11,7 +11,7 @@ from ..models_triage import Notification
 
 def digests_build(day: date) -> list[int]:
     """Collect the events of `day` held for digest subscriptions; the ids of the digests made."""
-    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=timezone.utc)
+    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
     held = Notification.objects.filter(state=Notification.State.HELD, event__occurred_at__lt=end)
     made = []
     for subscription_id in held.values_list("subscription_id", flat=True).distinct():

@@ -62,8 +62,8 @@ DEVICE_WORDS = {"reference": ("PRIVATEUSE1", "privateuse1"), "gpu": ("XPU", "xpu
 def seed_hud_store() -> dict:
     """~30 trunk commits × 14 backends with every state the policy knows, an upstream-broken
     commit, shared and backend-specific failures, and a PR with three heads."""
+    from devtools.sandbox_registry import seed_sandbox_registry
     from relay.models import Project
-    from relay.registry import seed_sandbox_registry
 
     seed_sandbox_registry()
     for position, (name, level, device, kind, label) in enumerate(EXTRA_BACKENDS, start=10):

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+from devtools.sandbox_registry import seed_sandbox_registry
 from relay import registry
 from relay.allowlist import AllowlistError, parse_allowlist
 from relay.models import CIProvider, HardwareKind, LevelChange, Project
@@ -11,7 +12,6 @@ from relay.registry import (
     allowlist_import,
     project_create,
     project_set_level,
-    seed_sandbox_registry,
 )
 from tests.factories import ProjectFactory
 

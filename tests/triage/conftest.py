@@ -2,11 +2,11 @@
 `test_nn.TestNNDeviceTypePRIVATEUSE1`), Intel XPU (pytest from the checkout's root) and AMD ROCm
 (the bare class, file beside it)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-T0 = datetime(2026, 11, 30, 8, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 8, tzinfo=UTC)
 XPU_ADDMM = {"classname": "test.test_ops.TestCommonXPU", "name": "test_addmm_xpu_float32", "file": "test/test_ops.py",
              "message": "RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"}
 ROCM_ADDMM = {"classname": "TestCommonCUDA", "name": "test_addmm_cuda_float32", "file": "test/test_ops.py",

@@ -6,7 +6,7 @@ the reference and a resolved issue seen again are events too."""
 import json
 import threading
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -139,7 +139,7 @@ def test_a_digest_collects_a_days_events_into_one_message(backends, sink):
     day = date(2026, 11, 30)
     for hour, key in ((9, "a"), (15, "b")):
         event_emit("new_failure", f"new_failure:{key}", f"Intel XPU failure {key}", project=backends["xpu"],
-                   occurred_at=datetime(2026, 11, 30, hour, tzinfo=timezone.utc))
+                   occurred_at=datetime(2026, 11, 30, hour, tzinfo=UTC))
     assert set(Notification.objects.values_list("state", flat=True)) == {"held"}
     [digest_pk] = digests_build(day)
     assert digests_build(day) == []

@@ -9,9 +9,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_sandbox_seed_makes_known_issues_expectations_and_the_sink_subscription_once():
+    from devtools.sandbox_registry import seed_sandbox_registry
+    from devtools.sandbox_triage import seed_sandbox_triage
     from relay.models import Expectation, KnownIssue, Subscription
-    from relay.registry import seed_sandbox_registry
-    from relay.sandbox_triage import seed_sandbox_triage
 
     seed_sandbox_registry()
     assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 4}
@@ -22,7 +22,7 @@ def test_the_sandbox_seed_makes_known_issues_expectations_and_the_sink_subscript
 
 
 def test_the_sink_logs_what_it_received_and_refuses_every_third_notification_once(tmp_path):
-    from standin.sandbox import NotificationSink
+    from devtools.standin.sandbox import NotificationSink
 
     sink = NotificationSink(tmp_path).start()
     try:

@@ -4,7 +4,8 @@ import os
 
 from django.core.management.base import BaseCommand
 
-from relay.registry import seed_sandbox_registry
+from devtools.sandbox_registry import seed_sandbox_registry
+from devtools.sandbox_triage import seed_sandbox_triage
 
 
 class Command(BaseCommand):
@@ -13,7 +14,5 @@ class Command(BaseCommand):
     def handle(self, **options):
         projects = seed_sandbox_registry()
         self.stdout.write(f"sandbox registry: {len(projects)} projects")
-        from relay.sandbox_triage import seed_sandbox_triage
-
         triage = seed_sandbox_triage(os.environ.get("CRCR_SANDBOX_SINK_URL", ""))
         self.stdout.write(f"sandbox triage: {triage['issues']} known issues made, expectations and the webhook sink subscription in place")

@@ -3,9 +3,9 @@ known issues over the stand-in's test pool, an expectations file for Apple MPS, 
 subscription to the sandbox's local webhook sink, so marks and /notifications fill within
 minutes. Idempotent: seeding again changes nothing."""
 
-from .models import KnownIssue, Project, Subscription
-from .triage.expectations import expectations_replace
-from .triage.issues import known_issue_create, known_issue_update
+from relay.models import KnownIssue, Project, Subscription
+from relay.triage.expectations import expectations_replace
+from relay.triage.issues import known_issue_create, known_issue_update
 
 SEED_BY = "sandbox seed"
 ISSUES = [
