@@ -198,3 +198,25 @@ def test_readiness_turning_to_at_risk_is_an_event_once_and_no_data_alone_is_not(
     events_detect()
     events_detect()
     assert list(NotificationEvent.objects.filter(kind="at_risk").values_list("project__full_name", flat=True)) == ["intel/torch-xpu-ops"]
+
+
+def test_relay_health_turning_degraded_is_an_event_and_staying_degraded_is_not(backends, settings):
+    from django.utils import timezone
+
+    from hud.events import health_events
+    from relay.models import JobRun, Project
+
+    probe = Project.objects.create(full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe")
+    subscribe("health", target="https://example.org/hook", events=["health_degraded"])
+    now = timezone.now()
+
+    def probe_head(sha, conclusion):
+        JobRun.objects.create(project=probe, delivery_key=sha, event_type="pull_request", run_id=sha[:6], workflow_name="probe",
+                              job_name="expect-success", status="completed", conclusion=conclusion, head_sha=sha, created_at=now)
+
+    probe_head("a" * 40, "success")
+    assert health_events(now) == []
+    probe_head("b" * 40, "failure")
+    [event] = health_events(now)
+    assert event.kind == "health_degraded" and Notification.objects.filter(event=event).count() == 1
+    assert health_events(now) == []
