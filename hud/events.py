@@ -10,7 +10,8 @@ Events, each once (by key):
 * **new_failure** (backend, commit): the backend fails tests or jobs the reference passes
   (backend-specific, known issues and expected failures left out) that it did not fail before:
   their streak starts at this commit. With the culprit range: last pass, first failure, suspects.
-* **recovery** (backend, commit): passing again where its previous decided trunk result failed.
+* **recovery** (backend, commit): passing again where its previous decided trunk result failed,
+  after a new_failure was announced for it (a flaky blip nobody heard about is no news).
 * **upstream_broken** (commit): the reference failed where its previous decided result did not.
 * **at_risk** (backend, day): readiness turned to "at risk of demotion" because a criterion
   failed over the last 7 days (not merely for lack of data).
@@ -124,6 +125,11 @@ def _new_failure(commit, project, comparison):
 
 
 def _recovery(commit, project):
+    """Only a backend whose failure we announced recovers: otherwise every flaky blip would page."""
+    announced = NotificationEvent.objects.filter(project=project, kind__in=[Kind.NEW_FAILURE, Kind.RECOVERY], occurred_at__lte=timezone.now())
+    last = announced.order_by("-occurred_at", "-id").first()
+    if last is None or last.kind != Kind.NEW_FAILURE:
+        return None
     title = f"{project.label} passes again on trunk at {commit.sha[:10]}"
     details = {"url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}", "commit_title": commit.title,
                "lines": [f"{commit.sha[:10]} {commit.title}"]}

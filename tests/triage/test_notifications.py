@@ -220,3 +220,17 @@ def test_relay_health_turning_degraded_is_an_event_and_staying_degraded_is_not(b
     [event] = health_events(now)
     assert event.kind == "health_degraded" and Notification.objects.filter(event=event).count() == 1
     assert health_events(now) == []
+
+
+def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
+    """ROCm fails test_addmm on trunk[1] together with the reference (upstream's doing, not
+    announced as ROCm's), then passes: no recovery to announce."""
+    from hud.events import events_detect
+
+    ref_addmm = {"classname": "test_ops.TestCommonPRIVATEUSE1", "name": "test_addmm_privateuse1_float32", "file": "test_ops.py"}
+    for i, commit in enumerate(trunk[:3]):
+        result(backends["ref"], commit.sha, [ref_addmm] if i == 1 else [])
+        result(backends["rocm"], commit.sha, [ROCM_ADDMM] if i == 1 else [])
+    events_detect()
+    assert NotificationEvent.objects.filter(kind="upstream_broken").count() == 1
+    assert not NotificationEvent.objects.filter(project=backends["rocm"], kind__in=["new_failure", "recovery"]).exists()
