@@ -116,3 +116,20 @@ def test_an_expected_failure_that_passes_is_flagged_and_one_that_fails_is_not_re
     assert flagged.count() == 1
     assert "TestCommon.test_addmm*" in flagged.inner_text() and "unexpectedly passing" in flagged.inner_text() and "4 trunk commits" in flagged.inner_text()
     page.screenshot(path=str(screenshots / "triage-unexpectedly-passing.png"), full_page=True)
+
+
+def test_the_triage_pages_fit_a_390_px_phone(browser, live_server, backends):
+    from relay.triage import issues
+
+    trunk = make_trunk(3)
+    for commit in trunk:
+        result(backends["xpu"], commit.sha, [XPU_ADDMM])
+        result(backends["rocm"], commit.sha, [ROCM_ADDMM])
+    issue = issues.known_issue_create({"title": "addmm fails everywhere", "test_patterns": ["TestCommon.test_addmm*"]}, by="alice")
+    issues.occurrences_backfill(issue.pk)
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    for path in ("/known-issues", f"/known-issues/{issue.pk}", "/known-issues/suggested", "/notifications"):
+        page.goto(live_server.url + path)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+    context.close()
