@@ -10,8 +10,9 @@ from relay.registry import project_create, project_update
 SANDBOX_SEED_BY = "sandbox-seed"
 REASON = "sandbox registry"
 
-# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
-# and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
+# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend,
+# the relay's own health probe, and a nightly-only repo (allowlist `events: [nightly]`); vLLM also
+# reports nightlies through its Buildkite reporter. Repo ids are made up but stable, so reseeding finds the same rows.
 SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
 SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 SANDBOX_PROJECTS = (
@@ -67,7 +68,7 @@ SANDBOX_PROJECTS = (
         "ci_provider": CIProvider.BUILDKITE,
         "oncalls": ["vllm-ci"],
         "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}",
-        "oidc_required_claims": {"build_branch": ["main"]},
+        "oidc_required_claims": {"build_branch": ["main", "nightly"]},
     },
     {
         "full_name": "sgl-project/sglang",
@@ -93,6 +94,15 @@ SANDBOX_PROJECTS = (
         "hardware_kind": HardwareKind.PROBE,
         "is_health_probe": True,
         "oncalls": [],
+    },
+    {
+        "full_name": "TorchedHat/pytorch-redhat-ci",
+        "level": "L2",
+        "display_name": "Red Hat (nightly)",
+        "github_repo_id": 700000010,
+        "hardware_kind": HardwareKind.CPU,
+        "oncalls": ["redhat-ci"],
+        "events": ["nightly"],
     },
 )
 

@@ -15,6 +15,7 @@ from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullReq
 from .baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from .culprits import Streak, streaks
 from .gate import gate_verdict
+from .overdue import overdue_among, running_job_ids, shown_state
 from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
@@ -217,12 +218,13 @@ class GridRow:
         return any(cell.failing for cell in self.cells)
 
 
-def _grid_cell(cells, marks, sha: str, column: Column) -> GridCell:
+def _grid_cell(cells, marks, sha: str, column: Column, overdue: set[int]) -> GridCell:
     cell = cells[(sha, column.project.id)]
     if column.job is None:
-        return GridCell(sha, column.project.id, cell.state, marks.get((sha, column.project.id)))
+        return GridCell(sha, column.project.id, shown_state(cell.state, cell.verdicts, overdue), marks.get((sha, column.project.id)))
     verdict = cell.verdict_for(column.job)
-    return GridCell(sha, column.project.id, verdict.state if verdict else State.NO_RESULT, job=column.job)
+    state = shown_state(verdict.state, [verdict], overdue) if verdict else State.NO_RESULT
+    return GridCell(sha, column.project.id, state, job=column.job)
 
 
 # --- the grid -----------------------------------------------------------------------------------
@@ -266,15 +268,16 @@ def grid_page(filters: GridFilters) -> Grid:
 
 
 def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], filters: GridFilters) -> Grid:
-    """Rows for the commits, columns for the backends that survive the filters: three queries
-    (jobs, dispatches, failing attempts' tests) whatever the page's size."""
+    """Rows for the commits, columns for the backends that survive the filters: four queries
+    (jobs, dispatches, failing attempts' tests, running jobs' start times) whatever the page's size."""
     shas = [c.sha for c in commits]
     cells = cells_for_commits(shas, projects)
     reference = reference_backend(projects)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     matches, name_error = _matcher_or_error(filters)
     columns = [col for p in projects for col in _columns_for(p, cells, shas, filters, matches)]
-    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col) for col in columns], c.sha in broken) for c in commits]
+    overdue = overdue_among(running_job_ids(cell.verdicts for cell in cells.values()))
+    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col, overdue) for col in columns], c.sha in broken) for c in commits]
     columns, rows = _hide_green(columns, rows) if filters.hide_green else (columns, rows)
     if filters.failures_only:
         rows = [r for r in rows if r.failing]

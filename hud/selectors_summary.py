@@ -55,6 +55,7 @@ from django.utils.dateparse import parse_datetime
 
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Conclusion, Delivery, Dispatch, JobRun, Level, Project, RelayState
+from hud.overdue import running_jobs_overdue
 from hud.readiness import PASS_RATE_MIN
 from relay.verdicts import FAILING, STATES, Counts, Rates, State, conclusion_state, job_verdicts
 
@@ -644,9 +645,17 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     probe = next((p for p in projects if p.is_health_probe), None)
     products = [p for p in projects if not (p.is_health_probe or p.is_reference)]  # the reference is a source, not ranked
     since = window_buckets(window.days, now)[0].start
-    sections = _sections_build(products, tallies, window, tab, since, now)
+    sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now)
     cards = health_cards(tallies, probe, window, tab, since, now)
     return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
+
+
+def in_tab(project: Project, tab: str) -> bool:
+    """A repo's allowlist `events` decide which tab lists it: a nightly-only repo is no empty row
+    among the pull requests, and a PR-only one none among the nightlies (test-infra #8856)."""
+    if tab == "periodic":
+        return True
+    return project.takes_part_in("pull_request" if tab == "pr" else "nightly")
 
 
 def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSection]:
@@ -762,12 +771,17 @@ def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
 
 
 def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
+    """Overdue: still running past the job's expected duration (hud.overdue), before the sweeper
+    times it out. Stuck: running past the timeout and its grace, which the sweeper should have
+    ended; only that makes the card degraded."""
     swept = sum((t.swept for t in tallies.values()), Counter())
     beat = RelayState.objects.filter(key=HEARTBEAT_KEY).values_list("updated_at", flat=True).first()
-    overdue = overdue_jobs().count()
-    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=overdue == 0)
+    overdue, stuck = len(running_jobs_overdue(now=now)), overdue_jobs().count()
+    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=stuck == 0)
     headline = f"{overdue:,} overdue" if overdue else "none overdue"
     detail = f"swept: {swept['timed_out']:,} timed out · {swept['never_started']:,} never started · {swept['superseded']:,} superseded"
+    if stuck:
+        detail = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout · " + detail
     return HealthCard("sweeper", "Worker and sweeper", state, headline, detail, "worker heartbeat " + _freshness(beat, HEARTBEAT_STALE_AFTER, now))
 
 

@@ -143,8 +143,9 @@ def _head_sha(event: str, payload: dict) -> str:
 
 def dispatches_create(delivery: Delivery, projects=None) -> int:
     """One dispatch row per eligible project; repos known not to have the App are marked so at
-    once instead of failing on every event. Older heads of the same PR become moot."""
-    projects = list(projects if projects is not None else Project.objects.dispatch_targets())
+    once instead of failing on every event. Older heads of the same PR become moot. Nightly-only
+    repos (allowlist `events: [nightly]`) take no PR or push dispatch."""
+    projects = [p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests]
     installed = installations.installed_names()
     now = timezone.now()
     rows = [_dispatch_row(delivery, p, installed, now) for p in projects]

@@ -35,6 +35,14 @@ class CIProvider(models.TextChoices):
     GITLAB = "gitlab", "GitLab CI"
 
 
+class Event(models.TextChoices):
+    """What a downstream repo takes part in (allowlist `events`, test-infra #8855): PR and push
+    dispatch with their results and check runs, and its own nightly reports."""
+
+    PULL_REQUEST = "pull_request", "pull requests and pushes"
+    NIGHTLY = "nightly", "nightly runs"
+
+
 class HardwareKind(models.TextChoices):
     REFERENCE = "reference", "Reference (CPU-backed)"
     GPU = "gpu", "GPU"
@@ -62,6 +70,10 @@ class Project(models.Model):
     level = models.CharField(max_length=2, choices=Level.choices, default=Level.L1)
     device = models.CharField(max_length=60, blank=True, help_text="L3 label suffix: ciflow/crcr/<device>")
     oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
+    events = models.JSONField(
+        default=list, blank=True,
+        help_text='What it takes part in, as the allowlist says: ["pull_request"], ["nightly"] or both; empty: both (the allowlist default)',
+    )
     ci_provider = models.CharField(max_length=16, choices=CIProvider.choices, default=CIProvider.GITHUB)
     hardware_kind = models.CharField(max_length=16, choices=HardwareKind.choices, default=HardwareKind.OTHER)
     display_name = models.CharField(max_length=80, blank=True)
@@ -108,6 +120,18 @@ class Project(models.Model):
     @property
     def label(self) -> str:
         return self.display_name or self.full_name
+
+    def takes_part_in(self, event: str) -> bool:
+        """An empty `events` is the allowlist's absent key: both."""
+        return not self.events or event in self.events
+
+    @property
+    def takes_pull_requests(self) -> bool:
+        return self.takes_part_in(Event.PULL_REQUEST)
+
+    @property
+    def nightly_only(self) -> bool:
+        return not self.takes_pull_requests
 
 
 class LevelChange(models.Model):
@@ -276,7 +300,7 @@ class JobRun(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
     dispatch = models.ForeignKey(Dispatch, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_runs")
-    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch, or the SHA of a nightly/periodic run")
+    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)")
     event_type = models.CharField(max_length=32, default="pull_request")
     run_id = models.CharField(max_length=100)
     run_attempt = models.PositiveIntegerField(default=1)

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from .allowlist import Entry, parse_allowlist, render_allowlist, repo_name_problem
 from .models import Level, LevelChange, Project
+from .providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 
 
 @dataclass
@@ -105,7 +106,7 @@ def _import_entry(project: Project | None, entry: Entry, result: ImportResult, *
 
 
 def _entry_fields(entry: Entry) -> dict:
-    return {"oncalls": list(entry.oncalls), "position": entry.position, "active": True}
+    return {"oncalls": list(entry.oncalls), "events": list(entry.events), "position": entry.position, "active": True}
 
 
 def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> bool:
@@ -155,5 +156,50 @@ def allowlist_export() -> str:
 
 def project_entry(project: Project) -> Entry:
     device = project.device if project.level == Level.L3 else ""
-    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position)
+    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position, tuple(project.events or ()))
+
+
+# --- config/ci_providers.yml ---------------------------------------------------------------------
+
+
+@dataclass
+class ProvidersImportResult:
+    updated: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return "providers import: " + ", ".join(f"{len(getattr(self, name))} {name}" for name in ("updated", "cleared", "unchanged"))
+
+
+def providers_import(text: str) -> ProvidersImportResult:
+    """Make the registry's Buildkite pipeline mappings the file's; all or nothing. Every mapped
+    repository must already be registered (import the allowlist first); a project whose pipeline
+    the file no longer lists loses it, with its required claims."""
+    mappings = parse_providers(text)  # raises before anything is written
+    result = ProvidersImportResult()
+    with transaction.atomic():
+        projects = {p.full_name.lower(): p for p in Project.objects.select_for_update()}
+        missing = [f"entry {m.pipeline!r}: {m.repo} is not a registered project; import the allowlist first" for m in mappings if m.repo.lower() not in projects]
+        if missing:
+            raise ProvidersError(missing)
+        mapped = {m.repo.lower(): m for m in mappings}
+        for name, project in projects.items():
+            _pipeline_apply(project, mapped.get(name), result)
+    return result
+
+
+def _pipeline_apply(project: Project, mapping: PipelineMapping | None, result: ProvidersImportResult) -> None:
+    if mapping is None:
+        if project.buildkite_pipeline:
+            _project_update(project, {"buildkite_pipeline": "", "oidc_required_claims": {}})
+            result.cleared.append(project.full_name)
+        return
+    changed = _project_update(project, {"buildkite_pipeline": mapping.pipeline, "oidc_required_claims": mapping.required_claims})
+    (result.updated if changed else result.unchanged).append(project.full_name)
+
+
+def providers_export() -> str:
+    projects = Project.objects.exclude(buildkite_pipeline="").order_by("buildkite_pipeline")
+    return render_providers(PipelineMapping(p.buildkite_pipeline, p.full_name, dict(p.oidc_required_claims or {})) for p in projects)
 

@@ -12,7 +12,10 @@ the merge gate — so a rule changes here or nowhere.
 5. L1 backends have no results, only "dispatched" / "not installed" / "failed to dispatch".
 6. Pass rates are over latest attempts; the first-attempt pass rate sits beside them as the
    flakiness signal.
-7. The relay's health-probe repo passes only on the conclusions its jobs are built to end with.
+7. The relay's health-probe repo (pytorch/crcr-test) passes only on the conclusions its jobs are
+   built to end with: a job whose name contains `xfail`, `xcancel` or `xtimeout` ends `failure`,
+   `cancelled` or `timed_out` (reference/hud.md, "Health probe repo"), any other job `success`;
+   for an x-probe only its expected conclusion is a pass, plain success included (#8529).
 8. For the **reference** (the OpenReg baseline) a job that timed out, never started or was
    cancelled says nothing about upstream: no baseline, never "upstream broken".
 
@@ -41,6 +44,9 @@ class State(str, Enum):
     NOT_INSTALLED = "not_installed"
     DISPATCH_FAILED = "dispatch_failed"
     DISPATCH_PENDING = "dispatch_pending"
+    OVERDUE = "overdue"
+    """A running job past its expected duration (hud.overdue): shown on cells, never judged here;
+    it counts as pending. Last in the enum, so the numbers cached tallies use stay put."""
 
 
 class Counts(str, Enum):
@@ -68,6 +74,7 @@ STATES: dict[State, StateInfo] = {
     State.TIMED_OUT: StateInfo("T", "timed out (infrastructure)", Counts.INFRA, 85),
     State.NEVER_STARTED: StateInfo("Ø", "never started (infrastructure)", Counts.INFRA, 80),
     State.DISPATCH_FAILED: StateInfo("!", "failed to dispatch", Counts.NONE, 75),
+    State.OVERDUE: StateInfo("◷", "in progress, overdue (past its expected duration)", Counts.PENDING, 72),
     State.RUNNING: StateInfo("?", "in progress", Counts.PENDING, 70),
     State.QUEUED: StateInfo("Q", "dispatched, not started", Counts.PENDING, 60),
     State.DISPATCH_PENDING: StateInfo("…", "dispatch pending", Counts.NONE, 55),
@@ -124,14 +131,23 @@ def conclusion_state(job: JobLike) -> State:
     return _CONCLUSION_STATES.get(job.conclusion, State.FAILURE)
 
 
+PROBE_EXPECTED = {"xfail": "failure", "xcancel": "cancelled", "xtimeout": "timed_out"}
+"""The probe repo's naming convention: a marker in the job name → the conclusion it is built to end with."""
+
+
+def probe_expected(job_name: str) -> str:
+    """The conclusion a probe job is built to end with (the first marker in its name decides)."""
+    name = (job_name or "").lower()
+    found = [(name.find(marker), conclusion) for marker, conclusion in PROBE_EXPECTED.items() if marker in name]
+    return min(found)[1] if found else "success"
+
+
 def probe_state(job: JobLike) -> State:
     """Health-probe jobs pass exactly when they end as they were built to."""
     state = conclusion_state(job)
     if job.status != "completed" or state == State.SUPERSEDED:
         return state
-    name = (job.job_name or "").lower()
-    expected = name.split("expect-", 1)[1].split("/")[0].strip() if "expect-" in name else "success"
-    return State.SUCCESS if job.conclusion == expected else State.FAILURE
+    return State.SUCCESS if job.conclusion == probe_expected(job.job_name) else State.FAILURE
 
 
 # --- one job: its attempts ------------------------------------------------------------------------

@@ -83,6 +83,23 @@ def test_pass_rates_use_latest_attempts_and_report_first_attempt_rate_beside():
 
 
 def test_the_health_probe_passes_only_on_its_expected_conclusions():
-    jobs = [Job("failure", job_name="expect-failure"), Job("success", job_name="expect-failure/2"), Job("success", job_name="ok")]
+    """pytorch/crcr-test's convention (reference/hud.md): xfail, xcancel, xtimeout in the job name."""
+    jobs = [
+        Job("failure", job_name="l2-xfail"), Job("cancelled", job_name="l2-xcancel"), Job("timed_out", job_name="l2-xtimeout"),
+        Job("success", job_name="ok"), Job("success", job_name="L3 XCANCEL (probe)"), Job("failure", job_name="l4-xtimeout"),
+        Job("timed_out", job_name="smoke"),
+    ]
     states = {v.job.job_name: v.state for v in job_verdicts(jobs, probe=True)}
-    assert states == {"expect-failure": State.SUCCESS, "expect-failure/2": State.FAILURE, "ok": State.SUCCESS}
+    assert states == {
+        "l2-xfail": State.SUCCESS, "l2-xcancel": State.SUCCESS, "l2-xtimeout": State.SUCCESS, "ok": State.SUCCESS,
+        "L3 XCANCEL (probe)": State.FAILURE, "l4-xtimeout": State.FAILURE, "smoke": State.FAILURE,
+    }
+
+
+def test_an_xtimeout_probe_ended_by_the_sweeper_passes():
+    swept = Job("timed_out", job_name="xtimeout", ended_by="timed_out")
+    assert [v.state for v in job_verdicts([swept], probe=True)] == [State.SUCCESS]
+
+
+def test_the_probe_convention_applies_to_the_probe_repo_only():
+    assert [v.state for v in job_verdicts([Job("failure", job_name="test-xfail")])] == [State.FAILURE]
