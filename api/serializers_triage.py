@@ -32,8 +32,20 @@ class KnownIssueOut(serializers.ModelSerializer):
     class Meta:
         model = KnownIssue
         fields = [
-            "id", "title", "url", "kind", "state", "all_backends", "projects", "test_patterns", "message_contains", "blocks_gate",
-            "created_by", "created_at", "resolved_at", "occurrence_count",
+            "id",
+            "title",
+            "url",
+            "kind",
+            "state",
+            "all_backends",
+            "projects",
+            "test_patterns",
+            "message_contains",
+            "blocks_gate",
+            "created_by",
+            "created_at",
+            "resolved_at",
+            "occurrence_count",
         ]
 
     def get_occurrence_count(self, issue) -> int:
@@ -47,10 +59,18 @@ class KnownIssueIn(serializers.Serializer):
     kind = serializers.ChoiceField(choices=KnownIssue.Kind.choices, default=KnownIssue.Kind.PRODUCT)
     state = serializers.ChoiceField(choices=KnownIssue.State.choices, required=False)
     all_backends = serializers.BooleanField(default=True)
-    projects = serializers.ListField(child=serializers.CharField(max_length=140), required=False, max_length=200,
-                                     help_text="owner/repo of the backends, when not for all backends")
-    test_patterns = serializers.ListField(child=serializers.CharField(max_length=MAX_PATTERN_CHARS), required=False, max_length=MAX_PATTERNS,
-                                          help_text="globs over normalised test ids: module.Class.method or Class.method")
+    projects = serializers.ListField(
+        child=serializers.CharField(max_length=140),
+        required=False,
+        max_length=200,
+        help_text="owner/repo of the backends, when not for all backends",
+    )
+    test_patterns = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_PATTERN_CHARS),
+        required=False,
+        max_length=MAX_PATTERNS,
+        help_text="globs over normalised test ids: module.Class.method or Class.method",
+    )
     message_contains = serializers.CharField(max_length=MAX_MESSAGE_CHARS, required=False, allow_blank=True)
     blocks_gate = serializers.BooleanField(required=False, help_text="false needs the admin scope")
 
@@ -92,8 +112,12 @@ class ExpectationOut(serializers.ModelSerializer):
 
 
 class ExpectationsIn(serializers.Serializer):
-    content = serializers.CharField(allow_blank=True, max_length=256 * 1024, trim_whitespace=False,
-                                    help_text="the whole file: one `pattern,Fail` or `pattern,Flake` per line, # comments")
+    content = serializers.CharField(
+        allow_blank=True,
+        max_length=256 * 1024,
+        trim_whitespace=False,
+        help_text="the whole file: one `pattern,Fail` or `pattern,Flake` per line, # comments",
+    )
 
 
 class SubscriptionOut(serializers.ModelSerializer):
@@ -102,16 +126,35 @@ class SubscriptionOut(serializers.ModelSerializer):
 
     class Meta:
         model = Subscription
-        fields = ["id", "name", "user", "project", "level", "issue", "test_pattern", "events", "channel", "target", "digest", "origin", "active", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "user",
+            "project",
+            "level",
+            "issue",
+            "test_pattern",
+            "events",
+            "channel",
+            "target",
+            "digest",
+            "origin",
+            "active",
+            "created_at",
+        ]
 
 
 class SubscriptionIn(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    project = serializers.CharField(max_length=140, required=False, allow_blank=True, help_text="owner/repo of a backend")
+    project = serializers.CharField(
+        max_length=140, required=False, allow_blank=True, help_text="owner/repo of a backend"
+    )
     level = serializers.ChoiceField(choices=Level.choices, required=False, allow_blank=True)
     issue = serializers.PrimaryKeyRelatedField(queryset=KnownIssue.objects.all(), required=False, allow_null=True)
     test_pattern = serializers.CharField(max_length=MAX_PATTERN_CHARS, required=False, allow_blank=True)
-    events = serializers.ListField(child=serializers.ChoiceField(choices=NotificationEvent.Kind.choices), required=False, max_length=10)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=NotificationEvent.Kind.choices), required=False, max_length=10
+    )
     channel = serializers.ChoiceField(choices=Subscription.Channel.choices)
     target = serializers.CharField(max_length=500, help_text="webhook URL (http or https) or email address")
     digest = serializers.BooleanField(default=False)
@@ -133,7 +176,10 @@ class SubscriptionIn(serializers.Serializer):
 
         if "channel" in data or "target" in data:
             try:
-                data["target"] = target_check(data.get("channel", getattr(self.instance, "channel", "")), data.get("target", getattr(self.instance, "target", "")))
+                data["target"] = target_check(
+                    data.get("channel", getattr(self.instance, "channel", "")),
+                    data.get("target", getattr(self.instance, "target", "")),
+                )
             except SubscriptionError as exc:
                 raise serializers.ValidationError({"target": str(exc)}) from exc
         return data
@@ -160,7 +206,20 @@ class NotificationOut(serializers.ModelSerializer):
 
     class Meta:
         model = Notification
-        fields = ["id", "subscription", "event", "event_kind", "title", "digest_date", "state", "attempts", "sent_at", "last_error", "created_at", "attempt_log"]
+        fields = [
+            "id",
+            "subscription",
+            "event",
+            "event_kind",
+            "title",
+            "digest_date",
+            "state",
+            "attempts",
+            "sent_at",
+            "last_error",
+            "created_at",
+            "attempt_log",
+        ]
 
     def get_title(self, notification) -> str:
         return notification.event.title if notification.event_id else f"daily digest {notification.digest_date}"

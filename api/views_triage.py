@@ -31,7 +31,9 @@ class PlainTextParser(parsers.BaseParser):
     def parse(self, stream, media_type=None, parser_context=None):
         data = stream.read(expectation_services.MAX_BYTES + 1)
         if len(data) > expectation_services.MAX_BYTES:
-            raise serializers.ValidationError({"content": f"the file is larger than {expectation_services.MAX_BYTES // 1024} KiB"})
+            raise serializers.ValidationError(
+                {"content": f"the file is larger than {expectation_services.MAX_BYTES // 1024} KiB"}
+            )
         try:
             return {"content": data.decode("utf-8")}
         except UnicodeDecodeError as exc:
@@ -60,7 +62,9 @@ class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def _may_unblock(self, data) -> None:
         if data.get("blocks_gate") is False and not _has_scope(self.request, Scope.ADMIN):
-            raise permissions.exceptions.PermissionDenied("only the admin scope may mark an issue as not blocking the gate")
+            raise permissions.exceptions.PermissionDenied(
+                "only the admin scope may mark an issue as not blocking the gate"
+            )
 
     @extend_schema(request=s.KnownIssueIn, responses={201: s.KnownIssueOut})
     def create(self, request):
@@ -104,10 +108,14 @@ class ExpectationsView(APIView):
     def get(self, request, full_name):
         project = self._project(full_name)
         if request.query_params.get("as") == "text":
-            return HttpResponse(expectation_services.expectations_text(project), content_type="text/plain; charset=utf-8")
+            return HttpResponse(
+                expectation_services.expectations_text(project), content_type="text/plain; charset=utf-8"
+            )
         return Response(s.ExpectationOut(project.expectations.order_by("line", "id"), many=True).data)
 
-    @extend_schema(request={"text/plain": str, "application/json": s.ExpectationsIn}, responses={200: s.ExpectationOut(many=True)})
+    @extend_schema(
+        request={"text/plain": str, "application/json": s.ExpectationsIn}, responses={200: s.ExpectationOut(many=True)}
+    )
     def put(self, request, full_name):
         project = self._project(full_name)
         data = _valid(s.ExpectationsIn, request.data)
@@ -135,7 +143,9 @@ def _is_admin(request) -> bool:
     return _has_scope(request, Scope.ADMIN)
 
 
-class SubscriptionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class SubscriptionViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
     """Subscribe to a backend, a level, a known issue or a test pattern, for chosen events, by
     webhook (generic JSON or Slack-compatible) or email, each event or a daily digest."""
 
@@ -170,6 +180,11 @@ class SubscriptionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixi
     def notifications(self, request, pk=None):
         """What was sent to this subscription and what failed, with every attempt (newest first)."""
         subscription = self.get_object()
-        rows = Notification.objects.filter(subscription=subscription).select_related("event").prefetch_related("attempt_log").order_by("-id")
+        rows = (
+            Notification.objects.filter(subscription=subscription)
+            .select_related("event")
+            .prefetch_related("attempt_log")
+            .order_by("-id")
+        )
         page = self.paginate_queryset(rows)
         return self.get_paginated_response(s.NotificationOut(page, many=True).data)

@@ -9,14 +9,33 @@ from relay.triage.issues import known_issue_create, known_issue_update
 
 SEED_BY = "sandbox seed"
 ISSUES = [
-    {"title": "Stream event sync is flaky on accelerators", "kind": "flaky", "test_patterns": ["TestStreams.test_stream_event_sync"],
-     "url": "https://github.com/pytorch/pytorch/issues/170001"},
-    {"title": "out= addmm mismatch on XPU", "kind": "product", "test_patterns": ["TestCommon.test_out_addmm*"],
-     "url": "https://github.com/intel/torch-xpu-ops/issues/2101", "backends": ["intel/torch-xpu-ops"]},
-    {"title": "svd_lowrank float64 tolerance (upstream)", "kind": "upstream", "test_patterns": ["test_linalg.TestLinalg.test_svd_lowrank*"],
-     "url": "https://github.com/pytorch/pytorch/issues/170002", "blocks_gate": False},
-    {"title": "Storage resize regression", "kind": "upstream", "test_patterns": ["TestTorchDevice.test_storage_resize"],
-     "url": "https://github.com/pytorch/pytorch/issues/170003", "state": "resolved"},
+    {
+        "title": "Stream event sync is flaky on accelerators",
+        "kind": "flaky",
+        "test_patterns": ["TestStreams.test_stream_event_sync"],
+        "url": "https://github.com/pytorch/pytorch/issues/170001",
+    },
+    {
+        "title": "out= addmm mismatch on XPU",
+        "kind": "product",
+        "test_patterns": ["TestCommon.test_out_addmm*"],
+        "url": "https://github.com/intel/torch-xpu-ops/issues/2101",
+        "backends": ["intel/torch-xpu-ops"],
+    },
+    {
+        "title": "svd_lowrank float64 tolerance (upstream)",
+        "kind": "upstream",
+        "test_patterns": ["test_linalg.TestLinalg.test_svd_lowrank*"],
+        "url": "https://github.com/pytorch/pytorch/issues/170002",
+        "blocks_gate": False,
+    },
+    {
+        "title": "Storage resize regression",
+        "kind": "upstream",
+        "test_patterns": ["TestTorchDevice.test_storage_resize"],
+        "url": "https://github.com/pytorch/pytorch/issues/170003",
+        "state": "resolved",
+    },
 ]
 MPS_EXPECTATIONS = """# Apple MPS: known gaps of the MPS backend (DRM-CI style: pattern,Kind)
 TestBinaryUfuncs.test_pow_scalar_overflow_int64,Fail   # int64 pow overflows differently on MPS

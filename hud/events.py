@@ -66,7 +66,12 @@ def _watermark(now):
 
 def trunk_events(since) -> list[NotificationEvent]:
     """Every trunk commit with a result recorded since `since`, oldest first."""
-    touched = JobRun.objects.filter(updated_at__gte=since).exclude(head_sha="").values("head_sha").annotate(last=Max("updated_at"))
+    touched = (
+        JobRun.objects.filter(updated_at__gte=since)
+        .exclude(head_sha="")
+        .values("head_sha")
+        .annotate(last=Max("updated_at"))
+    )
     shas = {row["head_sha"] for row in touched[:2000]}
     commits = list(UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).order_by("landed_at")[:MAX_COMMITS])
     events = []
@@ -114,26 +119,62 @@ def _new_failure(commit, project, comparison):
     subjects = [s.subject for s in new]
     ranges = [s.to_dict() for s in new]
     first = new[0]
-    culprit = (f"culprit {first.first_failing.sha[:10]}" if first.exact else
-               f"{len(first.suspects)} suspects since {first.last_passing.sha[:10]}" if first.last_passing else "no pass in the window")
+    culprit = (
+        f"culprit {first.first_failing.sha[:10]}"
+        if first.exact
+        else f"{len(first.suspects)} suspects since {first.last_passing.sha[:10]}"
+        if first.last_passing
+        else "no pass in the window"
+    )
     title = f"{project.label}: {len(subjects)} new backend-specific failure{'s' if len(subjects) != 1 else ''} on trunk at {commit.sha[:10]} ({culprit})"
-    lines = [f"{s.subject}: " + (f"last passed {s.last_passing.sha[:10]}, {len(s.suspects)} suspect(s) {s.compare_url}" if s.last_passing else "no pass in the window") for s in new[:20]]
-    details = {"url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}", "culprit_ranges": ranges, "lines": lines,
-               "commit_title": commit.title}
-    return event_emit(Kind.NEW_FAILURE, f"new_failure:{project.id}:{commit.sha}", title, project=project, head_sha=commit.sha,
-                      test_ids=subjects[:200], details=details)
+    lines = [
+        f"{s.subject}: "
+        + (
+            f"last passed {s.last_passing.sha[:10]}, {len(s.suspects)} suspect(s) {s.compare_url}"
+            if s.last_passing
+            else "no pass in the window"
+        )
+        for s in new[:20]
+    ]
+    details = {
+        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}",
+        "culprit_ranges": ranges,
+        "lines": lines,
+        "commit_title": commit.title,
+    }
+    return event_emit(
+        Kind.NEW_FAILURE,
+        f"new_failure:{project.id}:{commit.sha}",
+        title,
+        project=project,
+        head_sha=commit.sha,
+        test_ids=subjects[:200],
+        details=details,
+    )
 
 
 def _recovery(commit, project):
     """Only a backend whose failure we announced recovers: otherwise every flaky blip would page."""
-    announced = NotificationEvent.objects.filter(project=project, kind__in=[Kind.NEW_FAILURE, Kind.RECOVERY], occurred_at__lte=timezone.now())
+    announced = NotificationEvent.objects.filter(
+        project=project, kind__in=[Kind.NEW_FAILURE, Kind.RECOVERY], occurred_at__lte=timezone.now()
+    )
     last = announced.order_by("-occurred_at", "-id").first()
     if last is None or last.kind != Kind.NEW_FAILURE:
         return None
     title = f"{project.label} passes again on trunk at {commit.sha[:10]}"
-    details = {"url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}", "commit_title": commit.title,
-               "lines": [f"{commit.sha[:10]} {commit.title}"]}
-    return event_emit(Kind.RECOVERY, f"recovery:{project.id}:{commit.sha}", title, project=project, head_sha=commit.sha, details=details)
+    details = {
+        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}",
+        "commit_title": commit.title,
+        "lines": [f"{commit.sha[:10]} {commit.title}"],
+    }
+    return event_emit(
+        Kind.RECOVERY,
+        f"recovery:{project.id}:{commit.sha}",
+        title,
+        project=project,
+        head_sha=commit.sha,
+        details=details,
+    )
 
 
 def _upstream_broken(commit, baseline, previous, projects):
@@ -142,9 +183,19 @@ def _upstream_broken(commit, baseline, previous, projects):
         return None
     failing = [t.test_id for t in baseline.reference_failures]
     title = f"Upstream broke the reference ({reference.label}) at {commit.sha[:10]}: {commit.title[:120]}"
-    details = {"url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}", "lines": failing[:20] or baseline.reference_job_level_failures[:20]}
-    return event_emit(Kind.UPSTREAM_BROKEN, f"upstream_broken:{commit.sha}", title, project=None, head_sha=commit.sha,
-                      test_ids=failing[:200], details=details)
+    details = {
+        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}",
+        "lines": failing[:20] or baseline.reference_job_level_failures[:20],
+    }
+    return event_emit(
+        Kind.UPSTREAM_BROKEN,
+        f"upstream_broken:{commit.sha}",
+        title,
+        project=None,
+        head_sha=commit.sha,
+        test_ids=failing[:200],
+        details=details,
+    )
 
 
 # --- readiness and health -------------------------------------------------------------------------
@@ -168,8 +219,18 @@ def readiness_events(now) -> list[NotificationEvent]:
         # "No data" never counts as met, but alone it says nothing new: a criterion must fail.
         at_risk = readiness.outlook == "at_risk" and any(c.met is False for c in readiness.demotion)
         if at_risk and outlooks.get(str(project.id)) != "at_risk":
-            events.append(event_emit(Kind.AT_RISK, f"at_risk:{project.id}:{now.date()}", f"{project.label}: {readiness.headline}", project=project,
-                                     details={"url": f"{settings.CRCR_PUBLIC_URL}/crcr/{project.full_name}", "lines": [readiness.headline]}))
+            events.append(
+                event_emit(
+                    Kind.AT_RISK,
+                    f"at_risk:{project.id}:{now.date()}",
+                    f"{project.label}: {readiness.headline}",
+                    project=project,
+                    details={
+                        "url": f"{settings.CRCR_PUBLIC_URL}/crcr/{project.full_name}",
+                        "lines": [readiness.headline],
+                    },
+                )
+            )
         outlooks[str(project.id)] = "at_risk" if at_risk else readiness.outlook
     outlooks["_checked_at"] = now.isoformat()
     RelayState.objects.filter(key=OUTLOOK_KEY).update(value=outlooks)
@@ -187,8 +248,12 @@ def health_events(now) -> list[NotificationEvent]:
     RelayState.objects.filter(key=HEALTH_KEY).update(value={"state": card.state, "at": now.isoformat()})
     if card.state != "degraded" or before != "healthy":
         return []
-    event = event_emit(Kind.HEALTH_DEGRADED, f"health_degraded:{now.isoformat()}", f"Relay health degraded: {card.headline} ({card.detail})",
-                       details={"url": f"{settings.CRCR_PUBLIC_URL}/crcr", "lines": [card.detail, card.freshness]})
+    event = event_emit(
+        Kind.HEALTH_DEGRADED,
+        f"health_degraded:{now.isoformat()}",
+        f"Relay health degraded: {card.headline} ({card.detail})",
+        details={"url": f"{settings.CRCR_PUBLIC_URL}/crcr", "lines": [card.detail, card.freshness]},
+    )
     return [event] if event else []
 
 

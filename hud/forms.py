@@ -12,12 +12,16 @@ class KnownIssueForm(forms.Form):
     url = forms.URLField(max_length=500, required=False, label="Tracker issue URL", assume_scheme="https")
     kind = forms.ChoiceField(choices=KnownIssue.Kind.choices)
     test_patterns = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, label="Test patterns",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Test patterns",
         help_text=f"One glob per line over normalised test ids (module.Class.method or Class.method), at most {MAX_PATTERNS} of {MAX_PATTERN_CHARS} characters.",
     )
     message_contains = forms.CharField(max_length=MAX_MESSAGE_CHARS, required=False, label="Failure message contains")
     all_backends = forms.BooleanField(required=False, initial=True, label="All backends")
-    projects = forms.ModelMultipleChoiceField(queryset=Project.objects.filter(active=True), required=False, label="Only these backends")
+    projects = forms.ModelMultipleChoiceField(
+        queryset=Project.objects.filter(active=True), required=False, label="Only these backends"
+    )
     blocks_gate = forms.BooleanField(required=False, initial=True, label="Blocks crcr/gate (admins may turn this off)")
 
     def __init__(self, *args, may_unblock: bool = False, **kwargs):

@@ -49,7 +49,9 @@ class IssueRow:
 
 
 def known_issues_list(state: str = "") -> list[IssueRow]:
-    issues = KnownIssue.objects.prefetch_related("projects").annotate(n=Count("occurrences"), last=Max("occurrences__seen_at"))
+    issues = KnownIssue.objects.prefetch_related("projects").annotate(
+        n=Count("occurrences"), last=Max("occurrences__seen_at")
+    )
     if state in KnownIssue.State.values:
         issues = issues.filter(state=state)
     return [IssueRow(i, i.n, i.last, still_occurring(i)) for i in issues.order_by("state", "-created_at")[:500]]
@@ -81,16 +83,32 @@ class IssuePage:
 def known_issue_page(issue: KnownIssue) -> IssuePage:
     """Every occurrence summed up: per backend (first and last seen), per commit, per day."""
     occurrences = issue.occurrences.all()
-    per_backend = occurrences.values("project").annotate(n=Count("id"), first=Min("seen_at"), last=Max("seen_at")).order_by("-last")
+    per_backend = (
+        occurrences.values("project")
+        .annotate(n=Count("id"), first=Min("seen_at"), last=Max("seen_at"))
+        .order_by("-last")
+    )
     projects = Project.objects.in_bulk([row["project"] for row in per_backend])
     backends = [BackendSeen(projects[row["project"]], row["n"], row["first"], row["last"]) for row in per_backend]
-    commits = list(occurrences.values("head_sha").annotate(n=Count("id"), first=Min("seen_at"), last=Max("seen_at")).order_by("-last")[:100])
+    commits = list(
+        occurrences.values("head_sha")
+        .annotate(n=Count("id"), first=Min("seen_at"), last=Max("seen_at"))
+        .order_by("-last")[:100]
+    )
     titles = dict(UpstreamCommit.objects.filter(sha__in=[c["head_sha"] for c in commits]).values_list("sha", "title"))
     for row in commits:
         row["title"] = titles.get(row["head_sha"], "")
     days = Counter(seen.date() for seen in occurrences.values_list("seen_at", flat=True)[:20_000])
     recent = list(occurrences.select_related("project")[:OCCURRENCES_SHOWN])
-    return IssuePage(issue, occurrences.count(), still_occurring(issue), backends, commits, sorted(days.items(), reverse=True), recent)
+    return IssuePage(
+        issue,
+        occurrences.count(),
+        still_occurring(issue),
+        backends,
+        commits,
+        sorted(days.items(), reverse=True),
+        recent,
+    )
 
 
 # --- suggestions ----------------------------------------------------------------------------------
@@ -155,7 +173,9 @@ def _grouped(found: dict[TestId, tuple]) -> list[Suggestion]:
     result = []
     for (module, cls, sha, pids, ref_fails), tids in groups.items():
         pattern = tids[0].full if len(tids) == 1 else f"{module + '.' if module else ''}{cls}.*"
-        result.append(Suggestion(pattern, sorted(t.full for t in tids), [projects[p] for p in pids], commits[sha], ref_fails))
+        result.append(
+            Suggestion(pattern, sorted(t.full for t in tids), [projects[p] for p in pids], commits[sha], ref_fails)
+        )
     result.sort(key=lambda s: (-len(s.backends), -s.commit.landed_at.timestamp(), s.pattern))
     return result
 

@@ -60,12 +60,20 @@ def known_issue_new(request):
             return redirect("hud-known-issue", pk=issue.pk)
         return render(request, "hud/known_issue_form.html", {"nav": "issues", "form": form}, status=400)
     form = KnownIssueForm(initial=_initial(request.GET), may_unblock=may_unblock)
-    return render(request, "hud/known_issue_form.html", {"nav": "issues", "form": form, "from_sha": request.GET.get("sha", "")[:40]})
+    return render(
+        request,
+        "hud/known_issue_form.html",
+        {"nav": "issues", "form": form, "from_sha": request.GET.get("sha", "")[:40]},
+    )
 
 
 def _initial(query) -> dict:
     """Pre-filled from one failure: its test id (or job label), the backend it failed on."""
-    initial = {"title": query.get("title", "")[:200], "test_patterns": query.get("pattern", "")[:200], "kind": query.get("kind", "product")}
+    initial = {
+        "title": query.get("title", "")[:200],
+        "test_patterns": query.get("pattern", "")[:200],
+        "kind": query.get("kind", "product"),
+    }
     project = query.get("project", "")
     if project.isdigit() and Project.objects.filter(pk=int(project)).exists():
         initial.update(all_backends=False, projects=[int(project)])
@@ -88,7 +96,12 @@ def known_issue_state(request, pk: int):
     issue = get_object_or_404(KnownIssue, pk=pk)
     state = request.POST.get("state", "")
     if state not in KnownIssue.State.values:
-        return render(request, "hud/known_issue_bad.html", {"nav": "issues", "detail": "state must be open or resolved"}, status=400)
+        return render(
+            request,
+            "hud/known_issue_bad.html",
+            {"nav": "issues", "detail": "state must be open or resolved"},
+            status=400,
+        )
     issue_services.known_issue_update(issue, {"state": state})
     return redirect("hud-known-issue", pk=issue.pk)
 

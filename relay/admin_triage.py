@@ -22,7 +22,17 @@ class KnownIssueForm(forms.ModelForm):
 
     class Meta:
         model = KnownIssue
-        fields = ["title", "url", "kind", "state", "all_backends", "projects", "test_patterns", "message_contains", "blocks_gate"]
+        fields = [
+            "title",
+            "url",
+            "kind",
+            "state",
+            "all_backends",
+            "projects",
+            "test_patterns",
+            "message_contains",
+            "blocks_gate",
+        ]
 
     def clean_test_patterns(self):
         return _checked(patterns_check, self.cleaned_data.get("test_patterns") or [])

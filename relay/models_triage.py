@@ -38,9 +38,15 @@ class KnownIssue(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN, db_index=True)
     all_backends = models.BooleanField(default=True, help_text="off: only the backends chosen below")
     projects = models.ManyToManyField("relay.Project", blank=True, related_name="known_issues")
-    test_patterns = models.JSONField(default=list, blank=True, help_text=f"up to {MAX_PATTERNS} globs over normalised test ids")
-    message_contains = models.CharField(max_length=MAX_MESSAGE_CHARS, blank=True, help_text="a plain substring of the failure message")
-    blocks_gate = models.BooleanField(default=True, help_text="off: failures it matches do not block crcr/gate (admins only)")
+    test_patterns = models.JSONField(
+        default=list, blank=True, help_text=f"up to {MAX_PATTERNS} globs over normalised test ids"
+    )
+    message_contains = models.CharField(
+        max_length=MAX_MESSAGE_CHARS, blank=True, help_text="a plain substring of the failure message"
+    )
+    blocks_gate = models.BooleanField(
+        default=True, help_text="off: failures it matches do not block crcr/gate (admins only)"
+    )
     created_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -109,9 +115,15 @@ class NotificationEvent(models.Model):
         HEALTH_DEGRADED = "health_degraded", "relay health degraded"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    key = models.CharField(max_length=200, unique=True, help_text="what makes the event itself, e.g. new_failure:<repo>:<sha>")
-    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="notification_events")
-    issue = models.ForeignKey(KnownIssue, on_delete=models.CASCADE, null=True, blank=True, related_name="notification_events")
+    key = models.CharField(
+        max_length=200, unique=True, help_text="what makes the event itself, e.g. new_failure:<repo>:<sha>"
+    )
+    project = models.ForeignKey(
+        "relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="notification_events"
+    )
+    issue = models.ForeignKey(
+        KnownIssue, on_delete=models.CASCADE, null=True, blank=True, related_name="notification_events"
+    )
     head_sha = models.CharField(max_length=40, blank=True)
     test_ids = models.JSONField(default=list, blank=True)
     title = models.CharField(max_length=300)
@@ -138,9 +150,13 @@ class Subscription(models.Model):
         USER = "user", "made by a user"
         ONCALL = "oncall", "a backend's oncall, by default"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="crcr_subscriptions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="crcr_subscriptions"
+    )
     name = models.CharField(max_length=100)
-    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="subscriptions")
+    project = models.ForeignKey(
+        "relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="subscriptions"
+    )
     level = models.CharField(max_length=2, blank=True, help_text="L1 … L4 (relay.models.Level)")
     issue = models.ForeignKey(KnownIssue, on_delete=models.CASCADE, null=True, blank=True, related_name="subscriptions")
     test_pattern = models.CharField(max_length=MAX_PATTERN_CHARS, blank=True)
@@ -155,7 +171,9 @@ class Subscription(models.Model):
     class Meta:
         ordering = ["name", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "project"], condition=Q(origin="oncall"), name="subscription_one_oncall_default"),
+            models.UniqueConstraint(
+                fields=["user", "project"], condition=Q(origin="oncall"), name="subscription_one_oncall_default"
+            ),
         ]
 
     def __str__(self):
@@ -178,7 +196,9 @@ class Notification(OutboxRow):
     UNSENT_STATES = (State.PENDING, State.RETRYING)
 
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="notifications")
-    event = models.ForeignKey(NotificationEvent, on_delete=models.CASCADE, null=True, blank=True, related_name="notifications")
+    event = models.ForeignKey(
+        NotificationEvent, on_delete=models.CASCADE, null=True, blank=True, related_name="notifications"
+    )
     digest_date = models.DateField(null=True, blank=True)
     digest = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="digested")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
@@ -186,8 +206,14 @@ class Notification(OutboxRow):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["subscription", "event"], condition=Q(event__isnull=False), name="notification_once_per_event"),
-            models.UniqueConstraint(fields=["subscription", "digest_date"], condition=Q(digest_date__isnull=False), name="notification_one_digest_a_day"),
+            models.UniqueConstraint(
+                fields=["subscription", "event"], condition=Q(event__isnull=False), name="notification_once_per_event"
+            ),
+            models.UniqueConstraint(
+                fields=["subscription", "digest_date"],
+                condition=Q(digest_date__isnull=False),
+                name="notification_one_digest_a_day",
+            ),
         ]
         indexes = [models.Index(fields=["state", "next_attempt_at"], name="notification_due_idx")]
 
@@ -208,7 +234,17 @@ class NotificationAttempt(OutboxAttempt):
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
 
     class Meta(OutboxAttempt.Meta):
-        constraints = [models.UniqueConstraint(fields=["notification", "number"], name="notification_attempt_number_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["notification", "number"], name="notification_attempt_number_unique")
+        ]
 
 
-__all__ = ["KnownIssue", "IssueOccurrence", "Expectation", "NotificationEvent", "Subscription", "Notification", "NotificationAttempt"]
+__all__ = [
+    "KnownIssue",
+    "IssueOccurrence",
+    "Expectation",
+    "NotificationEvent",
+    "Subscription",
+    "Notification",
+    "NotificationAttempt",
+]

@@ -34,18 +34,29 @@ class SendError(Exception):
 def client() -> httpx.Client:
     global _client
     if _client is None:
-        _client = httpx.Client(timeout=TIMEOUT, follow_redirects=False, headers={"User-Agent": "crcr-hud-notifications"})
+        _client = httpx.Client(
+            timeout=TIMEOUT, follow_redirects=False, headers={"User-Agent": "crcr-hud-notifications"}
+        )
     return _client
 
 
 def generic_body(message: Message) -> dict:
-    return {"kind": message.kind, "title": message.title, "text": "\n".join(message.lines), "url": message.url, **message.payload}
+    return {
+        "kind": message.kind,
+        "title": message.title,
+        "text": "\n".join(message.lines),
+        "url": message.url,
+        **message.payload,
+    }
 
 
 def slack_body(message: Message) -> dict:
     text = f"*{_slack_escape(message.title)}*\n" + "\n".join(_slack_escape(line) for line in message.lines)
     link = f"<{message.url}|Open in CRCR HUD>" if message.url else ""
-    return {"text": f"{message.title} {message.url}".strip(), "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"{text}\n{link}"[:2900]}}]}
+    return {
+        "text": f"{message.title} {message.url}".strip(),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"{text}\n{link}"[:2900]}}],
+    }
 
 
 def _slack_escape(text: str) -> str:
@@ -63,8 +74,12 @@ def webhook_post(url: str, body: dict, headers: dict) -> int:
     if 200 <= response.status_code < 300:
         return response.status_code
     transient = response.status_code == 429 or response.status_code >= 500
-    raise SendError(f"HTTP {response.status_code}: {response.text[:300]}", permanent=not transient, status=response.status_code,
-                    retry_after=_retry_after(response))
+    raise SendError(
+        f"HTTP {response.status_code}: {response.text[:300]}",
+        permanent=not transient,
+        status=response.status_code,
+        retry_after=_retry_after(response),
+    )
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -87,6 +102,8 @@ def _refuse_private(url: str) -> None:
 def email_send(address: str, message: Message) -> None:
     body = "\n".join([message.title, "", *message.lines, "", message.url]).strip()
     try:
-        send_mail(f"[CRCR HUD] {message.title}"[:200], body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False)
+        send_mail(
+            f"[CRCR HUD] {message.title}"[:200], body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False
+        )
     except OSError as exc:
         raise SendError(f"{exc.__class__.__name__}: {exc}", permanent=False) from exc

@@ -47,7 +47,11 @@ def _send(subscription: Subscription, notification: Notification, message: chann
     if subscription.channel == Subscription.Channel.EMAIL:
         channels.email_send(subscription.target, message)
         return None
-    body = channels.slack_body(message) if subscription.channel == Subscription.Channel.SLACK else channels.generic_body(message)
+    body = (
+        channels.slack_body(message)
+        if subscription.channel == Subscription.Channel.SLACK
+        else channels.generic_body(message)
+    )
     headers = {"X-CRCR-Event": message.kind, "X-CRCR-Notification": str(notification.pk)}
     return channels.webhook_post(subscription.target, body, headers)
 
@@ -75,11 +79,19 @@ def event_message(event: NotificationEvent, notification_id: int | None = None) 
 
 
 def digest_message(notification: Notification) -> channels.Message:
-    events = [n.event for n in notification.digested.select_related("event").order_by("event__occurred_at")[:DIGEST_EVENTS_LISTED]]
+    events = [
+        n.event
+        for n in notification.digested.select_related("event").order_by("event__occurred_at")[:DIGEST_EVENTS_LISTED]
+    ]
     lines = [f"{e.occurred_at:%H:%M} UTC · {e.title}" for e in events]
     title = f"CRCR daily digest for {notification.digest_date}: {len(events)} event{'s' if len(events) != 1 else ''}"
-    payload = {"notification_id": notification.pk, "digest_date": str(notification.digest_date),
-               "events": [{"id": e.pk, "kind": e.kind, "title": e.title, "occurred_at": e.occurred_at.isoformat()} for e in events]}
+    payload = {
+        "notification_id": notification.pk,
+        "digest_date": str(notification.digest_date),
+        "events": [
+            {"id": e.pk, "kind": e.kind, "title": e.title, "occurred_at": e.occurred_at.isoformat()} for e in events
+        ],
+    }
     return channels.Message("digest", title, lines, payload, _url("/notifications"))
 
 

@@ -55,7 +55,11 @@ def issues_seen_again(occurrences: list[IssueOccurrence]) -> list[NotificationEv
     events = []
     for occurrence in occurrences:
         issue = occurrence.issue
-        if issue.state != KnownIssue.State.RESOLVED or issue.resolved_at is None or occurrence.seen_at <= issue.resolved_at:
+        if (
+            issue.state != KnownIssue.State.RESOLVED
+            or issue.resolved_at is None
+            or occurrence.seen_at <= issue.resolved_at
+        ):
             continue
         event = event_emit(
             NotificationEvent.Kind.ISSUE_SEEN_AGAIN, f"issue_seen_again:{issue.pk}:{int(issue.resolved_at.timestamp())}",

@@ -32,11 +32,17 @@ class SubscriptionLog:
 
 
 def notifications_log(subscription_id: int | None = None, state: str = "") -> list[SubscriptionLog]:
-    subscriptions = Subscription.objects.select_related("project", "user").annotate(
-        sent=Count("notifications", filter=Q(notifications__state=Notification.State.SENT)),
-        failed=Count("notifications", filter=Q(notifications__state=Notification.State.FAILED)),
-        waiting=Count("notifications", filter=Q(notifications__state__in=["pending", "retrying", "sending", "held"])),
-    ).order_by("name", "id")
+    subscriptions = (
+        Subscription.objects.select_related("project", "user")
+        .annotate(
+            sent=Count("notifications", filter=Q(notifications__state=Notification.State.SENT)),
+            failed=Count("notifications", filter=Q(notifications__state=Notification.State.FAILED)),
+            waiting=Count(
+                "notifications", filter=Q(notifications__state__in=["pending", "retrying", "sending", "held"])
+            ),
+        )
+        .order_by("name", "id")
+    )
     if subscription_id:
         subscriptions = subscriptions.filter(pk=subscription_id)
     logs = []
@@ -44,7 +50,11 @@ def notifications_log(subscription_id: int | None = None, state: str = "") -> li
         rows = Notification.objects.filter(subscription=sub).exclude(state=Notification.State.DIGESTED)
         rows = rows.filter(state=state) if state in Notification.State.values else rows
         attempts = Prefetch("attempt_log", queryset=NotificationAttempt.objects.order_by("number"))
-        shown = list(rows.select_related("event").prefetch_related(attempts).order_by("-created_at", "-id")[:SHOWN_PER_SUBSCRIPTION])
+        shown = list(
+            rows.select_related("event")
+            .prefetch_related(attempts)
+            .order_by("-created_at", "-id")[:SHOWN_PER_SUBSCRIPTION]
+        )
         logs.append(SubscriptionLog(sub, sub.sent, sub.failed, sub.waiting, shown))
     return logs
 

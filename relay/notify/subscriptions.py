@@ -33,7 +33,9 @@ def target_check(channel: str, target: str) -> str:
         else:
             URLValidator(schemes=["http", "https"])(target)
     except ValidationError as exc:
-        raise SubscriptionError("an email address" if channel == Subscription.Channel.EMAIL else "an http(s) URL") from exc
+        raise SubscriptionError(
+            "an email address" if channel == Subscription.Channel.EMAIL else "an http(s) URL"
+        ) from exc
     return target
 
 

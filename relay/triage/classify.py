@@ -51,7 +51,9 @@ class Triager:
         failure) is never expected."""
         if isinstance(failure.subject, str):
             return None
-        return next((e for e in self.expectations.get(failure.project_id, []) if id_matches(e.pattern, failure.subject)), None)
+        return next(
+            (e for e in self.expectations.get(failure.project_id, []) if id_matches(e.pattern, failure.subject)), None
+        )
 
     def classify(self, failure: Failure) -> Match | None:
         issue = self.issue_for(failure)
@@ -72,7 +74,11 @@ def triager_load(project_ids=None, states=(KnownIssue.State.OPEN,)) -> Triager:
     issues = list(KnownIssue.objects.filter(state__in=states).prefetch_related("projects").order_by("id")[:MAX_ISSUES])
     scopes = {i.pk: {p.pk for p in i.projects.all()} for i in issues if not i.all_backends}
     expectations: dict[int, list[Expectation]] = {}
-    rows = Expectation.objects.all() if project_ids is None else Expectation.objects.filter(project_id__in=list(project_ids))
+    rows = (
+        Expectation.objects.all()
+        if project_ids is None
+        else Expectation.objects.filter(project_id__in=list(project_ids))
+    )
     for row in rows.order_by("project_id", "line", "id"):
         expectations.setdefault(row.project_id, []).append(row)
     return Triager(issues, expectations, scopes)

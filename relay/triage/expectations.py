@@ -28,7 +28,12 @@ from .matching import PatternError, pattern_check
 
 MAX_BYTES = 256 * 1024
 MAX_LINES = 5000
-KINDS = {"fail": Expectation.Kind.FAIL, "crash": Expectation.Kind.FAIL, "timeout": Expectation.Kind.FAIL, "flake": Expectation.Kind.FLAKY}
+KINDS = {
+    "fail": Expectation.Kind.FAIL,
+    "crash": Expectation.Kind.FAIL,
+    "timeout": Expectation.Kind.FAIL,
+    "flake": Expectation.Kind.FLAKY,
+}
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 
 
@@ -74,14 +79,20 @@ def expectations_replace(project, text: str, by: str) -> list[Expectation]:
     entries = expectations_parse(text)
     now = timezone.now()
     Expectation.objects.filter(project=project).delete()
-    rows = [Expectation(project=project, pattern=p, kind=k, reason=r, line=n, uploaded_at=now, uploaded_by=by[:200]) for p, k, r, n in entries]
+    rows = [
+        Expectation(project=project, pattern=p, kind=k, reason=r, line=n, uploaded_at=now, uploaded_by=by[:200])
+        for p, k, r, n in entries
+    ]
     return Expectation.objects.bulk_create(rows)
 
 
 def expectations_text(project) -> str:
     """The list back in the upload format."""
     names = {Expectation.Kind.FAIL: "Fail", Expectation.Kind.FLAKY: "Flake"}
-    lines = [f"{e.pattern},{names[e.kind]}" + (f"  # {e.reason}" if e.reason else "") for e in project.expectations.order_by("line", "id")]
+    lines = [
+        f"{e.pattern},{names[e.kind]}" + (f"  # {e.reason}" if e.reason else "")
+        for e in project.expectations.order_by("line", "id")
+    ]
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -135,7 +135,9 @@ def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
         .exclude(conclusion__in=["success", "neutral", "skipped"]).order_by("-created_at")[:BACKFILL_MAX_JOBS]
     )  # fmt: skip
     tests: dict[int, list] = {}
-    for row in FailedTest.objects.filter(job_run_id__in=[j.pk for j in jobs]).only("job_run_id", "name", "classname", "file", "message"):
+    for row in FailedTest.objects.filter(job_run_id__in=[j.pk for j in jobs]).only(
+        "job_run_id", "name", "classname", "file", "message"
+    ):
         tests.setdefault(row.job_run_id, []).append(row)
     triager = triager_for([issue])
     count = 0

@@ -68,8 +68,6 @@ def id_matches(pattern: str, tid: TestId | str) -> bool:
     return glob_matches(pattern, tid.full) or (bool(tid.module) and glob_matches(pattern, tid.key))
 
 
-
-
 @dataclass(frozen=True)
 class Failure:
     """One failure as the matchers see it: a test (its identity and message) or a failing job

@@ -6,8 +6,14 @@ import pytest
 from relay.models import Expectation, KnownIssue, Project, Subscription
 
 pytestmark = pytest.mark.django_db
-ISSUE = {"title": "addmm OOM on XPU", "url": "https://github.com/intel/torch-xpu-ops/issues/1234", "kind": "product",
-         "test_patterns": ["TestCommon.test_addmm*"], "all_backends": False, "projects": ["intel/torch-xpu-ops"]}
+ISSUE = {
+    "title": "addmm OOM on XPU",
+    "url": "https://github.com/intel/torch-xpu-ops/issues/1234",
+    "kind": "product",
+    "test_patterns": ["TestCommon.test_addmm*"],
+    "all_backends": False,
+    "projects": ["intel/torch-xpu-ops"],
+}
 
 
 @pytest.fixture
@@ -32,11 +38,20 @@ def test_writing_known_issues_needs_the_write_projects_scope(api, bob, xpu):
 
 def test_only_the_admin_scope_may_make_an_issue_not_block_the_gate(alice, carol, xpu):
     assert alice.post("/api/v1/known-issues", {**ISSUE, "blocks_gate": False}, format="json").status_code == 403
-    assert carol.post("/api/v1/known-issues", {**ISSUE, "blocks_gate": False}, format="json").json()["blocks_gate"] is False
+    assert (
+        carol.post("/api/v1/known-issues", {**ISSUE, "blocks_gate": False}, format="json").json()["blocks_gate"]
+        is False
+    )
 
 
-@pytest.mark.parametrize("change, field", [({"test_patterns": ["*"]}, "test_patterns"), ({"projects": ["nobody/here"]}, "projects"),
-                                           ({"test_patterns": [], "message_contains": ""}, "non_field_errors")])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"test_patterns": ["*"]}, "test_patterns"),
+        ({"projects": ["nobody/here"]}, "projects"),
+        ({"test_patterns": [], "message_contains": ""}, "non_field_errors"),
+    ],
+)
 def test_a_bad_known_issue_is_a_400_naming_the_field(alice, xpu, change, field):
     response = alice.post("/api/v1/known-issues", {**ISSUE, **change}, format="json")
     assert response.status_code == 400 and field in response.json()["errors"]
@@ -47,25 +62,45 @@ def test_a_backend_uploads_its_expectations_file_and_reads_it_back(alice, api, x
     text = "# intel xpu\nTestCommon.test_addmm*,Fail\nTestNN.test_conv2d,Flake  # driver\n"
     response = alice.put("/api/v1/projects/intel/torch-xpu-ops/expectations", text, content_type="text/plain")
     assert response.status_code == 200 and [e["kind"] for e in response.json()] == ["fail", "flaky"]
-    assert api.get("/api/v1/projects/intel/torch-xpu-ops/expectations?as=text").content.decode() == "TestCommon.test_addmm*,Fail\nTestNN.test_conv2d,Flake  # driver\n"
-    assert alice.put("/api/v1/projects/intel/torch-xpu-ops/expectations", {"content": "TestX.test_y,Fail"}, format="json").status_code == 200
+    assert (
+        api.get("/api/v1/projects/intel/torch-xpu-ops/expectations?as=text").content.decode()
+        == "TestCommon.test_addmm*,Fail\nTestNN.test_conv2d,Flake  # driver\n"
+    )
+    assert (
+        alice.put(
+            "/api/v1/projects/intel/torch-xpu-ops/expectations", {"content": "TestX.test_y,Fail"}, format="json"
+        ).status_code
+        == 200
+    )
     assert list(Expectation.objects.values_list("pattern", flat=True)) == ["TestX.test_y"]
 
 
 def test_a_bad_expectations_file_is_a_400_and_keeps_the_old_list(alice, xpu):
     alice.put("/api/v1/projects/intel/torch-xpu-ops/expectations", "TestX.test_y,Fail\n", content_type="text/plain")
-    response = alice.put("/api/v1/projects/intel/torch-xpu-ops/expectations", "TestX.test_z,Sometimes\n", content_type="text/plain")
+    response = alice.put(
+        "/api/v1/projects/intel/torch-xpu-ops/expectations", "TestX.test_z,Sometimes\n", content_type="text/plain"
+    )
     assert response.status_code == 400 and "line 1" in str(response.json()["errors"])
     assert list(Expectation.objects.values_list("pattern", flat=True)) == ["TestX.test_y"]
 
 
 def test_uploading_expectations_needs_the_scope(bob, xpu):
-    assert bob.put("/api/v1/projects/intel/torch-xpu-ops/expectations", "TestX.test_y,Fail\n", content_type="text/plain").status_code == 403
+    assert (
+        bob.put(
+            "/api/v1/projects/intel/torch-xpu-ops/expectations", "TestX.test_y,Fail\n", content_type="text/plain"
+        ).status_code
+        == 403
+    )
 
 
 def test_a_user_subscribes_and_sees_only_their_own_subscriptions(alice, bob, xpu):
-    body = {"name": "xpu failures", "project": "intel/torch-xpu-ops", "events": ["new_failure", "recovery"], "channel": "slack",
-            "target": "https://hooks.slack.com/services/T0/B0/x"}
+    body = {
+        "name": "xpu failures",
+        "project": "intel/torch-xpu-ops",
+        "events": ["new_failure", "recovery"],
+        "channel": "slack",
+        "target": "https://hooks.slack.com/services/T0/B0/x",
+    }
     created = alice.post("/api/v1/subscriptions", body, format="json")
     assert created.status_code == 201, created.json()
     assert [s["name"] for s in alice.get("/api/v1/subscriptions").json()["results"]] == ["xpu failures"]
@@ -78,9 +113,20 @@ def test_subscriptions_need_a_signed_in_user(api):
     assert api.get("/api/v1/subscriptions").status_code in (401, 403)
 
 
-@pytest.mark.parametrize("body, field", [({"channel": "email", "target": "not-an-address"}, "target"), ({"channel": "webhook", "target": "ftp://x"}, "target"),
-                                         ({"events": ["everything"]}, "events"), ({"test_pattern": "*"}, "test_pattern")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"channel": "email", "target": "not-an-address"}, "target"),
+        ({"channel": "webhook", "target": "ftp://x"}, "target"),
+        ({"events": ["everything"]}, "events"),
+        ({"test_pattern": "*"}, "test_pattern"),
+    ],
+)
 def test_a_bad_subscription_is_a_400(alice, body, field):
-    response = alice.post("/api/v1/subscriptions", {"name": "s", "channel": "webhook", "target": "https://example.org/hook", **body}, format="json")
+    response = alice.post(
+        "/api/v1/subscriptions",
+        {"name": "s", "channel": "webhook", "target": "https://example.org/hook", **body},
+        format="json",
+    )
     assert response.status_code == 400 and field in response.json()["errors"]
     assert not Subscription.objects.exists()

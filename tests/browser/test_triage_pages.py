@@ -15,9 +15,19 @@ def backends(transactional_db):
     from relay.models import Project
 
     return {
-        "ref": Project.objects.create(full_name="pytorch/openreg-ci", level="L2", is_reference=True, display_name="OpenReg", hardware_kind="reference"),
-        "xpu": Project.objects.create(full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU", hardware_kind="gpu"),
-        "rocm": Project.objects.create(full_name="ROCm/pytorch", level="L3", device="rocm", display_name="AMD ROCm", hardware_kind="gpu"),
+        "ref": Project.objects.create(
+            full_name="pytorch/openreg-ci",
+            level="L2",
+            is_reference=True,
+            display_name="OpenReg",
+            hardware_kind="reference",
+        ),
+        "xpu": Project.objects.create(
+            full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU", hardware_kind="gpu"
+        ),
+        "rocm": Project.objects.create(
+            full_name="ROCm/pytorch", level="L3", device="rocm", display_name="AMD ROCm", hardware_kind="gpu"
+        ),
     }
 
 
@@ -28,7 +38,9 @@ def signed_in(page, live_server, django_user_model):
 
     client = Client()
     client.force_login(django_user_model.objects.create_superuser("maintainer", "m@example.org", "x" * 24))
-    page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
     return page
 
 
@@ -36,7 +48,9 @@ def _cell(page, sha, project):
     return page.locator(f'#hud-grid tr[data-sha="{sha}"] td.c[data-p="{project.pk}"]')
 
 
-def test_marking_a_failure_as_known_changes_its_mark_on_the_grid_and_the_commit_page(signed_in, live_server, backends, screenshots):
+def test_marking_a_failure_as_known_changes_its_mark_on_the_grid_and_the_commit_page(
+    signed_in, live_server, backends, screenshots
+):
     page = signed_in
     trunk = make_trunk(4)
     for i, commit in enumerate(trunk):
@@ -73,7 +87,9 @@ def test_marking_a_failure_as_known_changes_its_mark_on_the_grid_and_the_commit_
     page.screenshot(path=str(screenshots / "triage-commit-known.png"), full_page=True)
 
 
-def test_a_failure_shared_by_two_backends_is_suggested_and_one_click_makes_it_known(signed_in, live_server, backends, screenshots):
+def test_a_failure_shared_by_two_backends_is_suggested_and_one_click_makes_it_known(
+    signed_in, live_server, backends, screenshots
+):
     page = signed_in
     trunk = make_trunk(5)
     for i, commit in enumerate(trunk):
@@ -94,7 +110,9 @@ def test_a_failure_shared_by_two_backends_is_suggested_and_one_click_makes_it_kn
     assert page.locator("li.suggestion").count() == 0 and "Nothing to suggest" in page.inner_text("main")
 
 
-def test_an_expected_failure_that_passes_is_flagged_and_one_that_fails_is_not_red(page, live_server, backends, screenshots, settings):
+def test_an_expected_failure_that_passes_is_flagged_and_one_that_fails_is_not_red(
+    page, live_server, backends, screenshots, settings
+):
     from relay.triage.expectations import expectations_replace
 
     settings.CRCR_EXPECTATION_PASSES = 3
@@ -114,7 +132,11 @@ def test_an_expected_failure_that_passes_is_flagged_and_one_that_fails_is_not_re
     page.goto(live_server.url + "/known-issues")
     flagged = page.locator("#unexpectedly-passing tr.unexpected-pass")
     assert flagged.count() == 1
-    assert "TestCommon.test_addmm*" in flagged.inner_text() and "unexpectedly passing" in flagged.inner_text() and "4 trunk commits" in flagged.inner_text()
+    assert (
+        "TestCommon.test_addmm*" in flagged.inner_text()
+        and "unexpectedly passing" in flagged.inner_text()
+        and "4 trunk commits" in flagged.inner_text()
+    )
     page.screenshot(path=str(screenshots / "triage-unexpectedly-passing.png"), full_page=True)
 
 
@@ -125,7 +147,9 @@ def test_the_triage_pages_fit_a_390_px_phone(browser, live_server, backends):
     for commit in trunk:
         result(backends["xpu"], commit.sha, [XPU_ADDMM])
         result(backends["rocm"], commit.sha, [ROCM_ADDMM])
-    issue = issues.known_issue_create({"title": "addmm fails everywhere", "test_patterns": ["TestCommon.test_addmm*"]}, by="alice")
+    issue = issues.known_issue_create(
+        {"title": "addmm fails everywhere", "test_patterns": ["TestCommon.test_addmm*"]}, by="alice"
+    )
     issues.occurrences_backfill(issue.pk)
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()

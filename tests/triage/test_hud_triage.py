@@ -14,7 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def make_issue(**fields):
-    return issues.known_issue_create({"title": "addmm OOM", "test_patterns": ["TestCommon.test_addmm*"], **fields}, by="alice")
+    return issues.known_issue_create(
+        {"title": "addmm OOM", "test_patterns": ["TestCommon.test_addmm*"], **fields}, by="alice"
+    )
 
 
 def grid_mark(sha, project):
@@ -91,7 +93,9 @@ def test_a_failure_shared_by_two_backends_without_an_issue_is_suggested_with_its
     [suggestion] = suggestions()
     assert suggestion.pattern == "test_ops.TestCommon.test_addmm_float32"
     assert {p.full_name for p in suggestion.backends} == {"intel/torch-xpu-ops", "ROCm/pytorch"}
-    assert all(s.first_failing.sha == trunk[3].sha and s.last_passing.sha == trunk[2].sha for _, s in suggestion.streaks)
+    assert all(
+        s.first_failing.sha == trunk[3].sha and s.last_passing.sha == trunk[2].sha for _, s in suggestion.streaks
+    )
     make_issue()
     assert suggestions() == []
 
@@ -120,10 +124,20 @@ def test_marking_as_known_needs_a_signed_in_maintainer(backends, client, django_
 def test_a_maintainer_makes_a_known_issue_from_the_prefilled_form(backends, trunk, client, django_user_model):
     admin = django_user_model.objects.create_superuser("alice", "alice@example.org", "x" * 20)
     client.force_login(admin)
-    form = client.get(f"/known-issues/new?pattern=TestCommon.test_addmm_float32&project={backends['xpu'].pk}&title=addmm+fails").content.decode()
+    form = client.get(
+        f"/known-issues/new?pattern=TestCommon.test_addmm_float32&project={backends['xpu'].pk}&title=addmm+fails"
+    ).content.decode()
     assert "TestCommon.test_addmm_float32" in form
-    response = client.post("/known-issues/new", {"title": "addmm fails", "kind": "product", "test_patterns": "TestCommon.test_addmm_float32",
-                                                  "projects": [backends["xpu"].pk], "blocks_gate": "on"})
+    response = client.post(
+        "/known-issues/new",
+        {
+            "title": "addmm fails",
+            "kind": "product",
+            "test_patterns": "TestCommon.test_addmm_float32",
+            "projects": [backends["xpu"].pk],
+            "blocks_gate": "on",
+        },
+    )
     issue = KnownIssue.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/known-issues/{issue.pk}"
     assert list(issue.projects.all()) == [backends["xpu"]] and not issue.all_backends
@@ -132,7 +146,9 @@ def test_a_maintainer_makes_a_known_issue_from_the_prefilled_form(backends, trun
 
 def test_a_bad_pattern_in_the_form_is_a_400_with_the_reason(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("alice", "alice@example.org", "x" * 20))
-    response = client.post("/known-issues/new", {"title": "t", "kind": "product", "test_patterns": "*", "all_backends": "on"})
+    response = client.post(
+        "/known-issues/new", {"title": "t", "kind": "product", "test_patterns": "*", "all_backends": "on"}
+    )
     assert response.status_code == 400 and "would match every test" in response.content.decode()
 
 

@@ -54,11 +54,25 @@ def test_a_glob_with_many_stars_stays_fast_on_a_long_subject():
 
 
 def test_it_parses_the_drm_ci_style_expectations_file():
-    entries = expectations_parse("# xpu expectations\nTestCommon.test_addmm*,Fail\n\nTestNN.test_conv2d,Flake  # driver 1.3\nTestX.test_y,Crash\n")
-    assert [(p, k, r) for p, k, r, _ in entries] == [("TestCommon.test_addmm*", "fail", ""), ("TestNN.test_conv2d", "flaky", "driver 1.3"), ("TestX.test_y", "fail", "")]
+    entries = expectations_parse(
+        "# xpu expectations\nTestCommon.test_addmm*,Fail\n\nTestNN.test_conv2d,Flake  # driver 1.3\nTestX.test_y,Crash\n"
+    )
+    assert [(p, k, r) for p, k, r, _ in entries] == [
+        ("TestCommon.test_addmm*", "fail", ""),
+        ("TestNN.test_conv2d", "flaky", "driver 1.3"),
+        ("TestX.test_y", "fail", ""),
+    ]
 
 
-@pytest.mark.parametrize("text, problem", [("TestA.test_b", "line 1"), ("TestA.test_b,Maybe", "unknown kind"), ("A.b,Fail\nA.b,Flake", "twice"), ("*,Fail", "every test")])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("TestA.test_b", "line 1"),
+        ("TestA.test_b,Maybe", "unknown kind"),
+        ("A.b,Fail\nA.b,Flake", "twice"),
+        ("*,Fail", "every test"),
+    ],
+)
 def test_a_bad_expectations_line_is_named(text, problem):
     with pytest.raises(ExpectationsError, match=problem):
         expectations_parse(text)

@@ -89,10 +89,14 @@ def subscribe(name, channel="webhook", target="", **fields):
     return Subscription.objects.create(name=name, channel=channel, target=target, **fields)
 
 
-def test_a_new_backend_specific_trunk_failure_notifies_each_subscription_once_through_a_sink_that_fails_twice(backends, trunk, sink):
+def test_a_new_backend_specific_trunk_failure_notifies_each_subscription_once_through_a_sink_that_fails_twice(
+    backends, trunk, sink
+):
     from hud.events import events_detect
 
-    generic = subscribe("xpu json", target=f"{sink.url}/generic", project=backends["xpu"], events=["new_failure", "recovery"])
+    generic = subscribe(
+        "xpu json", target=f"{sink.url}/generic", project=backends["xpu"], events=["new_failure", "recovery"]
+    )
     slack = subscribe("L4 slack", channel="slack", target=f"{sink.url}/slack", level="L4", events=["new_failure"])
     subscribe("rocm only", target=f"{sink.url}/rocm", project=backends["rocm"], events=["new_failure"])
     story_new_failure(backends, trunk)
@@ -105,7 +109,11 @@ def test_a_new_backend_specific_trunk_failure_notifies_each_subscription_once_th
     assert sink.answered == {"/generic": [500, 500, 200], "/slack": [500, 500, 200]}
     for subscription in (generic, slack):
         [notification] = subscription.notifications.all()
-        assert notification.state == "sent" and [a.outcome for a in notification.attempt_log.all()] == ["transient", "transient", "sent"]
+        assert notification.state == "sent" and [a.outcome for a in notification.attempt_log.all()] == [
+            "transient",
+            "transient",
+            "sent",
+        ]
     [body] = sink.received["/generic"]
     assert body["kind"] == "new_failure" and body["event"]["backend"] == "intel/torch-xpu-ops"
     [culprit] = body["event"]["details"]["culprit_ranges"]
@@ -138,14 +146,22 @@ def test_a_digest_collects_a_days_events_into_one_message(backends, sink):
     subscribe("daily", target=f"{sink.url}/digest", project=backends["xpu"], digest=True)
     day = date(2026, 11, 30)
     for hour, key in ((9, "a"), (15, "b")):
-        event_emit("new_failure", f"new_failure:{key}", f"Intel XPU failure {key}", project=backends["xpu"],
-                   occurred_at=datetime(2026, 11, 30, hour, tzinfo=UTC))
+        event_emit(
+            "new_failure",
+            f"new_failure:{key}",
+            f"Intel XPU failure {key}",
+            project=backends["xpu"],
+            occurred_at=datetime(2026, 11, 30, hour, tzinfo=UTC),
+        )
     assert set(Notification.objects.values_list("state", flat=True)) == {"held"}
     [digest_pk] = digests_build(day)
     assert digests_build(day) == []
     deliver_all()
     [body] = sink.received["/digest"]
-    assert body["kind"] == "digest" and [e["title"] for e in body["events"]] == ["Intel XPU failure a", "Intel XPU failure b"]
+    assert body["kind"] == "digest" and [e["title"] for e in body["events"]] == [
+        "Intel XPU failure a",
+        "Intel XPU failure b",
+    ]
     assert Notification.objects.get(pk=digest_pk).state == "sent"
     assert set(Notification.objects.exclude(pk=digest_pk).values_list("state", flat=True)) == {"digested"}
 
@@ -197,7 +213,9 @@ def test_readiness_turning_to_at_risk_is_an_event_once_and_no_data_alone_is_not(
     story_new_failure(backends, trunk)  # Intel XPU passes 3 of 4 jobs: under the 90 % pass rate
     events_detect()
     events_detect()
-    assert list(NotificationEvent.objects.filter(kind="at_risk").values_list("project__full_name", flat=True)) == ["intel/torch-xpu-ops"]
+    assert list(NotificationEvent.objects.filter(kind="at_risk").values_list("project__full_name", flat=True)) == [
+        "intel/torch-xpu-ops"
+    ]
 
 
 def test_relay_health_turning_degraded_is_an_event_and_staying_degraded_is_not(backends, settings):
@@ -206,13 +224,25 @@ def test_relay_health_turning_degraded_is_an_event_and_staying_degraded_is_not(b
     from hud.events import health_events
     from relay.models import JobRun, Project
 
-    probe = Project.objects.create(full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe")
+    probe = Project.objects.create(
+        full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe"
+    )
     subscribe("health", target="https://example.org/hook", events=["health_degraded"])
     now = timezone.now()
 
     def probe_head(sha, conclusion):
-        JobRun.objects.create(project=probe, delivery_key=sha, event_type="pull_request", run_id=sha[:6], workflow_name="probe",
-                              job_name="expect-success", status="completed", conclusion=conclusion, head_sha=sha, created_at=now)
+        JobRun.objects.create(
+            project=probe,
+            delivery_key=sha,
+            event_type="pull_request",
+            run_id=sha[:6],
+            workflow_name="probe",
+            job_name="expect-success",
+            status="completed",
+            conclusion=conclusion,
+            head_sha=sha,
+            created_at=now,
+        )
 
     probe_head("a" * 40, "success")
     assert health_events(now) == []
@@ -227,7 +257,11 @@ def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
     announced as ROCm's), then passes: no recovery to announce."""
     from hud.events import events_detect
 
-    ref_addmm = {"classname": "test_ops.TestCommonPRIVATEUSE1", "name": "test_addmm_privateuse1_float32", "file": "test_ops.py"}
+    ref_addmm = {
+        "classname": "test_ops.TestCommonPRIVATEUSE1",
+        "name": "test_addmm_privateuse1_float32",
+        "file": "test_ops.py",
+    }
     for i, commit in enumerate(trunk[:3]):
         result(backends["ref"], commit.sha, [ref_addmm] if i == 1 else [])
         result(backends["rocm"], commit.sha, [ROCM_ADDMM] if i == 1 else [])

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relay', '0006_pull_requests'),
+        ('relay', '0007_project_events_nightly_keys'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
