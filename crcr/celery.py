@@ -1,6 +1,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
 
@@ -35,6 +36,21 @@ app.conf.beat_schedule = {
         "task": "relay.heartbeat",
         "schedule": 30.0,
         "options": {"expires": 25},
+    },
+    "every-minute-sweep-notifications": {
+        "task": "relay.notification_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-detect-notification-events": {
+        "task": "hud.notification_events_detect",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "daily-notification-digests": {
+        "task": "relay.notification_digests",
+        "schedule": crontab(hour=0, minute=10),
+        "options": {"expires": 3600},
     },
     "hourly-sync-installations": {
         "task": "relay.installations_sync",

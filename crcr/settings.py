@@ -211,6 +211,14 @@ SPECTACULAR_SETTINGS = {
         "LevelEnum": "relay.models.Level",
         "DeliveryOutcomeEnum": "relay.models.Delivery.Outcome",
         "AttemptOutcomeEnum": "relay.models.DispatchAttempt.Outcome",
+        "KnownIssueKindEnum": "relay.models.KnownIssue.Kind",
+        "KnownIssueStateEnum": "relay.models.KnownIssue.State",
+        "ExpectationKindEnum": "relay.models.Expectation.Kind",
+        "NotificationStateEnum": "relay.models.Notification.State",
+        "NotificationAttemptOutcomeEnum": "relay.models.NotificationAttempt.Outcome",
+        "EventKindEnum": "relay.models.NotificationEvent.Kind",
+        "ChannelEnum": "relay.models.Subscription.Channel",
+        "SubscriptionOriginEnum": "relay.models.Subscription.Origin",
     },
     "DESCRIPTION": "Read endpoints are public. Writes need `Authorization: Bearer <token>` with a personal API token "
     "created in admin, scoped `read`, `write:projects` or `admin`. Lists use cursor pagination; reads carry ETags.",
@@ -272,3 +280,21 @@ CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS = env_int("CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS",
 CRCR_UPSTREAM_WRITE_LEASE_SECONDS = env_int("CRCR_UPSTREAM_WRITE_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
+
+# --- triage and notifications -------------------------------------------------------------------
+CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)
+"""An expected failure that passes on this many trunk commits in a row is flagged "unexpectedly passing"."""
+LOGIN_URL = "/admin/login/"
+# Notifications ride on the outbox engine (relay.outbox) with their own retry policy.
+CRCR_NOTIFY_MAX_ATTEMPTS = env_int("CRCR_NOTIFY_MAX_ATTEMPTS", 8)
+CRCR_NOTIFY_BACKOFF_BASE_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_BASE_SECONDS", "5"))
+CRCR_NOTIFY_BACKOFF_MAX_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_MAX_SECONDS", "900"))
+CRCR_NOTIFY_MAX_AGE_HOURS = env_int("CRCR_NOTIFY_MAX_AGE_HOURS", 48)
+CRCR_NOTIFY_LEASE_SECONDS = env_int("CRCR_NOTIFY_LEASE_SECONDS", 60)
+CRCR_NOTIFY_ALLOW_PRIVATE = env_bool("CRCR_NOTIFY_ALLOW_PRIVATE", CRCR_SANDBOX or DEBUG)
+"""Webhooks to private and loopback addresses: refused in production (SSRF), allowed in sandbox mode."""
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if CRCR_SANDBOX else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")

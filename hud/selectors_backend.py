@@ -1,7 +1,7 @@
 """/crcr/<org>/<repo>: one backend's cards, its matrix of head SHAs × jobs, a cell's drill-down,
 the environment it reported and its level readiness.
 
-The cards and readiness come from the cached windowed tallies (hud.selectors_summary); the matrix
+The cards and readiness come from the cached windowed tallies (hud.tallies); the matrix
 loads only the rows of one page of head SHAs (≤ 50) and judges them with hud.status directly."""
 
 import re
@@ -28,6 +28,7 @@ from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verd
 from .baseline import MARK_LABELS, backend_baseline
 from .culprits import streaks
 from .selectors_baseline_history import baseline_history
+from .selectors_triage import expectation_rows
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
@@ -401,6 +402,17 @@ class Dashboard:
     baseline_days: list = field(default_factory=list)
     streaks: list = field(default_factory=list)
     """Since which commit each job and test failing on the newest trunk commit fails."""
+    expectations: list = field(default_factory=list)
+    """The backend's published expectations, each with how many trunk commits in a row it passed."""
+
+    @property
+    def known_heads(self) -> int:
+        """Failing heads in the window whose every failure is a known issue or expected."""
+        return sum(day.known for day in self.baseline_days)
+
+    @property
+    def failing_heads(self) -> int:
+        return sum(day.failing for day in self.baseline_days)
 
 
 def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
@@ -416,4 +428,5 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     last = ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
     since = streaks(project) if tab == "pr" else []
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since)
+    expected = expectation_rows(project) if tab == "pr" else []
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since, expected)

@@ -35,3 +35,19 @@ def _query_without_page(request) -> str:
     query.pop("page", None)
     query.pop("view", None)
     return query.urlencode()
+
+
+@require_GET
+def notifications(request):
+    from .models.triage import Notification, Subscription
+    from .notify.selectors import events_recent, notifications_log
+
+    raw = request.GET.get("subscription", "")
+    subscription_id = int(raw) if raw.isdigit() else None
+    state = request.GET.get("state", "")
+    context = {
+        "nav": "notifications", "logs": notifications_log(subscription_id, state), "events": events_recent(),
+        "all_subscriptions": Subscription.objects.order_by("name", "id")[:200], "subscription_id": subscription_id,
+        "state": state if state in Notification.State.values else "", "states": Notification.State.choices,
+    }
+    return render(request, "relay/notifications.html", context)

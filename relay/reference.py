@@ -19,8 +19,8 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from . import follow_up
 from .callbacks.junit import MalformedReport, TestReport, junit_parse
-from .checks.tasks import job_react, react_on_commit
 from .github import client as github
 from .github.upstream import upstream_installation_id
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
@@ -182,7 +182,7 @@ def _store(project: Project, sha: str, run: dict, job: dict, report: TestReport 
         row.failed_tests.all().delete()
         if report:
             FailedTest.objects.bulk_create(FailedTest(job_run=row, **vars(t)) for t in report.failed_tests)
-        react_on_commit(job_react, job_run_id=row.pk)
+        follow_up.job_recorded(row.pk)
 
 
 def shas_to_import(hours: int, limit: int) -> list[str]:

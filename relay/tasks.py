@@ -16,11 +16,12 @@ from .checks.tasks import (
 from .dispatch.tasks import delivery_fan_out, dispatch_send, dispatch_sweep, results_sweep
 from .github.tasks import installations_sync
 from .health import heartbeat_record
+from .notify.tasks import issue_occurrences_record, notification_digests, notification_send, notification_sweep
 from .reference import reference_import_sweep as _reference_import_sweep
 
 __all__ = [
     "delivery_fan_out", "delivery_react", "dispatch_react", "dispatch_send", "dispatch_sweep", "heartbeat", "installations_sync",
-    "job_react", "reference_import_sweep", "results_sweep", "upstream_react", "upstream_write_send", "upstream_write_sweep",
+    "issue_occurrences_record", "job_react", "notification_digests", "notification_send", "notification_sweep", "reference_import_sweep", "results_sweep", "upstream_react", "upstream_write_send", "upstream_write_sweep",
 ]
 
 

@@ -155,7 +155,10 @@ def test_a_deferred_import_does_not_make_a_module_level_circle():
 
 # --- packages depend one way, deferred imports included --------------------------------------------
 
-UNITS = ("relay.models", "relay.outbox", "relay.github", "relay.intake", "relay.dispatch", "relay.callbacks", "relay.checks", "hud.tallies")
+UNITS = (
+    "relay.models", "relay.outbox", "relay.github", "relay.intake", "relay.dispatch", "relay.callbacks", "relay.checks",
+    "relay.triage", "relay.notify", "hud.tallies",
+)
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
 other in a deferred import (the service kicks the task); between units, the flow goes one way."""
 
@@ -220,6 +223,14 @@ HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering"
 """Modules that answer requests or format values: they hold no query."""
 PURE_RELAY = ("relay.verdicts", "relay.testids")
 """The status policy and test identity: functions over rows already read, no database."""
+RELAY_SERVICES = (
+    "relay.registry", "relay.allowlist", "relay.triage.issues", "relay.triage.expectations", "relay.triage.matching",
+    "relay.notify.subscriptions",
+)
+"""Writes that validate and record who did them (and the errors they raise): a form or an API call
+may change the relay's facts only through these."""
+RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors", "relay.checks.gate")
+"""The relay's reads for the API (the merge gate's verdict is one)."""
 
 
 def is_hud_entry_point(module: str) -> bool:
@@ -227,11 +238,13 @@ def is_hud_entry_point(module: str) -> bool:
 
 
 def entry_point_offences(module: str, source: str, modules: dict) -> list[str]:
-    """What an entry point may not do: import a relay module other than the pure policy ones,
-    import the ORM's query building (django.db.models), or touch a manager (`.objects`)."""
+    """What an entry point may not do: import a relay module other than the pure policy and the
+    write services (so no model to query), import the ORM's query building (django.db.models), or
+    touch a manager (`.objects`)."""
     tree = ast.parse(source)
+    allowed = {"relay", *PURE_RELAY, *RELAY_SERVICES}
     offences = [f"imports {target}" for target in sorted(imports_in(module, source, modules))
-                if target.split(".")[0] == "relay" and target not in PURE_RELAY and target != "relay"]
+                if target.split(".")[0] == "relay" and target not in allowed]
     offences += [f"imports {name}" for name in sorted(imported_modules_in(tree)) if name.startswith("django.db.models")]
     offences += [f"line {node.lineno}: .objects" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "objects"]
     return offences
@@ -271,12 +284,12 @@ def test_a_template_tag_building_a_query_is_caught():
 
 API_MAY_USE = {
     "hud": lambda module: module.startswith("hud.selectors_") or module in ("hud", "hud.baseline", "hud.culprits"),
-    "relay": lambda module: module in ("relay", "relay.models", "relay.selectors", "relay.registry", "relay.allowlist", "relay.verdicts", "relay.checks.gate"),
+    "relay": lambda module: module in ("relay", "relay.models", *PURE_RELAY, *RELAY_SERVICES, *RELAY_SELECTORS),
 }
 """What an API view may import from the HUD and the relay. HUD: its selectors (hud.baseline and
 hud.culprits are the baseline and culprit selectors by their concept's name). Relay: its selectors,
-the registry service (and the allowlist's errors), the merge gate's verdict, the status policy,
-and the models, whose managers an API view may name only as a DRF viewset's declared queryset."""
+its services (and their errors), the pure policy, and the models, whose managers an API view may
+name only as a DRF viewset's declared queryset."""
 
 
 def api_view_offences(module: str, source: str, modules: dict) -> list[str]:

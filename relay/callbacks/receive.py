@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..checks.tasks import job_react, react_on_commit
+from .. import follow_up
 from ..github import upstream
 from ..models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
 from .body import BadCallback, Report, body_parse, report_read
@@ -116,7 +116,7 @@ def job_record(project: Project, dispatch: Dispatch | None, report: Report, toke
     with transaction.atomic():
         outcome, job_id = _job_step(project, dispatch, report, token)
         if outcome != "duplicate":
-            react_on_commit(job_react, job_run_id=job_id)
+            follow_up.job_recorded(job_id)
     return outcome
 
 

@@ -69,4 +69,7 @@ def _react(task, ids: dict) -> None:
             return
         except Exception as exc:  # noqa: BLE001 - any broker failure: fall back to inline
             logger.warning("could not enqueue %s (reacting inline): %s", task.name, exc)
-    task(**ids)
+    try:
+        task(**ids)
+    except Exception:  # noqa: BLE001 - the writer has answered; never turn this into its error
+        logger.exception("%s failed inline for %s", task.name, ids)

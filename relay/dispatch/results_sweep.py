@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from ..checks.tasks import job_react, react_on_commit
+from .. import follow_up
 from ..models import NEVER_STARTED_RUN_ID, Conclusion, Dispatch, JobRun, Level, UsedToken
 from ..selectors import latest_heads
 
@@ -81,7 +81,7 @@ def dispatches_never_started(limit: int, now) -> int:
 def _announce(job_ids) -> None:
     """Check runs, gate and oncall follow the rows the sweeper ended, after commit."""
     for pk in list(job_ids):
-        react_on_commit(job_react, job_run_id=pk)
+        follow_up.job_recorded(pk)
 
 
 def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:

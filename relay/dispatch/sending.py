@@ -1,12 +1,12 @@
 """Sending one dispatch through the outbox engine (relay.outbox): what is particular to a
 dispatch is the call (`repository_dispatch` with a signed callback token), that "not installed"
-is permanent and kept apart from other failures, and the check-run reaction (relay.checks.tasks.dispatch_react) once it is sent.
+is permanent and kept apart from other failures, and the check-run reaction (relay.follow_up.dispatch_sent) once it is sent.
 Retries follow the CRCR_DISPATCH_* settings."""
 
 import logging
 
+from .. import follow_up
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
-from ..checks.tasks import dispatch_react, react_on_commit
 from ..github import client as github
 from ..github.installations import installation_id_for
 from ..models import Dispatch, DispatchAttempt
@@ -51,7 +51,7 @@ class Dispatches(Outbox):
     def committed(self, dispatch: Dispatch, state: str, retry_at) -> None:
         super().committed(dispatch, state, retry_at)
         if state == Dispatch.State.SENT:
-            react_on_commit(dispatch_react, dispatch_id=dispatch.pk)
+            follow_up.dispatch_sent(dispatch.pk)
 
 
 DISPATCHES = Dispatches()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from ..checks.tasks import delivery_react, react_on_commit
+from .. import follow_up
 from ..dispatch.fan_out import dispatches_create
 from ..github import installations
 from ..models import Delivery
@@ -107,7 +107,7 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         count = dispatches_create(delivery) if route.dispatches else 0
         if route.dispatches or route.outcome == Delivery.Outcome.RECORDED:  # a ciflow label change too
             commits_record(hook.event, hook.payload, delivery.received_at)
-        react_on_commit(delivery_react, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
+        follow_up.delivery_recorded(delivery)
     return delivery, count
 
 

@@ -4,7 +4,8 @@
 - deliveries: webhook deliveries and the dispatches they fan out to (with each send attempt);
 - results: job runs, failed tests, used callback tokens, re-run requests;
 - upstream: the upstream repository's commits and pull requests;
-- checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox).
+- checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
+- triage: known issues and their occurrences, expectations, subscriptions and notifications.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
@@ -22,6 +23,15 @@ from .registry import (
     RelayState,
 )
 from .results import NEVER_STARTED_RUN_ID, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
+from .triage import (
+    Expectation,
+    IssueOccurrence,
+    KnownIssue,
+    Notification,
+    NotificationAttempt,
+    NotificationEvent,
+    Subscription,
+)
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
@@ -30,4 +40,5 @@ __all__ = [
     "Installation", "InstalledRepo", "JobRun", "Level", "LevelChange", "OncallComment", "Project", "PullRequest",
     "RelayState", "RerunRequest", "UpstreamCheckRun", "UpstreamCommit", "UpstreamWrite", "UpstreamWriteAttempt",
     "UsedToken",
+    "Expectation", "IssueOccurrence", "KnownIssue", "Notification", "NotificationAttempt", "NotificationEvent", "Subscription",
 ]

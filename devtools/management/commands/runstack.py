@@ -108,6 +108,8 @@ class Command(BaseCommand):
             "CRCR_OIDC_ISSUERS": json.dumps(info["oidc_issuers"]), "CRCR_PUBLIC_URL": relay_url,
             # Make the sweeper's verdicts visible within minutes instead of hours.
             "CRCR_JOB_TIMEOUT_HOURS": "0.05", "CRCR_NEVER_STARTED_HOURS": "0.05",
+            # The stand-in process also runs a webhook sink: the seeded subscription posts there.
+            "CRCR_SANDBOX_SINK_URL": info.get("sink_url", ""),
         }
         self.step("seeding the sandbox registry and admin account")
         self.seed(state, {**os.environ, **env})

@@ -1,0 +1,24 @@
+"""What follows when the relay records something, named where it is recorded: intake calls
+`delivery_recorded`, dispatch `dispatch_sent`, callbacks, the sweeper and the reference import
+`job_recorded`. Each enqueues the worker tasks that react, after the writer's commit (inline if the
+broker cannot take them), so "find callers" leads from every reaction back to its writers."""
+
+from .checks.tasks import delivery_react, dispatch_react, job_react, react_on_commit
+from .notify.tasks import issue_occurrences_record
+
+
+def delivery_recorded(delivery) -> None:
+    """A webhook delivery was stored: the PR's gate, labels and re-run requests (relay.checks)."""
+    react_on_commit(delivery_react, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
+
+
+def dispatch_sent(dispatch_id: int) -> None:
+    """A dispatch reached GitHub: the backend's queued check run and the gate (relay.checks)."""
+    react_on_commit(dispatch_react, dispatch_id=dispatch_id)
+
+
+def job_recorded(job_run_id: int) -> None:
+    """A job run changed: its check runs, gate and oncall comment (relay.checks), and its
+    known-issue occurrences with their notifications (relay.triage, relay.notify)."""
+    react_on_commit(job_react, job_run_id=job_run_id)
+    react_on_commit(issue_occurrences_record, job_run_id=job_run_id)
