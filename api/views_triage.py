@@ -89,7 +89,7 @@ class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @action(detail=True, methods=["get"])
     def occurrences(self, request, pk=None):
         """Every failure that matched, newest first (cursor-paginated)."""
-        issue = get_object_or_404(KnownIssue, pk=pk)
+        issue = self.get_object()  # DRF answers 404 for a malformed id too
         page = self.paginate_queryset(issue.occurrences.select_related("project").order_by("-id"))
         return self.get_paginated_response(s.OccurrenceOut(page, many=True).data)
 
