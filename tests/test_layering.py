@@ -328,3 +328,26 @@ def test_an_api_view_reaching_into_hud_internals_or_querying_directly_is_caught(
     )
     assert api_view_offences("api.views_x", source, modules) == [
         "imports hud.views_grid", "imports relay.intake", "line 10: .objects outside a declared queryset"]
+
+
+# --- the trail stays greppable ----------------------------------------------------------------------
+
+HIDDEN_HOPS = {"django.dispatch": "a Django signal", "django.utils.module_loading": "a call by dotted name (import_string)"}
+"""What hides the path from a writer to what follows it: "find callers" stops at a signal or a
+dotted-name lookup. Writers call relay.follow_up and name their tasks instead."""
+
+
+def hidden_hops(source: str) -> list[str]:
+    return [f"{name}: {why}" for name, why in HIDDEN_HOPS.items() if name in imported_modules_in(ast.parse(source))]
+
+
+def test_the_product_hides_no_hop_behind_a_signal_or_a_dotted_name():
+    offenders = {
+        name: hops for name, (path, _) in product_modules().items() for hops in [hidden_hops(path.read_text())] if hops
+    }
+    assert offenders == {}
+
+
+def test_a_signal_receiver_is_caught():
+    source = "from django.dispatch import receiver\nfrom django.utils.module_loading import import_string\n"
+    assert hidden_hops(source) == ["django.dispatch: a Django signal", "django.utils.module_loading: a call by dotted name (import_string)"]
