@@ -9,12 +9,19 @@ and never with the table, and nothing is queried per cell."""
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-
 from relay.models import Dispatch, FailedTest, JobRun, Level, Project
-
 from relay.verdicts import (
-    FAILING, STATES, Counts, JobVerdict, State, awaiting_results_state, cell_state, dispatch_cell_state, job_verdicts,
-    attempts_in_order, reference_state,
+    FAILING,
+    STATES,
+    Counts,
+    JobVerdict,
+    State,
+    attempts_in_order,
+    awaiting_results_state,
+    cell_state,
+    dispatch_cell_state,
+    job_verdicts,
+    reference_state,
 )
 
 from .status import StateShown

@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
-from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from hud.overdue import running_jobs_overdue
 from hud.probe import probe_heads
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import TABS, Window, stale_after
+from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
+from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 
 
 @dataclass

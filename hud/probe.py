@@ -8,7 +8,6 @@ from django.db.models import Max, Q
 from relay.models import JobRun, Project
 from relay.verdicts import STATES, Counts, job_verdicts
 
-
 # --- the health probe ----------------------------------------------------------------------------------
 
 PROBE_SHAS = 5

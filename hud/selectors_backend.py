@@ -16,11 +16,11 @@ from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids, shown_state
 from hud.probe import event_filter
 from hud.selectors_summary import PASS_RATE_TARGET
+from hud.status import StateShown
 from hud.tallies.buckets import window_buckets, window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
-from hud.status import StateShown
 from relay.callbacks.body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state

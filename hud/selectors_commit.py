@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from relay.models import JobRun, Project, UpstreamCommit
-
 from relay.verdicts import (
-    JobVerdict, State,
+    JobVerdict,
+    State,
 )
 
-
 from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, registered_backends
-
 
 _PR_IN_TITLE = re.compile(r"\(#(\d+)\)\s*$")
 

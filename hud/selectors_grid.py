@@ -11,16 +11,23 @@ from django.conf import settings
 from django.db.models import Min
 
 from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
 
 from .baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .cells import (
+    Cell,
+    CellKey,
+    cells_for_commits,
+    failed_tests_for_jobs,
+    latest_failing_job_ids,
+    reference_backend,
+    registered_backends,
+)
 from .culprits import Streak, streaks
 from .gate import gate_verdict
 from .overdue import overdue_among, running_job_ids, shown_state
 from .pr_blame import BackendBlame, pr_blame
-from .cells import Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends
 from .selectors_commit import commit_pr_number
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
-
 from .status import StateShown
 from .triage import annotate_failures
 

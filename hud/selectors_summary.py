@@ -8,15 +8,14 @@ from datetime import datetime, timedelta
 from django.db.models import Count
 from django.utils import timezone
 
-from relay.models import Dispatch, Level, Project
-from relay.verdicts import Rates
-from hud.readiness import PASS_RATE_MIN
 from hud.health import health_cards
+from hud.readiness import PASS_RATE_MIN
 from hud.tallies.buckets import window_buckets, window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS, Window, stale_after
-
+from relay.models import Dispatch, Level, Project
+from relay.verdicts import Rates
 
 # --- the summary page ---------------------------------------------------------------------------------
 

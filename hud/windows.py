@@ -3,9 +3,6 @@
 from dataclasses import dataclass
 from datetime import timedelta
 
-
-
-
 # --- ranges and tabs --------------------------------------------------------------------------------
 
 

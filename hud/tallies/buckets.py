@@ -50,12 +50,11 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from hud.tallies.histograms import bin_case_sql
+from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
+from hud.tallies.tally import Tally, latest_of, tallies_merge
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State
-from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
-from hud.tallies.histograms import bin_case_sql
-from hud.tallies.tally import Tally, latest_of, tallies_merge
-
 
 # --- buckets ------------------------------------------------------------------------------------------
 

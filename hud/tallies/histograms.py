@@ -3,9 +3,6 @@ with quantiles interpolated within a bin."""
 
 from dataclasses import dataclass, field
 
-
-
-
 # --- histograms -------------------------------------------------------------------------------------
 
 EDGES = (10, 20, 30, 45, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1500, 1800, 2400, 3000, 3600,

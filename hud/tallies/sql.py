@@ -4,10 +4,8 @@ exactly as the pages judge them in Python (a test checks both agree on random da
 from dataclasses import dataclass
 from functools import cache as memoize
 
-
 from relay.models import Conclusion, JobRun
 from relay.verdicts import FAILING, State, conclusion_state
-
 
 # --- the status policy, translated to SQL ----------------------------------------------------------
 

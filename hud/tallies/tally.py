@@ -4,10 +4,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-
-from relay.verdicts import STATES, Counts, Rates, State
 from hud.tallies.histograms import Histogram
-
+from relay.verdicts import STATES, Counts, Rates, State
 
 # --- tallies ------------------------------------------------------------------------------------------
 

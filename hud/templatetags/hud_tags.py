@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from urllib.parse import quote, urlsplit
 
 from django import template
-from django.urls import reverse
 from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe

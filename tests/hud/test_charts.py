@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 from hud import charts
 from hud.selectors_metrics import BackendSeries, Metrics
 from hud.tallies.tally import Tally
-from relay.verdicts import State
 from relay.models import Project
+from relay.verdicts import State
 
 DAYS = [date(2026, 11, 28) + timedelta(days=i) for i in range(3)]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from hud.cells import registered_backends
+from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory

@@ -8,14 +8,14 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.tallies import buckets, histograms
 from hud.selectors_summary import summary_build
+from hud.tallies import buckets, histograms
 from hud.tallies.buckets import Bucket, TalliesPending, bucket_compute, window_tallies
 from hud.tallies.histograms import Histogram
 from hud.tallies.tally import Tally
-from relay.verdicts import State, job_verdicts, rates
 from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
+from relay.verdicts import State, job_verdicts, rates
 
 pytestmark = pytest.mark.django_db
 NOW = timezone.now().replace(minute=30, second=0, microsecond=0)

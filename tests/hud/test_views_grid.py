@@ -5,7 +5,14 @@ from unittest import mock
 import pytest
 from django.db import OperationalError
 
-from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+from tests.factories import (
+    DeliveryFactory,
+    DispatchFactory,
+    FailedTestFactory,
+    JobRunFactory,
+    ProjectFactory,
+    UpstreamCommitFactory,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -195,8 +195,8 @@ def test_recovery_and_upstream_breaking_the_reference_are_events(backends, trunk
 
 
 def test_a_resolved_known_issue_seen_again_is_an_event_once(backends, trunk):
-    from relay.triage import issues
     from relay.notify.tasks import issue_occurrences_record
+    from relay.triage import issues
 
     issue = issues.known_issue_create({"title": "addmm OOM", "test_patterns": ["TestCommon.test_addmm*"]}, by="alice")
     issues.known_issue_update(issue, {"state": KnownIssue.State.RESOLVED})
