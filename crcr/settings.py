@@ -172,7 +172,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Messages carry untrusted values (kids, job names, repo names): escaped, one record per line.
+    "formatters": {"plain": {"()": "crcr.logformat.EscapingFormatter", "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
@@ -235,6 +236,9 @@ CRCR_OIDC_ISSUERS = json.loads(
 )
 CRCR_OIDC_LEEWAY_SECONDS = env_int("CRCR_OIDC_LEEWAY_SECONDS", 30)
 CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "30"))
+# After an issuer's discovery or JWKS fetch fails, nobody fetches again for this long (callbacks
+# answer 503 at once, or verify with the keys fetched before).
+CRCR_OIDC_FAILURE_BACKOFF_SECONDS = float(env("CRCR_OIDC_FAILURE_BACKOFF_SECONDS", "30"))
 CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
 CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
 CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
