@@ -13,6 +13,7 @@ from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, Upstrea
 
 from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from .gate import gate_verdict
+from .patterns import PatternError, pattern_matcher
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
@@ -98,10 +99,9 @@ def name_matcher(filters: GridFilters):
         needle = filters.name.lower()
         return lambda text: needle in text.lower()
     try:
-        pattern = re.compile(filters.name, re.IGNORECASE)
-    except re.error as exc:
+        return pattern_matcher(filters.name)
+    except PatternError as exc:
         raise FilterError(f"Invalid regular expression {filters.name!r}: {exc}. Showing every backend.") from exc
-    return lambda text: pattern.search(text) is not None
 
 
 # --- columns ------------------------------------------------------------------------------------
