@@ -9,13 +9,28 @@ from pathlib import Path
 import dj_database_url
 
 from .env import env, env_bool, env_int, env_list
+from .secrets import app_credentials_check, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env("CRCR_VAR_DIR", str(BASE_DIR / "var")))
 (VAR_DIR / "staticfiles").mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me-in-production-0123456789")
+
+# --- the GitHub App, and sandbox mode when there is none ----------------------------------------
+GITHUB_APP_ID = env("GITHUB_APP_ID")
+GITHUB_APP_PRIVATE_KEY = env("GITHUB_APP_PRIVATE_KEY")
+GITHUB_WEBHOOK_SECRET = env("GITHUB_WEBHOOK_SECRET")
+# Some of the App's credentials but not all is a mistake (a key file not forwarded, a typo), never
+# a request for sandbox mode: sandbox mode trusts its stand-in's issuers, which mint any identity.
+app_credentials_check(GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET)
+_has_app = bool(GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY and GITHUB_WEBHOOK_SECRET)
+CRCR_SANDBOX = env_bool("CRCR_SANDBOX", not _has_app)
+CRCR_SANDBOX_FORCE = env_bool("CRCR_SANDBOX_FORCE", False)
+
+# SECRET_KEY signs sessions and the callback binding: production refuses to start without a real
+# one; sandbox and DEBUG runs get a random key of their own, kept under var/.
+SECRET_KEY, SECRET_KEY_IS_GENERATED = secret_key(env("SECRET_KEY"), allow_generated=CRCR_SANDBOX or DEBUG, var_dir=VAR_DIR)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -191,6 +206,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.common.error_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # X-Forwarded-For is trusted only behind this many proxies of our own (0: the peer address).
+    "NUM_PROXIES": env_int("CRCR_TRUSTED_PROXY_COUNT", 0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CRCR HUD API",
@@ -211,12 +228,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- the relay ----------------------------------------------------------------------------------
 GITHUB_API_URL = env("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-GITHUB_APP_ID = env("GITHUB_APP_ID")
-GITHUB_APP_PRIVATE_KEY = env("GITHUB_APP_PRIVATE_KEY")
-GITHUB_WEBHOOK_SECRET = env("GITHUB_WEBHOOK_SECRET")
 GITHUB_HTTP_TIMEOUT = float(env("GITHUB_HTTP_TIMEOUT", "20"))
-_has_app = bool(GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY and GITHUB_WEBHOOK_SECRET)
-CRCR_SANDBOX = env_bool("CRCR_SANDBOX", not _has_app)
 
 CRCR_UPSTREAM_REPO = env("CRCR_UPSTREAM_REPO", "pytorch/pytorch")
 _upstream_id = env("CRCR_UPSTREAM_REPO_ID")

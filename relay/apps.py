@@ -6,4 +6,5 @@ class RelayConfig(AppConfig):
     verbose_name = "Relay"
 
     def ready(self):
+        from . import deploy_checks  # noqa: F401
         from .checks import receivers  # noqa: F401

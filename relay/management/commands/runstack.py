@@ -15,6 +15,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import BaseCommand, CommandError, call_command
 
+from .seed_sandbox import sandbox_database_claim
+
 STARTUP_TIMEOUT_SECONDS = 60
 RESTARTABLE = ("worker", "beat")
 MAX_RESTARTS = 5
@@ -30,6 +32,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, port, host, **options):
         call_command("migrate", interactive=False, verbosity=0)
+        if settings.CRCR_SANDBOX:
+            sandbox_database_claim(force=settings.CRCR_SANDBOX_FORCE)  # before anything sandbox-shaped starts
         call_command("collectstatic", interactive=False, verbosity=0)
         self.children: list[subprocess.Popen] = []
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
