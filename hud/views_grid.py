@@ -23,10 +23,16 @@ def _render(request, template: str, context: dict, status: int = 200, partial: s
     return response
 
 
+DATABASE_UNAVAILABLE = "The database did not answer, so this page could not be loaded. This is an error, not an empty result; retry shortly."
+"""What a visitor is told; the exception itself (hosts, users, SQL) goes to the log only."""
+
+
 def _failed(request, template: str, context: dict, exc: Exception):
     logger.exception("HUD page query failed")
-    context["error"] = f"{type(exc).__name__}: {exc}"
-    return _render(request, template, context, status=503)
+    context["error"] = DATABASE_UNAVAILABLE
+    response = _render(request, template, context, status=503)
+    response["Retry-After"] = "30"
+    return response
 
 
 @require_GET
@@ -60,9 +66,9 @@ def _tooltip(request):
     key = parse_cell_key(request.GET.get("tip", ""))
     try:
         tip = cell_tooltip(*key) if key else None
-    except DatabaseError as exc:
+    except DatabaseError:
         logger.exception("tooltip query failed")
-        return render(request, "hud/_tooltip.html", {"error": f"{type(exc).__name__}: {exc}"}, status=503)
+        return render(request, "hud/_tooltip.html", {"error": DATABASE_UNAVAILABLE}, status=503)
     return render(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404)
 
 

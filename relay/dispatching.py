@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from . import github, installations, signals
@@ -111,8 +111,10 @@ def _next_state(dispatch: Dispatch, outcome: SendOutcome, number: int):
 
 
 def _exhausted(dispatch: Dispatch, number: int) -> bool:
-    too_old = timezone.now() - dispatch.created_at > timedelta(hours=settings.CRCR_DISPATCH_MAX_AGE_HOURS)
-    return number >= settings.CRCR_DISPATCH_MAX_ATTEMPTS or too_old
+    """Out of attempts or too old, counted from the last re-dispatch when there was one."""
+    since = dispatch.resent_at or dispatch.created_at
+    too_old = timezone.now() - since > timedelta(hours=settings.CRCR_DISPATCH_MAX_AGE_HOURS)
+    return number - dispatch.attempts_before_resend >= settings.CRCR_DISPATCH_MAX_ATTEMPTS or too_old
 
 
 def retry_delay(attempt: int, retry_after: float | None = None, rng=random) -> float:
@@ -136,12 +138,28 @@ def dispatches_due(limit: int) -> list[int]:
     return list(Dispatch.objects.filter(fresh | retry | abandoned).order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
 
 
-def dispatches_resend(delivery, projects, *, by: str) -> int:
-    """Operator action: send a delivery again to chosen projects, as fresh rows."""
-    from .intake import dispatches_create
+class ResendRefused(Exception):
+    """The delivery cannot be sent again (its payload was pruned by retention)."""
 
+
+def dispatches_resend(delivery, projects, *, by: str) -> int:
+    """Operator action: send a delivery again to chosen projects. Additive: a project's existing
+    dispatch is reopened (its attempts, and the jobs that answered it, stay); a project that never
+    had one gets a fresh row. A dispatch being sent right now is left to finish."""
+    from .intake import _kick_fan_out, dispatches_create
+
+    if delivery.payload_pruned_at is not None:
+        raise ResendRefused(f"{delivery.delivery_id}: its payload was pruned by retention, so it cannot be sent again")
+    projects = list(projects)
+    now = timezone.now()
     with transaction.atomic():
-        Dispatch.objects.filter(delivery=delivery, project__in=projects).delete()
-        count = dispatches_create(delivery, projects)
-    logger.info("%s re-dispatched delivery %s to %s projects", by, delivery.delivery_id, count)
-    return count
+        existing = Dispatch.objects.select_for_update().filter(delivery=delivery, project__in=projects)
+        have = set(existing.values_list("project_id", flat=True))
+        reopened = existing.exclude(state=Dispatch.State.SENDING).update(
+            state=Dispatch.State.PENDING, next_attempt_at=now, lease_expires_at=None, resent_at=now, resent_by=by[:150],
+            attempts_before_resend=F("attempts"), last_error=f"re-dispatched by {by}"[:2000],
+        )  # fmt: skip
+        created = dispatches_create(delivery, [p for p in projects if p.pk not in have])
+        transaction.on_commit(lambda: _kick_fan_out(delivery.pk))
+    logger.info("%s re-dispatched delivery %s: %s reopened, %s new", by, delivery.delivery_id, reopened, created)
+    return reopened + created
