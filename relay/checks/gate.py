@@ -31,6 +31,7 @@ from django.db.models import Exists, OuterRef
 
 from ..models import Dispatch, JobRun, Level, Project
 from ..results_sweep import latest_heads
+from .markdown import md_code
 
 GATE_NAME = "crcr/gate"
 FAILING = {"failure", "cancelled", "timed_out", "never_started"}
@@ -187,7 +188,7 @@ def gate_summary(verdict: dict) -> str:
         lines += ["| Backend | Result | Jobs | Why |", "|---|---|---|---|"]
         for b in verdict["backends"]:
             counts = _job_counts(b["jobs"])
-            lines.append(f"| `{b['repo']}` | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
+            lines.append(f"| {_md(b['repo'])} | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
     lines += ["", "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
               "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress."]
     if settings.CRCR_PUBLIC_URL:
@@ -202,7 +203,7 @@ def _job_counts(jobs: list[dict]) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")[:300]
+    return md_code(text, 300, table=True)
 
 
 def gate_body(pr_number: int, head_sha: str) -> dict:
