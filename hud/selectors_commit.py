@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from relay.callback_body import SELF_REPORT_EVENTS
 from relay.models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 
 from .status import (
@@ -63,6 +64,9 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
     if not shas or not project_ids:
         return []
     rows = JobRun.objects.filter(head_sha__in=shas, project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
+    # Nightly/periodic self-reports show on trunk commits only, never on a PR head's cells.
+    trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
+    rows = rows.exclude(Q(event_type__in=SELF_REPORT_EVENTS) & ~Q(head_sha__in=trunk))
     if detail:
         return [DetailJob._make(values) for values in rows.values_list(*DETAIL_FIELDS)]
     return [SlimJob(*values, rank) for rank, values in enumerate(rows.values_list(*SLIM_FIELDS))]

@@ -13,7 +13,7 @@ from . import signals, upstream
 from .callback_body import BadCallback, Report, body_parse, report_read
 from .callback_tokens import InvalidCallbackToken, callback_token_read
 from .identity import IdentityForbidden, project_for_token
-from .models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
+from .models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
 
@@ -257,12 +257,23 @@ def _seconds_between(start, end) -> float | None:
 # --- nightly / periodic self-reports ------------------------------------------------------------
 
 
+def pr_head_only(sha: str) -> bool:
+    """The relay knows `sha` as a PR head and not as a trunk commit."""
+    if UpstreamCommit.objects.filter(sha=sha, is_trunk=True).exists():
+        return False
+    known_head = UpstreamCommit.objects.filter(sha=sha, pr_number__isnull=False).exists()
+    return known_head or Dispatch.objects.filter(head_sha=sha, event_type="pull_request").exists()
+
+
 def self_report_record(project: Project, report: Report, token: VerifiedToken) -> str:
     if report.status != JobRun.Status.COMPLETED:
         raise BadCallback(f"{report.event_type} callbacks must have status 'completed', got {report.status!r}")
     sha = report.delivery_id.lower()
     if not SHA_RE.match(sha):
         raise BadCallback(f"{report.event_type} delivery_id must be the 40-hex upstream SHA tested, got {report.delivery_id!r}")
+    if pr_head_only(sha):
+        raise Forbidden(f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
+                        "commits; a PR head takes results only for its dispatch, with its callback_token")
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")
     report.delivery_id, report.head_sha = sha, sha
