@@ -16,6 +16,7 @@ from .identity import IdentityForbidden, project_for_token
 from .models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
+from .repo_ids import GitHubUnreachable
 
 logger = logging.getLogger(__name__)
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -51,7 +52,7 @@ def callback_receive(authorization: str | None, raw: bytes) -> CallbackResult:
         return CallbackResult(403, {"detail": str(exc)})
     except Conflict as exc:
         return CallbackResult(409, {"detail": str(exc)})
-    except (KeyServerUnavailable, upstream.UpstreamUnavailable) as exc:
+    except (KeyServerUnavailable, upstream.UpstreamUnavailable, GitHubUnreachable) as exc:
         return CallbackResult(503, {"detail": str(exc)}, {"Retry-After": "30"})
 
 
