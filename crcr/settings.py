@@ -291,3 +291,8 @@ CRCR_DISPATCH_MAX_AGE_HOURS = env_int("CRCR_DISPATCH_MAX_AGE_HOURS", 72)
 CRCR_DISPATCH_LEASE_SECONDS = env_int("CRCR_DISPATCH_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
+
+# Retention (relay/retention.py, every 6 h): webhook payloads and stored callback bodies are cut
+# after this many days (0: kept forever); deliveries, dispatches, attempts and results stay.
+CRCR_RETENTION_PAYLOAD_DAYS = env_int("CRCR_RETENTION_PAYLOAD_DAYS", 30)
+CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS", 30)

@@ -199,7 +199,8 @@ def _job_complete(job: JobRun, report: Report) -> None:
 
 def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
     """The stored copy of a callback; a completion keeps what in_progress said unless it says more."""
-    body = {k: v for k, v in report.body.items() if k != "payload" or report.is_self_report}
+    # The echoed upstream payload is ours already, and the callback_token is a credential: neither is kept.
+    body = {k: v for k, v in report.body.items() if (k != "payload" or report.is_self_report) and k != "callback_token"}
     fields = {
         "event_type": report.event_type or (keep.event_type if keep else "pull_request"),
         "workflow_name": report.workflow_name,

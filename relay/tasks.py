@@ -74,3 +74,10 @@ def reference_import_sweep() -> list[str]:
     from .reference import reference_import_sweep as sweep
 
     return sweep(hours=48, limit=20)
+
+
+@shared_task(name="relay.retention_sweep", acks_late=True, soft_time_limit=600, time_limit=660)
+def retention_sweep() -> dict:
+    from .retention import retention_sweep as sweep
+
+    return sweep()
