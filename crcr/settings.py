@@ -31,6 +31,8 @@ CRCR_SANDBOX_FORCE = env_bool("CRCR_SANDBOX_FORCE", False)
 # SECRET_KEY signs sessions and the callback binding: production refuses to start without a real
 # one; sandbox and DEBUG runs get a random key of their own, kept under var/.
 SECRET_KEY, SECRET_KEY_IS_GENERATED = secret_key(env("SECRET_KEY"), allow_generated=CRCR_SANDBOX or DEBUG, var_dir=VAR_DIR)
+# Previous keys, still accepted for sessions and callback tokens while a rotation settles.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
