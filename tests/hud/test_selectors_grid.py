@@ -293,7 +293,7 @@ def test_the_gate_fails_on_failed_timed_out_or_cancelled_but_not_superseded_work
 
 
 def test_the_gate_judges_the_latest_attempt(backends):
-    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, pr_number=7)
+    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, created_at=NOW, pr_number=7)
     run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, created_at=NOW + timedelta(minutes=1), pr_number=7)
     assert gate_verdict("5" * 40, 7)["state"] == "success"
 
