@@ -5,7 +5,7 @@ COPY pyproject.toml README.md ./
 COPY crcr crcr
 COPY relay relay
 COPY hud hud
-COPY standin standin
+COPY api api
 COPY templates templates
 COPY static static
 COPY manage.py ./

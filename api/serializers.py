@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from relay.allowlist import repo_name_problem
 from relay.models import (
-    CIProvider, Delivery, Dispatch, DispatchAttempt, FailedTest, HardwareKind, JobRun, Level, LevelChange, Project, UpstreamCommit,
+    CIProvider, Delivery, Dispatch, DispatchAttempt, Event, FailedTest, HardwareKind, JobRun, Level, LevelChange, Project, UpstreamCommit,
 )
 
 
@@ -21,7 +21,7 @@ class ProjectOut(serializers.ModelSerializer):
     class Meta:
         model = Project
         fields = [
-            "full_name", "display_name", "github_repo_id", "level", "device", "oncalls", "ci_provider", "hardware_kind",
+            "full_name", "display_name", "github_repo_id", "level", "device", "oncalls", "events", "ci_provider", "hardware_kind",
             "is_reference", "is_health_probe", "active", "installed", "rate_limit_per_min", "require_callback_token",
             "created_at", "updated_at",
         ]
@@ -61,12 +61,21 @@ class ProjectIn(serializers.Serializer):
 class ProjectPatchIn(serializers.Serializer):
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
     oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False)
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=Event.choices), required=False, max_length=2,
+        help_text="what the repo takes part in, as the allowlist's `events`; empty: both",
+    )
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False)
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False)
     github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     active = serializers.BooleanField(required=False)
     rate_limit_per_min = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     require_callback_token = serializers.BooleanField(required=False, allow_null=True)
+
+    def validate_events(self, value):
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("an event may be listed once")
+        return value
 
 
 class LevelIn(serializers.Serializer):

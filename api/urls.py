@@ -1,10 +1,28 @@
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
-from rest_framework.routers import SimpleRouter
+from rest_framework.routers import APIRootView, DefaultRouter
 
 from . import views, views_hud
 
-router = SimpleRouter()
+
+class ApiRoot(APIRootView):
+    """CRCR HUD REST API, version 1: the registry, webhook deliveries and their dispatches,
+    downstream jobs, upstream commits and the allowlist. Schema at /api/schema/, docs at /api/docs/."""
+
+
+class Router(DefaultRouter):
+    """DRF's router with its API root at /api/v1/, listing the allowlist beside the viewsets."""
+
+    APIRootView = ApiRoot
+    include_format_suffixes = False
+    extra_root_entries = {"allowlist": "api-allowlist"}
+
+    def get_api_root_view(self, api_urls=None):
+        names = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}
+        return self.APIRootView.as_view(api_root_dict={**names, **self.extra_root_entries})
+
+
+router = Router()
 router.trailing_slash = "/?"  # scripts need not care about the final slash
 router.register("projects", views.ProjectViewSet, basename="project")
 router.register("deliveries", views.DeliveryViewSet, basename="delivery")
@@ -17,6 +35,7 @@ urlpatterns = [
     re_path(r"^api/v1/commits/(?P<sha>[0-9a-fA-F]{7,40})/baseline/?$", views_hud.BaselineView.as_view(), name="api-commit-baseline"),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/?$", views_hud.PullRequestView.as_view(), name="api-pr"),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/gate/?$", views_hud.GateView.as_view(), name="api-pr-gate"),
+    re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

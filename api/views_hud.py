@@ -1,16 +1,20 @@
 """API endpoints over what the HUD computes: a commit's baseline comparison, a PR's heads and
-its merge-gate verdict, and the per-backend summary."""
+its merge-gate verdict, and since which commit a backend's jobs and tests fail."""
 
+import re
+
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.baseline import commit_baseline
+from hud.culprits import streaks
 from hud.selectors_grid import pr_page
-from relay.models import UpstreamCommit
+from relay.models import Project, UpstreamCommit
 
 
 class BaselineView(APIView):
@@ -66,7 +70,7 @@ def _head(head, columns) -> dict:
 
 
 class GateView(APIView):
-    """The `crcr/gate` verdict for the PR's newest head (or `?sha=`): in_progress, failure or
+    """The `crcr/gate` verdict for the PR's newest head (or `?sha=`): pending, failure or
     success over the L4 backends — the same verdict the check run carries."""
 
     @extend_schema(parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")], responses={200: OpenApiTypes.OBJECT})
@@ -79,3 +83,44 @@ class GateView(APIView):
         if not sha:
             raise NotFound(f"the relay has seen no head of PR #{number}")
         return Response({"pr": number, **gate_verdict(number, sha)})
+
+
+class CulpritsView(APIView):
+    """Since which commit? For one backend (`?backend=owner/repo`), every job and test failing
+    at a trunk commit (`?sha=`, default the backend's newest trunk commit with a result): the
+    first failing and last passing upstream commits, the suspects between them along the
+    first-parent chain, and how many failing results the streak has."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("backend", str, required=True, description="owner/repo of a registered backend"),
+            OpenApiParameter("sha", str, description="a trunk commit (7–40 hex); default the newest with a result"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        project = _project(request.query_params.get("backend", ""))
+        start = _trunk_commit(request.query_params.get("sha", ""))
+        found = streaks(project, start=start)
+        return Response({
+            "backend": project.full_name, "sha": start.sha if start else None,
+            "window": settings.CRCR_CULPRIT_WINDOW, "streaks": [s.to_dict() for s in found],
+        })  # fmt: skip
+
+
+def _project(full_name: str) -> Project:
+    project = Project.objects.filter(full_name__iexact=full_name.strip(), active=True).first() if full_name else None
+    if project is None:
+        raise NotFound("no active backend with that owner/repo (give ?backend=owner/repo)")
+    return project
+
+
+def _trunk_commit(sha: str) -> UpstreamCommit | None:
+    if not sha:
+        return None
+    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha):
+        raise ValidationError({"sha": "a commit SHA is 7 to 40 hexadecimal characters"})
+    commit = UpstreamCommit.objects.filter(sha=_full_sha(sha), is_trunk=True).first()
+    if commit is None:
+        raise NotFound("no trunk commit with that SHA")
+    return commit

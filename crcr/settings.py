@@ -56,6 +56,12 @@ INSTALLED_APPS = [
     "hud",
     "api",
 ]
+# Development tools (bench, stand-in, sandbox: devtools/) join only when they are in the source
+# tree (the production image does not copy them) and CRCR_DEVTOOLS is not off. A file check, not
+# an import probe: an unrelated installed package named `devtools` must never be picked up.
+CRCR_DEVTOOLS = env_bool("CRCR_DEVTOOLS", True) and (BASE_DIR / "devtools" / "apps.py").is_file()
+if CRCR_DEVTOOLS:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -279,18 +285,29 @@ CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
 CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
 CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
 CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
+# Expected duration of a job with too little history to judge from (hud.overdue): the 3 h "overrun"
+# threshold of upstream readiness (test-infra #8754); a running job past it shows as overdue.
+CRCR_JOB_EXPECTED_MINUTES = float(env("CRCR_JOB_EXPECTED_MINUTES", "180"))
 CRCR_REFERENCE_WORKFLOW_PATTERN = env("CRCR_REFERENCE_WORKFLOW_PATTERN", r"^(pull|trunk)$")
 CRCR_REFERENCE_JOB_PATTERN = env("CRCR_REFERENCE_JOB_PATTERN", r"test \(openreg")
+CRCR_CULPRIT_WINDOW = env_int("CRCR_CULPRIT_WINDOW", 100)
+"""How many trunk commits back "since which commit?" looks for the last pass."""
 CRCR_REFERENCE_REPORT_PATTERN = env("CRCR_REFERENCE_REPORT_PATTERN", r"test-report")
 CRCR_UPSTREAM_REACT_INLINE = env_bool("CRCR_UPSTREAM_REACT_INLINE", False)
 CRCR_PUBLIC_URL = env("CRCR_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 
-# Dispatch retry policy: capped, jittered exponential backoff stored on the row.
+# Outbox retry policy per kind (relay/outbox): capped, jittered exponential backoff stored on the
+# row, given up after MAX_ATTEMPTS or MAX_AGE_HOURS; a sender holds its claim for LEASE_SECONDS.
 CRCR_DISPATCH_MAX_ATTEMPTS = env_int("CRCR_DISPATCH_MAX_ATTEMPTS", 10)
 CRCR_DISPATCH_BACKOFF_BASE_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_BASE_SECONDS", "5"))
 CRCR_DISPATCH_BACKOFF_MAX_SECONDS = float(env("CRCR_DISPATCH_BACKOFF_MAX_SECONDS", "900"))
 CRCR_DISPATCH_MAX_AGE_HOURS = env_int("CRCR_DISPATCH_MAX_AGE_HOURS", 72)
 CRCR_DISPATCH_LEASE_SECONDS = env_int("CRCR_DISPATCH_LEASE_SECONDS", 90)
+CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS = env_int("CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS", 10)
+CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS = float(env("CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS", "5"))
+CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS = float(env("CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS", "900"))
+CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS = env_int("CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS", 72)
+CRCR_UPSTREAM_WRITE_LEASE_SECONDS = env_int("CRCR_UPSTREAM_WRITE_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 

@@ -1,7 +1,7 @@
 """The baseline comparison: each backend's failures on a commit against the OpenReg reference's.
 
-For backend b on commit C, each failing test of b (latest attempts only, ids normalised by
-hud.testids) is
+For backend b on commit C, each failing test of b (latest attempts only, identities from
+relay.testids, a missing module filled in from the commit's other reports) is
 
 * **shared**: the reference failed it too on C, so it is likely an upstream problem;
 * **backend only**: the reference ran it and passed, a backend regression. "Ran it" can only be
@@ -16,19 +16,23 @@ come first: a device-agnostic or accelerator test that fails only on b is the st
 regression signal.
 
 A failing job that reported no failed test (a build or infrastructure failure) compares at job
-level: shared when the reference itself failed as a job, backend-specific otherwise. The reference
-failing as a job (timed out, never started, cancelled, or failure with zero failed tests) marks
-the commit **upstream-broken**; no reference result at all means "no baseline", never a guess."""
+level: shared when the reference's build failed too, backend-specific when the reference has a
+result. The reference's build or tests failing (its latest attempt concluded `failure`) marks the
+commit **upstream-broken**. A reference job that timed out, never started or was cancelled says
+nothing about upstream (relay.verdicts, rule 8): like no reference result at all, it means
+"no baseline", never a guess."""
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from relay.models import Level, UpstreamCommit
 
+from relay.testids import TestId, TestIdResolver, TestTable, test_id
+from relay.verdicts import FAILING, State
+
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
-from .status import FAILING, State
-from .testids import normalize_test_id
 
 SHARED, BACKEND, MIXED, NO_BASELINE = "shared", "backend", "mixed", "no_baseline"
 MARK_LABELS = {
@@ -37,6 +41,7 @@ MARK_LABELS = {
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",
 }
+MARK_SHORT = {SHARED: "shared (upstream)", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline"}
 MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
@@ -52,36 +57,66 @@ class CellFailures:
     """A cell's failing tests by normalised id (latest attempts only) and what we can infer."""
 
     cell: Cell
-    tests: dict[str, dict]
+    tests: TestTable
+    """Failing tests by identity: {TestId: the reported test (name, classname, file, job, …)}."""
     per_test: bool
     complete: bool
     job_level: list[str]
     """Failing jobs that reported no failed test: build or infrastructure failures."""
 
-    def passed(self, test_id: str) -> bool | None:
+    def failing(self, tid: TestId) -> bool:
+        return self.tests.find(tid) is not None
+
+    def passed(self, tid: TestId) -> bool | None:
         """Did this backend run the test and pass it? None when we cannot tell."""
-        if test_id in self.tests:
+        if self.failing(tid):
             return False
+        if self.tests.has_key(tid.key):  # the same class and method failed here, module unclear
+            return None
         return True if self.per_test and self.complete and self.cell.has_result else None
 
     @property
     def failed_as_job(self) -> bool:
         return bool(self.job_level)
 
+    @property
+    def build_failed(self) -> bool:
+        """A job concluded `failure` without reporting a failed test: the build broke."""
+        return any(v.state == State.FAILURE and not self.tests_of.get(v.job.id) for v in self.cell.verdicts)
+
+    tests_of: dict = field(default_factory=dict)
+    """Attempt id → the failed tests it reported."""
+
 
 def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
-    tests: dict[str, dict] = {}
+    tests = TestTable()
     job_level = []
     for verdict in cell.verdicts:
         if verdict.state not in FAILING:
             continue
         reported = tests_by_job.get(verdict.job.id, [])
         for test in reported:
-            tests.setdefault(normalize_test_id(test["name"], test["classname"]), {**test, "job": _job_name(verdict.job)})
+            tid = test_id(test["name"], test["classname"], test.get("file", ""))
+            tests.setdefault(tid, {**test, "job": _job_name(verdict.job)})
         if verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
             job_level.append(_job_name(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
-    return CellFailures(cell, tests, per_test, not cell.pending, job_level)
+    tests_of = {v.job.id: tests_by_job.get(v.job.id, []) for v in cell.verdicts}
+    return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of)
+
+
+def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
+    """Fill in missing modules from the other reports on the same commit (relay.testids)."""
+    by_sha: dict[str, list[CellFailures]] = {}
+    for item in failures:
+        by_sha.setdefault(item.cell.sha, []).append(item)
+    for group in by_sha.values():
+        resolver = TestIdResolver(tid for item in group for tid in item.tests)
+        for item in group:
+            resolved = TestTable()
+            for tid, record in item.tests.items():
+                resolved.setdefault(resolver.resolve(tid), record)
+            item.tests = resolved
 
 
 def _job_name(job) -> str:
@@ -89,18 +124,23 @@ def _job_name(job) -> str:
 
 
 def upstream_broken(reference: CellFailures | None) -> bool:
-    return reference is not None and reference.cell.failing and reference.failed_as_job
+    """The reference's build or tests failed on this commit (not: it did not run)."""
+    return reference is not None and reference.cell.state == State.FAILURE
 
 
-def test_kind(test_id: str, reference: CellFailures) -> str:
-    if test_id in reference.tests:
+def has_baseline(reference: CellFailures | None) -> bool:
+    return reference is not None and reference.cell.has_result
+
+
+def test_kind(tid: TestId, reference: CellFailures) -> str:
+    if reference.failing(tid):
         return "shared"
-    return "backend_only" if reference.passed(test_id) else "not_comparable"
+    return "backend_only" if reference.passed(tid) else "not_comparable"
 
 
 def mark_for(backend: CellFailures, reference: CellFailures | None) -> str:
     """One mark for a failing cell: shared, backend, mixed or no_baseline."""
-    if reference is None or not reference.cell.has_result:
+    if not has_baseline(reference):
         return NO_BASELINE
     kinds = {test_kind(t, reference) for t in backend.tests}
     if not kinds - {"not_comparable"}:
@@ -113,9 +153,9 @@ def mark_for(backend: CellFailures, reference: CellFailures | None) -> str:
 
 
 def _job_level_kind(reference: CellFailures) -> str:
-    """Failures with no test to compare are compared as jobs: shared when the reference failed
-    as a job too, or (job-level only) when the reference failed at all."""
-    return "shared" if reference.failed_as_job or (reference.cell.failing and not reference.per_test) else "backend_only"
+    """Failures with no test to compare are compared as jobs: shared when the reference's build
+    failed too, or (job-level only) when the reference failed at all."""
+    return "shared" if reference.build_failed or (reference.cell.failing and not reference.per_test) else "backend_only"
 
 
 def _combine(kinds: set[str]) -> str:
@@ -136,23 +176,48 @@ def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple
     if not failing:
         return {}, set()
     tests = failed_tests_for_jobs(latest_failing_job_ids(failing))
-    references = {c.sha: cell_failures(c, tests) for c in failing if c.project.id == reference_id}
+    failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
+    resolve_commit_ids(failures.values())
+    references = {sha: f for (sha, pid), f in failures.items() if pid == reference_id}
     marks = {}
-    for cell in failing:
-        if cell.project.id != reference_id:
-            marks[(cell.sha, cell.project.id)] = _grid_mark(cell, tests, references, cells, reference_id)
+    for (sha, pid), mine in failures.items():
+        if pid != reference_id:
+            marks[(sha, pid)] = _grid_mark(mine, references, cells, reference_id)
     broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
     return marks, broken
 
 
-def _grid_mark(cell: Cell, tests, references, cells, reference_id) -> str:
+def _grid_mark(mine: CellFailures, references, cells, reference_id) -> str:
     if reference_id is None:
         return NO_BASELINE
-    reference = references.get(cell.sha)
-    if reference is None:
-        ref_cell = cells.get((cell.sha, reference_id))
+    reference = references.get(mine.cell.sha)
+    if reference is None:  # the reference did not fail here: its cell alone tells what it ran
+        ref_cell = cells.get((mine.cell.sha, reference_id))
         reference = cell_failures(ref_cell, {}) if ref_cell else None
-    return mark_for(cell_failures(cell, tests), reference)
+    return mark_for(mine, reference)
+
+
+@dataclass
+class BackendBaseline:
+    """One backend's page of head SHAs against the reference: its marks and the reference's cells."""
+
+    reference: object | None
+    marks: dict[str, str]
+    reference_cells: dict[str, Cell]
+    upstream_broken: set[str]
+
+
+def backend_baseline(project, shas: list[str]) -> BackendBaseline:
+    """Marks for one backend's failing heads and the reference's cell on each (4 queries)."""
+    reference = reference_backend(registered_backends())
+    if reference is None or reference.id == project.id:
+        return BackendBaseline(reference, {}, {}, set())
+    cells = cells_for_commits(shas, [project, reference])
+    marks, broken = grid_baseline(cells, reference.id)
+    return BackendBaseline(
+        reference, {sha: mark for (sha, pid), mark in marks.items() if pid == project.id},
+        {sha: cells[(sha, reference.id)] for sha in shas}, broken,
+    )  # fmt: skip
 
 
 def baseline_marks(shas: list[str]) -> dict[CellKey, str]:
@@ -206,7 +271,12 @@ class BackendComparison:
 class MultiBackendFailure:
     test_id: str
     backends: list[str]
-    reference_fails: bool
+    reference: str
+    """fails (likely upstream), passes (backend-specific on each) or unknown."""
+
+    @property
+    def reference_fails(self) -> bool:
+        return self.reference == "fails"
 
 
 @dataclass
@@ -218,6 +288,8 @@ class CommitBaseline:
     status: str
     """compared, job_level_only, no_baseline or no_reference."""
     upstream_broken: bool
+    upstream_broken_tests: int = 0
+    """How many tests the reference failed (0 with upstream_broken: its build failed)."""
     reference_failures: list[TestResult] = field(default_factory=list)
     reference_job_level_failures: list[str] = field(default_factory=list)
     backends: list[BackendComparison] = field(default_factory=list)
@@ -238,6 +310,7 @@ def commit_baseline(sha: str) -> CommitBaseline:
     cells = cells_for_commits([sha, parent] if parent else [sha], projects)
     tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
+    resolve_commit_ids(failures.values())
     return _compare_commit(sha, parent, projects, failures)
 
 
@@ -254,6 +327,7 @@ def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, Cel
     )
     if ref is not None:
         result.reference_failures = [_test_result(t, "reference", ref, ref_parent, ref_parent, failing_on) for t in sorted(ref.tests)]
+        result.upstream_broken_tests = len(ref.tests)
     for project in others:
         result.backends.append(_compare_backend(project, failures[(sha, project.id)], failures.get((parent, project.id)), ref, ref_parent, failing_on))
     result.multi_backend = _multi_backend(failing_on, ref)
@@ -263,16 +337,16 @@ def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, Cel
 def _status(ref_project, ref: CellFailures | None) -> str:
     if ref_project is None:
         return "no_reference"
-    if ref is None or not ref.cell.has_result:
+    if not has_baseline(ref):
         return NO_BASELINE
     return "compared" if ref.per_test else "job_level_only"
 
 
-def _failing_on(sha: str, projects, failures) -> dict[str, list[str]]:
-    failing: dict[str, list[str]] = {}
+def _failing_on(sha: str, projects, failures) -> dict[TestId, list[str]]:
+    failing: dict[TestId, list[str]] = {}
     for project in projects:
-        for test_id in failures[(sha, project.id)].tests:
-            failing.setdefault(test_id, []).append(project.label)
+        for tid in failures[(sha, project.id)].tests:
+            failing.setdefault(tid, []).append(project.label)
     return failing
 
 
@@ -282,10 +356,10 @@ def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, fa
         project.id, project.full_name, project.label, project.level, cell.state.value, cell.glyph,
         mark=mark_for(mine, ref) if cell.failing else None, basis=_basis(cell, ref), job_level_failures=mine.job_level,
     )
-    for test_id in sorted(mine.tests):
-        kind = test_kind(test_id, ref) if ref is not None and ref.cell.has_result else "not_comparable"
+    for tid in sorted(mine.tests):
+        kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"
         ref_side_parent = ref_parent if kind == "shared" else None  # only a test the reference fails can be new there
-        test = _test_result(test_id, kind, mine, my_parent, ref_side_parent, failing_on, exclude=project.label)
+        test = _test_result(tid, kind, mine, my_parent, ref_side_parent, failing_on, exclude=project.label)
         getattr(comparison, kind).append(test)
     comparison.backend_only.sort(key=lambda t: (not t.ranked_first, t.test_id))
     comparison.reference_only = _reference_only(ref, mine, ref_parent, failing_on)
@@ -295,7 +369,7 @@ def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, fa
 def _basis(cell: Cell, ref: CellFailures | None) -> str:
     if not cell.failing:
         return "passing"
-    if ref is None or not ref.cell.has_result:
+    if not has_baseline(ref):
         return NO_BASELINE
     return "per_test" if ref.per_test else "job_level_only"
 
@@ -306,13 +380,13 @@ def _reference_only(ref, mine: CellFailures, ref_parent, failing_on) -> list[Tes
     return [_test_result(t, "reference_only", ref, None, ref_parent, failing_on) for t in sorted(ref.tests) if mine.passed(t)]
 
 
-def _test_result(test_id, kind, source: CellFailures, my_parent, ref_parent, failing_on, exclude: str = "") -> TestResult:
-    record = source.tests[test_id]
+def _test_result(tid: TestId, kind, source: CellFailures, my_parent, ref_parent, failing_on, exclude: str = "") -> TestResult:
+    record = source.tests[tid]
     return TestResult(
-        test_id=test_id, name=_qualified(record), kind=kind, job=record["job"], message=_first_line(record.get("message", "")),
+        test_id=tid.full, name=_qualified(record), kind=kind, job=record["job"], message=_first_line(record.get("message", "")),
         hw_classification=record.get("hw_classification") or "",
-        new_vs_parent=_new_vs_parent(test_id, my_parent), reference_new_vs_parent=_new_vs_parent(test_id, ref_parent),
-        also_failing_on=[b for b in failing_on.get(test_id, []) if b != exclude],
+        new_vs_parent=_new_vs_parent(tid, my_parent), reference_new_vs_parent=_new_vs_parent(tid, ref_parent),
+        also_failing_on=[b for b in failing_on.get(tid, []) if b != exclude],
     )
 
 
@@ -325,12 +399,19 @@ def _first_line(message: str) -> str:
     return line[:MESSAGE_CHARS]
 
 
-def _new_vs_parent(test_id: str, parent: CellFailures | None) -> bool | None:
+def _new_vs_parent(tid: TestId, parent: CellFailures | None) -> bool | None:
     """True: failing here but passing on the first parent; None: the parent cannot tell."""
-    return None if parent is None else parent.passed(test_id)
+    return None if parent is None else parent.passed(tid)
 
 
-def _multi_backend(failing_on: dict[str, list[str]], ref: CellFailures | None) -> list[MultiBackendFailure]:
+def _multi_backend(failing_on: dict[TestId, list[str]], ref: CellFailures | None) -> list[MultiBackendFailure]:
     several = [(t, backends) for t, backends in failing_on.items() if len(backends) > 1]
     several.sort(key=lambda item: (-len(item[1]), item[0]))
-    return [MultiBackendFailure(t, backends, bool(ref and t in ref.tests)) for t, backends in several]
+    return [MultiBackendFailure(t.full, backends, _reference_says(ref, t)) for t, backends in several]
+
+
+def _reference_says(ref: CellFailures | None, tid: TestId) -> str:
+    if not has_baseline(ref):
+        return "unknown"
+    passed = ref.passed(tid)
+    return "fails" if passed is False else "passes" if passed else "unknown"

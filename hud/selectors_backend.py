@@ -9,21 +9,26 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Max
+from django.db.models import Count, Max
 from django.utils import timezone
 
+from .baseline import MARK_LABELS, backend_baseline
+from .culprits import streaks
 from .selectors_baseline_history import baseline_history
 
 from hud import readiness as readiness_rules
+from hud.overdue import overdue_job_ids, shown_state
 from hud.selectors_summary import (
     PASS_RATE_TARGET, WINDOWS, Tally, event_filter, fmt_ago, fmt_duration, fmt_percent, window_buckets, window_tallies,
 )
-from hud.status import StateShown, STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from hud.status import StateShown
+from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from relay.callback_body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
-_JOB_FIELDS = ("id", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
+_JOB_FIELDS = ("run_id", "id", "project", "event_type", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
                "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
                "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
 
@@ -126,6 +131,18 @@ class MatrixRow:
     last_at: datetime
     commit: UpstreamCommit | None
     cells: list
+    reference: object | None = None
+    """The reference's cell on this head (None on the reference's own page)."""
+    mark: str | None = None
+    """shared / backend / mixed / no_baseline when this backend fails here."""
+    upstream_broken: bool = False
+    runs: int = 0
+    """Distinct runs against this SHA (several nightly runs and workflows share one row)."""
+    workflows: int = 0
+
+    @property
+    def mark_label(self) -> str:
+        return MARK_LABELS.get(self.mark or "", "")
 
     @property
     def commit_url(self) -> str:
@@ -143,18 +160,25 @@ class Matrix:
     page: int
     has_next: bool
     grouped: bool
+    reference: Project | None = None
 
 
 def job_label(job) -> str:
+    """A self-reported (nightly, periodic) job is named with its workflow: several workflows test
+    one SHA there, and their `build` jobs are different columns."""
+    if job.job_name and getattr(job, "event_type", "") in SELF_REPORT_EVENTS:
+        return f"{job.workflow_name} / {job.job_name}"
     return job.job_name or job.workflow_name
 
 
 def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     """Every head SHA with a job in the window, newest activity first: one small row per head
-    (a few thousand at most), which gives both the page and the count of heads tested."""
+    (a few thousand at most), which gives both the page and the count of heads tested. Runs are
+    counted by distinct run id, not by job or attempt (test-infra #8832/#8833)."""
     return list(
         JobRun.objects.filter(event_filter(tab), project=project, created_at__gte=since)
-        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"))
+        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"), runs=Count("run_id", distinct=True),
+                                     workflows=Count("workflow_name", distinct=True))
         .order_by("-last", "head_sha")
     )
 
@@ -192,20 +216,28 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     heads, has_next = heads_all[offset:offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
     jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
     verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
+    overdue = overdue_job_ids(v.job for per_sha in verdicts.values() for v in per_sha.values())
     columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
-    commits = UpstreamCommit.objects.in_bulk([h["head_sha"] for h in heads], field_name="sha")
+    shas = [h["head_sha"] for h in heads]
+    commits = UpstreamCommit.objects.in_bulk(shas, field_name="sha")
+    base = backend_baseline(project, shas)
     rows = [
-        MatrixRow(h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {})))
+        MatrixRow(
+            h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {}), overdue),
+            base.reference_cells.get(h["head_sha"]), base.marks.get(h["head_sha"]), h["head_sha"] in base.upstream_broken,
+            h.get("runs", 0), h.get("workflows", 0),
+        )
         for h in heads
     ]
-    return Matrix(columns, rows, page, has_next, grouped)
+    reference = base.reference if base.reference_cells else None
+    return Matrix(columns, rows, page, has_next, grouped, reference)
 
 
-def _cells(columns: list, verdicts: dict) -> list[Cell]:
+def _cells(columns: list, verdicts: dict, overdue: set[int]) -> list[Cell]:
     cells = []
     for column in columns:
         members = [verdicts[label] for label in column.members if label in verdicts]
-        cells.append(Cell(column, cell_state([v.state for v in members]), members))
+        cells.append(Cell(column, shown_state(cell_state([v.state for v in members]), members, overdue), members))
     return cells
 
 
@@ -329,7 +361,7 @@ class Environment:
 
 
 def environment_latest(project: Project) -> Environment | None:
-    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "created_at").first()
+    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "event_type", "created_at").first()
     if job is None:
         return None
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, job_label(job), job.created_at)
@@ -364,6 +396,8 @@ class Dashboard:
     last_result_text: str
     now: datetime = field(default_factory=timezone.now)
     baseline_days: list = field(default_factory=list)
+    streaks: list = field(default_factory=list)
+    """Since which commit each job and test failing on the newest trunk commit fails."""
 
 
 def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
@@ -373,7 +407,10 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
+    if tab != "pr":
+        cards.insert(3, StatCard("Runs", f"{sum(h['runs'] for h in heads):,}", "distinct runs against those SHAs; each job's latest attempt counts"))
     matrix = matrix_build(project, heads, tab, page, grouped)
     last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history)
+    since = streaks(project) if tab == "pr" else []
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since)

@@ -14,26 +14,28 @@ from django.db.models import Q
 from relay.callback_body import SELF_REPORT_EVENTS
 from relay.models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 
-from .status import (
-    StateShown,
+from relay.verdicts import (
     FAILING, STATES, Counts, JobVerdict, State, awaiting_results_state, cell_state, dispatch_cell_state, job_verdicts,
+    attempts_in_order, reference_state,
 )
+
+from .status import StateShown
 
 LEVEL_ORDER = {Level.L4: 0, Level.L3: 1, Level.L2: 2, Level.L1: 3}
 
 SLIM_FIELDS = (
     "id", "head_sha", "project_id", "workflow_name", "job_name", "status", "conclusion", "ended_by",
-    "run_attempt", "tests_total", "tests_failed",
+    "run_id", "run_attempt", "tests_total", "tests_failed",
 )
 DETAIL_FIELDS = SLIM_FIELDS + (
-    "created_at", "run_id", "event_type", "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds",
+    "created_at", "event_type", "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds",
     "execution_seconds", "tests_passed", "tests_skipped", "reported_started_at", "reported_completed_at",
     "failed_tests_truncated", "environment",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's
-rank in (created_at, run_attempt, id) order, computed by the database: the status policy only
-orders attempts by it, and parsing 10,000 timestamps would cost more than the query."""
+rank in (created_at, run_attempt, id) order, computed by the database: the verdict policy only
+compares it to order runs, and parsing 10,000 timestamps would cost more than the query."""
 DetailJob = namedtuple("DetailJob", DETAIL_FIELDS)
 
 CellKey = tuple[str, int]
@@ -121,9 +123,9 @@ class Cell(StateShown):
         return next((v for v in self.verdicts if (v.job.workflow_name, v.job.job_name) == key), None)
 
     def attempts_of(self, verdict: JobVerdict) -> list:
-        """The job's attempts, oldest first (the status policy's order)."""
+        """The job's attempts, oldest first (the verdict policy's order)."""
         key = (verdict.job.workflow_name, verdict.job.job_name)
-        return sorted((j for j in self.jobs if (j.workflow_name, j.job_name) == key), key=lambda j: (j.created_at, j.run_attempt))
+        return attempts_in_order(j for j in self.jobs if (j.workflow_name, j.job_name) == key)
 
 
 def cells_for_commits(shas: list[str], projects: list[Project], detail: bool = False) -> dict[CellKey, Cell]:
@@ -142,6 +144,8 @@ def cell_for(sha: str, project: Project, jobs: list, dispatch_states: list[str])
     if project.level == Level.L1:
         return Cell(sha, project, dispatch_cell_state(dispatch_states))
     verdicts = sorted(job_verdicts(jobs, probe=project.is_health_probe), key=_worst_first)
+    if project.is_reference:  # a source, not a backend: only its results speak
+        return Cell(sha, project, reference_state(v.state for v in verdicts), verdicts, jobs)
     state = cell_state(v.state for v in verdicts) if verdicts else awaiting_results_state(dispatch_states)
     return Cell(sha, project, state, verdicts, jobs)
 

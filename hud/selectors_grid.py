@@ -7,17 +7,23 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import Min
 
-from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, UpstreamCommit
+from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
 
 from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .culprits import Streak, streaks
 from .gate import gate_verdict
+from .overdue import overdue_among, running_job_ids, shown_state
 from .patterns import PatternError, pattern_matcher
+from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, commit_pr_number, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
-from .status import StateShown, FAILING, STATES, Counts, JobVerdict, State
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
+
+from .status import StateShown
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200
@@ -211,12 +217,13 @@ class GridRow:
         return any(cell.failing for cell in self.cells)
 
 
-def _grid_cell(cells, marks, sha: str, column: Column) -> GridCell:
+def _grid_cell(cells, marks, sha: str, column: Column, overdue: set[int]) -> GridCell:
     cell = cells[(sha, column.project.id)]
     if column.job is None:
-        return GridCell(sha, column.project.id, cell.state, marks.get((sha, column.project.id)))
+        return GridCell(sha, column.project.id, shown_state(cell.state, cell.verdicts, overdue), marks.get((sha, column.project.id)))
     verdict = cell.verdict_for(column.job)
-    return GridCell(sha, column.project.id, verdict.state if verdict else State.NO_RESULT, job=column.job)
+    state = shown_state(verdict.state, [verdict], overdue) if verdict else State.NO_RESULT
+    return GridCell(sha, column.project.id, state, job=column.job)
 
 
 # --- the grid -----------------------------------------------------------------------------------
@@ -260,15 +267,16 @@ def grid_page(filters: GridFilters) -> Grid:
 
 
 def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], filters: GridFilters) -> Grid:
-    """Rows for the commits, columns for the backends that survive the filters: three queries
-    (jobs, dispatches, failing attempts' tests) whatever the page's size."""
+    """Rows for the commits, columns for the backends that survive the filters: four queries
+    (jobs, dispatches, failing attempts' tests, running jobs' start times) whatever the page's size."""
     shas = [c.sha for c in commits]
     cells = cells_for_commits(shas, projects)
     reference = reference_backend(projects)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     matches, name_error = _matcher_or_error(filters)
     columns = [col for p in projects for col in _columns_for(p, cells, shas, filters, matches)]
-    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col) for col in columns], c.sha in broken) for c in commits]
+    overdue = overdue_among(running_job_ids(cell.verdicts for cell in cells.values()))
+    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col, overdue) for col in columns], c.sha in broken) for c in commits]
     columns, rows = _hide_green(columns, rows) if filters.hide_green else (columns, rows)
     if filters.failures_only:
         rows = [r for r in rows if r.failing]
@@ -319,6 +327,12 @@ class CellTooltip:
     mark: str | None
     failed_tests: dict[int, list]
     upstream_broken: bool = False
+    streaks: list[Streak] = field(default_factory=list)
+    """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+
+    @property
+    def window(self) -> int:
+        return settings.CRCR_CULPRIT_WINDOW
 
     @property
     def mark_label(self) -> str:
@@ -353,7 +367,9 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
     commit = UpstreamCommit.objects.filter(sha=sha).first()
-    return CellTooltip(cells[(sha, project_id)], commit, marks.get((sha, project_id)), tests, sha in broken)
+    cell = cells[(sha, project_id)]
+    since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 
 # --- the PR page --------------------------------------------------------------------------------
@@ -376,6 +392,12 @@ class PrPage:
     summary: str
     gate: dict | None
     title: str
+    info: PullRequest | None = None
+    """Author, labels and base, as the last pull_request webhook told them."""
+    blame: list[BackendBlame] = field(default_factory=list)
+    """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
+    l3_labelled: list[Project] = field(default_factory=list)
+    """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
 
 
 def pr_heads(number: int) -> list[PrHead]:
@@ -403,8 +425,17 @@ def pr_page(number: int) -> PrPage:
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
     gate = gate_verdict(heads[0].sha, number) if any(p.level == Level.L4 for p in projects) else None
-    title = next((h.commit.title for h in heads if h.commit and h.commit.title), "")
-    return PrPage(number, heads, grid.columns, grid.groups, head_summary(heads[0].row, grid.columns), gate, title)
+    info = PullRequest.objects.filter(number=number).first()
+    title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
+    summary = head_summary(heads[0].row, grid.columns)
+    page = PrPage(number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects))
+    page.l3_labelled = _labelled(info, projects)
+    return page
+
+
+def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project]:
+    labels = {str(label).lower() for label in (info.labels if info else [])}
+    return [p for p in projects if p.level == Level.L3 and f"ciflow/crcr/{p.device}".lower() in labels]
 
 
 def head_summary(row: GridRow, columns: list[Column]) -> str:

@@ -2,9 +2,9 @@
 
 How the numbers are computed, and why this way
 ----------------------------------------------
-Every aggregate follows hud.status: the latest attempt per (head SHA, backend, kind of run, job)
+Every aggregate follows relay.verdicts: the latest attempt per (head SHA, backend, kind of run, job)
 decides, a pass after a failed attempt is flaky, superseded work counts nowhere. The SQL below is
-*generated from* hud.status (each conclusion / ended_by combination is judged by
+*generated from* relay.verdicts (each conclusion / ended_by combination is judged by
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.
 
@@ -26,9 +26,11 @@ the newest hours are recomputed, ≤ ~280 ms if every hot hour expired at once. 
   (head_sha, project) index, so "latest attempt" is exact even when a retry crosses midnight.
   Hour-sized statements also keep PostgreSQL on that index (at a day's size it misjudges the
   pairs and scans the whole table).
-* Attempts are ordered by row id. Rows are inserted when first reported, so id order is the
-  (created_at, run_attempt) order hud.status uses; it lets one MAX(id * 32 + state) pick the latest
-  attempt's state in the same pass, portably (SQLite and PostgreSQL).
+* Attempts are ordered as relay.verdicts orders them: runs by their first row's id (rows are
+  inserted when first reported, so id order is arrival order), attempts within a run by
+  `run_attempt` (a late callback of attempt 1 never overtakes attempt 2). One
+  MAX(order * 32 + state) picks the latest attempt's state in the same pass, portably (SQLite
+  and PostgreSQL, through a window function).
 * Timings count every attempt (a retry queued and ran too). p50/p90 cannot be merged across
   buckets, so each bucket keeps histograms of queue, execution and end-to-end seconds over fixed
   edges; quantiles are interpolated within a bin (about ±12 %). The readiness thresholds (30 min,
@@ -53,8 +55,9 @@ from django.utils.dateparse import parse_datetime
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Conclusion, Delivery, Dispatch, JobRun, Level, Project, RelayState
 from relay.softcache import soft_get, soft_get_many, soft_set
+from hud.overdue import running_jobs_overdue
 from hud.readiness import PASS_RATE_MIN
-from hud.status import FAILING, STATES, Counts, Rates, State, conclusion_state, job_verdicts
+from relay.verdicts import FAILING, STATES, Counts, Rates, State, conclusion_state, job_verdicts
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +106,7 @@ _STATE_SLOTS = 32
 
 @dataclass
 class _Attempt:
-    """A stand-in row, to ask hud.status how it judges a combination of columns."""
+    """A stand-in row, to ask relay.verdicts how it judges a combination of columns."""
 
     status: str = "completed"
     conclusion: str = ""
@@ -133,6 +136,14 @@ def state_case_sql(alias: str = "j") -> str:
 
 
 KIND_SQL = "(CASE WHEN j.event_type = 'nightly' THEN 'nightly' WHEN j.event_type = 'periodic' THEN 'periodic' ELSE 'pr' END)"
+_ATTEMPT_SLOTS = 1024
+_ORDER_SQL = (
+    f"(MIN(j.id) OVER (PARTITION BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name, j.run_id)"
+    f" * {_ATTEMPT_SLOTS} + CASE WHEN j.run_attempt >= {_ATTEMPT_SLOTS} THEN {_ATTEMPT_SLOTS - 1} ELSE j.run_attempt END)"
+)
+"""relay.verdicts' attempt order as one number: the run's first row id (runs by when they were
+first seen), then run_attempt within the run."""
+
 FAILING_NUMS = ", ".join(str(STATE_NUM[s]) for s in sorted(FAILING, key=STATE_NUM.get))
 
 # --- histograms -------------------------------------------------------------------------------------
@@ -396,13 +407,17 @@ def _bucket_sql() -> str:
     return f"""
 WITH pairs AS (
     SELECT DISTINCT project_id, head_sha FROM relay_jobrun WHERE created_at >= %s AND created_at < %s
+), attempts AS (
+    SELECT j.id, j.project_id, j.head_sha, j.event_type, j.workflow_name, j.job_name, j.status, j.conclusion,
+           j.ended_by, j.created_at, j.completed_at, {_ORDER_SQL} AS ordered
+    FROM pairs p JOIN relay_jobrun j ON j.head_sha = p.head_sha AND j.project_id = p.project_id
 ), keyed AS (
     SELECT j.project_id, {KIND_SQL} AS kind,
-           MAX(j.id * {_STATE_SLOTS} + {state_case_sql("j")}) %% {_STATE_SLOTS} AS latest,
-           MIN(j.id * {_STATE_SLOTS} + {state_case_sql("j")}) %% {_STATE_SLOTS} AS earliest,
+           MAX(j.ordered * {_STATE_SLOTS} + {state_case_sql("j")}) %% {_STATE_SLOTS} AS latest,
+           MIN(j.ordered * {_STATE_SLOTS} + {state_case_sql("j")}) %% {_STATE_SLOTS} AS earliest,
            MAX(CASE WHEN {state_case_sql("j")} IN ({FAILING_NUMS}) THEN 1 ELSE 0 END) AS failed,
            MAX(CASE WHEN j.status = 'completed' THEN j.completed_at END) AS done_at
-    FROM pairs p JOIN relay_jobrun j ON j.head_sha = p.head_sha AND j.project_id = p.project_id
+    FROM attempts j
     GROUP BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name
     HAVING MIN(j.created_at) >= %s AND MIN(j.created_at) < %s
 ), here AS (
@@ -628,11 +643,19 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     tallies = window_tallies(window.days, now)
     projects = list(Project.objects.filter(active=True).order_by("position", "full_name"))
     probe = next((p for p in projects if p.is_health_probe), None)
-    products = [p for p in projects if not p.is_health_probe]
+    products = [p for p in projects if not (p.is_health_probe or p.is_reference)]  # the reference is a source, not ranked
     since = window_buckets(window.days, now)[0].start
-    sections = _sections_build(products, tallies, window, tab, since, now)
+    sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now)
     cards = health_cards(tallies, probe, window, tab, since, now)
     return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
+
+
+def in_tab(project: Project, tab: str) -> bool:
+    """A repo's allowlist `events` decide which tab lists it: a nightly-only repo is no empty row
+    among the pull requests, and a PR-only one none among the nightlies (test-infra #8856)."""
+    if tab == "periodic":
+        return True
+    return project.takes_part_in("pull_request" if tab == "pr" else "nightly")
 
 
 def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSection]:
@@ -748,12 +771,17 @@ def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
 
 
 def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
+    """Overdue: still running past the job's expected duration (hud.overdue), before the sweeper
+    times it out. Stuck: running past the timeout and its grace, which the sweeper should have
+    ended; only that makes the card degraded."""
     swept = sum((t.swept for t in tallies.values()), Counter())
     beat = RelayState.objects.filter(key=HEARTBEAT_KEY).values_list("updated_at", flat=True).first()
-    overdue = overdue_jobs().count()
-    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=overdue == 0)
+    overdue, stuck = len(running_jobs_overdue(now=now)), overdue_jobs().count()
+    state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=stuck == 0)
     headline = f"{overdue:,} overdue" if overdue else "none overdue"
     detail = f"swept: {swept['timed_out']:,} timed out · {swept['never_started']:,} never started · {swept['superseded']:,} superseded"
+    if stuck:
+        detail = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout · " + detail
     return HealthCard("sweeper", "Worker and sweeper", state, headline, detail, "worker heartbeat " + _freshness(beat, HEARTBEAT_STALE_AFTER, now))
 
 
@@ -787,7 +815,7 @@ def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
     return [ProbeHead(sha, _probe_head_state(by_sha.get(sha, [])), last) for sha, last in heads.items()]
 
 
-_VERDICT_FIELDS = ("status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha")
+_VERDICT_FIELDS = ("status", "conclusion", "ended_by", "run_id", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha")
 
 
 def _probe_head_state(jobs: list) -> str:

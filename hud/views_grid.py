@@ -4,11 +4,13 @@ state lives in the query string. A failed query renders an error state, never an
 
 import logging
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from .baseline import commit_baseline
+from .culprits import commit_streaks
 from .selectors_commit import commit_detail, resolve_commit
 from .selectors_grid import LEVELS, PER_PAGE, GridFilters, cell_tooltip, grid_page, parse_cell_key, pr_page
 
@@ -80,8 +82,9 @@ def commit(request, sha):
         if full_sha is None:
             return _render(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
-        rows = [(b, baseline.for_backend(b.project.id)) for b in detail.backends]
-        context.update(sha=full_sha, detail=detail, baseline=baseline, backend_rows=rows)
+        since = commit_streaks(recorded, detail)
+        rows = [(b, baseline.for_backend(b.project.id), since.get(b.project.id, [])) for b in detail.backends]
+        context.update(sha=full_sha, detail=detail, baseline=baseline, backend_rows=rows, culprit_window=settings.CRCR_CULPRIT_WINDOW)
     except DatabaseError as exc:
         return _failed(request, "hud/commit.html", context, exc)
     return _render(request, "hud/commit.html", context)

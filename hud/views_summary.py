@@ -8,6 +8,7 @@ read as "no data"."""
 import logging
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -16,7 +17,8 @@ from hud import charts
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
 from hud.selectors_summary import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS, TalliesPending, summary_build
-from hud.status import LEGEND, STATES, State
+from hud.status import LEGEND
+from relay.verdicts import STATES, State
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database did not answer, so these numbers could not be loaded. This is an error, not an empty result; the page retries every 60 s."
@@ -132,6 +134,7 @@ def _backend_links(context: dict, params: dict) -> None:
         "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
         "next_url": _query(base, page=params["page"] + 1),
         "cell_base": query + ("&" if len(query) > 1 else "") + "cell=",
+        "culprit_window": settings.CRCR_CULPRIT_WINDOW,
     })
 
 

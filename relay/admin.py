@@ -7,7 +7,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from .allowlist import clean_handle, handle_problem, repo_name_problem
-from .models import Installation, InstalledRepo, Level, LevelChange, Project
+from .models import Event, Installation, InstalledRepo, Level, LevelChange, Project
 from .registry import project_register, project_set_level, projects_deactivate
 
 
@@ -24,6 +24,10 @@ class ReadOnlyMixin:
 
 class ProjectAdminForm(forms.ModelForm):
     oncalls = forms.CharField(required=False, help_text="GitHub handles pinged on failures, comma-separated")
+    events = forms.MultipleChoiceField(
+        choices=Event.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="What it takes part in (the allowlist's events). None ticked: both, the allowlist default.",
+    )
     level_change_reason = forms.CharField(
         label="Reason for level change",
         required=False,
@@ -53,6 +57,10 @@ class ProjectAdminForm(forms.ModelForm):
             raise forms.ValidationError(problems)
         return handles
 
+    def clean_events(self):
+        chosen = self.cleaned_data["events"]
+        return [value for value in self.instance.events or () if value in chosen] + [value for value in Event.values if value in chosen and value not in (self.instance.events or ())]
+
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("level") == Level.L3 and not cleaned.get("device"):
@@ -81,8 +89,8 @@ class ProjectAdmin(admin.ModelAdmin):
     actions = ["deactivate_selected"]
     fieldsets = (
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
-        ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "position")}),
-        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "is_health_probe")}),
+        ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
+        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "reference_reports", "is_health_probe")}),
         ("Timestamps", {"fields": ("created_at", "updated_at")}),
     )
 

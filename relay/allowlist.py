@@ -1,7 +1,10 @@
 """Reading and writing the upstream `allowlist.yml` (reference/relay.md §2.2). Pure functions, no DB.
 
 What the parser accepts is the upstream relay's format, minus its quirks: on every level the
-oncalls may be a comma-separated string or a YAML list, and duplicates are caught whatever their
+oncalls may be a comma-separated string or a YAML list; an entry may instead carry a metadata
+mapping `{events: [...], oncalls: ...}` (test-infra #8855/#8856, pytorch #197864): `events` a
+non-empty list of distinct `pull_request` / `nightly` (absent: both), any other key refused, as the
+HUD's parser does. Duplicates are caught whatever their
 case (the upstream relay compares exactly, the HUD case-insensitively; the stricter rule wins so a
 file we accept is accepted by both). Duplicate YAML keys, which YAML loaders silently collapse, are
 refused too. Every problem is collected and reported at once, each naming the entry it is about
@@ -17,6 +20,9 @@ What the writer emits, and why, given how the upstream relay reads each shape:
   value into text and splits on commas, so a YAML list there would come out mangled;
 * L3 as `device:` → `owner/repo: [a, b]` (or `[]`): upstream iterates the value, so a string there
   would be read character by character;
+* an entry with `events` in the metadata shape, `events` first, then `oncalls: [a, b]` when it
+  has any (the parsers that read `events` read a list there); entries without `events` keep the
+  older shapes above, which every reader understands;
 * any scalar that YAML would not read back as the same string (`yes`, `null`, `0x1f`, `123`, ...)
   is single-quoted, so every handle and name survives as text.
 Given that, `parse_allowlist(render_allowlist(parse_allowlist(x))) == parse_allowlist(x)`.
@@ -29,6 +35,8 @@ from dataclasses import dataclass
 import yaml
 
 LEVELS = ("L1", "L2", "L3", "L4")
+EVENTS = ("pull_request", "nightly")
+METADATA_KEYS = ("events", "oncalls")
 LIST_LEVELS = ("L1", "L2", "L4")
 
 _OWNER = r"[A-Za-z0-9][A-Za-z0-9-]{0,38}"
@@ -48,6 +56,8 @@ class Entry:
     device: str = ""
     oncalls: tuple[str, ...] = ()
     position: int = 0
+    events: tuple[str, ...] = ()
+    """As written; empty when the entry has no `events` (which means both)."""
 
 
 class AllowlistError(ValueError):
@@ -154,16 +164,18 @@ class _Parser:
         self.errors.append(f"L3 device {device!r}: must be a mapping of owner/repo to oncalls, not {_kind(repos)}")
         return False
 
-    def add(self, where, level, device, raw_name, raw_oncalls, position):
+    def add(self, where, level, device, raw_name, raw_value, position):
         where = f"{where} ({_show(raw_name)})"
         name = raw_name.strip().strip("/") if isinstance(raw_name, str) else ""
-        problems = [repo_name_problem(name)] + self.oncalls(raw_oncalls)
+        raw_oncalls, raw_events, metadata_problems = _metadata(raw_value)
+        problems = [repo_name_problem(name)] + metadata_problems + self.oncalls(raw_oncalls) + _events_problems(raw_events)
         problems = [p for p in problems if p] + self.duplicate(where, name)
         if problems:
             self.errors.extend(f"{where}: {problem}" for problem in problems)
             return
         oncalls = tuple(h for h in (clean_handle(str(h)) for h in _oncall_items(raw_oncalls)) if h)
-        self.entries.append(Entry(name, level, device, oncalls, position))
+        events = tuple(e.strip() for e in raw_events or ())
+        self.entries.append(Entry(name, level, device, oncalls, position, events))
 
     def oncalls(self, raw) -> list[str | None]:
         if raw is not None and _oncall_items(raw) is None:
@@ -187,6 +199,31 @@ class _Parser:
     def _fail(self, message):
         self.errors.append(message)
         return None
+
+
+def _metadata(raw) -> tuple[object, object, list[str]]:
+    """(oncalls, events, problems) of an entry's value: the metadata mapping, or oncalls alone."""
+    if not isinstance(raw, dict):
+        return raw, None, []
+    unknown = [str(key) for key in raw if key not in METADATA_KEYS]
+    problems = [f"unsupported metadata field(s) {', '.join(map(repr, unknown))} (only events and oncalls)"] if unknown else []
+    return raw.get("oncalls"), raw.get("events"), problems
+
+
+def _events_problems(raw) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not raw:
+        return [f"events must be a non-empty list of {' and/or '.join(EVENTS)}, not {_kind(raw)}"]
+    problems, seen = [], set()
+    for item in raw:
+        event = item.strip() if isinstance(item, str) else item
+        if event not in EVENTS:
+            problems.append(f"unsupported event {item!r} (events are {', '.join(EVENTS)})")
+        elif event in seen:
+            problems.append(f"events lists {event!r} twice")
+        seen.add(event if isinstance(event, str) else repr(event))
+    return problems
 
 
 def _oncall_items(raw) -> list | None:
@@ -243,12 +280,17 @@ def _refuse_duplicate_keys(node):
 
 
 def _load(text: str):
+    return yaml_load_strict(text, AllowlistError)
+
+
+def yaml_load_strict(text: str, error: type[Exception]):
+    """Safe-load `text`, refusing duplicate keys; every YAML problem becomes `error(message)`."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise AllowlistError(_yaml_message(exc)) from exc
+        raise error(_yaml_message(exc)) from exc
     except RecursionError as exc:
-        raise AllowlistError("the YAML is nested too deeply to be an allowlist") from exc
+        raise error("the YAML is nested too deeply") from exc
 
 
 def _yaml_message(exc: yaml.YAMLError) -> str:
@@ -276,13 +318,27 @@ def render_allowlist(entries: Iterable[Entry]) -> str:
 def _render_list_level(level: str, entries: list[Entry]) -> list[str]:
     if not entries:
         return [f"{level}: []"]
-    return [f"{level}:"] + [f"  - {_render_item(entry)}" for entry in entries]
+    lines = [f"{level}:"]
+    for entry in entries:
+        lines += [f"  - {_scalar(entry.full_name)}:", *_render_metadata(entry, "      ")] if entry.events else [f"  - {_render_item(entry)}"]
+    return lines
 
 
 def _render_item(entry: Entry) -> str:
     if not entry.oncalls:
         return _scalar(entry.full_name)
     return f"{_scalar(entry.full_name)}: {_scalar(', '.join(entry.oncalls))}"
+
+
+def _render_metadata(entry: Entry, indent: str) -> list[str]:
+    lines = [f"{indent}events: [{', '.join(entry.events)}]"]
+    if entry.oncalls:
+        lines.append(f"{indent}oncalls: {_flow_list(entry.oncalls)}")
+    return lines
+
+
+def _flow_list(items) -> str:
+    return f"[{', '.join(_scalar(item) for item in items)}]"
 
 
 def _render_l3(entries: list[Entry]) -> list[str]:
@@ -294,8 +350,13 @@ def _render_l3(entries: list[Entry]) -> list[str]:
     lines = ["L3:"]
     for device, repos in devices.items():
         lines.append(f"  {_scalar(device)}:")
-        lines += [f"    {_scalar(e.full_name)}: [{', '.join(_scalar(h) for h in e.oncalls)}]" for e in repos]
+        for e in repos:
+            lines += [f"    {_scalar(e.full_name)}:", *_render_metadata(e, "      ")] if e.events else [f"    {_scalar(e.full_name)}: {_flow_list(e.oncalls)}"]
     return lines
+
+
+def yaml_scalar(text: str) -> str:
+    return _scalar(text)
 
 
 def _scalar(text: str) -> str:

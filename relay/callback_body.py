@@ -54,6 +54,9 @@ class Report:
     callback_token: str
     pr_number: int | None
     head_sha: str
+    pytorch_head_sha: str = ""
+    """Top-level `pytorch_head_sha`: the upstream commit a self-report tested (vLLM's Buildkite
+    reporter, vllm-project/vllm #51830, whose delivery_id is a per-job key instead)."""
     tests: dict = field(default_factory=dict)
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     failed_tests_truncated: bool = False
@@ -135,6 +138,7 @@ def report_read(body: dict) -> Report:
         callback_token=_text(body, "callback_token", required=False, limit=4000),
         pr_number=None,
         head_sha="",
+        pytorch_head_sha=_text(body, "pytorch_head_sha", required=False, limit=64).strip().lower(),
         body=body,
     )
     _upstream_context(report, body)
@@ -240,7 +244,7 @@ def _upstream_context(report: Report, body: dict) -> None:
     sha = head.get("sha") or payload.get("after") or payload.get("head_sha") or ""
     report.head_sha = str(sha)[:40].lower() if isinstance(sha, str) else ""
     if report.is_self_report:
-        report.head_sha = report.delivery_id.lower()
+        report.head_sha = report.pytorch_head_sha or report.delivery_id.lower()
 
 
 def _test_counts(value) -> dict:

@@ -138,8 +138,11 @@ def _job_key(project: Project, report: Report) -> dict:
 
 
 def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bool:
-    """False when this very token already carried this very callback (a safe retry)."""
-    used_for = f"{project.pk}:{report.job_key}:{report.status}"[:600]
+    """False when this very token already carried this very callback (a safe retry). A nightly
+    reporter may sign every job of one run with one token (vLLM's Buildkite reporter takes a single
+    --oidc-token per build): there the token is bound to the run, and each job's delivery_id keeps
+    the write idempotent."""
+    used_for = _token_use(report, project)
     expires = timezone.now() + timedelta(seconds=max(60, int(token.claims["exp"]) - int(timezone.now().timestamp()) + 120))
     try:
         with transaction.atomic():
@@ -147,9 +150,15 @@ def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bo
     except IntegrityError:
         previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200]).first()
         if previous is not None and previous.used_for == used_for:
-            return False
+            return report.is_self_report
         raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback") from None
     return True
+
+
+def _token_use(report: Report, project: Project) -> str:
+    if report.is_self_report:
+        return f"{project.pk}:{report.event_type}-run:{report.workflow_name}:{report.run_id}"[:600]
+    return f"{project.pk}:{report.job_key}:{report.status}"[:600]
 
 
 def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
@@ -268,15 +277,23 @@ def pr_head_only(sha: str) -> bool:
 
 
 def self_report_record(project: Project, report: Report, token: VerifiedToken) -> str:
+    """The tested upstream SHA is the top-level `pytorch_head_sha` when sent, else the delivery_id
+    (the existing action's shape). The delivery_id stays the job's idempotency key, so every job
+    of a Buildkite build (`buildkite-<build>-<job uuid>`) groups under its SHA and run id."""
     if report.status != JobRun.Status.COMPLETED:
         raise BadCallback(f"{report.event_type} callbacks must have status 'completed', got {report.status!r}")
-    sha = report.delivery_id.lower()
+    sha = report.pytorch_head_sha or report.delivery_id.lower()
     if not SHA_RE.match(sha):
-        raise BadCallback(f"{report.event_type} delivery_id must be the 40-hex upstream SHA tested, got {report.delivery_id!r}")
+        raise BadCallback(
+            f"{report.event_type} callbacks must name the upstream commit tested: a 40-hex 'pytorch_head_sha', "
+            f"or that SHA as 'delivery_id'; got pytorch_head_sha={report.pytorch_head_sha!r}, delivery_id={report.delivery_id!r}"
+        )
     if pr_head_only(sha):
         raise Forbidden(f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
                         "commits; a PR head takes results only for its dispatch, with its callback_token")
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")
-    report.delivery_id, report.head_sha = sha, sha
+    if report.delivery_id.lower() == sha:
+        report.delivery_id = sha
+    report.head_sha = sha
     return job_record(project, None, report, token)

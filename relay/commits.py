@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.utils.dateparse import parse_datetime
 
-from .models import UpstreamCommit
+from .models import PullRequest, UpstreamCommit
 
 MAX_PUSH_COMMITS = 200
 """A push may carry 2,048 commits; rows for the newest few hundred are plenty for the HUD."""
@@ -50,8 +50,34 @@ def _push_row(commit: dict, branch: str, trunk: bool, parent: str, landed_at) ->
     )
 
 
+def _pr_record(pr: dict, received_at) -> None:
+    """Upsert the PR's author, labels and base; fields of the wrong type are left empty."""
+    base, head = _mapping(pr.get("base")), _mapping(pr.get("head"))
+    labels = [str(label.get("name"))[:100] for label in _list(pr.get("labels")) if isinstance(label, dict) and label.get("name")]
+    state = "merged" if pr.get("merged") is True else str(pr.get("state") or "")[:16]
+    PullRequest.objects.update_or_create(number=pr["number"], defaults={
+        "title": _text(pr.get("title"), 300), "author": _text(_mapping(pr.get("user")).get("login"), 100), "labels": labels,
+        "base_sha": _text(base.get("sha"), 40), "base_ref": _text(base.get("ref"), 255), "head_sha": _text(head.get("sha"), 40),
+        "state": state, "updated_at": received_at,
+    })  # fmt: skip
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _text(value, limit: int) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
 def _pr_head(payload: dict, received_at) -> None:
     pr = payload.get("pull_request") or {}
+    if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+        _pr_record(pr, received_at)
     sha = (pr.get("head") or {}).get("sha")
     if not sha or not isinstance(pr.get("number"), int):
         return

@@ -155,14 +155,31 @@ def installation_repositories(installation_id: int) -> list[dict]:
 
 def paginate(path: str, *, auth: str, key: str | None = None, max_pages: int = 50) -> list[dict]:
     items: list[dict] = []
+    for response in _pages(lambda url: request("GET", url, auth=auth), path, max_pages):
+        items.extend(response.json[key] if key else response.json)
+    return items
+
+
+def paginate_as_installation(installation_id: int, path: str, *, key: str | None = None, max_pages: int = 50) -> Response:
+    """Every page of a list, as the installation: one Response holding the last page's status
+    and headers and the items of all pages (under `key` on each page, when given)."""
+    items: list = []
+    response = None
+    for response in _pages(lambda url: as_installation(installation_id, "GET", url), path, max_pages):
+        body = response.json
+        items.extend(body.get(key, []) if key and isinstance(body, dict) else body or [])
+    return Response(response.status, items, response.headers)
+
+
+def _pages(fetch, path: str, max_pages: int):
+    """Follow rel="next" links from `path`, at most `max_pages` pages."""
     url: str | None = path
     for _ in range(max_pages):
-        if url is None:
-            break
-        response = request("GET", url, auth=auth)
-        items.extend(response.json[key] if key else response.json)
+        response = fetch(url)
+        yield response
         url = _next_link(response.headers.get("link", ""))
-    return items
+        if url is None:
+            return
 
 
 def _next_link(link_header: str) -> str | None:

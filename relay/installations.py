@@ -75,6 +75,17 @@ def installation_for(full_name: str) -> int | None:
     return repo.installation.installation_id if repo else None
 
 
+def installation_id_for(full_name: str) -> int:
+    """The App installation that can act on a repository: the one we know, else GitHub's answer
+    (remembered). Raises github.NotInstalled when the App is not installed there."""
+    known = installation_for(full_name)
+    if known is not None:
+        return known
+    found = github.installation_id_for_repo(full_name)
+    installation_remember(full_name, found)
+    return found
+
+
 def installations_sync() -> int:
     """Replace the installed set with what GitHub lists now. Returns the number of repos."""
     listed = [(inst, github.installation_repositories(inst["id"])) for inst in github.list_installations()]

@@ -104,7 +104,7 @@ def _store(hook: WebhookRequest, route: Route) -> tuple[Delivery, int]:
         if hook.event in installations.INSTALLATION_EVENTS:
             installations.installation_event_apply(hook.event, hook.payload)
         count = dispatches_create(delivery) if route.dispatches else 0
-        if route.dispatches:
+        if route.dispatches or route.outcome == Delivery.Outcome.RECORDED:  # a ciflow label change too
             commits_record(hook.event, hook.payload, delivery.received_at)
         transaction.on_commit(
             lambda: signals.delivery_recorded.send(sender=Delivery, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
@@ -143,8 +143,9 @@ def _head_sha(event: str, payload: dict) -> str:
 
 def dispatches_create(delivery: Delivery, projects=None) -> int:
     """One dispatch row per eligible project; repos known not to have the App are marked so at
-    once instead of failing on every event. Older heads of the same PR become moot."""
-    projects = list(projects if projects is not None else Project.objects.filter(active=True))
+    once instead of failing on every event. Older heads of the same PR become moot. Nightly-only
+    repos (allowlist `events: [nightly]`) take no PR or push dispatch."""
+    projects = [p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests]
     installed = installations.installed_names()
     now = timezone.now()
     rows = [_dispatch_row(delivery, p, installed, now) for p in projects]

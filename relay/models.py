@@ -5,6 +5,17 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from .models_checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
+from .outbox.models import OutboxAttempt, OutboxRow
+
+# The upstream-write models live in their own module and name these models by string
+# ("relay.Project"), so the import runs one way only; they are re-exported for Django and callers.
+__all__ = [
+    "CIProvider", "Conclusion", "Delivery", "Dispatch", "DispatchAttempt", "FailedTest", "HardwareKind", "Installation",
+    "InstalledRepo", "JobRun", "Level", "LevelChange", "OncallComment", "Project", "PullRequest", "RelayState", "RerunRequest",
+    "UpstreamCheckRun", "UpstreamCommit", "UpstreamWrite", "UpstreamWriteAttempt", "UsedToken",
+]
+
 
 class Level(models.TextChoices):
     L1 = "L1", "L1 · dispatch only"
@@ -19,6 +30,14 @@ class CIProvider(models.TextChoices):
     GITLAB = "gitlab", "GitLab CI"
 
 
+class Event(models.TextChoices):
+    """What a downstream repo takes part in (allowlist `events`, test-infra #8855): PR and push
+    dispatch with their results and check runs, and its own nightly reports."""
+
+    PULL_REQUEST = "pull_request", "pull requests and pushes"
+    NIGHTLY = "nightly", "nightly runs"
+
+
 class HardwareKind(models.TextChoices):
     REFERENCE = "reference", "Reference (CPU-backed)"
     GPU = "gpu", "GPU"
@@ -29,18 +48,36 @@ class HardwareKind(models.TextChoices):
     OTHER = "other", "Other"
 
 
+class ProjectQuerySet(models.QuerySet):
+    def dispatch_targets(self):
+        """Who an upstream event is relayed to: every active project but a reference that does
+        not report through callbacks (its results are imported from upstream CI)."""
+        return self.filter(active=True).exclude(is_reference=True, reference_reports=False)
+
+
 class Project(models.Model):
     """A downstream repository registered with the relay (one allowlist entry)."""
+
+    objects = ProjectQuerySet.as_manager()
 
     full_name = models.CharField(max_length=140, help_text="owner/repo on GitHub")
     github_repo_id = models.BigIntegerField(null=True, blank=True, unique=True, help_text="GitHub's numeric repository id, when known; OIDC identity is pinned to it")
     level = models.CharField(max_length=2, choices=Level.choices, default=Level.L1)
     device = models.CharField(max_length=60, blank=True, help_text="L3 label suffix: ciflow/crcr/<device>")
     oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
+    events = models.JSONField(
+        default=list, blank=True,
+        help_text='What it takes part in, as the allowlist says: ["pull_request"], ["nightly"] or both; empty: both (the allowlist default)',
+    )
     ci_provider = models.CharField(max_length=16, choices=CIProvider.choices, default=CIProvider.GITHUB)
     hardware_kind = models.CharField(max_length=16, choices=HardwareKind.choices, default=HardwareKind.OTHER)
     display_name = models.CharField(max_length=80, blank=True)
-    is_reference = models.BooleanField(default=False, help_text="The baseline backend (OpenReg)")
+    is_reference = models.BooleanField(default=False, help_text="The baseline (OpenReg): a source of results, not a backend")
+    reference_reports = models.BooleanField(
+        default=False,
+        help_text="The reference also reports its own runs through /github/callback, so the relay dispatches to it; "
+        "otherwise its results come only from the upstream import and it is never dispatched to",
+    )
     is_health_probe = models.BooleanField(default=False, help_text="Relay self-test repo; kept out of product aggregates")
     active = models.BooleanField(default=True)
     position = models.PositiveIntegerField(default=0, help_text="Order within its level in allowlist.yml")
@@ -78,6 +115,18 @@ class Project(models.Model):
     @property
     def label(self) -> str:
         return self.display_name or self.full_name
+
+    def takes_part_in(self, event: str) -> bool:
+        """An empty `events` is the allowlist's absent key: both."""
+        return not self.events or event in self.events
+
+    @property
+    def takes_pull_requests(self) -> bool:
+        return self.takes_part_in(Event.PULL_REQUEST)
+
+    @property
+    def nightly_only(self) -> bool:
+        return not self.takes_pull_requests
 
 
 class LevelChange(models.Model):
@@ -166,9 +215,9 @@ class Delivery(models.Model):
         return f"{self.event}.{self.action or '-'} {self.delivery_id}"
 
 
-class Dispatch(models.Model):
-    """One repository_dispatch of a delivery to one downstream project. The row is the source of
-    truth; Celery messages only point at it."""
+class Dispatch(OutboxRow):
+    """One repository_dispatch of a delivery to one downstream project, sent through the outbox
+    engine (relay.outbox; relay.dispatching says how to send one)."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -188,16 +237,9 @@ class Dispatch(models.Model):
     event_type = models.CharField(max_length=64)
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     head_sha = models.CharField(max_length=40, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
     resent_at = models.DateTimeField(null=True, blank=True, help_text="when an operator last re-dispatched it")
     resent_by = models.CharField(max_length=150, blank=True)
     attempts_before_resend = models.PositiveIntegerField(default=0, help_text="attempts made before the last re-dispatch (its retry budget starts after them)")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["project__full_name"]
@@ -212,7 +254,7 @@ class Dispatch(models.Model):
         return f"{self.delivery.delivery_id} → {self.project} ({self.state})"
 
 
-class DispatchAttempt(models.Model):
+class DispatchAttempt(OutboxAttempt):
     """Every try at sending a dispatch leaves one of these."""
 
     class Outcome(models.TextChoices):
@@ -222,16 +264,9 @@ class DispatchAttempt(models.Model):
         NOT_INSTALLED = "not_installed", "not installed"
 
     dispatch = models.ForeignKey(Dispatch, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(default=0)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    error = models.TextField(blank=True)
-    retry_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["number"]
+    class Meta(OutboxAttempt.Meta):
         constraints = [models.UniqueConstraint(fields=["dispatch", "number"], name="dispatch_attempt_number_unique")]
 
 
@@ -265,7 +300,7 @@ class JobRun(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
     dispatch = models.ForeignKey(Dispatch, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_runs")
-    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch, or the SHA of a nightly/periodic run")
+    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)")
     event_type = models.CharField(max_length=32, default="pull_request")
     run_id = models.CharField(max_length=100)
     run_attempt = models.PositiveIntegerField(default=1)
@@ -377,4 +412,20 @@ class UpstreamCommit(models.Model):
         return f"{self.sha[:10]} {self.title[:40]}"
 
 
-from .models_checks import *  # noqa: E402,F401,F403
+class PullRequest(models.Model):
+    """What the relay last heard of an upstream PR: who opened it, its labels (the
+    `ciflow/crcr/<device>` ones decide L3 dispatch) and the base it would merge into."""
+
+    number = models.PositiveIntegerField(unique=True)
+    title = models.CharField(max_length=300, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    base_sha = models.CharField(max_length=40, blank=True)
+    base_ref = models.CharField(max_length=255, blank=True)
+    head_sha = models.CharField(max_length=40, blank=True)
+    state = models.CharField(max_length=16, blank=True, help_text="open, closed or merged")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"#{self.number} {self.title[:40]}"
+

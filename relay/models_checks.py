@@ -2,13 +2,14 @@
 GitHub's id so every later write updates in place), one oncall comment per (PR, downstream repo),
 and the outbox of intended writes with one attempt row per try.
 
-Imported at the end of relay/models.py so Django sees these as relay models."""
+relay/models.py imports this module (so Django sees these as relay models); this module names
+the models it points at by string, so the import runs one way only."""
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .models import Delivery, Project, RerunRequest
+from .outbox.models import OutboxAttempt, OutboxRow
 
 
 class UpstreamCheckRun(models.Model):
@@ -24,7 +25,7 @@ class UpstreamCheckRun(models.Model):
     name = models.CharField(max_length=500)
     head_sha = models.CharField(max_length=40)
     pr_number = models.PositiveIntegerField(db_index=True)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_check_runs")
+    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_check_runs")
     workflow_name = models.CharField(max_length=255, blank=True)
     job_name = models.CharField(max_length=255, blank=True)
     run_id = models.CharField(max_length=100, blank=True, help_text="the downstream run the check run shows now (re-runs go there)")
@@ -55,7 +56,7 @@ class OncallComment(models.Model):
         RECOVERED = "recovered"
 
     pr_number = models.PositiveIntegerField()
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="oncall_comments")
+    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="oncall_comments")
     comment_id = models.BigIntegerField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, blank=True, default="")
     pinged_head_sha = models.CharField(max_length=40, blank=True, help_text="the head whose failure last pinged the oncalls")
@@ -70,10 +71,11 @@ class OncallComment(models.Model):
         return f"#{self.pr_number} oncall comment for {self.project}"
 
 
-class UpstreamWrite(models.Model):
+class UpstreamWrite(OutboxRow):
     """One intended write upstream. The body is computed when it is sent, from the rows as they
     are then, so a retry always sends the latest truth. At most one unsent and one sending row per
-    target: a newer change supersedes the unsent one, and writes to one target never overlap."""
+    target: a newer change supersedes the unsent one, and writes to one target never overlap.
+    Sent through the outbox engine (relay.outbox; relay.checks.outbox says how to send one)."""
 
     class Kind(models.TextChoices):
         CHECK_RUN_CREATE = "check_run_create", "create check run"
@@ -98,17 +100,10 @@ class UpstreamWrite(models.Model):
     target_label = models.CharField(max_length=600, blank=True)
     check_run = models.ForeignKey(UpstreamCheckRun, on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
     comment = models.ForeignKey(OncallComment, on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
-    rerun = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_writes")
+    rerun = models.ForeignKey("relay.RerunRequest", on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
+    delivery = models.ForeignKey("relay.Delivery", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_writes")
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
     note = models.CharField(max_length=300, blank=True, help_text="what the last attempt did")
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -122,7 +117,7 @@ class UpstreamWrite(models.Model):
         return f"{self.kind} {self.target_label or self.target_key} ({self.state})"
 
 
-class UpstreamWriteAttempt(models.Model):
+class UpstreamWriteAttempt(OutboxAttempt):
     """Every try at an upstream write leaves one of these."""
 
     class Outcome(models.TextChoices):
@@ -132,19 +127,10 @@ class UpstreamWriteAttempt(models.Model):
         PERMANENT = "permanent", "permanent failure"
 
     write = models.ForeignKey(UpstreamWrite, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    duration_ms = models.PositiveIntegerField(default=0)
     method = models.CharField(max_length=8, blank=True)
     path = models.CharField(max_length=500, blank=True)
-    status_code = models.PositiveIntegerField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    error = models.TextField(blank=True)
-    retry_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["number"]
+    class Meta(OutboxAttempt.Meta):
         constraints = [models.UniqueConstraint(fields=["write", "number"], name="upstream_write_attempt_number_unique")]
 
-
-__all__ = ["UpstreamCheckRun", "OncallComment", "UpstreamWrite", "UpstreamWriteAttempt"]

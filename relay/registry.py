@@ -8,9 +8,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from .allowlist import Entry, parse_allowlist, render_allowlist, repo_name_problem
-from .models import CIProvider, HardwareKind, Level, LevelChange, Project
-
-SANDBOX_SEED_BY = "sandbox-seed"
+from .models import Level, LevelChange, Project
+from .providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 
 
 @dataclass
@@ -107,7 +106,7 @@ def _import_entry(project: Project | None, entry: Entry, result: ImportResult, *
 
 
 def _entry_fields(entry: Entry) -> dict:
-    return {"oncalls": list(entry.oncalls), "position": entry.position, "active": True}
+    return {"oncalls": list(entry.oncalls), "events": list(entry.events), "position": entry.position, "active": True}
 
 
 def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> bool:
@@ -128,7 +127,7 @@ def project_update(project: Project, fields: dict, *, by: str, reason: str = "")
     if level is not None or device is not None:
         before = (project.level, project.device)
         project_set_level(project, level or project.level, by=by, reason=reason, device=device)
-        changed += [name for name, old in zip(("level", "device"), before) if getattr(project, name) != old]
+        changed += [name for name, old in zip(("level", "device"), before, strict=True) if getattr(project, name) != old]
     return changed
 
 
@@ -157,52 +156,50 @@ def allowlist_export() -> str:
 
 def project_entry(project: Project) -> Entry:
     device = project.device if project.level == Level.L3 else ""
-    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position)
+    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position, tuple(project.events or ()))
 
 
-# --- sandbox -------------------------------------------------------------------------------------
-
-# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend
-# and the relay's own health probe. Repo ids are made up but stable, so reseeding finds the same rows.
-SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
-SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
-SANDBOX_PROJECTS = (
-    {"full_name": "pytorch/openreg-ci", "level": "L2", "display_name": "OpenReg (reference)", "github_repo_id": 700000001,
-     "hardware_kind": HardwareKind.REFERENCE, "is_reference": True, "oncalls": ["openreg-maintainer"]},
-    {"full_name": "intel/torch-xpu-ops", "level": "L4", "display_name": "Intel XPU", "github_repo_id": 700000002,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["xpu-oncall", "intel-pt-ci"]},
-    {"full_name": "ROCm/pytorch", "level": "L3", "device": "rocm", "display_name": "AMD ROCm", "github_repo_id": 700000003,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["rocm-ci-oncall"]},
-    {"full_name": "pytorch-mps/mps-ci", "level": "L2", "display_name": "Apple MPS", "github_repo_id": 700000004,
-     "hardware_kind": HardwareKind.GPU, "oncalls": ["mps-oncall"]},
-    {"full_name": "quic/ai-engine-direct-torch", "level": "L3", "device": "qnn", "display_name": "Qualcomm AI Engine",
-     "github_repo_id": 700000005, "hardware_kind": HardwareKind.NPU, "oncalls": ["qnn-oncall"]},
-    {"full_name": "vllm-project/vllm", "level": "L2", "display_name": "vLLM", "github_repo_id": 700000006,
-     "hardware_kind": HardwareKind.ECOSYSTEM, "ci_provider": CIProvider.BUILDKITE, "oncalls": ["vllm-ci"],
-     "buildkite_pipeline": f"{SANDBOX_BUILDKITE_ORG}/{SANDBOX_BUILDKITE_PIPELINE}", "oidc_required_claims": {"build_branch": ["main"]}},
-    {"full_name": "sgl-project/sglang", "level": "L1", "display_name": "SGLang", "github_repo_id": 700000007,
-     "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": []},
-    {"full_name": "huggingface/transformers", "level": "L2", "display_name": "Hugging Face Transformers",
-     "github_repo_id": 700000008, "hardware_kind": HardwareKind.ECOSYSTEM, "oncalls": ["hf-ci-oncall"]},
-    {"full_name": "pytorch/crcr-test", "level": "L2", "display_name": "CRCR health probe", "github_repo_id": 700000009,
-     "hardware_kind": HardwareKind.PROBE, "is_health_probe": True, "oncalls": []},
-)
+# --- config/ci_providers.yml ---------------------------------------------------------------------
 
 
-@transaction.atomic
-def seed_sandbox_registry() -> list[Project]:
-    """Upsert the sandbox registry; running it again changes nothing."""
-    positions: dict[str, int] = {}
-    return [_seed_one(spec, positions) for spec in SANDBOX_PROJECTS]
+@dataclass
+class ProvidersImportResult:
+    updated: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return "providers import: " + ", ".join(f"{len(getattr(self, name))} {name}" for name in ("updated", "cleared", "unchanged"))
 
 
-def _seed_one(spec: dict, positions: dict[str, int]) -> Project:
-    fields = {"active": True, **spec}
-    full_name, level, device = fields.pop("full_name"), fields.pop("level"), fields.pop("device", "")
-    fields["position"] = positions[level] = positions.get(level, -1) + 1
-    project = Project.objects.filter(full_name__iexact=full_name).first()
-    if project is None:
-        return project_create(full_name, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device, **fields)
-    _project_update(project, fields)
-    project_set_level(project, level, by=SANDBOX_SEED_BY, reason="sandbox registry", device=device)
-    return project
+def providers_import(text: str) -> ProvidersImportResult:
+    """Make the registry's Buildkite pipeline mappings the file's; all or nothing. Every mapped
+    repository must already be registered (import the allowlist first); a project whose pipeline
+    the file no longer lists loses it, with its required claims."""
+    mappings = parse_providers(text)  # raises before anything is written
+    result = ProvidersImportResult()
+    with transaction.atomic():
+        projects = {p.full_name.lower(): p for p in Project.objects.select_for_update()}
+        missing = [f"entry {m.pipeline!r}: {m.repo} is not a registered project; import the allowlist first" for m in mappings if m.repo.lower() not in projects]
+        if missing:
+            raise ProvidersError(missing)
+        mapped = {m.repo.lower(): m for m in mappings}
+        for name, project in projects.items():
+            _pipeline_apply(project, mapped.get(name), result)
+    return result
+
+
+def _pipeline_apply(project: Project, mapping: PipelineMapping | None, result: ProvidersImportResult) -> None:
+    if mapping is None:
+        if project.buildkite_pipeline:
+            _project_update(project, {"buildkite_pipeline": "", "oidc_required_claims": {}})
+            result.cleared.append(project.full_name)
+        return
+    changed = _project_update(project, {"buildkite_pipeline": mapping.pipeline, "oidc_required_claims": mapping.required_claims})
+    (result.updated if changed else result.unchanged).append(project.full_name)
+
+
+def providers_export() -> str:
+    projects = Project.objects.exclude(buildkite_pipeline="").order_by("buildkite_pipeline")
+    return render_providers(PipelineMapping(p.buildkite_pipeline, p.full_name, dict(p.oidc_required_claims or {})) for p in projects)
+

@@ -10,9 +10,6 @@ from .models import Dispatch
 
 logger = logging.getLogger(__name__)
 
-KICK_COUNTDOWN_LIMIT_SECONDS = 30
-"""Short retries ride on a countdown; longer ones wait for the sweeper (no long ETAs on Redis)."""
-
 
 @shared_task(name="relay.delivery_fan_out", acks_late=True)
 def delivery_fan_out(delivery_pk: int) -> int:
@@ -25,19 +22,8 @@ def delivery_fan_out(delivery_pk: int) -> int:
 
 @shared_task(name="relay.dispatch_send", acks_late=True, soft_time_limit=60, time_limit=72)
 def dispatch_send(dispatch_pk: int) -> str | None:
-    state = dispatching.dispatch_send(dispatch_pk)
-    if state == Dispatch.State.RETRYING:
-        _kick_retry(dispatch_pk)
-    return state
-
-
-def _kick_retry(dispatch_pk: int) -> None:
-    dispatch = Dispatch.objects.only("next_attempt_at").get(pk=dispatch_pk)
-    from django.utils import timezone
-
-    wait = (dispatch.next_attempt_at - timezone.now()).total_seconds()
-    if wait <= KICK_COUNTDOWN_LIMIT_SECONDS:
-        dispatch_send.apply_async(args=[dispatch_pk], countdown=max(0.0, wait))
+    """A short retry is kicked again by the outbox once the attempt is recorded."""
+    return dispatching.dispatch_send(dispatch_pk)
 
 
 @shared_task(name="relay.dispatch_sweep", acks_late=True)

@@ -4,7 +4,8 @@ import logging
 
 from django.conf import settings
 
-from . import github, installations
+from . import github
+from .installations import installation_id_for
 from .softcache import soft_get, soft_set
 
 logger = logging.getLogger(__name__)
@@ -17,13 +18,7 @@ class UpstreamUnavailable(Exception):
 
 
 def upstream_installation_id() -> int:
-    repo = settings.CRCR_UPSTREAM_REPO
-    known = installations.installation_for(repo)
-    if known is not None:
-        return known
-    found = github.installation_id_for_repo(repo)
-    installations.installation_remember(repo, found)
-    return found
+    return installation_id_for(settings.CRCR_UPSTREAM_REPO)
 
 
 def commit_exists(sha: str, *, fail_closed: bool) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "github-webhooks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github-webhooks"
 WEBHOOK_SECRET = "It's a Secret to Everybody"
 UPSTREAM = "pytorch/pytorch"
 UPSTREAM_ID = 65600975
@@ -65,8 +65,8 @@ def post_webhook(client, relay_settings):
 @pytest.fixture
 def standin(settings):
     """The local GitHub stand-in over real HTTP, with the relay pointed at it."""
+    from devtools.standin import StandIn
     from relay import github
-    from standin import StandIn
 
     stand = StandIn(app_id=1001).start()
     settings.GITHUB_API_URL = stand.url

@@ -7,13 +7,15 @@ from datetime import timedelta
 from urllib.parse import quote, urlsplit
 
 from django import template
+from django.urls import reverse
 from django.conf import settings
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from hud.baseline import MARK_GLYPHS, MARK_LABELS
-from hud.status import LEGEND, STATES, State, conclusion_state
+from hud.baseline import MARK_GLYPHS, MARK_LABELS, MARK_SHORT
+from hud.status import LEGEND
+from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
 
@@ -156,3 +158,26 @@ def state_label(state) -> str:
         return STATES[State(state)].label
     except ValueError:
         return str(state)
+
+
+@register.filter
+def backend_url(full_name) -> str:
+    """The backend dashboard of owner/repo."""
+    owner, _, repo = str(full_name).partition("/")
+    return reverse("hud-backend", args=[owner, repo])
+
+
+@register.filter
+def first_n(items, limit) -> list:
+    return list(items)[: int(limit or 0) or None]
+
+
+@register.filter
+def beyond(items, limit) -> int:
+    """How many items a `first_n` of the same limit leaves out."""
+    return max(0, len(items) - int(limit)) if limit else 0
+
+
+@register.filter
+def mark_short(mark) -> str:
+    return MARK_SHORT.get(mark or "", "")

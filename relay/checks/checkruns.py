@@ -13,6 +13,7 @@ from django.db.models import Q
 
 from ..models import Dispatch, JobRun, Project
 from ..results_sweep import NEVER_STARTED_RUN_ID
+from ..verdicts import latest_attempt
 from ..models_checks import UpstreamCheckRun, UpstreamWrite
 from ..upstream import upstream_installation_id
 from . import gate
@@ -138,7 +139,8 @@ def _backend_status(row: UpstreamCheckRun, dispatch: Dispatch) -> dict:
 
 def job_latest(row: UpstreamCheckRun) -> JobRun | None:
     jobs = JobRun.objects.filter(project=row.project, head_sha=row.head_sha, workflow_name=row.workflow_name, job_name=row.job_name)
-    return max(jobs.exclude(run_id=NEVER_STARTED_RUN_ID), key=gate.attempt_order, default=None)
+    attempts = list(jobs.exclude(run_id=NEVER_STARTED_RUN_ID))
+    return latest_attempt(attempts) if attempts else None
 
 
 def _job_body(row: UpstreamCheckRun) -> dict | None:

@@ -29,7 +29,10 @@ def device_label(project: Project) -> str:
 
 
 def check_runs_wanted(project: Project, pr_number: int) -> bool:
-    """L4: always. L3: while the PR carries the device's label. Below: never."""
+    """L4: always. L3: while the PR carries the device's label. Below, and for nightly-only repos
+    (which take no PR work): never."""
+    if project.nightly_only:
+        return False
     if project.level == Level.L4:
         return True
     return project.level == Level.L3 and bool(project.device) and device_label(project) in pr_labels(pr_number)
@@ -37,7 +40,8 @@ def check_runs_wanted(project: Project, pr_number: int) -> bool:
 
 def label_projects(label: str) -> list[Project]:
     device = label[len(LABEL_PREFIX):] if label.lower().startswith(LABEL_PREFIX) else ""
-    return list(Project.objects.filter(level=Level.L3, active=True, device__iexact=device)) if device else []
+    projects = Project.objects.filter(level=Level.L3, active=True, device__iexact=device) if device else []
+    return [p for p in projects if p.takes_pull_requests]
 
 
 def label_changed(delivery: Delivery) -> None:

@@ -11,6 +11,7 @@ from django.conf import settings
 from ..models import Project
 from ..models_checks import OncallComment, UpstreamWrite
 from ..upstream import upstream_installation_id
+from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
 from .markdown import md_code, md_link
@@ -38,10 +39,10 @@ def oncall_handles(project: Project) -> list[str]:
 def head_outcome(project: Project, pr_number: int, head_sha: str) -> tuple[str, list]:
     """("failing", failing verdicts) | ("passing", []) once every job passed | ("open", [])."""
     verdicts = [v for v in gate.backend_verdicts(project, pr_number, head_sha) if v.state != "superseded"]
-    failing = [v for v in verdicts if v.state in gate.FAILING]
+    failing = [v for v in verdicts if v.state in FAILING]
     if failing:
         return "failing", failing
-    if verdicts and all(v.state in gate.PASSING for v in verdicts):
+    if verdicts and all(v.state in PASSING for v in verdicts):
         return "passing", []
     return "open", []
 

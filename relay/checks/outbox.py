@@ -1,28 +1,24 @@
-"""The outbox for everything the relay writes upstream, mirroring the dispatch machinery: one row
-per intended write, claimed with a conditional UPDATE, sent, and recorded with its attempt row in
-one transaction. Transient failures back off (capped, jittered, GitHub's hints honoured, stored on
-the row); permanent ones stop and stay visible; a beat sweeper re-sends what is due.
-
-The body of a write is computed by its kind's handler at send time, from the rows as they are
-then: a retry sends the latest truth, and a newer change supersedes an unsent older write."""
+"""Upstream writes (check runs, comments, re-runs) through the outbox engine (relay.outbox): one
+row per intended write, at most one unsent and one sending per target. What is particular to
+them: the body of a write is computed by its kind's handler at send time, from the rows as they
+are then, so a retry sends the latest truth and a newer change supersedes an unsent older write;
+a write waiting behind one to the same target goes as soon as that one is recorded. Retries
+follow the CRCR_UPSTREAM_WRITE_* settings."""
 
 import hashlib
 import json
 import logging
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Callable
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .. import github
-from ..dispatching import retry_delay
 from ..models_checks import UpstreamWrite, UpstreamWriteAttempt
+from ..outbox.engine import Outbox, Result, retry_countdown
 
 logger = logging.getLogger(__name__)
 Kind, State, Outcome = UpstreamWrite.Kind, UpstreamWrite.State, UpstreamWriteAttempt.Outcome
@@ -36,8 +32,6 @@ HANDLERS = {
     Kind.SUITE_RERUN: "relay.checks.reruns.suite_rerun_prepare",
 }
 """kind → the function that turns a claimed write into a Plan (or a Skip), at send time."""
-KICK_COUNTDOWN_LIMIT_SECONDS = 30
-"""Short retries ride on a countdown; longer ones wait for the sweeper (no long ETAs on Redis)."""
 MAX_PAGES = 20
 
 
@@ -61,17 +55,6 @@ class Skip:
     """Nothing to send (unchanged, or moot by now)."""
 
     note: str
-
-
-@dataclass(frozen=True)
-class Result:
-    outcome: str
-    method: str = ""
-    path: str = ""
-    status_code: int | None = None
-    error: str = ""
-    note: str = ""
-    retry_after: float | None = None
 
 
 def body_digest(body: object) -> str:
@@ -115,45 +98,56 @@ def _create_unsent(kind: str, target_key: str, label: str, due, targets: dict) -
 
 
 def write_kick(write_pk: int, countdown: float = 0.0) -> None:
-    """Best effort: if the broker is down the row stays due and the sweeper sends it."""
-    from .tasks import upstream_write_send
-
-    try:
-        upstream_write_send.apply_async(args=[write_pk], countdown=countdown)
-    except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper is the fallback
-        logger.warning("could not enqueue upstream write %s (sweeper will send): %s", write_pk, exc)
+    WRITES.kick(write_pk, countdown)
 
 
 # --- send -----------------------------------------------------------------------------------------
 
 
-def write_claim(write_pk: int) -> UpstreamWrite | None:
-    """Take the row if it is due (or its sender's lease ran out) and no other write to the same
-    target is being sent. Exactly one caller wins."""
-    now = timezone.now()
-    due = Q(state__in=UpstreamWrite.UNSENT_STATES, next_attempt_at__lte=now) | Q(state=State.SENDING, lease_expires_at__lt=now)
-    lease = now + timedelta(seconds=settings.CRCR_DISPATCH_LEASE_SECONDS)
-    try:
-        with transaction.atomic():
-            claimed = UpstreamWrite.objects.filter(due, pk=write_pk).update(state=State.SENDING, lease_expires_at=lease)
-    except IntegrityError:
-        return None  # another write to this target is in flight; the next kick or sweep sends this one
-    if claimed != 1:
-        return None
-    return UpstreamWrite.objects.get(pk=write_pk)
+class UpstreamWrites(Outbox):
+    row_model, attempt_model, attempt_row_field = UpstreamWrite, UpstreamWriteAttempt, "write"
+    settings_prefix = "CRCR_UPSTREAM_WRITE"
+    final_states = {Outcome.SENT: State.SENT, Outcome.SKIPPED: State.SENT, Outcome.PERMANENT: State.FAILED}
+    label = "upstream write"
+
+    def attempt(self, write: UpstreamWrite) -> Result:
+        return _attempt(write)
+
+    def task(self):
+        from .tasks import upstream_write_send
+
+        return upstream_write_send
+
+    def describe(self, write: UpstreamWrite) -> str:
+        return f"{write.kind} {write.target_label}"
+
+    def attempt_columns(self, result: Result) -> dict:
+        return {"method": result.method, "path": result.path[:500]}
+
+    def row_columns(self, result: Result) -> dict:
+        return {"note": result.note[:300]}
+
+    def committed(self, write: UpstreamWrite, state: str, retry_at) -> None:
+        """A short retry rides on a countdown; a newer write to the same target that waited for
+        this one to finish goes now."""
+        countdown = retry_countdown(state, retry_at)
+        if countdown is not None:
+            write_kick(write.pk, countdown=countdown)
+        waiting = UpstreamWrite.objects.filter(target_key=write.target_key, state=State.PENDING).values_list("pk", flat=True).first()
+        if waiting is not None:
+            write_kick(waiting)
 
 
-def write_send(write_pk: int) -> str | None:
-    """Claim, send, record. Returns the row's new state, or None when there was nothing to do."""
-    write = write_claim(write_pk)
-    if write is None:
-        return None
-    started, started_at = time.monotonic(), timezone.now()
-    result = _attempt(write)
-    return write_record(write, result, started_at, int((time.monotonic() - started) * 1000))
+WRITES = UpstreamWrites()
+write_claim = WRITES.claim
+write_send = WRITES.send
+write_record = WRITES.record
+writes_due = WRITES.due
 
 
 def _attempt(write: UpstreamWrite) -> Result:
+    """Prepare the write with its kind's handler and send it; unexpected errors are the
+    engine's (recorded as transient)."""
     plan = None
     try:
         plan = import_string(HANDLERS[write.kind])(write)
@@ -162,91 +156,26 @@ def _attempt(write: UpstreamWrite) -> Result:
         response = _execute(plan)
     except github.GitHubError as exc:
         return _failure(plan, exc)
-    except Exception as exc:  # noqa: BLE001 - e.g. the cache or database blinked, or a bug
-        # Recorded and retried with backoff like any transient failure, so it ends visibly (failed
-        # after the last attempt) instead of looping silently on the lease.
-        logger.exception("upstream write %s (%s) could not be prepared or sent", write.pk, write.kind)
-        return Result(Outcome.TRANSIENT, error=f"{exc.__class__.__name__}: {exc}")
     note = plan.on_sent(response) if plan.on_sent else ""
-    return Result(Outcome.SENT, plan.method, plan.path, response.status, note=note or "")
+    return Result(Outcome.SENT, response.status, method=plan.method, path=plan.path, note=note or "")
 
 
 def _failure(plan: Plan | None, exc: github.GitHubError) -> Result:
     where = {"method": plan.method, "path": plan.path} if plan else {}
     benign = plan.on_error(exc) if plan and plan.on_error else None
     if benign:
-        return Result(Outcome.SENT, status_code=exc.status, note=benign, **where)
+        return Result(Outcome.SENT, exc.status, note=benign, **where)
     outcome = Outcome.TRANSIENT if isinstance(exc, github.TransientGitHubError) else Outcome.PERMANENT
-    return Result(outcome, status_code=exc.status, error=str(exc), retry_after=exc.retry_after, **where)
+    return Result(outcome, exc.status, str(exc), exc.retry_after, **where)
 
 
 def _execute(plan: Plan) -> github.Response:
-    if not plan.paginate_key:
-        return github.as_installation(plan.installation_id, plan.method, plan.path, json=plan.body)
-    items, url, response = [], plan.path, None
-    for _ in range(MAX_PAGES):
-        response = github.as_installation(plan.installation_id, "GET", url)
-        items.extend(response.json.get(plan.paginate_key, []) if isinstance(response.json, dict) else response.json)
-        url = github._next_link(response.headers.get("link", ""))
-        if url is None:
-            break
-    return github.Response(response.status, items, response.headers)
-
-
-def write_record(write: UpstreamWrite, result: Result, started_at, duration_ms: int) -> str:
-    number = write.attempts + 1
-    state, retry_at = _next_state(write, result, number)
-    with transaction.atomic():
-        UpstreamWriteAttempt.objects.create(
-            write=write, number=number, started_at=started_at, duration_ms=duration_ms, method=result.method,
-            path=result.path[:500], status_code=result.status_code, outcome=result.outcome, error=result.error[:2000], retry_at=retry_at,
-        )
-        fields = {"state": state, "attempts": number, "lease_expires_at": None, "last_error": result.error[:2000], "note": result.note[:300]}
-        if retry_at:
-            fields["next_attempt_at"] = retry_at
-        if state == State.SENT:
-            fields["sent_at"] = timezone.now()
-        UpstreamWrite.objects.filter(pk=write.pk, state=State.SENDING).update(**fields)
-        transaction.on_commit(lambda: _kick_after(write, state, retry_at))
-    logger.info("upstream write %s %s (%s): %s, attempt %s", write.pk, write.kind, write.target_label, state, number)
-    return state
-
-
-def _next_state(write: UpstreamWrite, result: Result, number: int):
-    if result.outcome in (Outcome.SENT, Outcome.SKIPPED):
-        return State.SENT, None
-    if result.outcome == Outcome.PERMANENT or _exhausted(write, number):
-        return State.FAILED, None
-    return State.RETRYING, timezone.now() + timedelta(seconds=retry_delay(number, result.retry_after))
-
-
-def _exhausted(write: UpstreamWrite, number: int) -> bool:
-    too_old = timezone.now() - write.created_at > timedelta(hours=settings.CRCR_DISPATCH_MAX_AGE_HOURS)
-    return number >= settings.CRCR_DISPATCH_MAX_ATTEMPTS or too_old
-
-
-def _kick_after(write: UpstreamWrite, state: str, retry_at) -> None:
-    """A short retry rides on a countdown; a newer write to the same target that waited for this
-    one to finish goes now."""
-    if state == State.RETRYING and (retry_at - timezone.now()).total_seconds() <= KICK_COUNTDOWN_LIMIT_SECONDS:
-        write_kick(write.pk, countdown=max(0.0, (retry_at - timezone.now()).total_seconds()))
-    waiting = UpstreamWrite.objects.filter(target_key=write.target_key, state=State.PENDING).values_list("pk", flat=True).first()
-    if waiting is not None:
-        write_kick(waiting)
+    if plan.paginate_key:
+        return github.paginate_as_installation(plan.installation_id, plan.path, key=plan.paginate_key, max_pages=MAX_PAGES)
+    return github.as_installation(plan.installation_id, plan.method, plan.path, json=plan.body)
 
 
 # --- sweep and read -------------------------------------------------------------------------------
-
-
-def writes_due(limit: int) -> list[int]:
-    """What the sweeper should (re)send: unsent rows past their time that the on-commit kick has
-    had a fair chance at, and rows whose sender died holding the lease."""
-    now = timezone.now()
-    grace = now - timedelta(seconds=settings.CRCR_SWEEP_GRACE_SECONDS)
-    fresh = Q(state=State.PENDING, next_attempt_at__lte=grace)
-    retry = Q(state=State.RETRYING, next_attempt_at__lte=now)
-    abandoned = Q(state=State.SENDING, lease_expires_at__lt=now)
-    return list(UpstreamWrite.objects.filter(fresh | retry | abandoned).order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
 
 
 def writes_recent(limit: int = 50) -> list[UpstreamWrite]:

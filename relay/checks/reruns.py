@@ -9,7 +9,8 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from .. import github, installations
+from .. import github
+from ..installations import installation_id_for
 from ..models import CIProvider, Delivery, Level, Project, RerunRequest
 from ..models_checks import UpstreamCheckRun, UpstreamWrite
 from ..upstream import upstream_installation_id
@@ -115,7 +116,7 @@ def rerun_prepare(write: UpstreamWrite) -> Plan | Skip:
     repo = request.project.full_name
     suffix = "rerun-failed-jobs" if request.kind == "failed" else "rerun"
     path = f"/repos/{repo}/actions/runs/{request.run_id}/{suffix}"
-    return Plan("POST", path, downstream_installation_id(repo), on_sent=lambda r: _answered(request, "requested"), on_error=lambda exc: _refused(request, exc))
+    return Plan("POST", path, installation_id_for(repo), on_sent=lambda r: _answered(request, "requested"), on_error=lambda exc: _refused(request, exc))
 
 
 def _answered(request: RerunRequest, outcome: str) -> str:
@@ -131,12 +132,3 @@ def _refused(request: RerunRequest, exc: github.GitHubError) -> str | None:
     if isinstance(exc, github.PermanentGitHubError):
         RerunRequest.objects.filter(pk=request.pk).update(outcome=f"failed: {exc.status}")
     return None
-
-
-def downstream_installation_id(repo: str) -> int:
-    known = installations.installation_for(repo)
-    if known is not None:
-        return known
-    found = github.installation_id_for_repo(repo)
-    installations.installation_remember(repo, found)
-    return found

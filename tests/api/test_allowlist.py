@@ -31,3 +31,21 @@ def test_importing_needs_the_admin_scope(alice):
 
 def test_importing_needs_authentication(api):
     assert api.put("/api/v1/allowlist", {"yaml": YAML}, format="json").status_code == 401
+
+
+def test_the_api_round_trips_per_entry_events_and_shows_them_on_the_project(carol, api):
+    text = "L2:\n  - TorchedHat/pytorch-redhat-ci:\n      events: [nightly]\n      oncalls: [someone]\nL3:\n  xpu:\n    intel/torch-xpu-ops:\n      events: [pull_request]\n      oncalls: someone-else\n"
+    assert carol.put("/api/v1/allowlist", {"yaml": text}, format="json").status_code == 200
+    exported = api.get("/api/v1/allowlist").content.decode()
+    assert "  - TorchedHat/pytorch-redhat-ci:\n      events: [nightly]\n      oncalls: [someone]\n" in exported
+    assert "    intel/torch-xpu-ops:\n      events: [pull_request]\n      oncalls: [someone-else]\n" in exported
+    assert api.get("/api/v1/projects/TorchedHat/pytorch-redhat-ci").json()["events"] == ["nightly"]
+
+
+def test_a_maintainer_sets_a_projects_events_and_a_repeat_is_refused(alice):
+    Project.objects.create(full_name="vllm-project/vllm", level="L2")
+    ok = alice.patch("/api/v1/projects/vllm-project/vllm", {"events": ["nightly"]}, format="json")
+    assert ok.status_code == 200 and ok.json()["events"] == ["nightly"], ok.json()
+    bad = alice.patch("/api/v1/projects/vllm-project/vllm", {"events": ["nightly", "nightly"]}, format="json")
+    assert bad.status_code == 400 and "listed once" in str(bad.json()), bad.json()
+    assert alice.patch("/api/v1/projects/vllm-project/vllm", {"events": ["push"]}, format="json").status_code == 400

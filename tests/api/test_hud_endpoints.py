@@ -49,3 +49,30 @@ def test_the_gate_fails_when_an_l4_backend_fails(api, commit):
 
 def test_an_unknown_pr_is_a_404(api, db):
     assert api.get("/api/v1/prs/999/gate").json()["code"] == "not_found"
+
+
+def test_both_pr_endpoints_speak_one_gate_vocabulary(api, db):
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4")
+    UpstreamCommit.objects.create(sha="d" * 40, title="Wip", pr_number=78)
+    JobRunFactory(project=xpu, head_sha="d" * 40, status="in_progress", conclusion="", pr_number=78)
+    gate, pr = api.get("/api/v1/prs/78/gate").json(), api.get("/api/v1/prs/78").json()
+    assert gate["state"] == pr["gate"]["state"] == "pending"
+
+
+def test_culprits_name_since_which_commit_a_backend_fails(api, db):
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L2")
+    good = UpstreamCommit.objects.create(sha="1" * 40, title="Good", is_trunk=True)
+    bad = UpstreamCommit.objects.create(sha="2" * 40, title="Break conv", is_trunk=True, parent_sha=good.sha)
+    JobRunFactory(project=xpu, head_sha=good.sha, conclusion="success")
+    JobRunFactory(project=xpu, head_sha=bad.sha, conclusion="failure")
+    body = api.get("/api/v1/culprits?backend=Intel/Torch-XPU-Ops").json()
+    (streak,) = body["streaks"]
+    assert (streak["first_failing"], streak["last_passing"], streak["exact"]) == (bad.sha, good.sha, True)
+    assert api.get(f"/api/v1/culprits?backend=intel/torch-xpu-ops&sha={good.sha[:8]}").json()["streaks"] == []
+
+
+def test_culprits_answer_bad_input_with_a_clear_4xx(api, db):
+    ProjectFactory(full_name="intel/torch-xpu-ops", level="L2")
+    assert api.get("/api/v1/culprits").status_code == 404
+    assert api.get("/api/v1/culprits?backend=intel/torch-xpu-ops&sha=zz").status_code == 400
+    assert api.get("/api/v1/culprits?backend=intel/torch-xpu-ops&sha=abcdef1").status_code == 404

@@ -107,3 +107,17 @@ def test_anonymous_reads_are_throttled_per_client(api, settings, jobs):
     finally:
         TokenRateThrottle.THROTTLE_RATES = original
     assert statuses == [200, 200, 200, 429]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/", "/api/v1"])
+def test_the_api_root_lists_every_resource_with_its_url(api, path):
+    response = api.get(path, HTTP_ACCEPT="application/json", follow=True)
+    assert response.status_code == 200
+    assert set(response.json()) == {"projects", "deliveries", "dispatches", "jobs", "commits", "allowlist"}
+    assert response.json()["projects"] == "http://testserver/api/v1/projects"
+    assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
+
+
+def test_the_api_root_is_browsable_for_people_exploring(api):
+    response = api.get("/api/v1/", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200 and b"Api Root" in response.content

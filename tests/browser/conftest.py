@@ -62,8 +62,8 @@ DEVICE_WORDS = {"reference": ("PRIVATEUSE1", "privateuse1"), "gpu": ("XPU", "xpu
 def seed_hud_store() -> dict:
     """~30 trunk commits × 14 backends with every state the policy knows, an upstream-broken
     commit, shared and backend-specific failures, and a PR with three heads."""
+    from devtools.sandbox_registry import seed_sandbox_registry
     from relay.models import Project
-    from relay.registry import seed_sandbox_registry
 
     seed_sandbox_registry()
     for position, (name, level, device, kind, label) in enumerate(EXTRA_BACKENDS, start=10):
@@ -77,7 +77,8 @@ def _seed_commits(rng: random.Random) -> dict:
     from relay.models import Project, UpstreamCommit
 
     now = timezone.now().replace(microsecond=0)
-    projects = list(Project.objects.filter(is_health_probe=False))
+    # nightly-only repos take no PR or push work, so they have no results on these commits
+    projects = [p for p in Project.objects.filter(is_health_probe=False) if p.takes_pull_requests]
     commits = [UpstreamCommit(sha=f"{rng.getrandbits(160):040x}", title=f"{TITLES[i % len(TITLES)]} (#{151900 - i})", author=AUTHORS[i % len(AUTHORS)],
                               landed_at=now - timedelta(minutes=37 * i), is_trunk=True, branch="main") for i in range(30)]
     for child, parent in zip(commits, commits[1:]):

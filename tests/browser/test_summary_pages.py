@@ -69,3 +69,25 @@ def test_it_draws_the_metrics_charts(live_server, tab, backends, screenshots):
     assert tab.locator(".chart[data-drawn]").count() == 5
     assert tab.locator(".chart-error").count() == 0
     tab.screenshot(path=str(screenshots / "metrics.png"), full_page=True)
+
+
+def test_a_nightly_only_repo_shows_on_the_nightly_tab_with_one_row_per_sha(live_server, tab, screenshots):
+    redhat = project("TorchedHat/pytorch-redhat-ci", display_name="Red Hat (nightly)", events=["nightly"])
+    project("intel/torch-xpu-ops", level="L4", display_name="Intel XPU")
+    sha, now = "3f1c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a", timezone.now()
+    UpstreamCommit.objects.create(sha=sha, title="Nightly head", is_trunk=True)
+    for run_id, workflow, conclusion in (("5123", "ci", "failure"), ("5124", "ci-rocm", "success")):
+        for name in ("Entrypoints Test (API Server): 🚀", 'Kernels "flash-attn: v3"'):
+            job(redhat, conclusion, sha=sha, name=name, event_type="nightly", run_id=run_id, workflow_name=workflow,
+                delivery_key=f"buildkite-{run_id}-{name}"[:100], at=now - timedelta(hours=2))  # fmt: skip
+    tab.goto(f"{live_server.url}/crcr")
+    assert tab.locator("table.backends a.repo", has_text="Red Hat").count() == 0
+    tab.get_by_role("link", name="Nightly").first.click()
+    tab.wait_for_url("**event=nightly**")
+    tab.locator("table.backends a.repo", has_text="Red Hat").click()
+    tab.wait_for_url("**/crcr/TorchedHat/pytorch-redhat-ci?**")
+    rows = tab.locator("table.matrix tbody tr")
+    assert rows.count() == 1 and "2 runs · 2 wf" in rows.first.inner_text()
+    tab.locator("table.matrix a.g.s-failure").first.click()
+    tab.locator("#cell-detail").get_by_text("5123").first.wait_for()
+    tab.screenshot(path=str(screenshots / "backend-nightly.png"), full_page=True)

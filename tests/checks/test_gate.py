@@ -50,7 +50,7 @@ def test_the_gate_summary_is_a_table_of_the_l4_backends(relay, xpu):
     relay.report(xpu, "completed", "failure")
     summary = gate(relay)["output"]["summary"]
     assert "| Backend | Result | Jobs | Why |" in summary
-    assert f"| `{XPU}` | ❌ failure | 0/1 passed | `xpu-ci/build failure` |" in summary
+    assert f"| `{XPU}` | ❌ failure | 0/1 passed | `xpu-ci / build failure` |" in summary
     assert f"| `{NPU}` | ⏳ pending |" in summary
 
 
@@ -138,3 +138,12 @@ def test_a_reopen_that_dispatches_the_same_head_again_waits_for_the_new_run(rela
     assert gate_verdict(2)["state"] == "pending"
     relay.report(xpu, "completed", "success", run_id="4343")
     assert state(gate(relay)) == "success"
+
+
+def test_a_nightly_only_l4_repo_neither_blocks_nor_holds_the_gate(relay, xpu):
+    relay.backend("NVIDIA/pytorch-windows-ci", "L4", events=["nightly"])
+    relay.pr("opened")
+    relay.report(xpu, "completed", "success")
+    passed = gate(relay)
+    assert (state(passed), passed["output"]["title"]) == ("success", "All 1 L4 backend passed")
+    assert [b["repo"] for b in gate_verdict(2)["backends"]] == [XPU]

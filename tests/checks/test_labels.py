@@ -3,6 +3,8 @@ removed, and kept across a reopen."""
 
 import pytest
 
+from relay.models import Dispatch
+
 from .conftest import HEAD, NEW_HEAD
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +110,12 @@ def test_a_label_for_another_device_changes_nothing(relay, rocm):
     relay.report(rocm, "completed", "failure")
     relay.drain()
     assert names(relay) == {"crcr/gate"}
+
+
+def test_a_nightly_only_l3_repo_gets_no_check_run_backfill_from_its_label(relay):
+    relay.backend("intel/xpu-nightly", "L3", device="rocm", events=["nightly"])
+    relay.pr("opened")
+    label(relay, "labeled", labels=[LABEL])
+    relay.drain()
+    assert not any(name.startswith("crcr/intel/xpu-nightly") for name in names(relay))
+    assert Dispatch.objects.filter(project__full_name="intel/xpu-nightly").count() == 0

@@ -69,7 +69,7 @@ def test_a_422_fails_for_good_and_stays_visible(relay, gate_row):
 
 
 def test_it_gives_up_after_the_last_attempt(relay, gate_row, settings):
-    settings.CRCR_DISPATCH_MAX_ATTEMPTS = 2
+    settings.CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS = 2
     relay.gh.fail("POST", GATE_PATH, status=503, times=None)
     relay.drain()
     relay.make_due()
@@ -171,7 +171,7 @@ def test_a_failing_receiver_does_not_fail_the_webhook(relay, monkeypatch, caplog
 
 
 def test_an_unexpected_error_is_retried_and_ends_visibly_instead_of_looping(relay, gate_row, monkeypatch, settings):
-    settings.CRCR_DISPATCH_MAX_ATTEMPTS = 2
+    settings.CRCR_UPSTREAM_WRITE_MAX_ATTEMPTS = 2
     monkeypatch.setitem(outbox.HANDLERS, UpstreamWrite.Kind.CHECK_RUN_CREATE, "tests.checks.test_outbox.broken_handler")
     relay.drain()
     write = gate_row.writes.get()

@@ -37,11 +37,15 @@ def commit():
 
 
 def run(project, conclusion="success", sha=SHA, tests_total=100, failed=(), **fields):
-    """One job attempt; `failed` are (classname, name) or (classname, name, hw_classification)."""
+    """One job attempt; `failed` are (classname, name), (classname, name, hw_classification) or
+    dicts of FailedTest fields (name, classname, file, …) as a producer sent them."""
     job = JobRunFactory(project=project, head_sha=sha, conclusion=conclusion, tests_total=tests_total,
                         tests_failed=len(failed) or None, **fields)
     for test in failed:
-        FailedTestFactory(job_run=job, classname=test[0], name=test[1], hw_classification=test[2] if len(test) > 2 else "")
+        if isinstance(test, dict):
+            FailedTestFactory(job_run=job, **{"file": "", "hw_classification": "", **test})
+        else:
+            FailedTestFactory(job_run=job, classname=test[0], name=test[1], hw_classification=test[2] if len(test) > 2 else "")
     return job
 
 
@@ -100,22 +104,40 @@ def test_no_registered_reference_means_no_baseline(xpu, commit):
     assert commit_baseline(SHA).status == "no_reference"
 
 
-@pytest.mark.parametrize("fields", [
-    {"conclusion": "failure", "tests_total": None},
-    {"conclusion": "timed_out", "ended_by": "timed_out"},
-    {"conclusion": "cancelled"},
-])
-def test_a_reference_that_failed_as_a_job_flags_the_commit_upstream_broken(reference, xpu, commit, fields):
-    run(reference, **fields)
+def test_a_reference_whose_build_failed_flags_the_commit_upstream_broken(reference, xpu, commit):
+    run(reference, "failure", tests_total=None)
     run(xpu, "failure", tests_total=None)
     baseline = commit_baseline(SHA)
     assert baseline.upstream_broken and baseline.reference_job_level_failures == ["ci / test"]
     assert baseline_marks([SHA]) == {(SHA, xpu.id): "shared"}
 
 
-def test_a_reference_failing_only_tests_is_not_upstream_broken(reference, xpu, commit):
+def test_a_reference_failing_tests_is_upstream_broken_too(reference, xpu, commit):
     run(reference, "failure", failed=[REF_ADD])
-    assert not commit_baseline(SHA).upstream_broken
+    baseline = commit_baseline(SHA)
+    assert baseline.upstream_broken and baseline.upstream_broken_tests == 1
+
+
+@pytest.mark.parametrize("fields", [
+    {"conclusion": "timed_out", "ended_by": "timed_out"},
+    {"conclusion": "cancelled"},
+    {"conclusion": "", "ended_by": "never_started", "run_id": "-"},
+])
+def test_a_reference_that_did_not_run_means_no_baseline_never_upstream_broken(reference, xpu, commit, fields):
+    run(reference, **fields)
+    run(xpu, "failure", failed=[XPU_ADD])
+    baseline = commit_baseline(SHA)
+    assert not baseline.upstream_broken and baseline.status == "no_baseline"
+    assert baseline_marks([SHA]) == {(SHA, xpu.id): "no_baseline"}
+
+
+def test_a_never_started_dispatch_row_does_not_hide_the_imported_reference_result(reference, xpu, commit):
+    run(reference, "success", workflow_name="pull", job_name="test (openreg, 1, 1, linux.2xlarge)")
+    run(reference, "", status="completed", ended_by="never_started", run_id="-", workflow_name="", job_name="")
+    run(xpu, "failure", failed=[XPU_ADD])
+    baseline = commit_baseline(SHA)
+    assert baseline.reference_state == "success" and not baseline.upstream_broken
+    assert baseline_marks([SHA]) == {(SHA, xpu.id): "backend"}
 
 
 def test_a_flaky_backend_job_is_not_a_failure(reference, xpu, commit):
@@ -215,3 +237,48 @@ def test_grid_marks_cost_a_constant_number_of_queries(reference, xpu, rocm, djan
     with django_assert_max_num_queries(4):
         marks = baseline_marks(shas)
     assert set(marks.values()) == {"shared", "backend"} and len(marks) == 60
+
+
+# --- test identity across producers -------------------------------------------------------------
+
+# The reference as PyTorch's CI reports it (JUnit written from inside test/).
+PYTORCH_JUNIT = {"classname": "test_nn.TestNNDeviceTypePRIVATEUSE1", "name": "test_conv2d_backward_privateuse1_bfloat16", "file": "test_nn.py"}
+# A backend running pytest from its checkout's root, reported by our client.
+PYTEST_ROOT = {"classname": "test.test_nn.TestNNDeviceTypeXPU", "name": "test_conv2d_backward_xpu_bfloat16", "file": "test/test_nn.py"}
+# The sandbox's and many reporters' shape: the bare class, the file beside it.
+BARE_CLASS = {"classname": "TestNNDeviceTypeCUDA", "name": "test_conv2d_backward_cuda_bfloat16", "file": "test/test_nn.py"}
+# A reporter that sends only the class and method.
+NO_MODULE = {"classname": "TestNNDeviceTypeXPU", "name": "test_conv2d_backward_xpu_bfloat16"}
+
+
+@pytest.mark.parametrize("backend_test", [PYTEST_ROOT, BARE_CLASS, NO_MODULE], ids=["pytest-root", "bare-class", "no-module"])
+def test_an_upstream_break_is_shared_whatever_shape_each_producer_reports(reference, xpu, commit, backend_test):
+    run(reference, "failure", failed=[PYTORCH_JUNIT])
+    run(xpu, "failure", failed=[backend_test])
+    assert baseline_marks([SHA]) == {(SHA, xpu.id): "shared"}
+    baseline = commit_baseline(SHA)
+    comparison = baseline.for_backend(xpu.id)
+    assert [t.test_id for t in comparison.shared] == ["test_nn.TestNNDeviceType.test_conv2d_backward_bfloat16"]
+    assert comparison.reference_only == [] and baseline.upstream_broken
+
+
+def test_failing_on_several_backends_says_the_reference_fails_it_too(reference, xpu, rocm, commit):
+    run(reference, "failure", failed=[PYTORCH_JUNIT])
+    run(xpu, "failure", failed=[PYTEST_ROOT])
+    run(rocm, "failure", failed=[BARE_CLASS])
+    (multi,) = commit_baseline(SHA).multi_backend
+    assert multi.reference_fails and sorted(multi.backends) == ["AMD ROCm", "Intel XPU"]
+
+
+def test_a_module_less_test_is_not_matched_when_two_modules_have_that_class_and_method(reference, xpu, commit):
+    other_module = {**PYTORCH_JUNIT, "classname": "test_nn_extra.TestNNDeviceTypePRIVATEUSE1", "file": "test_nn_extra.py"}
+    run(reference, "failure", failed=[PYTORCH_JUNIT, other_module])
+    run(xpu, "failure", failed=[NO_MODULE])
+    comparison = commit_baseline(SHA).for_backend(xpu.id)
+    assert comparison.shared == [] and comparison.not_comparable[0].test_id == "TestNNDeviceType.test_conv2d_backward_bfloat16"
+
+
+def test_a_test_in_another_module_is_a_different_test(reference, xpu, commit):
+    run(reference, "failure", failed=[PYTORCH_JUNIT])
+    run(xpu, "failure", failed=[{**PYTEST_ROOT, "classname": "test.test_ops.TestNNDeviceTypeXPU", "file": "test/test_ops.py"}])
+    assert baseline_marks([SHA]) == {(SHA, xpu.id): "backend"}

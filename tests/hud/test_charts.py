@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from hud import charts
 from hud.selectors_metrics import BackendSeries, Metrics
 from hud.selectors_summary import Tally
-from hud.status import State
+from relay.verdicts import State
 from relay.models import Project
 
 DAYS = [date(2026, 11, 28) + timedelta(days=i) for i in range(3)]

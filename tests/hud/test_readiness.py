@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 from hud.readiness import readiness
 from hud.selectors_summary import EDGES, Tally
-from hud.status import State
+from relay.verdicts import State
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
 LONG_AGO = NOW - timedelta(days=60)

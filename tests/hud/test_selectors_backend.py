@@ -8,7 +8,7 @@ from django.utils import timezone
 from hud.selectors_backend import (
     backend_find, cell_detail, dashboard_build, environment_latest, heads_in_window, matrix_build, run_url, shard_groups, shard_of,
 )
-from hud.status import State
+from relay.verdicts import State
 from relay.models import FailedTest, LevelChange, UpstreamCommit
 from tests.hud.test_selectors_summary import NOW, fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from hud.gate import gate_verdict
 from hud.selectors_commit import cells_for_commits, registered_backends, resolve_commit
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
-from hud.status import State, awaiting_results_state
+from relay.verdicts import State, awaiting_results_state
 from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -68,9 +68,9 @@ def test_columns_pin_the_reference_first_then_l4_l3_l2_and_l1(backends):
 def test_a_cell_shows_the_latest_attempt_and_a_pass_after_a_failure_is_flaky(backends):
     (commit,) = trunk(1)
     run(backends["xpu"], commit.sha, "failure", run_attempt=1, run_id="1")
-    run(backends["xpu"], commit.sha, "success", run_attempt=2, run_id="1", created_at=NOW + timedelta(minutes=3))
+    run(backends["xpu"], commit.sha, "success", run_attempt=2, run_id="1")
     run(backends["mps"], commit.sha, "success", run_attempt=1, run_id="2")
-    run(backends["mps"], commit.sha, "failure", run_attempt=2, run_id="2", created_at=NOW + timedelta(minutes=3))
+    run(backends["mps"], commit.sha, "failure", run_attempt=2, run_id="2")
     grid = grid_page(filters())
     assert cell(grid, commit.sha, backends["xpu"]).state == State.FLAKY
     assert cell(grid, commit.sha, backends["mps"]).state == State.FAILURE
@@ -259,10 +259,10 @@ def test_the_gate_passes_when_every_l4_job_passed_and_ignores_other_levels(backe
     assert (verdict["state"], verdict["status"], verdict["conclusion"]) == ("success", "completed", "success")
 
 
-def test_the_gate_is_in_progress_while_l4_work_is_dispatched_without_a_result(backends):
+def test_the_gate_is_pending_while_l4_work_is_dispatched_without_a_result(backends):
     dispatch(backends["xpu"], "2" * 40, "sent", pr_number=7)
     verdict = gate_verdict("2" * 40, 7)
-    assert (verdict["state"], verdict["conclusion"]) == ("in_progress", None)
+    assert (verdict["state"], verdict["status"], verdict["conclusion"]) == ("pending", "in_progress", None)
 
 
 def test_a_certain_failure_wins_over_work_still_running(backends):
@@ -292,10 +292,12 @@ def test_the_gate_fails_on_failed_timed_out_or_cancelled_but_not_superseded_work
     assert verdict["blocking"] == ([] if state == "skipped" else [backends["xpu"].full_name])
 
 
-def test_the_gate_judges_the_latest_attempt(backends):
-    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, created_at=NOW, pr_number=7)
-    run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, created_at=NOW + timedelta(minutes=1), pr_number=7)
+def test_the_gate_judges_the_latest_attempt_even_when_attempt_1_reports_last(backends):
+    UpstreamCommitFactory(sha="5" * 40, is_trunk=False, pr_number=7)
+    run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, pr_number=7)
+    run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, pr_number=7)  # a late callback
     assert gate_verdict("5" * 40, 7)["state"] == "success"
+    assert cell(grid_page(filters("heads=pr")), "5" * 40, backends["xpu"]).state == State.FLAKY
 
 
 def test_cells_for_commits_answers_every_pair_even_without_data(backends):

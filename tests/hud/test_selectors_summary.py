@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from hud import selectors_summary as summary
 from hud.selectors_summary import Bucket, Histogram, Tally, TalliesPending, bucket_compute, summary_build, window_tallies
-from hud.status import State, job_verdicts, rates
+from relay.verdicts import State, job_verdicts, rates
 from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 
@@ -176,10 +176,22 @@ def test_it_sorts_backends_worst_pass_rate_first_within_a_level():
 
 def test_it_keeps_the_health_probe_out_of_product_rows():
     probe = project("pytorch/crcr-test", is_health_probe=True)
-    job(probe, "failure", name="expect-failure")
+    job(probe, "failure", name="test-xfail")
     result = summary_build("7d", "pr", NOW)
     assert all(row.project != probe for section in result.sections for row in section.rows)
     assert result.registered_total == 0
+
+
+def test_it_leaves_nightly_only_repos_out_of_the_pull_request_tab_and_shows_them_in_the_nightly_one():
+    both, nightly_only, pr_only = project("both/ci"), project("TorchedHat/pytorch-redhat-ci", events=["nightly"]), project("pr/ci", events=["pull_request"])
+    job(nightly_only, event_type="nightly", sha="b" * 40)
+
+    def listed(tab):
+        return {row.project for section in summary_build("7d", tab, NOW).sections for row in section.rows}
+
+    assert listed("pr") == {both, pr_only}
+    assert listed("nightly") == {both, nightly_only}
+    assert _row(summary_build("7d", "nightly", NOW), nightly_only).rates.passed == 1
 
 
 def test_it_says_in_words_when_a_backend_is_stale_or_has_no_data():
@@ -229,10 +241,12 @@ def test_it_calls_the_sweeper_degraded_when_jobs_are_overdue_even_with_a_heartbe
 
 def test_it_passes_the_probe_only_on_the_conclusions_its_jobs_expect():
     probe = project("pytorch/crcr-test", is_health_probe=True)
-    job(probe, "failure", name="expect-failure", at=NOW - timedelta(hours=1))
+    job(probe, "failure", name="test-xfail", at=NOW - timedelta(hours=1))
+    job(probe, "cancelled", name="test-xcancel", at=NOW - timedelta(hours=1))
+    job(probe, "timed_out", name="test-xtimeout", at=NOW - timedelta(hours=1))
     job(probe, "success", name="smoke", at=NOW - timedelta(hours=1))
     assert _cards(summary_build("7d", "pr", NOW))["probe"].state == "healthy"
-    job(probe, "success", name="expect-cancelled", at=NOW - timedelta(minutes=50))
+    job(probe, "success", name="test-xcancel-2", at=NOW - timedelta(minutes=50))
     cache.clear()
     assert _cards(summary_build("7d", "pr", NOW))["probe"].state == "degraded"
 

@@ -180,3 +180,19 @@ def test_a_50_commit_by_40_backend_grid_takes_a_fixed_handful_of_queries(client,
     )
     with django_assert_max_num_queries(8):
         assert client.get("/").status_code == 200
+
+
+def test_every_registered_backend_is_a_column_before_any_trunk_result(client):
+    """A backend with only PR results (or none yet) still has its column on `/`."""
+    pr_only = ProjectFactory(full_name="pytorch-mps/mps-ci", display_name="Apple MPS")
+    UpstreamCommitFactory(sha="c" * 40, is_trunk=False, pr_number=7)
+    JobRunFactory(project=pr_only, head_sha="c" * 40, pr_number=7)
+    html = client.get("/").content.decode()
+    assert 'id="hud-grid"' in html and "Apple MPS" in html
+    assert "No trunk pushes recorded yet" in html and "Every registered backend has its column already" in html
+
+
+def test_the_htmx_refresh_of_an_empty_grid_keeps_the_columns_and_the_reason(client):
+    ProjectFactory(full_name="pytorch-mps/mps-ci", display_name="Apple MPS")
+    html = client.get("/", HTTP_HX_REQUEST="true").content.decode()
+    assert "Apple MPS" in html and "No trunk pushes recorded yet" in html and "<html" not in html

@@ -146,3 +146,12 @@ def test_it_shows_the_audit_log_read_only(browser, xpu):
 def test_it_shows_installations_read_only(browser, name):
     assert browser.get(reverse(f"admin:relay_{name}_changelist")).status_code == 200
     assert browser.get(reverse(f"admin:relay_{name}_add")).status_code == 403
+
+
+def test_it_sets_what_a_project_takes_part_in_and_none_ticked_means_both(browser, xpu):
+    assert post(browser, change_url(xpu), form_data(xpu, events=["nightly"])).status_code == 302
+    xpu.refresh_from_db()
+    assert xpu.events == ["nightly"] and xpu.nightly_only
+    assert post(browser, change_url(xpu), form_data(xpu)).status_code == 302
+    xpu.refresh_from_db()
+    assert xpu.events == [] and xpu.takes_pull_requests and xpu.takes_part_in("nightly")

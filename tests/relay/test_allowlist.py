@@ -1,3 +1,4 @@
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,34 @@ from hypothesis import strategies as st
 from relay.allowlist import AllowlistError, Entry, parse_allowlist, render_allowlist
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml").read_text()
+EVERY_SHAPE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist_every_shape.yml").read_text()
+
+
+def hud_read(text: str) -> dict[str, tuple[str, str, list[str], list[str]]]:
+    """What the HUD's parser (test-infra torchci/lib/crcrAllowlist.ts, with #8856's events) makes
+    of a file: a mapping value is metadata, oncalls a comma string or a list, events default to both."""
+    doc = yaml.safe_load(text) or {}
+    repos = {}
+
+    def read(value):
+        meta = value if isinstance(value, dict) else {"oncalls": value}
+        oncalls = meta.get("oncalls")
+        oncalls = [] if oncalls is None else [o.strip() for o in oncalls.split(",")] if isinstance(oncalls, str) else [str(o) for o in oncalls]
+        # a leading @ is dropped on our side (handles are stored bare); compare without it
+        return [o.removeprefix("@") for o in oncalls if o], list(meta.get("events") or ["pull_request", "nightly"])
+
+    for level in ("L1", "L2", "L4"):
+        for item in doc.get(level) or []:
+            name, value = (item, None) if isinstance(item, str) else next(iter(item.items()))
+            repos[name.strip().strip("/")] = (level, "", *read(value))
+    for device, mapping in (doc.get("L3") or {}).items():
+        for name, value in mapping.items():
+            repos[name.strip().strip("/")] = ("L3", str(device).strip(), *read(value))
+    return repos
+
+
+def as_hud_reads(entries) -> dict:
+    return {e.full_name: (e.level, e.device, list(e.oncalls), list(e.events or ("pull_request", "nightly"))) for e in entries}
 
 
 def upstream_read(text: str) -> dict[str, tuple[str, str, list[str]]]:
@@ -159,7 +188,60 @@ def test_it_refuses_an_oncall_that_yaml_reads_as_a_boolean_and_says_to_quote_it(
 
 
 def test_it_refuses_oncalls_written_as_a_mapping():
-    assert "oncalls must be a comma-separated string or a list" in errors_of("L2:\n  - o/r: {a: b}\n")[0]
+    assert "oncalls must be a comma-separated string or a list" in errors_of("L2:\n  - o/r:\n      oncalls: {a: b}\n")[0]
+
+
+# --- per-entry metadata (test-infra #8855/#8856, pytorch/pytorch #197864) -------------------------
+
+
+def test_it_reads_the_metadata_shapes_of_the_issue_on_a_list_level_and_on_l3():
+    text = "L2:\n  - TorchedHat/pytorch-redhat-ci:\n      events: [nightly]\n      oncalls: [someone]\nL3:\n  xpu:\n    intel/torch-xpu-ops:\n      events: [pull_request]\n      oncalls: someone-else\n"
+    assert parse_allowlist(text) == [
+        Entry("TorchedHat/pytorch-redhat-ci", "L2", "", ("someone",), 0, ("nightly",)),
+        Entry("intel/torch-xpu-ops", "L3", "xpu", ("someone-else",), 0, ("pull_request",)),
+    ]
+
+
+def test_it_reads_every_accepted_shape_mixed_in_one_file_as_the_hud_parser_does():
+    entries = parse_allowlist(EVERY_SHAPE)
+    assert len(entries) == 18
+    assert as_hud_reads(entries) == hud_read(EVERY_SHAPE)
+
+
+def test_it_leaves_events_empty_when_absent_which_means_both():
+    [plain, listed, meta] = parse_allowlist("L2:\n  - a/b\n  - c/d: [x]\n  - e/f:\n      oncalls: x, y\n")
+    assert plain.events == listed.events == meta.events == ()
+    assert meta.oncalls == ("x", "y")
+
+
+@pytest.mark.parametrize(("events", "problem"), [
+    ("[push]", "unsupported event 'push'"), ("[]", "events must be a non-empty list"), ("nightly", "events must be a non-empty list"),
+    ("[nightly, nightly]", "events lists 'nightly' twice"), ("[1]", "unsupported event 1"),
+])  # fmt: skip
+def test_it_refuses_events_the_hud_parser_refuses(events, problem):
+    [error] = errors_of(f"L2:\n  - o/r:\n      events: {events}\n")
+    assert error.startswith("L2 entry 1 ('o/r'): ") and problem in error
+
+
+def test_it_refuses_an_unknown_metadata_field_and_names_it():
+    [error] = errors_of("L3:\n  xpu:\n    o/r:\n      owner: team\n")
+    assert error == "L3 device 'xpu' entry 1 ('o/r'): unsupported metadata field(s) 'owner' (only events and oncalls)"
+
+
+def test_it_writes_an_entry_with_events_in_the_metadata_shape_and_others_in_the_older_shapes():
+    text = render_allowlist([
+        Entry("a/b", "L2", oncalls=("x", "y"), events=("nightly",)), Entry("c/d", "L2", oncalls=("z",), position=1),
+        Entry("e/f", "L3", "xpu", (), 0, ("pull_request",)), Entry("g/h", "L3", "xpu", ("w",), 1),
+    ])  # fmt: skip
+    assert "L2:\n  - a/b:\n      events: [nightly]\n      oncalls: [x, y]\n  - c/d: z\n" in text
+    assert "L3:\n  xpu:\n    e/f:\n      events: [pull_request]\n    g/h: [w]\n" in text
+
+
+def test_it_round_trips_a_file_mixing_every_accepted_shape():
+    entries = parse_allowlist(EVERY_SHAPE)
+    text = render_allowlist(entries)
+    assert parse_allowlist(text) == entries
+    assert hud_read(text) == hud_read(EVERY_SHAPE)
 
 
 def test_it_refuses_a_duplicate_that_differs_only_in_case_and_names_both_occurrences():
@@ -246,9 +328,16 @@ def allowlists(draw):
     for name in full_names:
         level = draw(st.sampled_from(list(by_level)))
         device = draw(st.sampled_from(device_pool)) if level == "L3" else ""
-        by_level[level].append((device, name, tuple(draw(st.lists(handles, max_size=3)))))
+        events = draw(st.sampled_from([(), (), ("nightly",), ("pull_request",), ("pull_request", "nightly"), ("nightly", "pull_request")]))
+        by_level[level].append((device, name, tuple(draw(st.lists(handles, max_size=3))), events))
     by_level["L3"].sort(key=lambda item: device_pool.index(item[0]))
-    return [Entry(n, level, d, o, i) for level, items in by_level.items() for i, (d, n, o) in enumerate(items)]
+    return [Entry(n, level, d, o, i, e) for level, items in by_level.items() for i, (d, n, o, e) in enumerate(items)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(allowlists())
+def test_what_it_writes_reads_the_same_under_the_hud_parser_with_events(entries):
+    assert hud_read(render_allowlist(entries)) == as_hud_reads(entries)
 
 
 @settings(max_examples=150, deadline=None)
@@ -262,5 +351,6 @@ def test_it_reads_back_whatever_it_writes(entries):
 @settings(max_examples=100, deadline=None)
 @given(allowlists())
 def test_what_it_writes_reads_the_same_under_the_upstream_relay_rules(entries):
+    entries = [replace(e, events=()) for e in entries]  # the snapshot's relay predates `events`
     expected = {e.full_name: (e.level, e.device, list(e.oncalls)) for e in entries}
     assert upstream_read(render_allowlist(entries)) == expected

@@ -109,4 +109,36 @@ def test_it_exports_the_registry_to_stdout():
 def test_it_seeds_the_sandbox_registry_idempotently():
     run("seed_sandbox")
     out, _ = run("seed_sandbox")
-    assert "9 projects" in out and Project.objects.count() == 9
+    assert "10 projects" in out and Project.objects.count() == 10
+
+
+EVERY_SHAPE_PATH = SAMPLE_PATH.parent / "allowlist_every_shape.yml"
+
+
+def test_it_stores_each_entrys_events_on_the_project():
+    run("allowlist_import", str(EVERY_SHAPE_PATH))
+    events = dict(Project.objects.values_list("full_name", "events"))
+    assert events["TorchedHat/pytorch-redhat-ci"] == ["nightly"] and events["intel/torch-xpu-ops"] == ["pull_request"]
+    assert events["huggingface/transformers"] == [] and events["example/gating"] == ["nightly", "pull_request"]
+    redhat = Project.objects.get(full_name="TorchedHat/pytorch-redhat-ci")
+    assert redhat.oncalls == ["someone"] and redhat.nightly_only and not redhat.takes_pull_requests
+
+
+def test_a_file_mixing_every_accepted_shape_round_trips_through_import_and_export_without_loss(tmp_path):
+    run("allowlist_import", str(EVERY_SHAPE_PATH))
+    exported, _ = run("allowlist_export")
+    assert parse_allowlist(exported) == parse_allowlist(EVERY_SHAPE_PATH.read_text())
+    (tmp_path / "again.yml").write_text(exported)
+    out, _ = run("allowlist_import", str(tmp_path / "again.yml"))
+    assert "0 created, 0 updated, 0 deactivated, 18 unchanged" in out
+    assert run("allowlist_export")[0] == exported
+
+
+def test_the_issues_example_imports_where_it_used_to_stop_with_an_oncalls_error(tmp_path):
+    (tmp_path / "allowlist.yml").write_text(
+        "L2:\n  - TorchedHat/pytorch-redhat-ci:\n      events: [nightly]\n      oncalls: [someone]\n"
+        "L3:\n  xpu:\n    intel/torch-xpu-ops:\n      events: [pull_request]\n      oncalls: someone-else\n"
+    )
+    out, _ = run("allowlist_import", str(tmp_path / "allowlist.yml"))
+    assert "2 created" in out
+    assert Project.objects.get(full_name="intel/torch-xpu-ops").device == "xpu"

@@ -74,6 +74,8 @@ def mutate(body, path, value):
         (("workflow", "environment"), ["xpu"], "environment"),
         (("workflow", "environment"), {"device": {"nested": True}}, "must be a string"),
         (("payload",), "string", "payload"),
+        (("pytorch_head_sha",), 1234567, "'pytorch_head_sha' must be a string"),
+        (("pytorch_head_sha",), "f" * 65, "'pytorch_head_sha' is longer than 64"),
     ],
 )
 def test_a_malformed_body_is_refused_with_400(post, base, path, value, needle):
@@ -118,3 +120,9 @@ def test_every_github_conclusion_is_accepted(post, base):
         body = mutate(base, ("workflow", "conclusion"), conclusion)
         body["workflow"]["job_name"] = f"job-{index}"
         assert post(body).status_code == 200, conclusion
+
+
+def test_a_pr_callbacks_pytorch_head_sha_never_overrides_the_dispatched_head(post, base):
+    """The SHA of a PR or push callback is the dispatch's; a self-report alone may name its own."""
+    assert post({**base, "pytorch_head_sha": "f" * 40}).status_code == 200
+    assert JobRun.objects.get().head_sha == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"

@@ -268,3 +268,26 @@ def test_it_records_a_pr_head(post_webhook, backends):
     post_webhook("pull_request", fixture_payload("pull_request.opened"))
     head = UpstreamCommit.objects.get()
     assert (head.pr_number, head.is_trunk, head.sha) == (2, False, "ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+
+
+@pytest.mark.parametrize("event", ["pull_request", "push"])
+def test_a_nightly_only_repo_gets_no_pr_or_push_dispatch(post_webhook, backends, event):
+    nightly = ProjectFactory(level="L2", events=["nightly"])
+    pr_only = ProjectFactory(level="L2", events=["pull_request"])
+    payload = fixture_payload("pull_request.opened") if event == "pull_request" else {**fixture_payload("push"), "ref": "refs/heads/main", "deleted": False, "after": "c" * 40}
+    assert post_webhook(event, payload).status_code == 202
+    dispatched = set(Dispatch.objects.values_list("project__full_name", flat=True))
+    assert nightly.full_name not in dispatched and pr_only.full_name in dispatched
+    assert len(dispatched) == 5
+
+
+def test_a_pull_request_webhook_records_the_prs_author_labels_and_base(post_webhook, backends):
+    from relay.models import PullRequest
+
+    payload = fixture_payload("pull_request.labeled")
+    payload["label"] = {"name": "ciflow/crcr/xpu"}
+    payload["pull_request"]["labels"] = [{"name": "ciflow/crcr/xpu"}, "not-a-mapping"]
+    assert post_webhook("pull_request", payload).status_code in (200, 202)
+    pr = PullRequest.objects.get(number=payload["pull_request"]["number"])
+    assert pr.labels == ["ciflow/crcr/xpu"] and pr.base_sha == payload["pull_request"]["base"]["sha"]
+    assert pr.author == payload["pull_request"]["user"]["login"]

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.core.management import CommandError
 
-from relay.management.commands.runstack import MAX_RESTARTS, Command
+from devtools.management.commands.runstack import MAX_RESTARTS, Command
 
 
 @pytest.fixture

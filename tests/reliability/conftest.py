@@ -265,7 +265,7 @@ def redis_server(tmp_path):
 @pytest.fixture
 def github():
     """The GitHub REST stand-in the relay's processes talk to."""
-    from standin import StandIn
+    from devtools.standin import StandIn
 
     stand = StandIn(app_id=1001).start()
     yield stand
@@ -276,7 +276,7 @@ def github():
 def issuers():
     """A second stand-in serving only the OIDC issuers, so GitHub can go down without taking the
     callback key servers with it."""
-    from standin import StandIn
+    from devtools.standin import StandIn
 
     stand = StandIn(app_id=1002).start()
     yield stand

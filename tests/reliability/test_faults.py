@@ -155,7 +155,8 @@ def assert_store_complete(pg_server, database: str, load: MixedLoad, repos: list
 @pytest.mark.timeout(240)
 def test_redis_stopped_mid_load(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
     repos = downstream(github, 5, "redis")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10)
+    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10,
+                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10)
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -280,7 +281,8 @@ def test_a_nightly_self_report_is_answered_while_redis_is_down(standin, oidc, de
 @pytest.mark.timeout(300)
 def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
     repos = downstream(github, 5, "pg")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10)
+    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10,
+                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10)
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -346,7 +348,8 @@ def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, git
 @pytest.mark.timeout(240)
 def test_a_worker_killed_with_sigkill_mid_fan_out(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
     repos = downstream(github, 10, "kill")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=5)
+    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=5,
+                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=5)
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -393,7 +396,9 @@ def test_github_down_for_a_while(pg_server, pg_database, redis_server, github, i
     repos = downstream(github, 2, "ghl2") + downstream(github, 2, "ghl4", level="L4", first_id=721_000)
     base, cap = 1.0, 4.0
     env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, issuers, CRCR_SWEEP_GRACE_SECONDS=1,
-                    CRCR_DISPATCH_LEASE_SECONDS=15, CRCR_DISPATCH_BACKOFF_BASE_SECONDS=base, CRCR_DISPATCH_BACKOFF_MAX_SECONDS=cap)  # fmt: skip
+                    CRCR_DISPATCH_LEASE_SECONDS=15, CRCR_DISPATCH_BACKOFF_BASE_SECONDS=base, CRCR_DISPATCH_BACKOFF_MAX_SECONDS=cap,
+                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=15, CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS=base,
+                    CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS=cap)  # fmt: skip
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())

@@ -8,8 +8,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from standin import StandIn
-from standin.keys import SigningKey
+from devtools.standin import StandIn
+from devtools.standin.keys import SigningKey
 
 DOWNSTREAM = "intel/torch-xpu-ops"
 UPSTREAM = "pytorch/pytorch"

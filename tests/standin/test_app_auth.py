@@ -2,7 +2,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from standin.keys import SigningKey
+from devtools.standin.keys import SigningKey
 
 from .conftest import DOWNSTREAM, app_jwt, bearer, mint_token
 

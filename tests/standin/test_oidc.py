@@ -2,7 +2,7 @@ import httpx
 import jwt
 import pytest
 
-from standin.keys import split_jwt
+from devtools.standin.keys import split_jwt
 
 AUDIENCE = "pytorch-cross-repo-ci-relay"
 

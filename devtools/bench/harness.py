@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .load import wait_http
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = ROOT / "var" / "bench"
 CHILD_FLAG = "CRCR_BENCH_CHILD"
 TARGET_ENV = "CRCR_BENCH_TARGET"

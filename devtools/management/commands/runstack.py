@@ -55,7 +55,7 @@ class Command(BaseCommand):
         (state / "registry.json").unlink(missing_ok=True)
         (state / "standin.json").unlink(missing_ok=True)
         secret_file = self.secret_file(state)
-        self.spawn("standin", [sys.executable, "-m", "standin.sandbox", "--relay-url", relay_url, "--state-dir", str(state), "--webhook-secret-file", str(secret_file)], os.environ)
+        self.spawn("standin", [sys.executable, "-m", "devtools.standin.sandbox", "--relay-url", relay_url, "--state-dir", str(state), "--webhook-secret-file", str(secret_file)], os.environ)
         info = self.wait_for_json(state / "standin.json")
         env = {
             "CRCR_SANDBOX": "1", "GITHUB_API_URL": info["url"], "GITHUB_APP_ID": str(info["app_id"]),

@@ -7,8 +7,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.seed import SeedRefused
-from bench.seed import seed as seed_history
+from devtools.bench.seed import SeedRefused
+from devtools.bench.seed import seed as seed_history
 
 
 class Command(BaseCommand):

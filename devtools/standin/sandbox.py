@@ -268,7 +268,9 @@ class JobPlan:
 
     def jobs(self) -> list[dict]:
         if self.project.get("is_health_probe"):
-            return [self.job("expect-success", "success"), self.job("expect-failure", "failure")]
+            # pytorch/crcr-test's convention: x-probes are built to end failure, cancelled, timed_out
+            # (its xtimeout job reports timed_out itself here, so the sandbox need not wait 6 h)
+            return [self.job("smoke", "success"), self.job("xfail", "failure"), self.job("xcancel", "cancelled"), self.job("xtimeout", "timed_out")]
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
         return [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
 
@@ -317,6 +319,106 @@ class JobPlan:
         return {**self.client_payload, "workflow": workflow}
 
 
+# --- nightly reporters --------------------------------------------------------------------------------
+
+BUILDKITE_CONCLUSIONS = {"passed": "success", "failed": "failure", "broken": "failure", "canceled": "cancelled", "timed_out": "timed_out",
+                         "skipped": "skipped", "not_run": "skipped"}  # fmt: skip
+VLLM_NIGHTLY_LABELS = [
+    ":pytest: Basic Correctness Test", "Entrypoints Test (API Server) :docker:", "V1 e2e + engine: 'spec decode' 🚀",
+    'Kernels Attention Test "flash-attn: v3"', "LoRA TP Test (Distributed) :: 2 GPUs 🧪", "Models Test: language (part 1) ✅",
+]
+
+
+def takes_nightly(project: dict) -> bool:
+    return not project.get("events") or "nightly" in project["events"]
+
+
+def buildkite_nightly_bodies(build: dict) -> list[dict]:
+    """vLLM's reporter (vllm-project/vllm #51830): one completed callback per terminal script job of
+    a Buildkite build, keyed buildkite-<build>-<job id>, the tested upstream SHA top-level."""
+    return [
+        {"delivery_id": f"buildkite-{build['number']}-{job['id']}", "event_type": "nightly", "pytorch_head_sha": build["commit"],
+         "workflow": {"status": "completed", "conclusion": BUILDKITE_CONCLUSIONS[job["state"]], "run_id": int(build["number"]), "run_attempt": 1,
+                      "name": build["pipeline"]["slug"], "job_name": job["name"], "url": job["web_url"],
+                      "started_at": job["started_at"], "completed_at": job["finished_at"]}}
+        for job in build["jobs"] if job.get("type") == "script" and job.get("state") in BUILDKITE_CONCLUSIONS
+    ]  # fmt: skip
+
+
+def action_nightly_body(sha: str, workflow: str, run_id: str, attempt: int, job: str, conclusion: str) -> dict:
+    """The existing callback action's nightly self-report: the SHA as delivery_id and payload.head_sha."""
+    now = _now_iso()
+    return {"event_type": "nightly", "delivery_id": sha, "payload": {"head_sha": sha},
+            "workflow": {"schema_version": "1", "status": "completed", "conclusion": conclusion, "name": workflow,
+                         "url": f"https://github.com/example/actions/runs/{run_id}", "run_id": run_id, "run_attempt": str(attempt),
+                         "job_name": job, "check_run_id": f"{run_id}-{attempt}", "started_at": now, "completed_at": now}}  # fmt: skip
+
+
+class Nightlies:
+    """Once a simulated "night", the nightly reporters test the current upstream trunk head: vLLM
+    through its Buildkite reporter (one token per build), the nightly-only repo and the health
+    probe through the callback action's nightly shape; now and then a second workflow, or a
+    re-run of a failed job, against the same SHA."""
+
+    def __init__(self, runners: "Runners", projects: list[dict]):
+        self.runners = runners
+        self.reporters = [p for p in projects if takes_nightly(p) and p["level"] != "L1" and not p.get("is_reference")
+                          and (p.get("ci_provider") == "buildkite" or p.get("events") == ["nightly"] or p.get("is_health_probe"))]  # fmt: skip
+        self.rng = random.Random(11)
+        self.build_number = 4100
+
+    def run(self, sha: str) -> None:
+        for project in self.reporters:
+            try:
+                self.report(project, sha)
+            except Exception as exc:  # noqa: BLE001 - a simulator keeps simulating
+                logger.warning("nightly for %s failed: %s", project["full_name"], exc)
+
+    def report(self, project: dict, sha: str) -> None:
+        if project.get("ci_provider") == "buildkite":
+            self.build_number += 1
+            token = self.buildkite_token(project)
+            for body in buildkite_nightly_bodies(self.buildkite_build(sha)):
+                self.post(project, body, token)
+            return
+        for workflow, jobs in self.action_runs(project):
+            run_id = str(self.rng.randint(10**9, 10**10))
+            for job, conclusion in jobs:
+                self.post(project, action_nightly_body(sha, workflow, run_id, 1, job, conclusion))
+                if conclusion == "failure" and not project.get("is_health_probe") and self.rng.random() < 0.5:
+                    self.post(project, action_nightly_body(sha, workflow, run_id, 2, job, "success"))  # only this final attempt counts
+
+    def buildkite_build(self, sha: str) -> dict:
+        states = ["passed"] * 8 + ["failed", "broken", "canceled", "timed_out", "not_run"]
+        now = _now_iso()
+        jobs = [{"id": str(uuid.uuid4()), "type": "script", "name": label, "state": self.rng.choice(states),
+                 "web_url": f"https://buildkite.com/vllm/ci/builds/{self.build_number}#{i}", "started_at": now, "finished_at": now}
+                for i, label in enumerate(VLLM_NIGHTLY_LABELS)]  # fmt: skip
+        jobs.append({"id": str(uuid.uuid4()), "type": "waiter", "state": "passed"})
+        return {"number": self.build_number, "commit": sha, "pipeline": {"slug": "ci"}, "jobs": jobs}
+
+    def action_runs(self, project: dict) -> list:
+        if project.get("is_health_probe"):
+            return [("nightly", [("smoke", "success"), ("xfail", "failure"), ("xcancel", "cancelled"), ("xtimeout", "timed_out")])]
+        pick = lambda: "failure" if self.rng.random() < 0.2 else "success"  # noqa: E731
+        runs = [("nightly", [("build", "success"), ("test (cpu, 1, 2)", pick()), ("test (cpu, 2, 2)", pick())])]
+        if self.rng.random() < 0.5:
+            runs.append(("nightly-aarch64", [("build", "success"), ("test (aarch64)", pick())]))
+        return runs
+
+    def buildkite_token(self, project: dict) -> str:
+        org, pipeline = project["buildkite_pipeline"].split("/")
+        return self.runners.standin.oidc.mint(kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="nightly")
+
+    def post(self, project: dict, body: dict, token: str | None = None) -> None:
+        token = token or self.runners.token(project)
+        try:
+            response = self.runners.http.post(f"{self.runners.relay_url}/github/callback", json=body, headers={"Authorization": f"Bearer {token}"})
+            logger.info("nightly %s %s -> %s", project["full_name"], body["workflow"]["job_name"], response.status_code)
+        except httpx.HTTPError as exc:
+            logger.warning("nightly callback not delivered: %s", exc)
+
+
 def wait_for_file(path: Path, stopping: threading.Event, timeout: float = 600) -> dict | None:
     deadline = time.monotonic() + timeout
     while not stopping.is_set() and time.monotonic() < deadline:
@@ -351,8 +453,21 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
         upstream.push(upstream.rng.choice(TRUNK_TITLES), upstream.rng.choice(AUTHORS))
     for _ in range(3):
         upstream.open_pr()
+    nightlies, steps = Nightlies(runners, projects), 0
+    _nightly_start(nightlies, upstream.trunk)
     while not stopping.wait(upstream.rng.uniform(6, 15)):
         upstream.step()
+        steps += 1
+        if steps % NIGHTLY_EVERY_STEPS == 0:
+            _nightly_start(nightlies, upstream.trunk)
+
+
+NIGHTLY_EVERY_STEPS = 12
+"""A sandbox "night" every dozen upstream events (about two minutes)."""
+
+
+def _nightly_start(nightlies: Nightlies, sha: str) -> None:
+    threading.Thread(target=nightlies.run, args=(sha,), daemon=True).start()
 
 
 def _wait_for_relay(relay_url: str, stopping: threading.Event) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.harness import BENCH_DIR, CHILD_FLAG, TARGET_ENV, run_child, target_drop, target_for, target_prepare
+from devtools.bench.harness import BENCH_DIR, CHILD_FLAG, TARGET_ENV, run_child, target_drop, target_for, target_prepare
 
 FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory")
 
@@ -77,11 +77,11 @@ class Command(BaseCommand):
     def child(self, options) -> int:
         from django.conf import settings
 
-        from bench import figures
-        from bench.harness import APP_ID, ServiceConfig, Services, Target
-        from bench.report import configuration, cpu_calibration_ms, results_write, table
-        from bench.seed import seed
-        from standin import StandIn
+        from devtools.bench import figures
+        from devtools.bench.harness import APP_ID, ServiceConfig, Services, Target
+        from devtools.bench.report import configuration, cpu_calibration_ms, results_write, table
+        from devtools.bench.seed import seed
+        from devtools.standin import StandIn
 
         signal.signal(signal.SIGTERM, _interrupt)  # so `finally` stops the servers
         target = Target.from_json(os.environ[TARGET_ENV])
@@ -125,7 +125,7 @@ class Command(BaseCommand):
         return code
 
     def pages(self, bench, only, seed) -> None:
-        from bench import figures
+        from devtools.bench import figures
 
         p, services = bench.profile, bench.services
         sizes = []
@@ -156,7 +156,7 @@ class Command(BaseCommand):
                       ratio <= 2)  # fmt: skip
 
     def relay(self, bench, only) -> None:
-        from bench import figures
+        from devtools.bench import figures
 
         if not {"intake", "fanout", "callbacks", "memory"} & set(only):
             return

@@ -112,7 +112,7 @@ class Profile:
 def backend_profile(b: Backend, seed: int) -> Profile:
     rng = random.Random(f"{seed}:backend:{b.full_name}")
     if b.is_probe:
-        return Profile("crcr-probe", [("expect-success", "probe"), ("expect-failure", "probe")], 0.0, 20.0, 60.0, 60.0, 1.0, "{}")
+        return Profile("crcr-probe", [("smoke", "probe"), ("xfail", "probe")], 0.0, 20.0, 60.0, 60.0, 1.0, "{}")
     if b.is_reference:
         jobs = [(f"test (openreg, {i}, 3)", "test") for i in (1, 2, 3)]
         return Profile("trunk", jobs, 0.01, 0.0, 0.0, rng.uniform(1500, 2400), 1.0, "{}")
@@ -381,7 +381,7 @@ class Generator:
             elif roll < 0.02:
                 conclusion = "skipped" if job_kind == "test" else "neutral"
         if b.is_probe:
-            conclusion, failing_tests = ("failure" if "failure" in job_name else "success"), None
+            conclusion, failing_tests = ("failure" if "xfail" in job_name else "success"), None  # crcr-test's x-probe naming
         if c.newer_head_at is not None and c.newer_head_at < end and not b.is_reference:
             conclusion, ended_by, end, failing_tests = "cancelled", "superseded", c.newer_head_at + rng.uniform(30, 120), None
         attempt1 = self._row(c, b, prof, rng, run_id, n, 1, job_name, job_kind, start, end, conclusion, ended_by, failing_tests, queue)

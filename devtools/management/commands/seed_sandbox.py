@@ -4,8 +4,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from devtools.sandbox_registry import SANDBOX_SEED_BY, seed_sandbox_registry
 from relay.models import Delivery, LevelChange, Project, RelayState
-from relay.registry import SANDBOX_SEED_BY, seed_sandbox_registry
 
 SANDBOX_MARKER = "sandbox-database"
 

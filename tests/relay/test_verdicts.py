@@ -1,9 +1,9 @@
-"""The one status policy."""
+"""The one verdict policy."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from hud.status import State, cell_state, dispatch_cell_state, job_verdicts, rates
+from relay.verdicts import State, cell_state, dispatch_cell_state, job_verdicts, rates
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
@@ -13,6 +13,7 @@ class Job:
     conclusion: str = "success"
     status: str = "completed"
     ended_by: str = ""
+    run_id: str = "100"
     run_attempt: int = 1
     workflow_name: str = "ci"
     job_name: str = "build"
@@ -22,6 +23,20 @@ class Job:
 def test_the_latest_attempt_decides():
     verdicts = job_verdicts([Job("success", run_attempt=1), Job("failure", run_attempt=2, created_at=T0 + timedelta(minutes=5))])
     assert [v.state for v in verdicts] == [State.FAILURE]
+
+
+def test_attempt_2_decides_even_when_a_late_attempt_1_arrives_after_it():
+    attempt_2 = Job("success", run_attempt=2, created_at=T0)
+    late_attempt_1 = Job("failure", run_attempt=1, created_at=T0 + timedelta(minutes=5))
+    (verdict,) = job_verdicts([attempt_2, late_attempt_1])
+    assert verdict.job is attempt_2 and verdict.state == State.FLAKY and verdict.first_attempt_state == State.FAILURE
+
+
+def test_across_runs_the_run_first_seen_last_decides_whatever_its_attempt_number():
+    old_run = [Job("failure", run_id="7", run_attempt=1, created_at=T0), Job("failure", run_id="7", run_attempt=2, created_at=T0 + timedelta(minutes=1))]
+    redispatched = Job("success", run_id="9", run_attempt=1, created_at=T0 + timedelta(minutes=2))
+    (verdict,) = job_verdicts([*old_run, redispatched])
+    assert verdict.job is redispatched and verdict.attempts == 3
 
 
 def test_a_pass_after_a_failed_attempt_is_flaky_not_red():
@@ -68,6 +83,23 @@ def test_pass_rates_use_latest_attempts_and_report_first_attempt_rate_beside():
 
 
 def test_the_health_probe_passes_only_on_its_expected_conclusions():
-    jobs = [Job("failure", job_name="expect-failure"), Job("success", job_name="expect-failure/2"), Job("success", job_name="ok")]
+    """pytorch/crcr-test's convention (reference/hud.md): xfail, xcancel, xtimeout in the job name."""
+    jobs = [
+        Job("failure", job_name="l2-xfail"), Job("cancelled", job_name="l2-xcancel"), Job("timed_out", job_name="l2-xtimeout"),
+        Job("success", job_name="ok"), Job("success", job_name="L3 XCANCEL (probe)"), Job("failure", job_name="l4-xtimeout"),
+        Job("timed_out", job_name="smoke"),
+    ]
     states = {v.job.job_name: v.state for v in job_verdicts(jobs, probe=True)}
-    assert states == {"expect-failure": State.SUCCESS, "expect-failure/2": State.FAILURE, "ok": State.SUCCESS}
+    assert states == {
+        "l2-xfail": State.SUCCESS, "l2-xcancel": State.SUCCESS, "l2-xtimeout": State.SUCCESS, "ok": State.SUCCESS,
+        "L3 XCANCEL (probe)": State.FAILURE, "l4-xtimeout": State.FAILURE, "smoke": State.FAILURE,
+    }
+
+
+def test_an_xtimeout_probe_ended_by_the_sweeper_passes():
+    swept = Job("timed_out", job_name="xtimeout", ended_by="timed_out")
+    assert [v.state for v in job_verdicts([swept], probe=True)] == [State.SUCCESS]
+
+
+def test_the_probe_convention_applies_to_the_probe_repo_only():
+    assert [v.state for v in job_verdicts([Job("failure", job_name="test-xfail")])] == [State.FAILURE]

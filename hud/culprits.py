@@ -1,0 +1,195 @@
+"""Since which commit? For one backend, each job and each test failing at a trunk commit: the
+last commit where it passed, the first where it failed, the commits between them (the
+suspects, along the recorded pushes' first-parent chain) and how long the streak is.
+
+The walk goes from the commit asked about towards older trunk commits. A commit where the job or
+test has no decided result (not run, still running, not comparable) neither ends nor extends
+the streak: it stays among the suspects when it lies between the last pass and the first
+failure. Nightly reporters test a few trunk SHAs a day; their results sit on those SHAs, so the
+range between two nightly SHAs falls out of the same walk.
+
+Tests are matched across commits by relay.testids identity (a missing module is filled in from
+the same commit's other reports first). The cost is two or three indexed queries over at most
+`CRCR_CULPRIT_WINDOW` commits, whatever the store's size."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from relay.models import Project, UpstreamCommit
+from relay.testids import TestId
+from relay.verdicts import FAILING, PASSING
+
+from .baseline import CellFailures, cell_failures, resolve_commit_ids
+from .selectors_commit import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
+
+FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
+
+
+@dataclass
+class Streak:
+    """One job or test of one backend, failing since `first_failing`."""
+
+    kind: str
+    """"job" or "test"."""
+    subject: str
+    first_failing: UpstreamCommit
+    last_passing: UpstreamCommit | None
+    """None: it failed on every decided commit in the window (the culprit is older)."""
+    suspects: list[UpstreamCommit] = field(default_factory=list)
+    """Newest first: the commits after the last pass, up to and including the first failure."""
+    failing_results: int = 0
+    """Commits in the streak where it failed (commits without a result are not counted)."""
+
+    @property
+    def exact(self) -> bool:
+        """One suspect: the culprit is known."""
+        return self.last_passing is not None and len(self.suspects) == 1
+
+    @property
+    def compare_url(self) -> str:
+        if self.last_passing is None:
+            return ""
+        return f"https://github.com/{settings.CRCR_UPSTREAM_REPO}/compare/{self.last_passing.sha}...{self.first_failing.sha}"
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "first_failing": self.first_failing.sha,
+            "last_passing": self.last_passing.sha if self.last_passing else None,
+            "suspects": [c.sha for c in self.suspects],
+            "suspect_count": len(self.suspects),
+            "failing_results": self.failing_results,
+            "exact": self.exact,
+            "compare_url": self.compare_url,
+        }
+
+
+# --- the trunk chain ------------------------------------------------------------------------------
+
+
+def trunk_chain(start: UpstreamCommit | None = None, limit: int | None = None) -> list[UpstreamCommit]:
+    """Trunk commits from `start` (default: the newest) back along first parents, newest first.
+    Where a parent was never recorded, the next older recorded push continues the chain."""
+    limit = limit or settings.CRCR_CULPRIT_WINDOW
+    commits = UpstreamCommit.objects.filter(is_trunk=True)
+    if start is not None:
+        commits = commits.filter(landed_at__lte=start.landed_at)
+    loaded = list(commits.order_by("-landed_at", "-id")[: limit * 2])
+    if start is not None and all(c.sha != start.sha for c in loaded):
+        loaded.insert(0, start)
+    return _follow_parents(loaded, limit)
+
+
+def _follow_parents(loaded: list[UpstreamCommit], limit: int) -> list[UpstreamCommit]:
+    by_sha = {c.sha: c for c in loaded}
+    chain, seen = [], set()
+    current = loaded[0] if loaded else None
+    while current is not None and len(chain) < limit:
+        chain.append(current)
+        seen.add(current.sha)
+        parent = by_sha.get(current.parent_sha)
+        current = parent if parent is not None and parent.sha not in seen else _next_older(loaded, current, seen)
+    return chain
+
+
+def _next_older(loaded: list[UpstreamCommit], current: UpstreamCommit, seen: set[str]) -> UpstreamCommit | None:
+    return next((c for c in loaded if c.sha not in seen and c.landed_at <= current.landed_at), None)
+
+
+# --- one backend ----------------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """One backend's results along a chain: a cell and its failing tests per commit."""
+
+    chain: list[UpstreamCommit]
+    cells: dict[str, Cell]
+    failures: dict[str, CellFailures]
+
+
+def history_load(project: Project, chain: list[UpstreamCommit]) -> History:
+    shas = [c.sha for c in chain]
+    cells = cells_for_commits(shas, [project])
+    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()))
+    failures = {sha: cell_failures(cell, tests) for (sha, _), cell in cells.items()}
+    resolve_commit_ids(failures.values())
+    return History(chain, {sha: cell for (sha, _), cell in cells.items()}, failures)
+
+
+def streaks(project: Project, start: UpstreamCommit | None = None, history: History | None = None) -> list[Streak]:
+    """Every job and test of `project` failing at `start` (default: its newest trunk commit with
+    a result), with the commit it has failed since. Jobs first, then tests, by name."""
+    history = history or history_load(project, trunk_chain(start))
+    index = _start_index(history, start)
+    if index is None:
+        return []
+    sha = history.chain[index].sha
+    jobs = [_walk(history, index, "job", key, _job_state) for key in _failing_jobs(history.cells[sha])]
+    tests = [_walk(history, index, "test", tid, _test_state) for tid in sorted(history.failures[sha].tests)]
+    return [s for s in jobs + tests if s is not None]
+
+
+def _start_index(history: History, start: UpstreamCommit | None) -> int | None:
+    """The commit to start from: `start`, or the newest with a decided result."""
+    for i, commit in enumerate(history.chain):
+        if start is not None:
+            if commit.sha == start.sha:
+                return i
+        elif history.cells[commit.sha].has_result and not history.cells[commit.sha].pending:
+            return i
+    return None
+
+
+def _failing_jobs(cell: Cell) -> list[tuple[str, str]]:
+    return sorted((v.job.workflow_name, v.job.job_name) for v in cell.verdicts if v.state in FAILING)
+
+
+def _job_state(history: History, sha: str, key: tuple[str, str]) -> str:
+    verdict = history.cells[sha].verdict_for(key)
+    if verdict is None:
+        return UNKNOWN
+    return FAIL if verdict.state in FAILING else PASS if verdict.state in PASSING else UNKNOWN
+
+
+def _test_state(history: History, sha: str, tid: TestId) -> str:
+    passed = history.failures[sha].passed(tid)
+    return FAIL if passed is False else PASS if passed else UNKNOWN
+
+
+def _walk(history: History, index: int, kind: str, subject, state_of) -> Streak | None:
+    """From the start commit back: failures extend the streak, the first pass ends it."""
+    first_failing, failing, walked = None, 0, []
+    for commit in history.chain[index:]:
+        state = state_of(history, commit.sha, subject)
+        if state == PASS:
+            return _streak(kind, subject, first_failing, commit, failing, walked) if first_failing else None
+        walked.append(commit)
+        if state == FAIL:
+            first_failing, failing = commit, failing + 1
+    return _streak(kind, subject, first_failing, None, failing, walked) if first_failing else None
+
+
+def _streak(kind, subject, first_failing, last_passing, failing, walked) -> Streak:
+    """Suspects: from the first failure back to (not including) the last pass."""
+    start = walked.index(first_failing)
+    suspects = walked[start:] if last_passing is not None else [first_failing]
+    name = job_label_of(subject) if kind == "job" else subject.full
+    return Streak(kind, name, first_failing, last_passing, suspects, failing)
+
+
+def job_label_of(key: tuple[str, str]) -> str:
+    workflow, job = key
+    return f"{workflow} / {job}" if job else workflow
+
+
+
+def commit_streaks(commit: UpstreamCommit | None, detail) -> dict[int, list[Streak]]:
+    """Project id → streaks, for each backend failing on a trunk commit (the commit page)."""
+    if commit is None or not commit.is_trunk:
+        return {}
+    chain = trunk_chain(commit)
+    failing = [b.project for b in detail.backends if b.cell.failing]
+    return {p.id: streaks(p, commit, history_load(p, chain)) for p in failing}

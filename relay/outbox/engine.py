@@ -1,0 +1,197 @@
+"""The outbox engine (see relay/outbox/__init__.py). A kind subclasses `Outbox`, names its models
+and settings prefix, and supplies `attempt` (send one row) and `final_states` (what is
+permanent); claiming, recording, backoff, the sweeper's query and kicks are written once here."""
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+KICK_COUNTDOWN_LIMIT_SECONDS = 30
+"""Short retries ride on a task countdown; longer ones wait for the sweeper (no long ETAs on Redis)."""
+ERROR_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one attempt did. `method`, `path` and `note` are stored only by kinds that keep them."""
+
+    outcome: str
+    status_code: int | None = None
+    error: str = ""
+    retry_after: float | None = None
+    method: str = ""
+    path: str = ""
+    note: str = ""
+
+
+class Outbox:
+    """One kind of outbox row. Subclasses set the class attributes and implement `attempt` and
+    `task`; they may extend `committed` (what happens once a record is committed)."""
+
+    row_model: type
+    attempt_model: type
+    attempt_row_field: str
+    """The attempt model's foreign key to its row."""
+    settings_prefix: str
+    """e.g. CRCR_DISPATCH: reads CRCR_DISPATCH_MAX_ATTEMPTS and the rest, at call time."""
+    final_states: dict[str, str]
+    """outcome → the state that ends the row (sent, or a permanent failure). Anything else is
+    transient: retried with backoff until the attempts or the age run out, then failed."""
+    label: str = "outbox row"
+    related: tuple[str, ...] = ()
+
+    # --- what a kind supplies ---------------------------------------------------------------------
+
+    def attempt(self, row) -> Result:
+        """Send one claimed row; GitHub's answer sorted into an outcome."""
+        raise NotImplementedError
+
+    def task(self):
+        """The Celery task that sends one row by id."""
+        raise NotImplementedError
+
+    def describe(self, row) -> str:
+        return str(row.pk)
+
+    def attempt_columns(self, result: Result) -> dict:
+        return {}
+
+    def row_columns(self, result: Result) -> dict:
+        return {}
+
+    def committed(self, row, state: str, retry_at) -> None:
+        """After the record commits: a short retry rides on a countdown."""
+        countdown = retry_countdown(state, retry_at)
+        if countdown is not None:
+            self.kick(row.pk, countdown)
+
+    # --- the engine --------------------------------------------------------------------------------
+
+    def setting(self, name: str):
+        return getattr(settings, f"{self.settings_prefix}_{name}")
+
+    @property
+    def states(self):
+        return self.row_model.State
+
+    def claim(self, pk: int):
+        """Take the row if it is due (or its sender's lease ran out). Exactly one caller wins. A
+        unique constraint that forbids the row to be sending now (another send to the same
+        target is in flight) is a lost claim too: the row stays due for the next kick or sweep."""
+        now, states = timezone.now(), self.states
+        due = Q(state__in=(states.PENDING, states.RETRYING), next_attempt_at__lte=now) | Q(
+            state=states.SENDING, lease_expires_at__lt=now
+        )
+        lease = now + timedelta(seconds=self.setting("LEASE_SECONDS"))
+        try:
+            with transaction.atomic():
+                claimed = self.row_model.objects.filter(due, pk=pk).update(state=states.SENDING, lease_expires_at=lease)
+        except IntegrityError:
+            return None
+        if claimed != 1:
+            return None
+        return self.row_model.objects.select_related(*self.related).get(pk=pk)
+
+    def send(self, pk: int) -> str | None:
+        """Claim, send, record. Returns the row's new state, or None when there was nothing to do."""
+        row = self.claim(pk)
+        if row is None:
+            return None
+        started, started_at = time.monotonic(), timezone.now()
+        result = self._attempt_recorded(row)
+        return self.record(row, result, started_at, int((time.monotonic() - started) * 1000))
+
+    def _attempt_recorded(self, row) -> Result:
+        try:
+            return self.attempt(row)
+        except Exception as exc:  # noqa: BLE001 - e.g. the cache or database blinked, or a bug
+            # Recorded and retried with backoff like any transient failure, so it ends visibly
+            # (failed after the last attempt) instead of looping silently on the lease.
+            logger.exception("%s %s could not be prepared or sent", self.label, row.pk)
+            return Result(self.attempt_model.Outcome.TRANSIENT, error=f"{exc.__class__.__name__}: {exc}")
+
+    def record(self, row, result: Result, started_at, duration_ms: int) -> str:
+        """The attempt row and the row's next state, in one transaction."""
+        number = row.attempts + 1
+        state, retry_at = self.next_state(row, result, number)
+        error = result.error[:ERROR_LIMIT]
+        with transaction.atomic():
+            self.attempt_model.objects.create(
+                **{self.attempt_row_field: row},
+                number=number,
+                started_at=started_at,
+                duration_ms=duration_ms,
+                status_code=result.status_code,
+                outcome=result.outcome,
+                error=error,
+                retry_at=retry_at,
+                **self.attempt_columns(result),
+            )
+            fields = {
+                "state": state,
+                "attempts": number,
+                "lease_expires_at": None,
+                "last_error": error,
+                **self.row_columns(result),
+            }
+            if retry_at:
+                fields["next_attempt_at"] = retry_at
+            if state == self.states.SENT:
+                fields["sent_at"] = timezone.now()
+            self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**fields)
+            transaction.on_commit(lambda: self.committed(row, state, retry_at))
+        logger.info("%s %s (%s): %s, attempt %s", self.label, row.pk, self.describe(row), state, number)
+        return state
+
+    def next_state(self, row, result: Result, number: int):
+        final = self.final_states.get(result.outcome)
+        if final is not None:
+            return final, None
+        if self.exhausted(row, number):
+            return self.states.FAILED, None
+        return self.states.RETRYING, timezone.now() + timedelta(seconds=self.retry_delay(number, result.retry_after))
+
+    def exhausted(self, row, number: int) -> bool:
+        too_old = timezone.now() - row.created_at > timedelta(hours=self.setting("MAX_AGE_HOURS"))
+        return number >= self.setting("MAX_ATTEMPTS") or too_old
+
+    def retry_delay(self, attempt: int, retry_after: float | None = None, rng=random) -> float:
+        """Exponential from the base, capped, with "equal jitter" (half fixed, half random) so a
+        burst of failures does not retry in lockstep; never sooner than GitHub asked."""
+        ceiling = min(self.setting("BACKOFF_MAX_SECONDS"), self.setting("BACKOFF_BASE_SECONDS") * 2 ** (attempt - 1))
+        delay = ceiling / 2 + rng.uniform(0, ceiling / 2)
+        return delay if retry_after is None else max(delay, retry_after)
+
+    def due(self, limit: int) -> list[int]:
+        """What the sweeper should (re)send: unsent rows past their time that the on-commit kick
+        has had a fair chance at, and rows whose sender died holding the lease."""
+        now, states = timezone.now(), self.states
+        fresh = Q(state=states.PENDING, next_attempt_at__lte=now - timedelta(seconds=settings.CRCR_SWEEP_GRACE_SECONDS))
+        retry = Q(state=states.RETRYING, next_attempt_at__lte=now)
+        abandoned = Q(state=states.SENDING, lease_expires_at__lt=now)
+        rows = self.row_model.objects.filter(fresh | retry | abandoned).order_by("next_attempt_at")
+        return list(rows.values_list("pk", flat=True)[:limit])
+
+    def kick(self, pk: int, countdown: float = 0.0) -> None:
+        """Best effort: if the broker is down the row stays due and the sweeper sends it."""
+        try:
+            self.task().apply_async(args=[pk], countdown=countdown)
+        except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper is the fallback
+            logger.warning("could not enqueue %s %s (the sweeper will send it): %s", self.label, pk, exc)
+
+
+def retry_countdown(state: str, retry_at) -> float | None:
+    """The countdown for a retry short enough to ride on the task queue, else None."""
+    if state != "retrying" or retry_at is None:
+        return None
+    wait = (retry_at - timezone.now()).total_seconds()
+    return max(0.0, wait) if wait <= KICK_COUNTDOWN_LIMIT_SECONDS else None

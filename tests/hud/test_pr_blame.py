@@ -1,0 +1,74 @@
+"""Did this PR break a backend: already failing on trunk, new in this PR, or backend-only."""
+
+import pytest
+
+from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
+from hud.selectors_commit import registered_backends
+from hud.selectors_grid import pr_page
+from relay.models import PullRequest
+from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+
+pytestmark = pytest.mark.django_db
+
+HEAD, BASE = "a" * 40, "b" * 40
+CONV = ("test.test_nn.TestNNDeviceTypeXPU", "test_conv2d_xpu_float32", "test/test_nn.py")
+ADDMM = ("test_ops.TestCommonXPU", "test_addmm_xpu_float32", "test/test_ops.py")
+REF_CONV = ("test_nn.TestNNDeviceTypePRIVATEUSE1", "test_conv2d_privateuse1_float32", "test_nn.py")
+
+
+@pytest.fixture
+def world():
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, level="L2", display_name="OpenReg")
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L3", device="xpu", display_name="Intel XPU")
+    UpstreamCommitFactory(sha=BASE, is_trunk=True)
+    UpstreamCommitFactory(sha=HEAD, is_trunk=False, pr_number=42)
+    pr = PullRequest.objects.create(number=42, author="alice", labels=["ciflow/crcr/xpu", "module: nn"], base_sha=BASE, head_sha=HEAD)
+    return reference, xpu, pr
+
+
+def result(project, sha, conclusion, tests=(), **fields):
+    fields = {"tests_total": 100, "tests_failed": len(tests) or None, **fields}
+    job = JobRunFactory(project=project, head_sha=sha, conclusion=conclusion, **fields)
+    for classname, name, file in tests:
+        FailedTestFactory(job_run=job, classname=classname, name=name, file=file)
+
+
+def verdicts(blame):
+    return {f.subject: f.verdict for b in blame for f in b.findings}
+
+
+def test_a_failure_the_base_already_has_is_not_the_prs(world):
+    reference, xpu, pr = world
+    result(xpu, BASE, "failure", [CONV])
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {"test_nn.TestNNDeviceType.test_conv2d_float32": ALREADY}
+
+
+def test_a_new_failure_the_reference_shares_is_new_in_this_pr(world):
+    reference, xpu, pr = world
+    result(xpu, BASE, "success")
+    result(reference, HEAD, "failure", [REF_CONV], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {"test_nn.TestNNDeviceType.test_conv2d_float32": NEW}
+
+
+def test_a_new_failure_the_reference_passes_is_backend_only(world):
+    reference, xpu, pr = world
+    result(reference, HEAD, "success", pr_number=42)
+    result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
+    (blame,) = pr_blame(HEAD, pr, registered_backends())
+    assert verdicts([blame]) == {"test_ops.TestCommon.test_addmm_float32": BACKEND_ONLY} and blame.blames_pr
+
+
+def test_a_build_failure_compares_as_a_job(world):
+    reference, xpu, pr = world
+    result(xpu, BASE, "failure", tests_total=None, job_name="build")
+    result(xpu, HEAD, "failure", tests_total=None, job_name="build", pr_number=42)
+    assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {"ci / build": ALREADY}
+
+
+def test_the_pr_page_shows_author_labels_base_and_the_l3_backends_the_labels_select(world):
+    reference, xpu, pr = world
+    result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
+    page = pr_page(42)
+    assert page.info.author == "alice" and page.l3_labelled == [xpu] and page.blame[0].project == xpu
