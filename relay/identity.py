@@ -34,7 +34,11 @@ def project_for_token(token: VerifiedToken) -> Project | None:
 
 
 def provider_check(project: Project, kind: str) -> None:
-    if project.ci_provider != kind:
+    """The token's issuer must be the project's CI provider, or one whose identity the registry
+    configured for it explicitly (a Buildkite pipeline, a GitLab project): a GitHub Actions token,
+    matched by repository name alone, never speaks for a project that reports from elsewhere."""
+    configured = {CIProvider.BUILDKITE: bool(project.buildkite_pipeline), CIProvider.GITLAB: bool(project.gitlab_project_id)}
+    if project.ci_provider != kind and not configured.get(kind, False):
         raise IdentityForbidden(
             f"{project.full_name} reports through {CIProvider(project.ci_provider).label}; a {CIProvider(kind).label} token cannot speak for it"
         )

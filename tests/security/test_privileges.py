@@ -65,7 +65,9 @@ def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(admin
 
 
 def test_a_reopened_dispatch_gets_a_fresh_retry_budget(settings):
-    from relay.dispatching import _exhausted, dispatches_resend
+    from relay.dispatching import DISPATCHES, dispatches_resend
+
+    _exhausted = DISPATCHES.exhausted
 
     settings.CRCR_DISPATCH_MAX_ATTEMPTS = 3
     dispatch = DispatchFactory(state="failed", attempts=3)
