@@ -8,12 +8,14 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-PUBLIC_SECRET_KEYS = frozenset({
-    "change-me",
-    "changeme",
-    "secret",
-    "dev-only-insecure-secret-key-change-me-in-production-0123456789",
-})
+PUBLIC_SECRET_KEYS = frozenset(
+    {
+        "change-me",
+        "changeme",
+        "secret",
+        "dev-only-insecure-secret-key-change-me-in-production-0123456789",
+    }
+)
 """Keys that have been published (old defaults, compose placeholders): as good as none."""
 MIN_SECRET_KEY_CHARS = 32
 APP_CREDENTIALS = ("GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET")
@@ -61,7 +63,7 @@ def _generated_key(var_dir: Path) -> str:
 
 
 def app_credentials_check(*values: str | None) -> None:
-    given = [name for name, value in zip(APP_CREDENTIALS, values) if value]
+    given = [name for name, value in zip(APP_CREDENTIALS, values, strict=True) if value]
     if given and len(given) < len(APP_CREDENTIALS):
         missing = [name for name in APP_CREDENTIALS if name not in given]
         raise ImproperlyConfigured(

@@ -71,7 +71,10 @@ _UNUSABLE_TOKEN = (jwt.PyJWTError, TypeError, ValueError, KeyError, AttributeErr
 
 
 def issuers() -> dict[str, Issuer]:
-    return {i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri")) for i in settings.CRCR_OIDC_ISSUERS}
+    return {
+        i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri"))
+        for i in settings.CRCR_OIDC_ISSUERS
+    }
 
 
 def bearer_token(header: str | None) -> str:
@@ -90,8 +93,13 @@ def token_verify(token: str) -> VerifiedToken:
     key = _signing_key(issuer, header)
     try:
         claims = jwt.decode(
-            token, key, algorithms=[header["alg"]], audience=settings.CRCR_OIDC_AUDIENCE, issuer=issuer.url,
-            leeway=settings.CRCR_OIDC_LEEWAY_SECONDS, options={"require": REQUIRED_CLAIMS, "strict_aud": False},
+            token,
+            key,
+            algorithms=[header["alg"]],
+            audience=settings.CRCR_OIDC_AUDIENCE,
+            issuer=issuer.url,
+            leeway=settings.CRCR_OIDC_LEEWAY_SECONDS,
+            options={"require": REQUIRED_CLAIMS, "strict_aud": False},
         )
     except _UNUSABLE_TOKEN as exc:
         raise TokenRejected(f"invalid token: {exc}") from exc
@@ -159,7 +167,11 @@ def _usable(state: _IssuerState, refresh_for: str | None) -> bool:
         if refresh_for in state.keys:
             return True
         # An unknown kid refetches at most once per cooldown (key rotation), never per request.
-        return state.fetched_at is not None and now - state.fetched_at < settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS or now < state.failed_until
+        return (
+            state.fetched_at is not None
+            and now - state.fetched_at < settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS
+            or now < state.failed_until
+        )
     if state.fetched_at is not None and now - state.fetched_at < JWKS_LIFESPAN_SECONDS:
         return True
     if now < state.failed_until:

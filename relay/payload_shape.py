@@ -10,6 +10,7 @@ Items of `pull_request.labels` are not checked: their readers skip what is not a
 class ShapeError(ValueError):
     """400: a field has a type GitHub never sends."""
 
+
 STR, INT, BOOL, OBJ, LIST = "string", "integer", "boolean", "object", "array"
 NUMBER = "PR number"
 """A PR number: an integer the database's int column holds. Ids (INT) are below 2**63."""
@@ -48,7 +49,9 @@ def payload_shape_check(event: str, payload: dict) -> None:
     for path, kind in {**COMMON, **BY_EVENT.get(event, {})}.items():
         for value in _values_at(payload, path):
             if not _fits(value, kind):
-                raise ShapeError(f"field '{path}' must be {'null or ' if kind.endswith('?') else ''}{_describe(kind)}, got {_json_type(value)}")
+                raise ShapeError(
+                    f"field '{path}' must be {'null or ' if kind.endswith('?') else ''}{_describe(kind)}, got {_json_type(value)}"
+                )
 
 
 def _values_at(payload: dict, path: str):

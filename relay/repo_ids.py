@@ -31,7 +31,10 @@ def github_repo_id(full_name: str) -> int:
         raise RepoUnknown(f"GitHub does not show the App installed on {full_name} ({exc.status})") from exc
     except github.TransientGitHubError as exc:
         raise GitHubUnreachable(f"GitHub could not tell the repository id of {full_name}; retry later") from exc
-    match = next((r for r in repos if str(r.get("full_name", "")).lower() == full_name.lower() and isinstance(r.get("id"), int)), None)
+    match = next(
+        (r for r in repos if str(r.get("full_name", "")).lower() == full_name.lower() and isinstance(r.get("id"), int)),
+        None,
+    )
     if match is None:
         raise RepoUnknown(f"{full_name} is not among the repositories the App is installed on")
     return match["id"]
@@ -45,6 +48,8 @@ def project_repo_id_pin(project: Project) -> int:
     try:
         Project.objects.filter(pk=project.pk, github_repo_id__isnull=True).update(github_repo_id=repo_id)
     except IntegrityError as exc:
-        raise RepoUnknown(f"repository id {repo_id} of {project.full_name} is already registered to another project") from exc
+        raise RepoUnknown(
+            f"repository id {repo_id} of {project.full_name} is already registered to another project"
+        ) from exc
     project.refresh_from_db(fields=["github_repo_id"])
     return project.github_repo_id

@@ -37,9 +37,13 @@ def retention_sweep(now=None) -> dict:
     now = now or timezone.now()
     done = {"payloads": 0, "bodies": 0}
     if settings.CRCR_RETENTION_PAYLOAD_DAYS > 0:
-        done["payloads"] = _batches(lambda: payloads_prune(now - timedelta(days=settings.CRCR_RETENTION_PAYLOAD_DAYS), now))
+        done["payloads"] = _batches(
+            lambda: payloads_prune(now - timedelta(days=settings.CRCR_RETENTION_PAYLOAD_DAYS), now)
+        )
     if settings.CRCR_RETENTION_CALLBACK_BODY_DAYS > 0:
-        done["bodies"] = _batches(lambda: bodies_prune(now - timedelta(days=settings.CRCR_RETENTION_CALLBACK_BODY_DAYS)))
+        done["bodies"] = _batches(
+            lambda: bodies_prune(now - timedelta(days=settings.CRCR_RETENTION_CALLBACK_BODY_DAYS))
+        )
     if any(done.values()):
         logger.info("retention: pruned %s webhook payloads and %s callback bodies", done["payloads"], done["bodies"])
     return done
@@ -59,11 +63,17 @@ def payloads_prune(cutoff, now) -> int:
     """One batch: payloads older than `cutoff` cut to their skeleton (read from the database key
     by key, never the whole payload)."""
     unsent = Dispatch.objects.filter(state__in=(*Dispatch.OPEN_STATES, Dispatch.State.SENDING)).values("delivery_id")
-    due = Delivery.objects.filter(received_at__lt=cutoff, payload_pruned_at__isnull=True).exclude(pk__in=unsent).order_by("pk")
+    due = (
+        Delivery.objects.filter(received_at__lt=cutoff, payload_pruned_at__isnull=True)
+        .exclude(pk__in=unsent)
+        .order_by("pk")
+    )
     rows = list(due.values("pk", **{name: KT(path) for name, path in _SKELETON_FIELDS.items()})[:BATCH])
     with transaction.atomic():
         for row in rows:
-            Delivery.objects.filter(pk=row["pk"], payload_pruned_at__isnull=True).update(payload=payload_skeleton(row), payload_pruned_at=now)
+            Delivery.objects.filter(pk=row["pk"], payload_pruned_at__isnull=True).update(
+                payload=payload_skeleton(row), payload_pruned_at=now
+            )
     return len(rows)
 
 
@@ -75,7 +85,11 @@ def payload_skeleton(keys: dict) -> dict:
     if row.get("pr_number") or row.get("head_sha"):
         labels = row.get("labels")
         labels = _json(labels) if isinstance(labels, str) else labels
-        names = [{"name": str(label["name"])} for label in labels or [] if isinstance(label, dict) and isinstance(label.get("name"), str)]
+        names = [
+            {"name": str(label["name"])}
+            for label in labels or []
+            if isinstance(label, dict) and isinstance(label.get("name"), str)
+        ]
         skeleton["pull_request"] = {"number": _int(row.get("pr_number")), "head": {"sha": row.get("head_sha") or "", "ref": row.get("head_ref") or ""},
                                     "labels": names}  # fmt: skip
     if row.get("number"):

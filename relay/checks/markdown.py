@@ -33,5 +33,7 @@ def md_link(label: str, url: str) -> str:
     parts = urlsplit(url or "")
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         return label
-    safe = quote(_CONTROL.sub("", url), safe=_SAFE_URL_CHARS).replace("(", "%28").replace(")", "%29").replace("'", "%27")
+    safe = (
+        quote(_CONTROL.sub("", url), safe=_SAFE_URL_CHARS).replace("(", "%28").replace(")", "%29").replace("'", "%27")
+    )
     return f"[{label}]({safe})"

@@ -61,7 +61,12 @@ class KeyServer:
     def jwks(self) -> dict:
         rsa_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.rsa.public_key()))
         ec_jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec256.public_key()))
-        return {"keys": [{**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"}, {**ec_jwk, "kid": "ec-256", "alg": "ES256", "use": "sig"}]}
+        return {
+            "keys": [
+                {**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"},
+                {**ec_jwk, "kid": "ec-256", "alg": "ES256", "use": "sig"},
+            ]
+        }
 
     def claims(self, **overrides) -> dict:
         now = int(time.time())

@@ -29,7 +29,7 @@ def test_every_page_works_under_the_policy_without_a_violation(live_server, tab,
     tab.goto(f"{live_server.url}/crcr/metrics?range=7d")
     tab.wait_for_selector("#chart-pass-rate[data-drawn] .main-svg")
     assert tab.locator(".chart[data-drawn]").count() == 5 and tab.locator(".chart-error").count() == 0
-    for path in ("/", "/crcr", "/crcr/intel/torch-xpu-ops", f"/pr/100", "/healthz"):
+    for path in ("/", "/crcr", "/crcr/intel/torch-xpu-ops", "/pr/100", "/healthz"):
         tab.goto(f"{live_server.url}{path}")
     tab.goto(f"{live_server.url}/api/docs/")
     tab.wait_for_selector(".swagger-ui .info .title")
@@ -44,6 +44,8 @@ def test_every_page_works_under_the_policy_without_a_violation(live_server, tab,
 def test_an_injected_inline_script_does_not_run(live_server, tab):
     tab.goto(f"{live_server.url}/healthz")
     tab.goto(f"{live_server.url}/crcr")
-    tab.evaluate("""() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 1'; document.body.appendChild(s); }""")
+    tab.evaluate(
+        """() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 1'; document.body.appendChild(s); }"""
+    )
     assert tab.evaluate("() => window.pwned") is None
     assert any("Content Security Policy" in v for v in tab.violations)

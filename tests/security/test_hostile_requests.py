@@ -5,7 +5,6 @@ without a Content-Security-Policy."""
 
 import base64
 import copy
-import json
 from urllib.parse import quote
 
 import pytest
@@ -15,7 +14,7 @@ from rest_framework.test import APIClient
 from relay.payload_shape import BY_EVENT, COMMON
 from relay.softcache import pause_reset
 from tests.conftest import fixture_payload
-from tests.factories import DeliveryFactory, DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+from tests.factories import DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
 SECRET_TEXT = "could not connect to server at 10.20.30.40 port 5432 as user crcr_prod password=hunter2"
@@ -103,7 +102,9 @@ def all_paths(value, prefix="", depth=0):
 
 
 @pytest.mark.slow
-def test_every_wrongly_typed_field_of_a_signed_webhook_is_a_4xx_or_handled(post_webhook, world, django_capture_on_commit_callbacks):
+def test_every_wrongly_typed_field_of_a_signed_webhook_is_a_4xx_or_handled(
+    post_webhook, world, django_capture_on_commit_callbacks
+):
     """Every field GitHub sends (three levels deep) and every declared field, replaced by each hostile
     value: the answer is below 500, and a refusal names the field."""
     answered = 0
@@ -199,7 +200,11 @@ def test_healthz_names_the_failing_dependency_but_not_its_error(client, monkeypa
 def test_operator_pages_and_data_need_a_login(client, world, operator):
     response = client.get("/relay/deliveries")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
-    for url in ("/api/v1/deliveries/", "/api/v1/dispatches/", f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/"):
+    for url in (
+        "/api/v1/deliveries/",
+        "/api/v1/dispatches/",
+        f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/",
+    ):
         assert client.get(url).status_code in (401, 403), url
         assert operator.get(url).status_code == 200, url
     assert client.get("/api/v1/jobs/").status_code == 200, "results stay public"
@@ -225,10 +230,14 @@ def test_a_rotating_x_forwarded_for_does_not_escape_the_anonymous_throttle(clien
     assert answers == [200, 200, 200, 429, 429, 429]
 
 
-def test_behind_a_configured_proxy_the_forwarded_client_is_throttled_on_its_own(client, world, three_a_minute, settings):
+def test_behind_a_configured_proxy_the_forwarded_client_is_throttled_on_its_own(
+    client, world, three_a_minute, settings
+):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
     # Our one proxy appends the address it saw; what the client wrote before it is not believed.
-    first = [client.get("/api/v1/projects/", HTTP_X_FORWARDED_FOR=f"10.9.9.{n}, 198.51.100.7").status_code for n in range(4)]
+    first = [
+        client.get("/api/v1/projects/", HTTP_X_FORWARDED_FOR=f"10.9.9.{n}, 198.51.100.7").status_code for n in range(4)
+    ]
     other = client.get("/api/v1/projects/", HTTP_X_FORWARDED_FOR="10.9.9.1, 198.51.100.8").status_code
     assert first == [200, 200, 200, 429] and other == 200
 
@@ -240,5 +249,9 @@ def test_behind_a_configured_proxy_the_forwarded_client_is_throttled_on_its_own(
 def test_every_page_carries_a_content_security_policy(client, world, url):
     policy = client.get(url)["Content-Security-Policy"]
     directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())
-    assert directives["script-src"] == "'self'" and directives["object-src"] == "'none'" and directives["frame-ancestors"] == "'none'"
+    assert (
+        directives["script-src"] == "'self'"
+        and directives["object-src"] == "'none'"
+        and directives["frame-ancestors"] == "'none'"
+    )
     assert "unsafe-eval" not in policy and "'unsafe-inline'" not in directives["script-src"]

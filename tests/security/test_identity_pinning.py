@@ -34,7 +34,9 @@ def callback(client, oidc, project, repository_id: str, job: str = "build", **cl
     dispatch = DispatchFactory(project=project, state="sent", sent_at=timezone.now())
     body = action_body(dispatch_client_payload(dispatch), "in_progress", job=job)
     token = oidc.mint(repository=project.full_name, repository_id=repository_id, **claims)
-    return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
 def test_the_first_verified_callback_pins_the_id_github_reports(client, oidc, imported):
@@ -72,13 +74,21 @@ def test_a_repository_without_the_app_cannot_be_pinned(client, oidc, standin, db
 
 
 def test_a_github_actions_token_cannot_speak_for_a_gitlab_project(client, oidc, db):
-    project = ProjectFactory(full_name="gl-org/torch-npu", level="L2", ci_provider="gitlab", gitlab_project_id="4002", gitlab_project_path="gl-org/torch-npu")
+    project = ProjectFactory(
+        full_name="gl-org/torch-npu",
+        level="L2",
+        ci_provider="gitlab",
+        gitlab_project_id="4002",
+        gitlab_project_path="gl-org/torch-npu",
+    )
     response = callback(client, oidc, project, str(project.github_repo_id))
     assert response.status_code == 403 and "GitLab CI" in response.json()["detail"]
 
 
 def test_a_github_actions_token_cannot_speak_for_a_buildkite_project(client, oidc, db):
     org, pipeline = "018b5ec5-0000-4000-8000-000000000001", "018cdabc-0000-4000-8000-000000000002"
-    project = ProjectFactory(full_name="vllm-project/vllm", level="L2", ci_provider="buildkite", buildkite_pipeline=f"{org}/{pipeline}")
+    project = ProjectFactory(
+        full_name="vllm-project/vllm", level="L2", ci_provider="buildkite", buildkite_pipeline=f"{org}/{pipeline}"
+    )
     response = callback(client, oidc, project, str(project.github_repo_id))
     assert response.status_code == 403 and "Buildkite" in response.json()["detail"]

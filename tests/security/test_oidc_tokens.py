@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 
-import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
@@ -21,8 +20,14 @@ pytestmark = pytest.mark.django_db
 
 
 def post(client, token: str):
-    body = {"delivery_id": "d-1", "event_type": "push", "workflow": {"status": "in_progress", "name": "ci", "run_id": "1"}}
-    return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    body = {
+        "delivery_id": "d-1",
+        "event_type": "push",
+        "workflow": {"status": "in_progress", "name": "ci", "run_id": "1"},
+    }
+    return client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
 def b64(obj) -> str:
@@ -40,7 +45,9 @@ MISMATCHES = {
     "es384-against-the-p256-kid": lambda k: k.mint("ES384", "ec-256"),
     "es256-from-another-p256-key": lambda k: k.mint("ES256", "ec-256", signer=ec.generate_private_key(ec.SECP256R1())),
     "ps256-against-the-rs256-kid": lambda k: k.mint("PS256", "rsa-1", signer=k.rsa),
-    "rs256-from-another-rsa-key": lambda k: k.mint("RS256", "rsa-1", signer=rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+    "rs256-from-another-rsa-key": lambda k: k.mint(
+        "RS256", "rsa-1", signer=rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ),
     "header-only-es256-rsa-kid": lambda k: f"{b64({'alg': 'ES256', 'kid': 'rsa-1'})}.{b64(k.claims())}.AAAA",
     "header-only-rs256-ec-kid": lambda k: f"{b64({'alg': 'RS256', 'kid': 'ec-256'})}.{b64(k.claims())}.AAAA",
     "header-only-es384-ec-kid": lambda k: f"{b64({'alg': 'ES384', 'kid': 'ec-256'})}.{b64(k.claims())}.",
@@ -76,7 +83,9 @@ def test_every_allowed_algorithm_against_every_published_kid_is_a_401_unless_the
 def test_a_failing_key_server_is_asked_once_per_backoff_window(keyserver, settings):
     settings.CRCR_OIDC_FAILURE_BACKOFF_SECONDS = 60
     keyserver.mode = "fail"
-    answers = [callback_receive(f"Bearer {keyserver.mint('RS256', 'rsa-1')}", b'{"workflow": {}}').status for _ in range(12)]
+    answers = [
+        callback_receive(f"Bearer {keyserver.mint('RS256', 'rsa-1')}", b'{"workflow": {}}').status for _ in range(12)
+    ]
     assert answers == [503] * 12
     assert len(keyserver.fetches) == 1, keyserver.fetches
 
@@ -86,7 +95,9 @@ def test_a_failing_discovery_document_is_asked_once_per_backoff_window(keyserver
     settings.CRCR_OIDC_ISSUERS = keyserver.config(with_jwks_uri=False)
     oidc.reset_clients()
     keyserver.mode = "fail"
-    answers = [callback_receive(f"Bearer {keyserver.mint('RS256', 'rsa-1')}", b'{"workflow": {}}').status for _ in range(12)]
+    answers = [
+        callback_receive(f"Bearer {keyserver.mint('RS256', 'rsa-1')}", b'{"workflow": {}}').status for _ in range(12)
+    ]
     assert answers == [503] * 12 and keyserver.fetches == ["/issuer/.well-known/openid-configuration"]
 
 
@@ -132,7 +143,9 @@ def test_keys_fetched_before_an_outage_keep_verifying_during_it(keyserver, setti
 @pytest.fixture
 def console():
     """What the configured console handler writes, through its own formatter."""
-    configured = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler and h.formatter is not None]
+    configured = [
+        h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler and h.formatter is not None
+    ]
     assert configured, "settings.LOGGING configures a console handler on the root logger"
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

@@ -26,7 +26,11 @@ def free_port() -> int:
 def gunicorn(tmp_path_factory):
     var = tmp_path_factory.mktemp("gunicorn")
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith(("GITHUB_", "CRCR_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith(("GITHUB_", "CRCR_"))
+    }
     env.update(CRCR_VAR_DIR=str(var), DATABASE_URL=f"sqlite:///{var / 'db.sqlite3'}", PYTHONUNBUFFERED="1")
     log = (var / "gunicorn.log").open("wb")
     process = subprocess.Popen([sys.executable, "-m", "gunicorn", "crcr.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
@@ -71,7 +75,10 @@ def test_an_oversized_body_is_answered_413_after_the_client_has_sent_it(gunicorn
 def test_a_connection_survives_a_413_and_serves_the_next_request(gunicorn):
     with socket.create_connection(("127.0.0.1", gunicorn), timeout=30) as sock:
         size = 3 * 1024 * 1024
-        sock.sendall(f"POST /github/callback HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n".encode() + b"a" * size)
+        sock.sendall(
+            f"POST /github/callback HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n".encode()
+            + b"a" * size
+        )
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         seen = b""
         deadline = time.monotonic() + 20

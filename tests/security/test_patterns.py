@@ -11,7 +11,16 @@ import pytest
 from hud.patterns import MAX_PATTERN_CHARS, PatternError, pattern_matcher
 
 ROOT = Path(__file__).resolve().parents[2]
-CATASTROPHIC = ["(.|.|.)*@", "(a+)+$", "(a|aa)+$", "(a|a?)+$", "(.*a){20}$", "^(\\w+\\s?)*$", "(x+x+)+y", "([a-z]+)*[0-9]"]
+CATASTROPHIC = [
+    "(.|.|.)*@",
+    "(a+)+$",
+    "(a|aa)+$",
+    "(a|a?)+$",
+    "(.*a){20}$",
+    "^(\\w+\\s?)*$",
+    "(x+x+)+y",
+    "([a-z]+)*[0-9]",
+]
 
 
 def test_catastrophic_patterns_run_in_linear_time_through_the_grid_filter():
@@ -38,7 +47,9 @@ def test_an_ordinary_pattern_still_matches_case_insensitively():
     assert matcher("intel/torch-XPU-ops") and matcher("AMD/rocm") and not matcher("apple/mps")
 
 
-@pytest.mark.parametrize("pattern", ["(a", "(a)\\1", "(?=a)b", "a{1001}", "((a{100}){100}){100}", "x" * (MAX_PATTERN_CHARS + 1)])
+@pytest.mark.parametrize(
+    "pattern", ["(a", "(a)\\1", "(?=a)b", "a{1001}", "((a{100}){100}){100}", "x" * (MAX_PATTERN_CHARS + 1)]
+)
 def test_a_pattern_the_engine_will_not_run_is_a_pattern_error(pattern):
     with pytest.raises(PatternError):
         pattern_matcher(pattern)

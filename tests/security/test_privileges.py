@@ -30,7 +30,12 @@ def staff(username: str, *perms: str):
 
 
 def redispatch_post(client, dispatch, *projects):
-    data = {"action": "redispatch", "_selected_action": [dispatch.delivery.pk], "apply": "1", "projects": [p.pk for p in projects]}
+    data = {
+        "action": "redispatch",
+        "_selected_action": [dispatch.delivery.pk],
+        "apply": "1",
+        "projects": [p.pk for p in projects],
+    }
     return client.post("/admin/relay/delivery/", data)
 
 
@@ -48,7 +53,9 @@ def test_the_redispatch_permission_allows_it():
     assert Dispatch.objects.get(pk=dispatch.pk).state == "pending"
 
 
-def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(admin_client, django_capture_on_commit_callbacks):
+def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(
+    admin_client, django_capture_on_commit_callbacks
+):
     dispatch = DispatchFactory(state="sent", attempts=3)
     for number in (1, 2, 3):
         DispatchAttempt.objects.create(dispatch=dispatch, number=number, outcome="transient" if number < 3 else "sent")
@@ -58,7 +65,12 @@ def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(admin
     with django_capture_on_commit_callbacks(execute=False):
         assert redispatch_post(admin_client, dispatch, dispatch.project, other).status_code == 302
     reopened = Dispatch.objects.get(pk=dispatch.pk)
-    assert (reopened.state, reopened.attempts, reopened.attempts_before_resend, reopened.resent_by) == ("pending", 3, 3, "admin")
+    assert (reopened.state, reopened.attempts, reopened.attempts_before_resend, reopened.resent_by) == (
+        "pending",
+        3,
+        3,
+        "admin",
+    )
     assert DispatchAttempt.objects.filter(dispatch=dispatch).count() == 3
     assert JobRun.objects.filter(dispatch=dispatch).count() == len(jobs) == 91
     assert Dispatch.objects.filter(delivery=dispatch.delivery, project=other, state="pending").exists()
@@ -80,7 +92,9 @@ def test_a_reopened_dispatch_gets_a_fresh_retry_budget(settings):
 def test_deliveries_and_attempts_cannot_be_deleted_in_admin(admin_client):
     dispatch = DispatchFactory(state="sent")
     attempt = DispatchAttempt.objects.create(dispatch=dispatch, number=1, outcome="sent")
-    assert admin_client.post(f"/admin/relay/delivery/{dispatch.delivery.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(f"/admin/relay/delivery/{dispatch.delivery.pk}/delete/", {"post": "yes"}).status_code == 403
+    )
     assert admin_client.post(f"/admin/relay/dispatchattempt/{attempt.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Dispatch.objects.filter(pk=dispatch.pk).exists()
 
@@ -105,17 +119,30 @@ def test_a_staff_user_cannot_mint_more_than_they_may_do_for_themselves():
         response = token_add(client, clerk, scopes)
         assert response.status_code == 200 and "more than" in response.content.decode()
     assert not ApiToken.objects.exists()
-    assert token_add(client, clerk, ["read"]).status_code == 200 and ApiToken.objects.filter(user=clerk, scopes=["read"]).exists()
+    assert (
+        token_add(client, clerk, ["read"]).status_code == 200
+        and ApiToken.objects.filter(user=clerk, scopes=["read"]).exists()
+    )
 
 
 def test_an_admin_scope_token_of_a_non_superuser_cannot_replace_the_registry(client):
     ProjectFactory(full_name="keep/me", level="L4")
     user = get_user_model().objects.create_user("minted-for", is_staff=True)
     _, raw = ApiToken.issue(user, "made before the form checked", ["admin"])
-    response = client.put("/api/v1/allowlist", data=json.dumps({"yaml": ALLOWLIST}), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.put(
+        "/api/v1/allowlist",
+        data=json.dumps({"yaml": ALLOWLIST}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert response.status_code == 403
     assert Project.objects.get(full_name="keep/me").level == "L4"
-    write = client.post("/api/v1/projects/", data=json.dumps({"full_name": "c/d", "level": "L1"}), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    write = client.post(
+        "/api/v1/projects/",
+        data=json.dumps({"full_name": "c/d", "level": "L1"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert write.status_code == 403
 
 
@@ -129,10 +156,16 @@ def test_a_token_loses_what_its_owner_loses():
 
 
 def test_the_raw_token_is_shown_once_in_the_page_and_never_in_a_cookie(admin_client, admin_user):
-    response = admin_client.post("/admin/api/apitoken/add/", {"user": str(admin_user.pk), "name": "ci", "scopes": ["read"]})
+    response = admin_client.post(
+        "/admin/api/apitoken/add/", {"user": str(admin_user.pk), "name": "ci", "scopes": ["read"]}
+    )
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     raw = response.context["raw_token"]
     assert raw.startswith("crcr_") and raw in response.content.decode()
-    cookies = " ".join(f"{c.key}={c.value}" for c in response.cookies.values()) + " " + " ".join(m.value for m in admin_client.cookies.values())
+    cookies = (
+        " ".join(f"{c.key}={c.value}" for c in response.cookies.values())
+        + " "
+        + " ".join(m.value for m in admin_client.cookies.values())
+    )
     assert raw not in cookies and raw[5:] not in cookies
     assert raw not in admin_client.get("/admin/api/apitoken/").content.decode()

@@ -45,10 +45,15 @@ def test_old_payloads_and_bodies_are_cut_and_every_result_stays(old):
     delivery.refresh_from_db()
     job.refresh_from_db()
     assert delivery.payload_pruned_at is not None and len(json.dumps(delivery.payload)) < 500
-    assert delivery.payload["pull_request"]["labels"] == [{"name": "ciflow/crcr/xpu"}] and pr_labels(42) == {"ciflow/crcr/xpu"}
+    assert delivery.payload["pull_request"]["labels"] == [{"name": "ciflow/crcr/xpu"}] and pr_labels(42) == {
+        "ciflow/crcr/xpu"
+    }
     assert job.body == {} and (job.conclusion, job.tests_failed, job.tests_total) == ("failure", 1, 9)
     assert FailedTest.objects.filter(job_run=job, name="test_add").exists()
-    assert DispatchAttempt.objects.filter(dispatch=dispatch).count() == 1 and Delivery.objects.filter(pk=delivery.pk).exists()
+    assert (
+        DispatchAttempt.objects.filter(dispatch=dispatch).count() == 1
+        and Delivery.objects.filter(pk=delivery.pk).exists()
+    )
     assert retention_sweep() == {"payloads": 0, "bodies": 0}
 
 
@@ -57,7 +62,9 @@ def test_recent_rows_and_deliveries_still_to_send_keep_everything(old, settings)
     fresh = DeliveryFactory(payload=pr_payload(), received_at=now - timedelta(days=2))
     waiting = DeliveryFactory(payload=pr_payload(), received_at=now - timedelta(days=40))
     DispatchFactory(delivery=waiting, state="retrying")
-    running = JobRun.objects.create(project=old[2].project, delivery_key="d", run_id="2", workflow_name="ci", status="in_progress", body={"a": BIG})
+    running = JobRun.objects.create(
+        project=old[2].project, delivery_key="d", run_id="2", workflow_name="ci", status="in_progress", body={"a": BIG}
+    )
     retention_sweep()
     for kept in (fresh, waiting):
         kept.refresh_from_db()
@@ -95,7 +102,9 @@ def test_the_echoed_callback_token_is_never_stored(client, oidc):
     dispatch = DispatchFactory(project=project, state="sent", sent_at=timezone.now())
     body = action_body(dispatch_client_payload(dispatch), "in_progress")
     token = oidc.mint(repository=project.full_name, repository_id="123456")
-    response = client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 200 and body["callback_token"]
     stored = JobRun.objects.get().body
     assert "callback_token" not in stored and body["callback_token"] not in json.dumps(stored)

@@ -23,9 +23,13 @@ def l4(db, standin, oidc):
 
 
 def self_report(client, oidc, project, sha, event_type="nightly"):
-    body = action_body({"event_type": event_type, "delivery_id": sha, "payload": {}}, "completed", "success", job="nightly")
+    body = action_body(
+        {"event_type": event_type, "delivery_id": sha, "payload": {}}, "completed", "success", job="nightly"
+    )
     token = oidc.mint(repository=project.full_name, repository_id=str(project.github_repo_id))
-    return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
 @pytest.mark.parametrize("event_type", ["nightly", "periodic"])

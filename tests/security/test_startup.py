@@ -17,10 +17,20 @@ PRIVATE_KEY = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
 
 
 def run_manage(tmp_path, *args, **env) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG", "SECRET_KEY") and not k.startswith(("GITHUB_", "CRCR_"))}
-    base.update(DJANGO_SETTINGS_MODULE="crcr.settings", CRCR_VAR_DIR=str(tmp_path), DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "DEBUG", "SECRET_KEY") and not k.startswith(("GITHUB_", "CRCR_"))
+    }
+    base.update(
+        DJANGO_SETTINGS_MODULE="crcr.settings",
+        CRCR_VAR_DIR=str(tmp_path),
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    )
     base.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=base, capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=base, capture_output=True, text=True, timeout=90
+    )
 
 
 # --- SECRET_KEY ---------------------------------------------------------------------------------------

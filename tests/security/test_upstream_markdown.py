@@ -39,7 +39,12 @@ def outside_code(markdown: str) -> str:
 
 def assert_inert(markdown: str, allowed_links=()):
     text, links, images = outside_code(markdown)
-    assert "@pytorch" not in text and "@someone" not in text and "@ezyang" not in text and "@a" not in text.replace("@ ", ""), text
+    assert (
+        "@pytorch" not in text
+        and "@someone" not in text
+        and "@ezyang" not in text
+        and "@a" not in text.replace("@ ", "")
+    ), text
     assert "evil.example" not in text, text
     assert not images, markdown
     assert all(any(link.startswith(ok) for ok in allowed_links) for link in links), links
@@ -76,7 +81,9 @@ def test_the_oncall_comment_mentions_only_the_registered_oncalls(failing_l4):
     assert_inert(body, allowed_links=("https://ci.example.org/runs/", "https://hud.example.org/pr/7"))
     html = MarkdownIt("commonmark").enable("table").render(body)
     rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)[1:]
-    assert len(rows) == len(HOSTILE) and all(row.count("<td") == 4 for row in rows), "no name or message splits a table cell"
+    assert len(rows) == len(HOSTILE) and all(row.count("<td") == 4 for row in rows), (
+        "no name or message splits a table cell"
+    )
 
 
 def test_the_gate_summary_renders_no_downstream_markup(failing_l4):
@@ -87,7 +94,11 @@ def test_the_gate_summary_renders_no_downstream_markup(failing_l4):
 def test_one_code_span_holds_any_text(text):
     span = md_code(text)
     rendered = MarkdownIt("commonmark").render(span)
-    assert rendered.count("<code>") == 1 and rendered.strip().startswith("<p><code>") and rendered.strip().endswith("</code></p>")
+    assert (
+        rendered.count("<code>") == 1
+        and rendered.strip().startswith("<p><code>")
+        and rendered.strip().endswith("</code></p>")
+    )
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,x", "//evil.example", "ftp://evil.example/x"])
