@@ -3,21 +3,35 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+INSTALL_LOG := var/log/install.log
+# pipefail: a failed pip install must fail the target even though its output is piped.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# Turns pip's output into one line per phase that counts up in place.
+PROGRESS_AWK := '/^(Collecting|Requirement already satisfied)/ { n++; printf "\r  resolving: %d packages", n; fflush() } \
+  /^Installing collected packages/ { printf "\n  installing…"; fflush() } \
+  /^Successfully installed/ { printf "\r  installed %d package(s).\n", NF - 2; done = 1 } \
+  END { if (!done) printf "\n  already up to date.\n" }'
 
 .PHONY: run test test-fast bench lint install clean
 
+## Progress instead of silence: one updating line per phase; pip's full output in var/log/install.log.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@mkdir -p $(dir $(INSTALL_LOG)) && : > $(INSTALL_LOG)
+	@test -x $(BIN)/python || { echo "Creating the virtualenv in $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "Installing dependencies into $(VENV) (about a minute the first time; full output in $(INSTALL_LOG))"
+	@$(BIN)/python -m pip install --upgrade pip >> $(INSTALL_LOG) 2>&1 || { tail -n 20 $(INSTALL_LOG); exit 1; }
+	@$(BIN)/python -m pip install --progress-bar off -e '.[dev]' 2>&1 | tee -a $(INSTALL_LOG) | awk $(PROGRESS_AWK) \
+	  || { echo "pip install failed; the end of $(INSTALL_LOG):"; tail -n 25 $(INSTALL_LOG); exit 1; }
+	@touch $(STAMP)
 
 install: $(STAMP)
 
 ## Sandbox (no GitHub App credentials) or production-like: migrate, seed (sandbox only), then
 ## web + worker + beat (+ the GitHub stand-in and simulated CI in sandbox). Ctrl-C stops all.
+## LOGS=1 (or LOG_LEVEL=…) also streams every process's full log to the terminal; var/log/ has them anyway.
 run: $(STAMP)
-	$(BIN)/python manage.py runstack
+	@$(BIN)/python manage.py runstack $(if $(LOGS),--logs)
 
 ## The whole suite. DATABASE_URL/REDIS_URL switch it to PostgreSQL/Redis; browser tests run
 ## when Debian's Chromium is installed (.ci/run installs it).

@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_hud
+from . import views, views_hud, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -29,12 +29,15 @@ router.register("deliveries", views.DeliveryViewSet, basename="delivery")
 router.register("dispatches", views.DispatchViewSet, basename="dispatch")
 router.register("jobs", views.JobRunViewSet, basename="jobrun")
 router.register("commits", views.CommitViewSet, basename="commit")
+router.register("known-issues", views_triage.KnownIssueViewSet, basename="knownissue")
+router.register("subscriptions", views_triage.SubscriptionViewSet, basename="subscription")
 
 urlpatterns = [
     path("api/v1/allowlist", views.AllowlistView.as_view(), name="api-allowlist"),
     re_path(r"^api/v1/commits/(?P<sha>[0-9a-fA-F]{7,40})/baseline/?$", views_hud.BaselineView.as_view(), name="api-commit-baseline"),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/?$", views_hud.PullRequestView.as_view(), name="api-pr"),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/gate/?$", views_hud.GateView.as_view(), name="api-pr-gate"),
+    re_path(r"^api/v1/projects/(?P<full_name>[^/]+/[^/]+)/expectations/?$", views_triage.ExpectationsView.as_view(), name="api-expectations"),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.

@@ -30,5 +30,9 @@ class Channel(filesystem.Channel):
 class Transport(filesystem.Transport):
     Channel = Channel
 
+    # A folder on this machine has no host: without this kombu falls back to "localhost" and
+    # warns "No hostname was supplied" on every connection.
+    default_connection_params = {}
+
 
 TRANSPORT_ALIASES["crcrfs"] = "crcr.broker:Transport"

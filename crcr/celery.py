@@ -1,6 +1,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
 
@@ -39,6 +40,21 @@ app.conf.beat_schedule = {
     "every-6-hours-retention": {
         "task": "relay.retention_sweep",
         "schedule": 6 * 3600.0,
+        "options": {"expires": 3600},
+    },
+    "every-minute-sweep-notifications": {
+        "task": "relay.notification_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-detect-notification-events": {
+        "task": "hud.notification_events_detect",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "daily-notification-digests": {
+        "task": "relay.notification_digests",
+        "schedule": crontab(hour=0, minute=10),
         "options": {"expires": 3600},
     },
     "hourly-sync-installations": {

@@ -168,11 +168,13 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Hashed names (css/crcr.3f2a….css) served gzip/brotli-compressed with a far-future, immutable
+# Cache-Control; a changed file gets a new name. Needs `collectstatic` (runstack, the Dockerfile
+# and tests/test_static_files.py run it); the rest of the test suite uses plain names.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
 
 # GitHub sends webhooks of up to 25 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 26 * 1024 * 1024
@@ -251,6 +253,14 @@ SPECTACULAR_SETTINGS = {
         "LevelEnum": "relay.models.Level",
         "DeliveryOutcomeEnum": "relay.models.Delivery.Outcome",
         "AttemptOutcomeEnum": "relay.models.DispatchAttempt.Outcome",
+        "KnownIssueKindEnum": "relay.models.KnownIssue.Kind",
+        "KnownIssueStateEnum": "relay.models.KnownIssue.State",
+        "ExpectationKindEnum": "relay.models.Expectation.Kind",
+        "NotificationStateEnum": "relay.models.Notification.State",
+        "NotificationAttemptOutcomeEnum": "relay.models.NotificationAttempt.Outcome",
+        "EventKindEnum": "relay.models.NotificationEvent.Kind",
+        "ChannelEnum": "relay.models.Subscription.Channel",
+        "SubscriptionOriginEnum": "relay.models.Subscription.Origin",
     },
     "DESCRIPTION": "Read endpoints are public. Writes need `Authorization: Bearer <token>` with a personal API token "
     "created in admin, scoped `read`, `write:projects` or `admin`. Lists use cursor pagination; reads carry ETags.",
@@ -315,3 +325,21 @@ CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 # after this many days (0: kept forever); deliveries, dispatches, attempts and results stay.
 CRCR_RETENTION_PAYLOAD_DAYS = env_int("CRCR_RETENTION_PAYLOAD_DAYS", 30)
 CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS", 30)
+
+# --- triage and notifications -------------------------------------------------------------------
+CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)
+"""An expected failure that passes on this many trunk commits in a row is flagged "unexpectedly passing"."""
+LOGIN_URL = "/admin/login/"
+# Notifications ride on the outbox engine (relay.outbox) with their own retry policy.
+CRCR_NOTIFY_MAX_ATTEMPTS = env_int("CRCR_NOTIFY_MAX_ATTEMPTS", 8)
+CRCR_NOTIFY_BACKOFF_BASE_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_BASE_SECONDS", "5"))
+CRCR_NOTIFY_BACKOFF_MAX_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_MAX_SECONDS", "900"))
+CRCR_NOTIFY_MAX_AGE_HOURS = env_int("CRCR_NOTIFY_MAX_AGE_HOURS", 48)
+CRCR_NOTIFY_LEASE_SECONDS = env_int("CRCR_NOTIFY_LEASE_SECONDS", 60)
+CRCR_NOTIFY_ALLOW_PRIVATE = env_bool("CRCR_NOTIFY_ALLOW_PRIVATE", CRCR_SANDBOX or DEBUG)
+"""Webhooks to private and loopback addresses: refused in production (SSRF), allowed in sandbox mode."""
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if CRCR_SANDBOX else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")

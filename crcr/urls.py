@@ -1,7 +1,16 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 
+
+def favicon(request):
+    """Pages link the SVG icon; this answers browsers (and the API docs) that ask for /favicon.ico."""
+    return redirect(static("favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("", include("api.urls")),
     path("", include("relay.urls")),

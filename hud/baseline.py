@@ -28,21 +28,26 @@ from dataclasses import asdict, dataclass, field
 from relay.models import Level, UpstreamCommit
 
 from relay.testids import TestId, TestIdResolver, TestTable, test_id
+from relay.triage.classify import triager_load
 from relay.verdicts import FAILING, State
 
+from .triage import EXPECTED_MARK, KNOWN_MARK, CellTriage, cells_triage, mark_known_url, needs_messages, open_remainder
 from .selectors_commit import (
     Cell, CellKey, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend, registered_backends,
 )
 
 SHARED, BACKEND, MIXED, NO_BASELINE = "shared", "backend", "mixed", "no_baseline"
+KNOWN, EXPECTED = KNOWN_MARK, EXPECTED_MARK
 MARK_LABELS = {
     SHARED: "shared with reference — likely upstream",
     BACKEND: "backend-specific — the reference passed",
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",
+    KNOWN: "known — every failure matches an open known issue",
+    EXPECTED: "expected — the backend lists every failure as expected or flaky",
 }
-MARK_SHORT = {SHARED: "shared (upstream)", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline"}
-MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗"}
+MARK_SHORT = {SHARED: "shared (upstream)", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline", KNOWN: "known issue", EXPECTED: "expected"}
+MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗", KNOWN: "K", EXPECTED: "E"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
 JOB_LEVEL_STATES = {State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED}
@@ -175,16 +180,26 @@ def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple
     failing = [c for c in cells.values() if c.failing and c.project.level != Level.L1]
     if not failing:
         return {}, set()
-    tests = failed_tests_for_jobs(latest_failing_job_ids(failing))
+    triager = triager_load({c.project.id for c in failing})
+    tests = failed_tests_for_jobs(latest_failing_job_ids(failing), with_messages=needs_messages(triager))
     failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
     resolve_commit_ids(failures.values())
+    triage = cells_triage(failures, reference_id, triager)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference_id}
     marks = {}
     for (sha, pid), mine in failures.items():
         if pid != reference_id:
-            marks[(sha, pid)] = _grid_mark(mine, references, cells, reference_id)
+            marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id)
     broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
     return marks, broken
+
+
+def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cells, reference_id) -> str:
+    """Known or expected when every failure is accounted for; otherwise the baseline mark of
+    the failures that are not."""
+    if triage is not None and triage.complete:
+        return triage.mark
+    return _grid_mark(open_remainder(mine, triage), references, cells, reference_id)
 
 
 def _grid_mark(mine: CellFailures, references, cells, reference_id) -> str:
@@ -243,6 +258,11 @@ class TestResult:
     new_vs_parent: bool | None = None
     reference_new_vs_parent: bool | None = None
     also_failing_on: list[str] = field(default_factory=list)
+    known_as: str = ""
+    """known or expected, when accounted for; then `known_label` and `known_url` say by what."""
+    known_label: str = ""
+    known_url: str = ""
+    mark_known_url: str = ""
 
     @property
     def ranked_first(self) -> bool:
@@ -265,6 +285,9 @@ class BackendComparison:
     not_comparable: list[TestResult] = field(default_factory=list)
     reference_only: list[TestResult] = field(default_factory=list)
     job_level_failures: list[str] = field(default_factory=list)
+    known: list[TestResult] = field(default_factory=list)
+    """Failures an open known issue or the backend's expectations account for: left out of the
+    counts above (this list says how many were excluded)."""
 
 
 @dataclass
@@ -311,10 +334,13 @@ def commit_baseline(sha: str) -> CommitBaseline:
     tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
-    return _compare_commit(sha, parent, projects, failures)
+    ref_project = reference_backend(projects)
+    triage = cells_triage({k: f for k, f in failures.items() if k[0] == sha}, ref_project.id if ref_project else None)
+    return _compare_commit(sha, parent, projects, failures, triage)
 
 
-def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, CellFailures]) -> CommitBaseline:
+def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, CellFailures], triage: dict | None = None) -> CommitBaseline:
+    triage = triage or {}
     ref_project = reference_backend(projects)
     ref = failures.get((sha, ref_project.id)) if ref_project else None
     ref_parent = failures.get((parent, ref_project.id)) if ref_project else None
@@ -329,7 +355,9 @@ def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, Cel
         result.reference_failures = [_test_result(t, "reference", ref, ref_parent, ref_parent, failing_on) for t in sorted(ref.tests)]
         result.upstream_broken_tests = len(ref.tests)
     for project in others:
-        result.backends.append(_compare_backend(project, failures[(sha, project.id)], failures.get((parent, project.id)), ref, ref_parent, failing_on))
+        mine = failures[(sha, project.id)]
+        comparison = _compare_backend(project, mine, failures.get((parent, project.id)), ref, ref_parent, failing_on, triage.get((sha, project.id)))
+        result.backends.append(comparison)
     result.multi_backend = _multi_backend(failing_on, ref)
     return result
 
@@ -350,17 +378,27 @@ def _failing_on(sha: str, projects, failures) -> dict[TestId, list[str]]:
     return failing
 
 
-def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, failing_on) -> BackendComparison:
+def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None) -> BackendComparison:
     cell = mine.cell
+    remainder = open_remainder(mine, triage)
+    mark = (triage.mark if triage is not None and triage.complete else mark_for(remainder, ref)) if cell.failing else None
     comparison = BackendComparison(
         project.id, project.full_name, project.label, project.level, cell.state.value, cell.glyph,
-        mark=mark_for(mine, ref) if cell.failing else None, basis=_basis(cell, ref), job_level_failures=mine.job_level,
+        mark=mark, basis=_basis(cell, ref), job_level_failures=remainder.job_level,
     )
     for tid in sorted(mine.tests):
         kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"
         ref_side_parent = ref_parent if kind == "shared" else None  # only a test the reference fails can be new there
         test = _test_result(tid, kind, mine, my_parent, ref_side_parent, failing_on, exclude=project.label)
-        getattr(comparison, kind).append(test)
+        test.mark_known_url = mark_known_url({**mine.tests[tid]}, project.id, cell.sha)
+        match = triage.match_for(tid) if triage is not None else None
+        if match is not None:
+            test.known_as, test.known_label, test.known_url = match.kind, match.label, match.url
+        getattr(comparison, "known" if match is not None else kind).append(test)
+    for label in mine.job_level:
+        match = triage.match_for(label) if triage is not None else None
+        if match is not None:
+            comparison.known.append(TestResult(label, label, "job", label, known_as=match.kind, known_label=match.label, known_url=match.url))
     comparison.backend_only.sort(key=lambda t: (not t.ranked_first, t.test_id))
     comparison.reference_only = _reference_only(ref, mine, ref_parent, failing_on)
     return comparison

@@ -46,7 +46,14 @@ def _figure(traces: list[dict], layout: dict) -> dict:
 
 
 def _days(metrics: Metrics) -> list[str]:
-    return [day.isoformat() for day in metrics.days]
+    """plotly.js reads "2026-12-02" and "2026-12-02 15:00" as UTC wall time (it ignores offsets)."""
+    return [point.strftime("%Y-%m-%d %H:%M") if metrics.hourly else point.isoformat() for point in metrics.days]
+
+
+def _hourly_axis(figure: dict, metrics: Metrics) -> dict:
+    if metrics.hourly:
+        figure["layout"]["xaxis"]["tickformat"] = "%H:%M" if len(metrics.days) <= 24 else "%a %H:%M"
+    return figure
 
 
 def pass_rate_figure(metrics: Metrics) -> dict:
@@ -117,10 +124,11 @@ def timing_figure(metrics: Metrics) -> dict:
 
 def metrics_figures(metrics: Metrics) -> list[tuple[str, str, dict]]:
     """(element name, caption, figure) for each chart on the page."""
-    return [
-        ("pass-rate", "Pass rate per day (latest attempts)", pass_rate_figure(metrics)),
-        ("failures", "Failures per day (failed, timed out, never started)", failures_figure(metrics)),
-        ("runs", "Jobs with a result per day", runs_figure(metrics)),
-        ("timing", "Queue and execution time per day, p50 and p90 (all backends in view)", timing_figure(metrics)),
-        ("callbacks", "Callbacks accepted per day", callbacks_figure(metrics)),
-    ]
+    per = "hour (UTC)" if metrics.hourly else "day"
+    return [(name, caption, _hourly_axis(figure, metrics)) for name, caption, figure in [
+        ("pass-rate", f"Pass rate per {per} (latest attempts)", pass_rate_figure(metrics)),
+        ("failures", f"Failures per {per} (failed, timed out, never started)", failures_figure(metrics)),
+        ("runs", f"Jobs with a result per {per}", runs_figure(metrics)),
+        ("timing", f"Queue and execution time per {per}, p50 and p90 (all backends in view)", timing_figure(metrics)),
+        ("callbacks", f"Callbacks accepted per {per}", callbacks_figure(metrics)),
+    ]]

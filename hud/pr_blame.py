@@ -17,14 +17,16 @@ from relay.models import Level, Project, PullRequest, UpstreamCommit
 from relay.verdicts import FAILING
 
 from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
+from .triage import cells_triage
 from .selectors_commit import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
 
 RECENT_TRUNK = 10
-ALREADY, NEW, BACKEND_ONLY = "already_failing", "new", "backend_only"
+ALREADY, NEW, BACKEND_ONLY, KNOWN = "already_failing", "new", "backend_only", "known"
 LABELS = {
     ALREADY: "already failing on trunk",
     NEW: "new in this PR",
     BACKEND_ONLY: "backend-only (new; the reference passes)",
+    KNOWN: "known or expected (excluded)",
 }
 
 
@@ -51,12 +53,12 @@ class BackendBlame:
     @property
     def headline(self) -> str:
         """The worst news first: backend-only and new failures are this PR's to look at."""
-        counts = [(self.count(v), LABELS[v]) for v in (NEW, BACKEND_ONLY, ALREADY)]
+        counts = [(self.count(v), LABELS[v]) for v in (NEW, BACKEND_ONLY, ALREADY, KNOWN)]
         return ", ".join(f"{n} {label}" for n, label in counts if n) or "no failure"
 
     @property
     def blames_pr(self) -> bool:
-        return any(f.verdict != ALREADY for f in self.findings)
+        return any(f.verdict not in (ALREADY, KNOWN) for f in self.findings)
 
 
 def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> list[BackendBlame]:
@@ -70,15 +72,19 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
     ref = failures.get((head_sha, reference.id)) if reference else None
-    blamed = [_blame(p, failures[(head_sha, p.id)], [failures[(sha, p.id)] for sha in before], ref) for p in backends]
+    triage = cells_triage({k: f for k, f in failures.items() if k[0] == head_sha}, reference.id if reference else None)
+    blamed = [_blame(p, failures[(head_sha, p.id)], [failures[(sha, p.id)] for sha in before], ref, triage.get((head_sha, p.id))) for p in backends]
     return [b for b in blamed if b.findings]
 
 
-def _blame(project: Project, head: CellFailures, before: list[CellFailures], ref: CellFailures | None) -> BackendBlame:
+def _blame(project: Project, head: CellFailures, before: list[CellFailures], ref: CellFailures | None, triage=None) -> BackendBlame:
     blame = BackendBlame(project)
     if not head.cell.failing:
         return blame
     for tid in sorted(head.tests):
+        if triage is not None and triage.match_for(tid) is not None:
+            blame.findings.append(Finding(tid.full, "test", KNOWN))
+            continue
         already = any(b.failing(tid) for b in before)
         blame.findings.append(Finding(tid.full, "test", ALREADY if already else _new_kind(ref, ref.passed(tid) if ref else None)))
     for key in _failing_jobs_without_tests(head):

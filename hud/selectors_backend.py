@@ -15,6 +15,7 @@ from django.utils import timezone
 from .baseline import MARK_LABELS, backend_baseline
 from .culprits import streaks
 from .selectors_baseline_history import baseline_history
+from .selectors_triage import expectation_rows
 
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids, shown_state
@@ -398,6 +399,17 @@ class Dashboard:
     baseline_days: list = field(default_factory=list)
     streaks: list = field(default_factory=list)
     """Since which commit each job and test failing on the newest trunk commit fails."""
+    expectations: list = field(default_factory=list)
+    """The backend's published expectations, each with how many trunk commits in a row it passed."""
+
+    @property
+    def known_heads(self) -> int:
+        """Failing heads in the window whose every failure is a known issue or expected."""
+        return sum(day.known for day in self.baseline_days)
+
+    @property
+    def failing_heads(self) -> int:
+        return sum(day.failing for day in self.baseline_days)
 
 
 def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
@@ -413,4 +425,5 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     last = fmt_ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
     since = streaks(project) if tab == "pr" else []
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since)
+    expected = expectation_rows(project) if tab == "pr" else []
+    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since, expected)

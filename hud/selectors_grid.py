@@ -12,7 +12,7 @@ from django.db.models import Min
 
 from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
 
-from .baseline import BACKEND, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from .baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from .culprits import Streak, streaks
 from .gate import gate_verdict
 from .overdue import overdue_among, running_job_ids, shown_state
@@ -24,6 +24,7 @@ from .selectors_commit import (
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
 
 from .status import StateShown
+from .triage import annotate_failures
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200
@@ -369,7 +370,20 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     cell = cells[(sha, project_id)]
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
+    if cell.failing and not project.is_reference:
+        annotate_failures(cell, tests)
     return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
+
+
+def cell_log_job(sha: str, project_id: int, job: str = ""):
+    """The job whose log a double-clicked cell opens: the named job (an expanded job column), else
+    the cell's worst job (verdicts come worst first), i.e. the failure to read when there is one."""
+    project = next((p for p in registered_backends() if p.id == project_id), None)
+    if project is None:
+        return None
+    verdicts = cells_for_commits([sha], [project], detail=True)[(sha, project_id)].verdicts
+    named = [v for v in verdicts if not job or job_label((v.job.workflow_name, v.job.job_name)) == job]
+    return named[0].job if named else None
 
 
 # --- the PR page --------------------------------------------------------------------------------
@@ -454,7 +468,10 @@ def head_summary(row: GridRow, columns: list[Column]) -> str:
     return ", ".join(parts) if cells else "No backend has results for this head yet"
 
 
-FAILING_KIND_WORDS = {SHARED: "shared with reference", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline", None: "the reference"}
+FAILING_KIND_WORDS = {
+    SHARED: "shared with reference", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline",
+    KNOWN: "known issue", EXPECTED: "expected", None: "the reference",
+}
 
 
 def _failing_kinds(failing: list[GridCell]) -> str:

@@ -1,15 +1,18 @@
-"""/crcr/metrics: per-day series per backend, from the same cached buckets as the summary
-(whole UTC days, and today's hours merged into today)."""
+"""/crcr/metrics: series per backend, from the same cached buckets as the summary: per hour for
+the short ranges (so a sandbox a few minutes old already draws lines), per UTC day otherwise
+(whole days, and today's hours merged into today)."""
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
-from hud.selectors_summary import Tally, bucket_tallies, tallies_merge, tally_sum, window_buckets
+from hud.selectors_summary import Bucket, Tally, bucket_tallies, tallies_merge, tally_sum, window_buckets
 from relay.models import Level, Project
 
-METRIC_WINDOWS = {"7d": ("Last 7 days", 7), "14d": ("Last 14 days", 14), "30d": ("Last 30 days", 30)}
+METRIC_WINDOWS = {"24h": ("Last 24 hours", 1), "3d": ("Last 3 days", 3), "7d": ("Last 7 days", 7), "14d": ("Last 14 days", 14), "30d": ("Last 30 days", 30)}
+HOURLY_WINDOWS = {"24h": 24, "3d": 72}
+"""Ranges drawn hour by hour (the value: how many hours)."""
 DEFAULT_METRIC_WINDOW = "30d"
 LEVEL_FILTERS = {"all": "All levels", Level.L4: "L4", Level.L3: "L3", Level.L2: "L2"}
 """L1 is not offered: L1 backends have no results to chart."""
@@ -32,14 +35,20 @@ class BackendSeries:
 @dataclass
 class Metrics:
     days: list
+    """The points' start: UTC days, or hours (datetimes) when `hourly`."""
     series: list
     combined: list
-    """One Tally per day over every backend in view (for the timing quantiles)."""
+    """One Tally per point over every backend in view (for the timing quantiles)."""
     tab: str
+    hourly: bool = False
 
     @property
     def with_data(self) -> list:
         return [s for s in self.series if s.has_data]
+
+    @property
+    def points_with_data(self) -> int:
+        return sum(1 for total in self.combined if total is not None and (total.verdicts or total.attempts))
 
 
 def daily_tallies(days: int, now: datetime) -> list[tuple[date, dict]]:
@@ -49,6 +58,13 @@ def daily_tallies(days: int, now: datetime) -> list[tuple[date, dict]]:
     for bucket, tallies in zip(buckets, bucket_tallies(buckets, now)):
         per_day.setdefault(bucket.start.date(), []).append(tallies)
     return [(day, parts[0] if len(parts) == 1 else tallies_merge(parts)) for day, parts in per_day.items()]
+
+
+def hourly_tallies(hours: int, now: datetime) -> list[tuple[datetime, dict]]:
+    """[(UTC hour, {(project_id, kind): Tally})] for the last `hours` hours, the current one partial."""
+    hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    buckets = [Bucket(hour - timedelta(hours=h), hour - timedelta(hours=h - 1)) for h in range(hours - 1, -1, -1)]
+    return [(bucket.start, tallies) for bucket, tallies in zip(buckets, bucket_tallies(buckets, now), strict=True)]
 
 
 def backends_in_view(level: str, backend: str) -> list[Project]:
@@ -66,11 +82,12 @@ def backend_choices() -> list[Project]:
 
 def metrics_build(window_key: str, tab: str, level: str, backend: str, now: datetime | None = None) -> Metrics:
     now = now or timezone.now()
-    daily = daily_tallies(METRIC_WINDOWS[window_key][1], now)
+    hourly = window_key in HOURLY_WINDOWS
+    points = hourly_tallies(HOURLY_WINDOWS[window_key], now) if hourly else daily_tallies(METRIC_WINDOWS[window_key][1], now)
     projects = backends_in_view(level, backend)
-    series = [BackendSeries(p, [_nonempty(tallies.get((p.pk, tab))) for _, tallies in daily]) for p in projects]
-    combined = [tally_sum(s.days[i] for s in series if s.days[i] is not None) for i in range(len(daily))]
-    return Metrics([day for day, _ in daily], series, combined, tab)
+    series = [BackendSeries(p, [_nonempty(tallies.get((p.pk, tab))) for _, tallies in points]) for p in projects]
+    combined = [tally_sum(s.days[i] for s in series if s.days[i] is not None) for i in range(len(points))]
+    return Metrics([start for start, _ in points], series, combined, tab, hourly)
 
 
 def _nonempty(tally: Tally | None) -> Tally | None:

@@ -6,13 +6,23 @@ import logging
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from .baseline import commit_baseline
 from .culprits import commit_streaks
 from .selectors_commit import commit_detail, resolve_commit
-from .selectors_grid import LEVELS, PER_PAGE, GridFilters, cell_tooltip, grid_page, parse_cell_key, pr_page
+from .selectors_grid import (
+    LEVELS,
+    PER_PAGE,
+    GridFilters,
+    cell_log_job,
+    cell_tooltip,
+    grid_page,
+    parse_cell_key,
+    pr_page,
+)
+from .templatetags.hud_tags import job_log_url
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +51,8 @@ def _failed(request, template: str, context: dict, exc: Exception):
 def grid(request):
     if "tip" in request.GET:
         return _tooltip(request)
+    if "log" in request.GET:
+        return _job_log(request)
     filters = GridFilters.from_query(request.GET)
     context = {"nav": "grid", "filters": filters, **_grid_links(filters)}
     try:
@@ -74,9 +86,24 @@ def _tooltip(request):
     return render(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404)
 
 
+def _job_log(request):
+    """`?log=<sha>.<backend id>[&job=<workflow / job>]`: a double-clicked cell goes to its job's log."""
+    key = parse_cell_key(request.GET.get("log", ""))
+    context = {"key": request.GET.get("log", ""), "job": request.GET.get("job", "")[:300]}
+    try:
+        job = cell_log_job(*key, job=context["job"]) if key else None
+    except DatabaseError as exc:
+        return _failed(request, "hud/no_log.html", context, exc)
+    url = job_log_url(job) if job else ""
+    if url:
+        return redirect(url)
+    context["job_found"] = job is not None
+    return render(request, "hud/no_log.html", context, status=400 if key is None else 404)
+
+
 @require_GET
 def commit(request, sha):
-    context = {"nav": "grid", "requested_sha": sha}
+    context = {"nav": "grid", "requested_sha": sha, **_open_backends(request.GET.get("open", ""))}
     try:
         full_sha, recorded = resolve_commit(sha)
         if full_sha is None:
@@ -88,6 +115,12 @@ def commit(request, sha):
     except DatabaseError as exc:
         return _failed(request, "hud/commit.html", context, exc)
     return _render(request, "hud/commit.html", context)
+
+
+def _open_backends(value: str) -> dict:
+    """`?open=3,7` expands those backends' sections on the commit page, `?open=all` every one."""
+    ids = {int(part) for part in value.split(",")[:200] if part.strip().isdigit() and len(part.strip()) < 10}
+    return {"open_all": value == "all", "open_backends": ids}
 
 
 @require_GET

@@ -158,3 +158,5 @@ try:
 except ImportError:
     if importlib.util.find_spec(f"{__package__}.admin_deliveries") is not None:
         raise
+
+from . import admin_triage  # noqa: E402,F401 - known issues, expectations, subscriptions

@@ -6,6 +6,9 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from .models_checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
+from .models_triage import (
+    Expectation, IssueOccurrence, KnownIssue, Notification, NotificationAttempt, NotificationEvent, Subscription,
+)
 from .outbox.models import OutboxAttempt, OutboxRow
 
 # The upstream-write models live in their own module and name these models by string
@@ -14,6 +17,8 @@ __all__ = [
     "CIProvider", "Conclusion", "Delivery", "Dispatch", "DispatchAttempt", "FailedTest", "HardwareKind", "Installation",
     "InstalledRepo", "JobRun", "Level", "LevelChange", "OncallComment", "Project", "PullRequest", "RelayState", "RerunRequest",
     "UpstreamCheckRun", "UpstreamCommit", "UpstreamWrite", "UpstreamWriteAttempt", "UsedToken",
+    # Triage and notifications (relay/models_triage.py, the same one-way import).
+    "Expectation", "IssueOccurrence", "KnownIssue", "Notification", "NotificationAttempt", "NotificationEvent", "Subscription",
 ]
 
 

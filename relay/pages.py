@@ -13,6 +13,7 @@ from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, deliver
 def deliveries(request):
     """Operators only: dispatch errors, upstream writes and sandbox details are not for the public."""
     filters = DeliveryFilters.from_query(request.GET)
+    view = "writes" if request.GET.get("view") == "writes" else "deliveries"
     page = deliveries_page(filters, request.GET.get("page") or 1)
     choices = delivery_event_choices()
     context = {
@@ -23,7 +24,8 @@ def deliveries(request):
         "actions": sorted({a for actions in choices.values() for a in actions if a}),
         "statuses": list(STATUS_FILTERS),
         "query_without_page": _query_without_page(request),
-        "upstream_writes": writes_recent(),
+        "view": view,
+        "upstream_writes": writes_recent() if view == "writes" else None,
     }
     template = "relay/deliveries.html#rows" if request.headers.get("HX-Request") else "relay/deliveries.html"
     response = render(request, template, context)
@@ -34,4 +36,21 @@ def deliveries(request):
 def _query_without_page(request) -> str:
     query = request.GET.copy()
     query.pop("page", None)
+    query.pop("view", None)
     return query.urlencode()
+
+
+@require_GET
+def notifications(request):
+    from .models_triage import Notification, Subscription
+    from .notify.selectors import events_recent, notifications_log
+
+    raw = request.GET.get("subscription", "")
+    subscription_id = int(raw) if raw.isdigit() else None
+    state = request.GET.get("state", "")
+    context = {
+        "nav": "notifications", "logs": notifications_log(subscription_id, state), "events": events_recent(),
+        "all_subscriptions": Subscription.objects.order_by("name", "id")[:200], "subscription_id": subscription_id,
+        "state": state if state in Notification.State.values else "", "states": Notification.State.choices,
+    }
+    return render(request, "relay/notifications.html", context)

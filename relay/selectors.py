@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, Q
 
-from .models import Delivery, Dispatch
+from .models import Delivery, Dispatch, JobRun
 
 DELIVERIES_PER_PAGE = 50
 STATUS_FILTERS = {
@@ -52,3 +52,17 @@ def delivery_event_choices() -> dict[str, list[str]]:
     for event, action in rows:
         choices.setdefault(event, []).append(action)
     return choices
+
+
+def activity_counts() -> dict[str, int]:
+    """Running totals `make run` turns into its once-a-minute summary: webhooks received,
+    dispatches sent, callbacks accepted (a job reporting it started or finished), failures (dispatches
+    given up on), and results (jobs that finished)."""
+    jobs = JobRun.objects.aggregate(started=Count("id", filter=Q(in_progress_at__isnull=False)), finished=Count("id", filter=Q(status=JobRun.Status.COMPLETED)))
+    return {
+        "webhooks": Delivery.objects.count(),
+        "dispatches": Dispatch.objects.filter(state=Dispatch.State.SENT).count(),
+        "callbacks": jobs["started"] + jobs["finished"],
+        "failures": Dispatch.objects.filter(state=Dispatch.State.FAILED).count(),
+        "results": jobs["finished"],
+    }

@@ -7,4 +7,5 @@ urlpatterns = [
     re_path(r"^github/callback/?$", views.callback, name="github-callback"),
     path("healthz", views.healthz, name="healthz"),
     path("relay/deliveries", pages.deliveries, name="relay-deliveries"),
+    path("notifications", pages.notifications, name="relay-notifications"),
 ]

@@ -41,6 +41,18 @@ def webhook_headers(event: str, body: bytes, delivery_id: str | None = None, sec
     }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_files_by_plain_name():
+    """Production serves hashed, compressed names from `collectstatic`'s manifest; tests render
+    pages without collecting first, so they use plain names (tests/test_static_files.py runs the
+    real manifest pipeline)."""
+    from django.test.utils import override_settings
+
+    with override_settings(STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+                                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}):
+        yield
+
+
 @pytest.fixture
 def relay_settings(settings):
     settings.GITHUB_WEBHOOK_SECRET = WEBHOOK_SECRET

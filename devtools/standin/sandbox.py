@@ -19,6 +19,7 @@ import uuid
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -480,6 +481,55 @@ def _wait_for_relay(relay_url: str, stopping: threading.Event) -> None:
         stopping.wait(1)
 
 
+class NotificationSink:
+    """The sandbox's webhook receiver for the relay's notifications (the seeded subscriptions post
+    here): logs each one and appends it to DIR/notifications.log. It answers 503 to the first try
+    of every third notification, so /notifications shows retries working."""
+
+    def __init__(self, state_dir: Path):
+        self.log_path, self.tries, self.lock = state_dir / "notifications.log", {}, threading.Lock()
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = min(int(self.headers.get("Content-Length") or 0), 1_000_000)
+                status = sink.receive(self.path, self.headers.get("X-CRCR-Notification", ""), self.rfile.read(length))
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                self.wfile.write(b"ok" if status == 200 else b"busy, try again")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def receive(self, path: str, notification_id: str, body: bytes) -> int:
+        with self.lock:
+            tries = self.tries[notification_id] = self.tries.get(notification_id, 0) + 1
+        if notification_id.isdigit() and int(notification_id) % 3 == 0 and tries == 1:
+            logger.info("sink %s: refusing notification %s once (503) to exercise retries", path, notification_id)
+            return 503
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = {"raw": body[:200].decode(errors="replace")}
+        title = data.get("title") or data.get("text", "")[:200]
+        logger.info("sink %s received notification %s (try %s): %s", path, notification_id, tries, title)
+        with self.lock, self.log_path.open("a") as log:
+            log.write(json.dumps({"at": _now_iso(), "path": path, "notification": notification_id, "try": tries, "title": title}) + "\n")
+        return 200
+
+    def start(self) -> "NotificationSink":
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m standin.sandbox")
     parser.add_argument("--relay-url", required=True)
@@ -492,7 +542,8 @@ def main(argv=None) -> int:
     args.state_dir.mkdir(parents=True, exist_ok=True)
     standin, key_path = load_or_create(args.state_dir, args.app_id)
     standin.start("127.0.0.1", args.port)
-    info = {"url": standin.url, "app_id": args.app_id, "app_private_key_path": str(key_path.resolve()), "oidc_issuers": standin.oidc.issuers_config()}
+    sink = NotificationSink(args.state_dir).start()
+    info = {"url": standin.url, "sink_url": sink.url, "app_id": args.app_id, "app_private_key_path": str(key_path.resolve()), "oidc_issuers": standin.oidc.issuers_config()}
     _write_atomically(args.state_dir / "standin.json", json.dumps(info, indent=2) + "\n")
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -502,6 +553,7 @@ def main(argv=None) -> int:
     while not stopping.wait(0.5):
         pass
     standin.stop()
+    sink.stop()
     (args.state_dir / "standin.json").unlink(missing_ok=True)
     return 0
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from hud.baseline import MARK_GLYPHS, MARK_LABELS, MARK_SHORT
+from hud.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from hud.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state
 
@@ -23,7 +23,7 @@ register = template.Library()
 @register.inclusion_tag("hud/_legend.html")
 def hud_legend(show_marks: bool = True):
     marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
-    return {"legend": LEGEND, "marks": marks if show_marks else []}
+    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED}
 
 
 @register.filter
@@ -135,7 +135,7 @@ def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
     info = STATES[state]
     title = info.label + (f" · {MARK_LABELS[mark]}" if mark else "")
     mark_html = f'<i class="mk mk-{escape(mark)}" aria-hidden="true">{escape(MARK_GLYPHS[mark])}</i>' if mark else ""
-    css = f"c s-{escape(state.value)}" + (" j" if is_job else "")
+    css = f"c s-{escape(state.value)}" + (" j" if is_job else "") + (" xp" if mark == EXPECTED else "")
     return (f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'
             f"<b>{escape(info.glyph)}</b>{mark_html}</td>")
 

@@ -19,6 +19,7 @@ from django.db.models import Exists, OuterRef
 
 from ..models import Dispatch, JobRun, Level, Project
 from ..results_sweep import latest_heads
+from ..triage.issues import not_blocking
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
 from .markdown import md_code
 
@@ -46,13 +47,26 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
 
 
 def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict]]:
-    """(state, reason, job verdicts) of one backend on one head, under relay.verdicts."""
+    """(state, reason, job verdicts) of one backend on one head, under relay.verdicts. A failing
+    job whose failures all match known issues an admin marked as not blocking counts nowhere,
+    and the reason says so."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(Exists(JobRun.objects.filter(dispatch=OuterRef("pk"))))
     states = set(dispatches.values_list("state", flat=True))
-    state, reason = gate_backend(verdicts, states, unanswered.exists())
+    excused = not_blocking(verdicts, project.pk)
+    counted = [v for v in verdicts if v.job.pk not in excused]
+    state, reason = gate_backend(counted, states, unanswered.exists())
+    if excused and not counted:
+        state, reason = Gate.SUCCESS, "no blocking failure"
+    if excused:
+        reason += "; not blocking: " + ", ".join(_excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused)
     return state, reason, verdicts
+
+
+def _excused_text(verdict: JobVerdict, issues) -> str:
+    names = ", ".join(f"known issue #{i.pk} {i.title}" for i in issues)
+    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {names}"
 
 
 # --- the gate -------------------------------------------------------------------------------------
@@ -107,6 +121,8 @@ def gate_summary(verdict: dict) -> str:
         for b in verdict["backends"]:
             counts = _job_counts(b["jobs"])
             lines.append(f"| {_md(b['repo'])} | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
+    if any("not blocking:" in b["reason"] for b in verdict["backends"]):
+        lines += ["", "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block."]
     lines += ["", "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
               "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress."]
     if settings.CRCR_PUBLIC_URL:

@@ -113,7 +113,7 @@ def test_anonymous_reads_are_throttled_per_client(api, settings, jobs):
 def test_the_api_root_lists_every_resource_with_its_url(api, path):
     response = api.get(path, HTTP_ACCEPT="application/json", follow=True)
     assert response.status_code == 200
-    assert set(response.json()) == {"projects", "deliveries", "dispatches", "jobs", "commits", "allowlist"}
+    assert set(response.json()) == {"projects", "deliveries", "dispatches", "jobs", "commits", "known-issues", "subscriptions", "allowlist"}
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
 

@@ -31,6 +31,9 @@ def screenshots() -> Path:
 
 @pytest.fixture
 def hud_store(transactional_db):
+    from django.core.cache import cache
+
+    cache.clear()  # tallies cached for the previous test's backends (other ids) would hide these
     return seed_hud_store()
 
 

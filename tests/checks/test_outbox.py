@@ -154,7 +154,7 @@ def test_the_deliveries_page_lists_upstream_writes_with_their_attempts(relay, ga
     relay.drain()
     relay.make_due()
     relay.drain()
-    page = client.get("/relay/deliveries").content.decode()
+    page = client.get("/relay/deliveries?view=writes").content.decode()
     assert "Upstream writes" in page and "crcr/gate @ ec26c3e57c (PR #2)" in page
     assert "transient failure · POST" in page and "HTTP 500" in page and "HTTP 201" in page
 

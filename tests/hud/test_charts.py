@@ -63,3 +63,9 @@ def test_it_builds_every_chart_of_the_page_as_valid_plotly_json():
     for _, _, figure in built:
         go.Figure(figure)  # plotly's own validation: raises on any property it does not know
     json.dumps([figure for _, _, figure in built])
+
+
+def test_it_only_draws_trace_types_the_vendored_basic_plotly_bundle_has():
+    """static/vendor/plotly-basic.min.js has scatter, bar and pie; anything else would fail in the page."""
+    built = charts.metrics_figures(metrics([day(5, 1, callbacks=6), None, day(4)], [day(1)] * 3))
+    assert {trace["type"] for _, _, figure in built for trace in figure["data"]} <= {"scatter", "bar", "pie"}

@@ -178,7 +178,7 @@ def test_a_50_commit_by_40_backend_grid_takes_a_fixed_handful_of_queries(client,
         JobRunFactory.build(project=p, head_sha=c.sha, job_name=f"shard-{j}", conclusion="failure" if (i + j) % 37 == 0 else "success", tests_total=100)
         for c in commits for i, p in enumerate(projects) if p.level != "L1" for j in range(6)
     )
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(10):
         assert client.get("/").status_code == 200
 
 

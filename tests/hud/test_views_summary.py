@@ -116,7 +116,7 @@ def test_it_renders_the_metrics_page_with_plotly_figures_as_json(client):
     backend = project("a/b")
     job(backend, "success", at=recent())
     page = client.get("/crcr/metrics?range=7d&level=L2").content.decode()
-    assert "vendor/plotly.min.js" in page and "js/hud-charts.js" in page
+    assert "vendor/plotly-basic.min.js" in page and "js/hud-charts.js" in page
     figure = json.loads(re.search(r'<script id="figure-pass-rate" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert figure["data"][0]["name"] == "a/b" and figure["data"][0]["y"][-1] == 100.0
 

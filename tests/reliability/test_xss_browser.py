@@ -133,7 +133,7 @@ def pages(store) -> list[str]:
     ]  # fmt: skip
 
 
-STAFF_PAGES = ["/relay/deliveries", f"/relay/deliveries?event={HOSTILE[1]}"]
+STAFF_PAGES = ["/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/deliveries?event={HOSTILE[1]}"]
 """Operator pages: visited signed in, as only staff may see them."""
 
 

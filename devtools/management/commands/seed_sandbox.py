@@ -1,10 +1,13 @@
 """`manage.py seed_sandbox`: upsert the sandbox registry (idempotent), into a sandbox database only."""
 
+import os
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from devtools.sandbox_registry import SANDBOX_SEED_BY, seed_sandbox_registry
+from devtools.sandbox_triage import seed_sandbox_triage
 from relay.models import Delivery, LevelChange, Project, RelayState
 
 SANDBOX_MARKER = "sandbox-database"
@@ -35,3 +38,5 @@ class Command(BaseCommand):
         sandbox_database_claim(force=settings.CRCR_SANDBOX_FORCE)
         projects = seed_sandbox_registry()
         self.stdout.write(f"sandbox registry: {len(projects)} projects")
+        triage = seed_sandbox_triage(os.environ.get("CRCR_SANDBOX_SINK_URL", ""))
+        self.stdout.write(f"sandbox triage: {triage['issues']} known issues made, expectations and the webhook sink subscription in place")

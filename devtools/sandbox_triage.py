@@ -1,0 +1,71 @@
+"""Sandbox demo data for triage and notifications (sandbox mode only; `manage.py seed_sandbox`):
+known issues over the stand-in's test pool, an expectations file for Apple MPS, and one
+subscription to the sandbox's local webhook sink, so marks and /notifications fill within
+minutes. Idempotent: seeding again changes nothing."""
+
+from relay.models import KnownIssue, Project, Subscription
+from relay.triage.expectations import expectations_replace
+from relay.triage.issues import known_issue_create, known_issue_update
+
+SEED_BY = "sandbox seed"
+ISSUES = [
+    {
+        "title": "Stream event sync is flaky on accelerators",
+        "kind": "flaky",
+        "test_patterns": ["TestStreams.test_stream_event_sync"],
+        "url": "https://github.com/pytorch/pytorch/issues/170001",
+    },
+    {
+        "title": "out= addmm mismatch on XPU",
+        "kind": "product",
+        "test_patterns": ["TestCommon.test_out_addmm*"],
+        "url": "https://github.com/intel/torch-xpu-ops/issues/2101",
+        "backends": ["intel/torch-xpu-ops"],
+    },
+    {
+        "title": "svd_lowrank float64 tolerance (upstream)",
+        "kind": "upstream",
+        "test_patterns": ["test_linalg.TestLinalg.test_svd_lowrank*"],
+        "url": "https://github.com/pytorch/pytorch/issues/170002",
+        "blocks_gate": False,
+    },
+    {
+        "title": "Storage resize regression",
+        "kind": "upstream",
+        "test_patterns": ["TestTorchDevice.test_storage_resize"],
+        "url": "https://github.com/pytorch/pytorch/issues/170003",
+        "state": "resolved",
+    },
+]
+MPS_EXPECTATIONS = """# Apple MPS: known gaps of the MPS backend (DRM-CI style: pattern,Kind)
+TestBinaryUfuncs.test_pow_scalar_overflow_int64,Fail   # int64 pow overflows differently on MPS
+TestAutogradDevice.test_pin_memory,Fail   # pinned memory is not supported on MPS
+TestLinalg.test_svd_lowrank*,Flake
+"""
+
+
+def seed_sandbox_triage(sink_url: str = "") -> dict:
+    made = [_issue(spec) for spec in ISSUES if not KnownIssue.objects.filter(title=spec["title"]).exists()]
+    mps = Project.objects.filter(full_name__iexact="pytorch-mps/mps-ci").first()
+    if mps is not None and not mps.expectations.exists():
+        expectations_replace(mps, MPS_EXPECTATIONS, by=SEED_BY)
+    if sink_url:
+        Subscription.objects.update_or_create(
+            name="Sandbox webhook sink", defaults={"channel": "webhook", "target": f"{sink_url}/hooks/crcr", "events": [], "active": True},
+        )  # fmt: skip
+        Subscription.objects.update_or_create(
+            name="Sandbox Slack-style sink (Intel XPU)",
+            defaults={"channel": "slack", "target": f"{sink_url}/hooks/slack", "project": Project.objects.filter(full_name="intel/torch-xpu-ops").first(),
+                      "events": ["new_failure", "recovery", "upstream_broken", "at_risk"], "active": True},
+        )  # fmt: skip
+    return {"issues": len(made)}
+
+
+def _issue(spec: dict) -> KnownIssue:
+    spec = dict(spec)
+    backends, state = spec.pop("backends", []), spec.pop("state", "open")
+    projects = list(Project.objects.filter(full_name__in=backends))
+    issue = known_issue_create({**spec, "all_backends": not backends}, by=SEED_BY, projects=projects)
+    if state != "open":
+        known_issue_update(issue, {"state": state})
+    return issue

@@ -1,0 +1,137 @@
+"""Admin for known issues, expectations, subscriptions and the notification log. Only admins
+(superusers) may turn an issue's gate blocking off."""
+
+from django import forms
+from django.contrib import admin
+
+from .models_triage import (
+    Expectation,
+    IssueOccurrence,
+    KnownIssue,
+    Notification,
+    NotificationAttempt,
+    NotificationEvent,
+    Subscription,
+)
+from .triage import issues as issue_services
+from .triage.matching import PatternError, message_check, patterns_check
+
+
+class KnownIssueForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, required=False, assume_scheme="https", label="Tracker issue URL")
+
+    class Meta:
+        model = KnownIssue
+        fields = [
+            "title",
+            "url",
+            "kind",
+            "state",
+            "all_backends",
+            "projects",
+            "test_patterns",
+            "message_contains",
+            "blocks_gate",
+        ]
+
+    def clean_test_patterns(self):
+        return _checked(patterns_check, self.cleaned_data.get("test_patterns") or [])
+
+    def clean_message_contains(self):
+        return _checked(message_check, self.cleaned_data.get("message_contains", ""))
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("test_patterns") and not data.get("message_contains"):
+            raise forms.ValidationError("Give a test pattern or a message substring to match failures by.")
+        return data
+
+
+def _checked(check, value):
+    try:
+        return check(value)
+    except PatternError as exc:
+        raise forms.ValidationError(str(exc)) from exc
+
+
+@admin.register(KnownIssue)
+class KnownIssueAdmin(admin.ModelAdmin):
+    form = KnownIssueForm
+    list_display = ("id", "title", "kind", "state", "all_backends", "blocks_gate", "created_by", "created_at")
+    list_filter = ("state", "kind", "blocks_gate")
+    search_fields = ("title", "url", "message_contains")
+    filter_horizontal = ("projects",)
+    readonly_fields = ("created_at", "resolved_at", "created_by")
+    actions = ["resolve", "reopen"]
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = super().get_readonly_fields(request, obj)
+        return fields if request.user.is_superuser else (*fields, "blocks_gate")
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user.get_username()
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        issue_services.occurrences_backfill(form.instance.pk)
+
+    @admin.action(description="Resolve the selected issues")
+    def resolve(self, request, queryset):
+        for issue in queryset:
+            issue_services.known_issue_update(issue, {"state": KnownIssue.State.RESOLVED})
+
+    @admin.action(description="Reopen the selected issues")
+    def reopen(self, request, queryset):
+        for issue in queryset:
+            issue_services.known_issue_update(issue, {"state": KnownIssue.State.OPEN})
+
+
+@admin.register(IssueOccurrence)
+class IssueOccurrenceAdmin(admin.ModelAdmin):
+    list_display = ("issue", "project", "head_sha", "test_id", "seen_at")
+    list_filter = ("issue",)
+    raw_id_fields = ("job_run",)
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Expectation)
+class ExpectationAdmin(admin.ModelAdmin):
+    list_display = ("project", "pattern", "kind", "reason", "uploaded_at", "uploaded_by")
+    list_filter = ("project", "kind")
+    search_fields = ("pattern",)
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "project", "level", "channel", "digest", "origin", "active")
+    list_filter = ("channel", "origin", "active", "digest")
+    raw_id_fields = ("user", "issue")
+
+
+class NotificationAttemptInline(admin.TabularInline):
+    model = NotificationAttempt
+    extra = 0
+    can_delete = False
+    readonly_fields = ("number", "started_at", "duration_ms", "status_code", "outcome", "error", "retry_at")
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ("id", "subscription", "event", "digest_date", "state", "attempts", "sent_at")
+    list_filter = ("state", "subscription")
+    readonly_fields = [f.name for f in Notification._meta.fields]
+    inlines = [NotificationAttemptInline]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(NotificationEvent)
+class NotificationEventAdmin(admin.ModelAdmin):
+    list_display = ("occurred_at", "kind", "title", "project")
+    list_filter = ("kind",)
+    readonly_fields = [f.name for f in NotificationEvent._meta.fields]

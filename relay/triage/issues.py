@@ -1,0 +1,175 @@
+"""Known issues: create, change, resolve; and where they were seen. Occurrences are recorded as
+results arrive (a completed job's failed tests, or the job itself when it failed without one)
+and, for recent results, when an issue is created or its matchers change. A resolved issue seen
+again is flagged on its page and announced to subscribers (relay.notify)."""
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import FailedTest, JobRun, Project
+from ..models_triage import IssueOccurrence, KnownIssue
+from ..testids import test_id
+from ..verdicts import FAILING, conclusion_state
+from .classify import triager_for, triager_load
+from .matching import Failure, message_check, patterns_check
+
+logger = logging.getLogger(__name__)
+BACKFILL_DAYS = 14
+BACKFILL_MAX_JOBS = 20_000
+"""Creating an issue scans at most this many recent failing attempts for occurrences."""
+EDITABLE = ("title", "url", "kind", "all_backends", "test_patterns", "message_contains", "blocks_gate")
+
+
+class IssueError(ValueError):
+    pass
+
+
+def _clean(data: dict) -> dict:
+    data = dict(data)
+    if "test_patterns" in data:
+        data["test_patterns"] = patterns_check(data["test_patterns"] or [])
+    if "message_contains" in data:
+        data["message_contains"] = message_check(data["message_contains"])
+    return data
+
+
+def _require_matcher(issue: KnownIssue) -> None:
+    if not issue.test_patterns and not issue.message_contains:
+        raise IssueError("a known issue needs a test pattern or a message substring to match failures by")
+
+
+@transaction.atomic
+def known_issue_create(data: dict, by: str, projects=()) -> KnownIssue:
+    """`data` holds EDITABLE fields (PatternError/IssueError on bad matchers); `projects` the
+    backends it is limited to when it is not for all backends."""
+    issue = KnownIssue(created_by=by[:150], **{k: v for k, v in _clean(data).items() if k in EDITABLE})
+    _require_matcher(issue)
+    issue.save()
+    issue.projects.set(projects)
+    transaction.on_commit(lambda: occurrences_backfill(issue.pk))
+    return issue
+
+
+@transaction.atomic
+def known_issue_update(issue: KnownIssue, data: dict, projects=None) -> KnownIssue:
+    changes = {k: v for k, v in _clean(data).items() if k in EDITABLE}
+    for name, value in changes.items():
+        setattr(issue, name, value)
+    _require_matcher(issue)
+    if "state" in data:
+        _set_state(issue, data["state"])
+    issue.save()
+    if projects is not None:
+        issue.projects.set(projects)
+    if {"test_patterns", "message_contains", "all_backends"} & changes.keys() or projects is not None:
+        transaction.on_commit(lambda: occurrences_backfill(issue.pk))
+    return issue
+
+
+def _set_state(issue: KnownIssue, state: str) -> None:
+    if state not in KnownIssue.State.values:
+        raise IssueError(f"state must be one of {', '.join(KnownIssue.State.values)}")
+    if state != issue.state:
+        issue.state = state
+        issue.resolved_at = timezone.now() if state == KnownIssue.State.RESOLVED else None
+
+
+def still_occurring(issue: KnownIssue) -> int:
+    """Occurrences since the issue was resolved (0 while open): a resolved issue whose failures
+    still happen is flagged."""
+    if issue.state != KnownIssue.State.RESOLVED or issue.resolved_at is None:
+        return 0
+    return issue.occurrences.filter(seen_at__gt=issue.resolved_at).count()
+
+
+# --- occurrences ----------------------------------------------------------------------------------
+
+
+def job_failures(job: JobRun, tests: list) -> list[Failure]:
+    """What a failing attempt reports: its tests, or the job itself when it reported none."""
+    if conclusion_state(job) not in FAILING:
+        return []
+    if tests:
+        return [Failure(job.project_id, test_id(t.name, t.classname, t.file), t.message) for t in tests]
+    label = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
+    return [Failure(job.project_id, label)]
+
+
+def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
+    """Match one attempt's failures against every known issue (open and resolved); returns the
+    new occurrences. Idempotent: an attempt recorded twice adds nothing."""
+    job = JobRun.objects.filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
+    if job is None:
+        return []
+    failures = job_failures(job, list(FailedTest.objects.filter(job_run=job)))
+    if not failures:
+        return []
+    triager = triager_load([job.project_id], states=KnownIssue.State.values)
+    created = []
+    for failure in failures:
+        for issue in triager.issues:
+            if triager.issue_for(failure, [issue]) is not None:
+                created += _occurrence(issue, job, failure.text)
+    return created
+
+
+def _occurrence(issue: KnownIssue, job: JobRun, subject: str) -> list[IssueOccurrence]:
+    row, made = IssueOccurrence.objects.get_or_create(
+        issue=issue, job_run=job, test_id=subject[:1000],
+        defaults={"project_id": job.project_id, "head_sha": job.head_sha, "seen_at": job.completed_at or job.created_at},
+    )  # fmt: skip
+    return [row] if made else []
+
+
+def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
+    """Record an issue's occurrences among recent failing attempts (bounded)."""
+    issue = KnownIssue.objects.filter(pk=issue_pk).first()
+    if issue is None:
+        return 0
+    since = timezone.now() - timedelta(days=days)
+    jobs = list(
+        JobRun.objects.filter(status=JobRun.Status.COMPLETED, created_at__gte=since)
+        .exclude(conclusion__in=["success", "neutral", "skipped"]).order_by("-created_at")[:BACKFILL_MAX_JOBS]
+    )  # fmt: skip
+    tests: dict[int, list] = {}
+    for row in FailedTest.objects.filter(job_run_id__in=[j.pk for j in jobs]).only(
+        "job_run_id", "name", "classname", "file", "message"
+    ):
+        tests.setdefault(row.job_run_id, []).append(row)
+    triager = triager_for([issue])
+    count = 0
+    for job in jobs:
+        for failure in job_failures(job, tests.get(job.pk, [])):
+            if triager.issue_for(failure) is not None:
+                count += len(_occurrence(issue, job, failure.text))
+    return count
+
+
+def issue_projects(ids) -> list[Project]:
+    projects = list(Project.objects.filter(pk__in=list(ids)))
+    if len(projects) != len(set(ids)):
+        raise IssueError("unknown backend id in projects")
+    return projects
+
+
+# --- the merge gate -------------------------------------------------------------------------------
+
+
+def not_blocking(verdicts, project_id: int) -> dict[int, list[KnownIssue]]:
+    """Failing jobs whose every failure matches an open known issue an admin marked as not
+    blocking the gate: job id → those issues. The gate leaves them out and says so."""
+    failing = [v for v in verdicts if v.state in FAILING]
+    issues = [i for i in triager_load([project_id]).issues if not i.blocks_gate] if failing else []
+    if not issues:
+        return {}
+    triager = triager_for(issues)
+    excused = {}
+    for verdict in failing:
+        failures = job_failures(verdict.job, list(verdict.job.failed_tests.all()))
+        matched = [triager.issue_for(f) for f in failures]
+        if failures and all(matched):
+            excused[verdict.job.pk] = list(dict.fromkeys(matched))
+    return excused
