@@ -59,6 +59,15 @@ def soft_set(key: str, value, timeout: int) -> None:
         cache_failed(f"set {key.split(':')[0]}", exc)
 
 
+def soft_set_many(values: dict, timeout: int) -> None:
+    if cache_paused() or not values:
+        return
+    try:
+        cache.set_many(values, timeout)
+    except Exception as exc:  # noqa: BLE001
+        cache_failed("set_many", exc)
+
+
 def soft_delete(key: str) -> None:
     if cache_paused():
         return
