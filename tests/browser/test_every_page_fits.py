@@ -39,7 +39,7 @@ def open_page(browser, url: str, viewport: dict, theme: str, login=None):
     context.set_default_timeout(15_000)
     page = context.new_page()
     if login:
-        page.goto(url.split("/admin/")[0] + "/admin/login/")
+        page.goto("/".join(url.split("/")[:3]) + "/admin/login/")
         page.fill("#id_username", login[0])
         page.fill("#id_password", login[1])
         page.click("input[type=submit]")
