@@ -1,10 +1,13 @@
-"""Personal API tokens in admin: the raw token is shown once, on creation, and never stored."""
+"""Personal API tokens in admin: the raw token is shown once, in the answer to the form that
+created it (never in a message, a cookie or the database). A token never carries more than its
+owner may do, and only a superuser may create one for someone else."""
 
 from django import forms
 from django.contrib import admin, messages
+from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from .models import ApiToken, Scope
+from .models import ApiToken, Scope, user_may
 
 
 class ApiTokenForm(forms.ModelForm):
@@ -13,6 +16,22 @@ class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["user", "name", "scopes"]
+
+    def __init__(self, *args, issuer=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.issuer = issuer
+        if issuer is not None and not issuer.is_superuser and "user" in self.fields:
+            self.fields["user"].queryset = self.fields["user"].queryset.filter(pk=issuer.pk)
+            self.fields["user"].initial = issuer.pk
+
+    def clean(self):
+        cleaned = super().clean()
+        owner, scopes = cleaned.get("user"), cleaned.get("scopes") or []
+        for person, role in ((owner, "its owner"), (self.issuer, "you")):
+            beyond = [s for s in scopes if person is not None and not user_may(person, s)]
+            if beyond:
+                self.add_error("scopes", f"{', '.join(beyond)}: more than {role} ({person.get_username()}) may do.")
+        return cleaned
 
 
 @admin.register(ApiToken)
@@ -27,6 +46,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def scope_list(self, token):
         return ", ".join(token.scopes)
 
+    def get_queryset(self, request):
+        tokens = super().get_queryset(request)
+        return tokens if request.user.is_superuser else tokens.filter(user=request.user)
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+
+        class IssuedBy(form):
+            def __init__(self, *args, **inner):
+                super().__init__(*args, issuer=request.user, **inner)
+
+        return IssuedBy
+
     def get_fields(self, request, obj=None):
         return ["user", "name", "scopes"] if obj is None else ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
 
@@ -38,7 +70,15 @@ class ApiTokenAdmin(admin.ModelAdmin):
             return super().save_model(request, obj, form, change)
         token, raw = ApiToken.issue(form.cleaned_data["user"], form.cleaned_data["name"], form.cleaned_data["scopes"])
         obj.pk = token.pk
-        messages.warning(request, f"Copy this token now; it will not be shown again: {raw}")
+        request._issued_token = (token, raw)  # for response_add only; never a message or cookie
+
+    def response_add(self, request, obj, post_url_continue=None):
+        token, raw = request._issued_token
+        response = TemplateResponse(request, "admin/api/apitoken/issued.html", {
+            **self.admin_site.each_context(request), "token": token, "raw_token": raw, "title": "API token created", "opts": self.model._meta,
+        })  # fmt: skip
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):

@@ -1,5 +1,7 @@
 """What every endpoint shares: cursor pagination and one error shape."""
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
@@ -8,10 +10,35 @@ from rest_framework.views import exception_handler
 
 
 class Cursor(CursorPagination):
+    """Cursor pagination whose cursor is checked before it reaches the database: the position it
+    carries must be a value of the ordering field (a crafted `p=abc` is a 404, not a 500)."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
     ordering = "-id"
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self._model = queryset.model
+        return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request):
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None and not self._position_valid(cursor.position):
+            raise exceptions.NotFound(self.invalid_cursor_message)
+        return cursor
+
+    def _position_valid(self, position: str) -> bool:
+        field = self._model._meta.get_field(self.ordering[0].lstrip("-"))
+        try:
+            value = field.to_python(position)
+        except (DjangoValidationError, ValueError, TypeError, OverflowError):
+            return False
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            return False
+        if isinstance(value, datetime) and not 1 <= value.year <= 9998:
+            return False
+        return value is not None
 
 
 def error_handler(exc, context):

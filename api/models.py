@@ -16,6 +16,18 @@ class Scope(models.TextChoices):
     ADMIN = "admin", "admin (allowlist import, everything)"
 
 
+def user_may(user, scope: str) -> bool:
+    """What the user could do in person: read (any active user), change the registry (the
+    add/change project permissions), or everything (superuser). A token never exceeds it."""
+    if user is None or not user.is_active:
+        return False
+    if scope == Scope.READ:
+        return True
+    if scope == Scope.WRITE_PROJECTS:
+        return user.has_perms(["relay.add_project", "relay.change_project"])
+    return user.is_superuser
+
+
 def token_hash(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -48,4 +60,7 @@ class ApiToken(models.Model):
         return self.revoked_at is None and self.user.is_active
 
     def allows(self, scope: str) -> bool:
-        return scope in self.scopes or Scope.ADMIN in self.scopes
+        """The token carries the scope (admin carries all) and its owner may still do it: a token
+        minted for someone, or kept after they lost a privilege, can do no more than they can."""
+        granted = scope in self.scopes or Scope.ADMIN in self.scopes
+        return granted and user_may(self.user, scope)

@@ -16,6 +16,7 @@ from . import serializers as s
 from .common import Cursor
 from .filters import CommitFilter, DeliveryFilter, DispatchFilter, JobRunFilter, ProjectFilter
 from .models import Scope
+from .permissions import OperatorRead
 
 
 def _actor(request) -> str:
@@ -107,6 +108,7 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
     """Webhook deliveries, with their dispatches and every attempt on the detail."""
 
     queryset = Delivery.objects.defer("payload").order_by("-id")
+    permission_classes = [OperatorRead]
     lookup_field = "delivery_id"
     filterset_class = DeliveryFilter
     pagination_class = Cursor
@@ -123,6 +125,7 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
 class DispatchViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Dispatch.objects.select_related("project", "delivery").prefetch_related("attempt_log").order_by("-id")
     serializer_class = s.DispatchOut
+    permission_classes = [OperatorRead]
     filterset_class = DispatchFilter
     pagination_class = Cursor
 

@@ -37,6 +37,11 @@ app.conf.beat_schedule = {
         "schedule": 30.0,
         "options": {"expires": 25},
     },
+    "every-6-hours-retention": {
+        "task": "relay.retention_sweep",
+        "schedule": 6 * 3600.0,
+        "options": {"expires": 3600},
+    },
     "every-minute-sweep-notifications": {
         "task": "relay.notification_sweep",
         "schedule": 60.0,

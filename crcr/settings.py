@@ -9,13 +9,30 @@ from pathlib import Path
 import dj_database_url
 
 from .env import env, env_bool, env_int, env_list
+from .secrets import app_credentials_check, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env("CRCR_VAR_DIR", str(BASE_DIR / "var")))
 (VAR_DIR / "staticfiles").mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-secret-key-change-me-in-production-0123456789")
+
+# --- the GitHub App, and sandbox mode when there is none ----------------------------------------
+GITHUB_APP_ID = env("GITHUB_APP_ID")
+GITHUB_APP_PRIVATE_KEY = env("GITHUB_APP_PRIVATE_KEY")
+GITHUB_WEBHOOK_SECRET = env("GITHUB_WEBHOOK_SECRET")
+# Some of the App's credentials but not all is a mistake (a key file not forwarded, a typo), never
+# a request for sandbox mode: sandbox mode trusts its stand-in's issuers, which mint any identity.
+app_credentials_check(GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET)
+_has_app = bool(GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY and GITHUB_WEBHOOK_SECRET)
+CRCR_SANDBOX = env_bool("CRCR_SANDBOX", not _has_app)
+CRCR_SANDBOX_FORCE = env_bool("CRCR_SANDBOX_FORCE", False)
+
+# SECRET_KEY signs sessions and the callback binding: production refuses to start without a real
+# one; sandbox and DEBUG runs get a random key of their own, kept under var/.
+SECRET_KEY, SECRET_KEY_IS_GENERATED = secret_key(env("SECRET_KEY"), allow_generated=CRCR_SANDBOX or DEBUG, var_dir=VAR_DIR)
+# Previous keys, still accepted for sessions and callback tokens while a rotation settles.
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -34,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "template_partials",
+    "csp",
     "relay",
     "hud",
     "api",
@@ -54,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
     "api.middleware.ETagMiddleware",
 ]
@@ -171,6 +190,26 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECU
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+# Content-Security-Policy (django-csp): scripts only from our own static files (htmx, plotly.js and
+# ours are vendored; chart data rides in non-executable json_script blocks; the API docs use the
+# split Swagger view, whose init script is a file too). Styles allow 'unsafe-inline': templates set
+# CSS variables in style attributes, htmx injects its indicator style and plotly.js styles its SVG
+# inline; none of that can run code. No plugin, no framing, no foreign form targets.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -180,7 +219,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Messages carry untrusted values (kids, job names, repo names): escaped, one record per line.
+    "formatters": {"plain": {"()": "crcr.logformat.EscapingFormatter", "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
@@ -198,6 +238,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.common.error_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # X-Forwarded-For is trusted only behind this many proxies of our own (0: the peer address).
+    "NUM_PROXIES": env_int("CRCR_TRUSTED_PROXY_COUNT", 0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "CRCR HUD API",
@@ -226,12 +268,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- the relay ----------------------------------------------------------------------------------
 GITHUB_API_URL = env("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-GITHUB_APP_ID = env("GITHUB_APP_ID")
-GITHUB_APP_PRIVATE_KEY = env("GITHUB_APP_PRIVATE_KEY")
-GITHUB_WEBHOOK_SECRET = env("GITHUB_WEBHOOK_SECRET")
 GITHUB_HTTP_TIMEOUT = float(env("GITHUB_HTTP_TIMEOUT", "20"))
-_has_app = bool(GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY and GITHUB_WEBHOOK_SECRET)
-CRCR_SANDBOX = env_bool("CRCR_SANDBOX", not _has_app)
 
 CRCR_UPSTREAM_REPO = env("CRCR_UPSTREAM_REPO", "pytorch/pytorch")
 _upstream_id = env("CRCR_UPSTREAM_REPO_ID")
@@ -251,6 +288,9 @@ CRCR_OIDC_ISSUERS = json.loads(
 )
 CRCR_OIDC_LEEWAY_SECONDS = env_int("CRCR_OIDC_LEEWAY_SECONDS", 30)
 CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "30"))
+# After an issuer's discovery or JWKS fetch fails, nobody fetches again for this long (callbacks
+# answer 503 at once, or verify with the keys fetched before).
+CRCR_OIDC_FAILURE_BACKOFF_SECONDS = float(env("CRCR_OIDC_FAILURE_BACKOFF_SECONDS", "30"))
 CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
 CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
 CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
@@ -280,6 +320,11 @@ CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS = env_int("CRCR_UPSTREAM_WRITE_MAX_AGE_HOURS",
 CRCR_UPSTREAM_WRITE_LEASE_SECONDS = env_int("CRCR_UPSTREAM_WRITE_LEASE_SECONDS", 90)
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
+
+# Retention (relay/retention.py, every 6 h): webhook payloads and stored callback bodies are cut
+# after this many days (0: kept forever); deliveries, dispatches, attempts and results stay.
+CRCR_RETENTION_PAYLOAD_DAYS = env_int("CRCR_RETENTION_PAYLOAD_DAYS", 30)
+CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS", 30)
 
 # --- triage and notifications -------------------------------------------------------------------
 CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)

@@ -9,7 +9,10 @@ and never with the table, and nothing is queried per cell."""
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from relay.models import Dispatch, FailedTest, JobRun, Level, Project
+from django.db.models import Q
+
+from relay.callbacks.body import SELF_REPORT_EVENTS
+from relay.models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 from relay.verdicts import (
     FAILING,
     STATES,
@@ -71,6 +74,9 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
     if not shas or not project_ids:
         return []
     rows = JobRun.objects.filter(head_sha__in=shas, project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
+    # Nightly/periodic self-reports show on trunk commits only, never on a PR head's cells.
+    trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
+    rows = rows.exclude(Q(event_type__in=SELF_REPORT_EVENTS) & ~Q(head_sha__in=trunk))
     if detail:
         return [DetailJob._make(values) for values in rows.values_list(*DETAIL_FIELDS)]
     return [SlimJob(*values, rank) for rank, values in enumerate(rows.values_list(*SLIM_FIELDS))]

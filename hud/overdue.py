@@ -19,12 +19,12 @@ import math
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from relay.models import JobRun
+from relay.github.softcache import soft_get_many, soft_set_many
 from relay.verdicts import State
 
 SAMPLE_SIZE = 20
@@ -63,12 +63,12 @@ def expected_from(samples: list[float]) -> timedelta:
 def expected_durations(keys, now: datetime | None = None) -> dict[JobKey, timedelta]:
     keys = set(keys)
     cache_keys = {key: _cache_key(key) for key in keys}
-    found = cache.get_many(list(cache_keys.values()))
+    found = soft_get_many(list(cache_keys.values()))
     known = {key: timedelta(seconds=found[ck]) for key, ck in cache_keys.items() if ck in found}
     missing = keys - set(known)
     if missing:
         computed = {key: expected_from(samples) for key, samples in _samples(missing, now or timezone.now()).items()}
-        cache.set_many({cache_keys[key]: value.total_seconds() for key, value in computed.items()}, CACHE_SECONDS)
+        soft_set_many({cache_keys[key]: value.total_seconds() for key, value in computed.items()}, CACHE_SECONDS)
         known.update(computed)
     return known
 

@@ -1,7 +1,7 @@
 """How every HUD view answers: the full page, or only its refresh fragment for htmx (a template
 partial, so the URL stays the page's state), and one error policy: a failed query is an explicit
 error state with status 503 and Retry-After, never an empty page that would read as "no data".
-The exception's class is shown; its message (which may name tables or paths) goes to the log."""
+Nothing of the exception is shown (its text may name hosts, users or SQL); it goes to the log."""
 
 import logging
 
@@ -30,5 +30,5 @@ def unavailable(request, template: str, context: dict, exc: Exception, partial: 
 
 
 def unavailable_text(exc: Exception) -> str:
-    return (f"The database did not answer ({type(exc).__name__}), so this could not be loaded. "
+    return ("The database did not answer, so this could not be loaded. "
             f"This is an error, not an empty result; the page retries every {RETRY_AFTER_SECONDS} s.")

@@ -26,6 +26,7 @@ from .cells import (
 from .culprits import Streak, streaks
 from .gate import gate_verdict
 from .overdue import overdue_among, running_job_ids, shown_state
+from .patterns import PatternError, pattern_matcher
 from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import commit_pr_number
 from .status import StateShown
@@ -111,10 +112,9 @@ def name_matcher(filters: GridFilters):
         needle = filters.name.lower()
         return lambda text: needle in text.lower()
     try:
-        pattern = re.compile(filters.name, re.IGNORECASE)
-    except re.error as exc:
+        return pattern_matcher(filters.name)
+    except PatternError as exc:
         raise FilterError(f"Invalid regular expression {filters.name!r}: {exc}. Showing every backend.") from exc
-    return lambda text: pattern.search(text) is not None
 
 
 # --- columns ------------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """Admin for webhook deliveries: read-only records, plus an action that re-dispatches a delivery
-to chosen downstream repos (fresh dispatch rows, sent through the normal durable path)."""
+to chosen downstream repos through the normal durable path. The action needs its own permission
+(`relay.redispatch_delivery`), not just the right to look, and only ever adds: existing dispatches
+are reopened with their attempts and jobs kept, missing ones created."""
 
 from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from .dispatch.fan_out import dispatches_resend
+from .dispatch.fan_out import ResendRefused, dispatches_resend
 from .models import Delivery, Dispatch, DispatchAttempt, Project
 
 
@@ -15,6 +17,9 @@ class ReadOnlyAdminMixin:
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # history; retention (relay.retention) is what trims it
 
 
 class DispatchInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -32,7 +37,7 @@ class ResendForm(forms.Form):
     )
 
 
-@admin.action(description="Re-dispatch to chosen repos…", permissions=["view"])
+@admin.action(description="Re-dispatch to chosen repos…", permissions=["redispatch"])
 def redispatch(modeladmin, request, queryset):
     relayable = queryset.filter(outcome=Delivery.Outcome.RELAYED)
     if not relayable.exists():
@@ -41,7 +46,11 @@ def redispatch(modeladmin, request, queryset):
     form = ResendForm(request.POST if "apply" in request.POST else None)
     if form.is_valid():
         for delivery in relayable:
-            count = dispatches_resend(delivery, form.cleaned_data["projects"], by=request.user.get_username())
+            try:
+                count = dispatches_resend(delivery, form.cleaned_data["projects"], by=request.user.get_username())
+            except ResendRefused as exc:
+                modeladmin.message_user(request, str(exc), messages.ERROR)
+                continue
             modeladmin.message_user(request, f"{delivery.delivery_id}: {count} dispatches queued.", messages.SUCCESS)
         return None
     context = {**modeladmin.admin_site.each_context(request), "deliveries": relayable, "form": form, "title": "Re-dispatch deliveries", "opts": modeladmin.model._meta}
@@ -57,6 +66,9 @@ class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     inlines = [DispatchInline]
     actions = [redispatch]
     date_hierarchy = "received_at"
+
+    def has_redispatch_permission(self, request):
+        return request.user.has_perm("relay.redispatch_delivery")
 
 
 @admin.register(DispatchAttempt)

@@ -7,3 +7,4 @@ class RelayConfig(AppConfig):
 
     def ready(self):
         from . import tasks  # noqa: F401 - every task registered in every process
+        from . import deploy_checks  # noqa: F401 - start-up checks (SECRET_KEY, credentials)

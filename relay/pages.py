@@ -1,5 +1,6 @@
 """Operators' HTML pages."""
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -7,8 +8,10 @@ from .checks.outbox import writes_recent
 from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, delivery_event_choices
 
 
+@staff_member_required
 @require_GET
 def deliveries(request):
+    """Operators only: dispatch errors, upstream writes and sandbox details are not for the public."""
     filters = DeliveryFilters.from_query(request.GET)
     view = "writes" if request.GET.get("view") == "writes" else "deliveries"
     page = deliveries_page(filters, request.GET.get("page") or 1)

@@ -33,3 +33,10 @@ def heartbeat() -> None:
 @shared_task(name="relay.reference_import_sweep", acks_late=True, soft_time_limit=240, time_limit=290)
 def reference_import_sweep() -> list[str]:
     return _reference_import_sweep(hours=48, limit=20)
+
+
+@shared_task(name="relay.retention_sweep", acks_late=True, soft_time_limit=600, time_limit=660)
+def retention_sweep() -> dict:
+    from .retention import retention_sweep as sweep
+
+    return sweep()

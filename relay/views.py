@@ -9,6 +9,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from .callbacks.receive import callback_receive
+from .bodies import body_within
 from .health import health_report
 from .intake.deliveries import webhook_intake
 from .intake.webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
@@ -32,12 +33,13 @@ def post_only(view):
 @csrf_exempt
 @post_only
 def webhook(request):
+    body = body_within(request, MAX_BODY_BYTES)
+    if body is None:
+        return JsonResponse({"detail": "payload larger than GitHub's 25 MB limit"}, status=413)
     if not settings.GITHUB_WEBHOOK_SECRET:
         return JsonResponse({"detail": "webhook secret is not configured"}, status=503)
-    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
-        return JsonResponse({"detail": "payload larger than GitHub's 25 MB limit"}, status=413)
     try:
-        hook = webhook_read(request.headers, request.body, settings.GITHUB_WEBHOOK_SECRET)
+        hook = webhook_read(request.headers, body, settings.GITHUB_WEBHOOK_SECRET)
     except WebhookRejected as exc:
         logger.info("webhook refused (%s): %s", exc.status, exc.detail)
         return JsonResponse({"detail": exc.detail}, status=exc.status)
@@ -49,9 +51,10 @@ def webhook(request):
 @post_only
 def callback(request):
     limit = settings.CRCR_CALLBACK_MAX_BYTES
-    if int(request.META.get("CONTENT_LENGTH") or 0) > limit or len(request.body) > limit:
+    body = body_within(request, limit)
+    if body is None:
         return JsonResponse({"detail": f"callback body larger than {limit // (1024 * 1024)} MB"}, status=413)
-    result = callback_receive(request.headers.get("Authorization"), request.body)
+    result = callback_receive(request.headers.get("Authorization"), body)
     if result.status >= 400:
         logger.info("callback refused (%s): %s", result.status, result.body.get("detail"))
     response = JsonResponse(result.body, status=result.status)

@@ -261,9 +261,10 @@ JOB_FIELDS = (
 _J = {name: i for i, name in enumerate(JOB_FIELDS)}
 FAILED_FIELDS = ("id", "job_run_id", "name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated")
 DELIVERY_FIELDS = ("id", "delivery_id", "event", "action", "outcome", "reason", "repo_full_name", "pr_number", "head_sha", "ref",
-                   "label", "sender", "payload", "payload_bytes", "received_at")  # fmt: skip
+                   "label", "sender", "payload", "payload_bytes", "payload_pruned_at", "received_at")  # fmt: skip
 DISPATCH_FIELDS = ("id", "delivery_id", "project_id", "state", "event_type", "pr_number", "head_sha", "attempts", "next_attempt_at",
-                   "lease_expires_at", "sent_at", "last_error", "created_at", "updated_at")  # fmt: skip
+                   "lease_expires_at", "sent_at", "last_error", "resent_at", "resent_by", "attempts_before_resend", "created_at",
+                   "updated_at")  # fmt: skip
 COMMIT_FIELDS = ("id", "sha", "title", "author", "committed_at", "landed_at", "branch", "is_trunk", "pr_number", "parent_sha")
 
 
@@ -483,7 +484,7 @@ class Generator:
                                         "labels": [{"name": name} for name in c.labels]}}  # fmt: skip
             event, sender = "pull_request", c.author
         c.delivery_fields = (c.delivery_uuid, event, action, "relayed", "", UPSTREAM, c.pr_number, c.sha, ref, "", sender,
-                             json.dumps(payload, separators=(",", ":")), rng.randint(8_000, 40_000), self.ts(c.landed))  # fmt: skip
+                             json.dumps(payload, separators=(",", ":")), rng.randint(8_000, 40_000), None, self.ts(c.landed))  # fmt: skip
 
     def dispatch_rows(self, c: Commit):
         ts, rng = self.ts, random.Random(f"{self.seed}:dispatch:{c.kind}:{c.index}")
@@ -495,7 +496,7 @@ class Generator:
             if b.installed and rng.random() < 0.003:
                 attempts, error = 2, "502 Bad Gateway (retried)"
             yield (c.dispatch_base + b.index, c.delivery_pk, b.index, state, event, c.pr_number, c.sha, attempts, ts(created), None,
-                   ts(sent) if state == "sent" else None, error, ts(created), ts(sent))  # fmt: skip
+                   ts(sent) if state == "sent" else None, error, None, "", 0, ts(created), ts(sent))  # fmt: skip
 
     def commit_row(self, c: Commit, pk: int) -> tuple:
         ts = self.ts

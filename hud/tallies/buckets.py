@@ -45,7 +45,6 @@ from datetime import timezone as dt_timezone
 from functools import cache as memoize
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -55,6 +54,7 @@ from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_
 from hud.tallies.tally import Tally, latest_of, tallies_merge
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State
+from relay.github.softcache import soft_get, soft_get_many, soft_set
 
 # --- buckets ------------------------------------------------------------------------------------------
 
@@ -128,14 +128,14 @@ def bucket_tallies(buckets: list[Bucket], now: datetime | None = None) -> list[d
     """One {(project_id, kind): Tally} per bucket, from the cache where it can be; missing ones
     are computed newest first (the hot hours are cheap) until the time budget runs out."""
     now = now or timezone.now()
-    found = cache.get_many([b.cache_key for b in buckets])
+    found = soft_get_many([b.cache_key for b in buckets])
     missing = sorted((b for b in buckets if b.cache_key not in found), key=lambda b: b.start, reverse=True)
     deadline = time.monotonic() + COMPUTE_BUDGET_SECONDS
     for done, bucket in enumerate(missing):
         if done and time.monotonic() > deadline:
             raise TalliesPending(len(buckets) - len(missing) + done, len(buckets))
         found[bucket.cache_key] = bucket_compute(bucket)
-        cache.set(bucket.cache_key, found[bucket.cache_key], _bucket_ttl(bucket, now))
+        soft_set(bucket.cache_key, found[bucket.cache_key], _bucket_ttl(bucket, now))
     return [found[b.cache_key] for b in buckets]
 
 
@@ -161,10 +161,10 @@ def window_tallies(days: int, now: datetime | None = None) -> dict:
 
 def _settled_merge(days: int, settled: list[Bucket], now: datetime) -> dict:
     key = f"hud:settled:v1:{days}:{settled[0].start:%Y%m%d%H}:{settled[-1].start:%Y%m%d%H}"
-    merged = cache.get(key)
+    merged = soft_get(key)
     if merged is None:
         merged = tallies_merge(bucket_tallies(settled, now))
-        cache.set(key, merged, SETTLED_MERGE_SECONDS)
+        soft_set(key, merged, SETTLED_MERGE_SECONDS)
     return merged
 
 

@@ -1,11 +1,14 @@
 """Who is calling back: the verified token mapped to one registered project, by the immutable
 identifiers each CI provider offers (GitHub repository id, Buildkite organization and pipeline
-UUIDs, GitLab project id), never by a mutable name alone."""
+UUIDs, GitLab project id), never by a mutable name alone. The token's issuer must be the
+project's own CI provider, and a GitHub project's repository id is pinned on its first verified
+callback (relay.github.repo_ids) and compared on every one."""
 
 from django.db.models import Q
 
 from ..models import CIProvider, Project
 from .oidc import TokenRejected, VerifiedToken
+from ..github.repo_ids import RepoUnknown, project_repo_id_pin
 
 
 class IdentityForbidden(Exception):
@@ -25,8 +28,20 @@ def project_for_token(token: VerifiedToken) -> Project | None:
     else:
         raise TokenRejected(f"issuer kind {kind!r} is not supported")
     if project is not None:
+        provider_check(project, kind)
         required_claims_check(project, token.claims)
     return project
+
+
+def provider_check(project: Project, kind: str) -> None:
+    """The token's issuer must be the project's CI provider, or one whose identity the registry
+    configured for it explicitly (a Buildkite pipeline, a GitLab project): a GitHub Actions token,
+    matched by repository name alone, never speaks for a project that reports from elsewhere."""
+    configured = {CIProvider.BUILDKITE: bool(project.buildkite_pipeline), CIProvider.GITLAB: bool(project.gitlab_project_id)}
+    if project.ci_provider != kind and not configured.get(kind, False):
+        raise IdentityForbidden(
+            f"{project.full_name} reports through {CIProvider(project.ci_provider).label}; a {CIProvider(kind).label} token cannot speak for it"
+        )
 
 
 def _claim(claims: dict, name: str) -> str:
@@ -39,9 +54,13 @@ def _claim(claims: dict, name: str) -> str:
 def _github_project(claims: dict) -> Project | None:
     repo = _claim(claims, "repository")
     project = Project.objects.filter(full_name__iexact=repo).first()
-    if project is None or project.github_repo_id is None:
-        return project
-    if str(claims.get("repository_id", "")) != str(project.github_repo_id):
+    if project is None or project.ci_provider != CIProvider.GITHUB:
+        return project  # unregistered (ignored), or refused by provider_check
+    try:
+        pinned = project_repo_id_pin(project)
+    except RepoUnknown as exc:
+        raise IdentityForbidden(f"cannot pin {project.full_name} to a repository id: {exc}") from exc
+    if str(claims.get("repository_id", "")) != str(pinned):
         raise IdentityForbidden(
             f"token repository_id {claims.get('repository_id')!r} is not the registered id of {project.full_name}; "
             "the repository was renamed or recreated"

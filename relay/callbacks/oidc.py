@@ -1,21 +1,32 @@
 """Verifying the OIDC token a downstream CI run sends with its callback.
 
 Only configured issuers are trusted (never a key fetched on an unverified `iss`); keys come from
-each issuer's JWKS through one cached PyJWKClient per issuer; algorithms are an explicit
-allowlist (no `none`, no HMAC); `aud`, `iss`, `exp`/`nbf`/`iat` are checked with a small leeway.
-A key server we cannot reach is our problem (503), not the caller's (401)."""
+each issuer's JWKS, fetched with bounded time and size, kept for a few minutes and refetched at
+most once per cooldown when a token names an unknown `kid`. The key decides the algorithm: a token
+whose `alg` does not fit its key is refused, as is every other malformed token (401), whatever
+the library raises for it. A key server we cannot reach is our problem (503), not the caller's
+(401) — and its failure is remembered for a while (a negative cache), so a dead or slow issuer
+costs one fetch per backoff window, not one per unauthenticated request."""
 
+import json
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import httpx
 import jwt
 from django.conf import settings
 
 ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
-JWKS_TIMEOUT_SECONDS = 5
+FETCH_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
+FETCH_DEADLINE_SECONDS = 4.0
+"""A key server that drips bytes cannot hold a request longer than this."""
+FETCH_MAX_BYTES = 512 * 1024
+WAIT_FOR_FETCH_SECONDS = 1.0
+"""One request fetches an issuer's keys; the others wait this long for it, then answer 503."""
 JWKS_LIFESPAN_SECONDS = 300
 REQUIRED_CLAIMS = ["iss", "aud", "exp", "iat", "jti"]
+MAX_TOKEN_CHARS = 16_384
 
 
 class TokenRejected(Exception):
@@ -39,13 +50,31 @@ class VerifiedToken:
     claims: dict
 
 
-_clients: dict[str, jwt.PyJWKClient] = {}
-_discovered: dict[str, str] = {}
-_lock = threading.Lock()
+@dataclass
+class _IssuerState:
+    """What this process knows about one issuer's keys, and when it last failed to learn more."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    jwks_uri: str | None = None
+    keys: dict = field(default_factory=dict)
+    fetched_at: float | None = None
+    failed_until: float = 0.0
+    failure: str = ""
+
+
+_states: dict[str, _IssuerState] = {}
+_states_lock = threading.Lock()
+
+# Every way PyJWT (and the crypto below it) reports a token it cannot use: key/alg mismatches
+# raise InvalidKeyError, TypeError or ValueError rather than InvalidTokenError.
+_UNUSABLE_TOKEN = (jwt.PyJWTError, TypeError, ValueError, KeyError, AttributeError)
 
 
 def issuers() -> dict[str, Issuer]:
-    return {i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri")) for i in settings.CRCR_OIDC_ISSUERS}
+    return {
+        i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri"))
+        for i in settings.CRCR_OIDC_ISSUERS
+    }
 
 
 def bearer_token(header: str | None) -> str:
@@ -54,75 +83,149 @@ def bearer_token(header: str | None) -> str:
         value = value[7:].strip()
     if not value:
         raise TokenRejected("missing authorization token")
+    if len(value) > MAX_TOKEN_CHARS:
+        raise TokenRejected("malformed token: too long")
     return value
 
 
 def token_verify(token: str) -> VerifiedToken:
-    issuer = _trusted_issuer(token)
-    key = _signing_key(issuer, token)
+    header, issuer = _trusted_issuer(token)
+    key = _signing_key(issuer, header)
     try:
         claims = jwt.decode(
-            token, key, algorithms=ALLOWED_ALGORITHMS, audience=settings.CRCR_OIDC_AUDIENCE, issuer=issuer.url,
-            leeway=settings.CRCR_OIDC_LEEWAY_SECONDS, options={"require": REQUIRED_CLAIMS, "strict_aud": False},
+            token,
+            key,
+            algorithms=[header["alg"]],
+            audience=settings.CRCR_OIDC_AUDIENCE,
+            issuer=issuer.url,
+            leeway=settings.CRCR_OIDC_LEEWAY_SECONDS,
+            options={"require": REQUIRED_CLAIMS, "strict_aud": False},
         )
-    except jwt.InvalidTokenError as exc:
+    except _UNUSABLE_TOKEN as exc:
         raise TokenRejected(f"invalid token: {exc}") from exc
     return VerifiedToken(issuer, claims)
 
 
-def _trusted_issuer(token: str) -> Issuer:
+def _trusted_issuer(token: str) -> tuple[dict, Issuer]:
     try:
         header = jwt.get_unverified_header(token)
         unverified = jwt.decode(token, options={"verify_signature": False})
-    except jwt.InvalidTokenError as exc:
+    except _UNUSABLE_TOKEN as exc:
         raise TokenRejected(f"malformed token: {exc}") from exc
     if header.get("alg") not in ALLOWED_ALGORITHMS:
         raise TokenRejected(f"token algorithm {header.get('alg')!r} is not accepted")
-    issuer = issuers().get(str(unverified.get("iss", "")).rstrip("/"))
-    if issuer is None or str(unverified.get("iss")) not in (issuer.url, issuer.url + "/"):
-        raise TokenRejected(f"untrusted OIDC issuer: {unverified.get('iss')!r}")
-    return issuer
+    if not isinstance(header.get("kid"), str) or not header["kid"]:
+        raise TokenRejected("token header has no key id (kid)")
+    iss = unverified.get("iss")
+    issuer = issuers().get(iss.rstrip("/")) if isinstance(iss, str) else None
+    if issuer is None or iss not in (issuer.url, issuer.url + "/"):
+        raise TokenRejected(f"untrusted OIDC issuer: {iss!r}")
+    return header, issuer
 
 
-def _signing_key(issuer: Issuer, token: str):
+def _signing_key(issuer: Issuer, header: dict) -> jwt.PyJWK:
+    """The issuer's published key for the token's kid, and only if it is a key for the token's alg."""
+    kid, alg = header["kid"], header["alg"]
+    key = _keys(issuer).get(kid)
+    if key is None:
+        key = _keys(issuer, refresh_for=kid).get(kid)
+    if key is None and time.monotonic() < _state(issuer).failed_until:
+        raise KeyServerUnavailable(f"cannot refresh the keys of {issuer.url} to find kid {kid!r}; retry later")
+    if key is None:
+        raise TokenRejected(f"no key of {issuer.url} matches the token's kid {kid!r}")
+    if key.algorithm_name != alg:
+        raise TokenRejected(f"token algorithm {alg} does not fit key {kid!r} ({key.algorithm_name})")
+    return key
+
+
+def _state(issuer: Issuer) -> _IssuerState:
+    with _states_lock:
+        return _states.setdefault(issuer.url, _IssuerState(jwks_uri=issuer.jwks_uri))
+
+
+def _keys(issuer: Issuer, refresh_for: str | None = None) -> dict:
+    """{kid: PyJWK}. Fresh keys come from memory; stale or missing ones are fetched by one thread
+    at a time; within the backoff after a failure nobody fetches (stale keys still serve)."""
+    state = _state(issuer)
+    if _usable(state, refresh_for):
+        return state.keys
+    if not state.lock.acquire(timeout=WAIT_FOR_FETCH_SECONDS):
+        if state.keys:
+            return state.keys
+        raise KeyServerUnavailable(f"keys of {issuer.url} are being fetched by another request; retry shortly")
     try:
-        return _client_for(issuer).get_signing_key_from_jwt(token).key
-    except jwt.PyJWKClientConnectionError as exc:
-        raise KeyServerUnavailable(f"could not fetch keys of {issuer.url}: {exc}") from exc
-    except (jwt.PyJWKError, jwt.PyJWKSetError) as exc:
-        raise KeyServerUnavailable(f"{issuer.url} served unusable keys: {exc}") from exc
-    except jwt.PyJWKClientError as exc:
-        raise TokenRejected(f"no key of {issuer.url} matches the token: {exc}") from exc
-    except jwt.InvalidTokenError as exc:
-        raise TokenRejected(f"malformed token: {exc}") from exc
+        if _usable(state, refresh_for):  # another thread fetched (or failed) while we waited
+            return state.keys
+        return _refresh(issuer, state)
+    finally:
+        state.lock.release()
 
 
-def _client_for(issuer: Issuer) -> jwt.PyJWKClient:
-    jwks_uri = issuer.jwks_uri or _discover_jwks_uri(issuer)
-    with _lock:
-        if jwks_uri not in _clients:
-            _clients[jwks_uri] = jwt.PyJWKClient(
-                jwks_uri, lifespan=JWKS_LIFESPAN_SECONDS, timeout=JWKS_TIMEOUT_SECONDS,
-                cache_keys=False, cooldown_duration=settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS,
-            )
-        return _clients[jwks_uri]
+def _usable(state: _IssuerState, refresh_for: str | None) -> bool:
+    now = time.monotonic()
+    if refresh_for is not None:
+        if refresh_for in state.keys:
+            return True
+        # An unknown kid refetches at most once per cooldown (key rotation), never per request.
+        return (
+            state.fetched_at is not None
+            and now - state.fetched_at < settings.CRCR_OIDC_JWKS_COOLDOWN_SECONDS
+            or now < state.failed_until
+        )
+    if state.fetched_at is not None and now - state.fetched_at < JWKS_LIFESPAN_SECONDS:
+        return True
+    if now < state.failed_until:
+        if state.keys:
+            return True
+        raise KeyServerUnavailable(f"keys of the issuer are unavailable (last failure: {state.failure}); retry later")
+    return False
 
 
-def _discover_jwks_uri(issuer: Issuer) -> str:
-    if issuer.url in _discovered:
-        return _discovered[issuer.url]
+def _refresh(issuer: Issuer, state: _IssuerState) -> dict:
     try:
-        response = httpx.get(f"{issuer.url}/.well-known/openid-configuration", timeout=JWKS_TIMEOUT_SECONDS)
-        response.raise_for_status()
-        uri = response.json()["jwks_uri"]
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        raise KeyServerUnavailable(f"could not read the discovery document of {issuer.url}: {exc}") from exc
-    _discovered[issuer.url] = uri
+        state.jwks_uri = state.jwks_uri or _discovered_jwks_uri(issuer)
+        keys = {k.key_id: k for k in jwt.PyJWKSet.from_dict(fetch_json(state.jwks_uri)).keys if k.key_id}
+    except KeyServerUnavailable as exc:
+        return _failed(state, str(exc))
+    except (jwt.PyJWKError, jwt.PyJWKSetError, TypeError, ValueError) as exc:
+        return _failed(state, f"{issuer.url} served unusable keys: {exc}")
+    state.keys, state.fetched_at, state.failed_until, state.failure = keys, time.monotonic(), 0.0, ""
+    return keys
+
+
+def _failed(state: _IssuerState, reason: str) -> dict:
+    state.failed_until, state.failure = time.monotonic() + settings.CRCR_OIDC_FAILURE_BACKOFF_SECONDS, reason[:300]
+    if state.keys:
+        return state.keys  # keys we verified with minutes ago are still the issuer's best answer
+    raise KeyServerUnavailable(reason)
+
+
+def _discovered_jwks_uri(issuer: Issuer) -> str:
+    document = fetch_json(f"{issuer.url}/.well-known/openid-configuration")
+    uri = document.get("jwks_uri") if isinstance(document, dict) else None
+    if not isinstance(uri, str) or not uri.startswith(("https://", "http://")):
+        raise KeyServerUnavailable(f"the discovery document of {issuer.url} names no jwks_uri")
     return uri
+
+
+def fetch_json(url: str):
+    """GET a small JSON document within FETCH_DEADLINE_SECONDS and FETCH_MAX_BYTES, or
+    KeyServerUnavailable."""
+    deadline = time.monotonic() + FETCH_DEADLINE_SECONDS
+    try:
+        with httpx.stream("GET", url, timeout=FETCH_TIMEOUT, follow_redirects=False) as response:
+            response.raise_for_status()
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if len(data) > FETCH_MAX_BYTES or time.monotonic() > deadline:
+                    raise KeyServerUnavailable(f"{url} answered too much or too slowly")
+        return json.loads(bytes(data))
+    except (httpx.HTTPError, ValueError) as exc:
+        raise KeyServerUnavailable(f"could not fetch {url}: {exc.__class__.__name__}: {exc}"[:300]) from exc
 
 
 def reset_clients() -> None:
     """Tests point issuers at fresh stand-ins; drop what earlier ones served."""
-    with _lock:
-        _clients.clear()
-        _discovered.clear()
+    with _states_lock:
+        _states.clear()

@@ -11,12 +11,13 @@ from django.utils import timezone
 
 from .. import follow_up
 from ..github import upstream
-from ..models import Dispatch, FailedTest, JobRun, Level, Project, UsedToken
+from ..models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
 from .tokens import InvalidCallbackToken, callback_token_read
+from ..github.repo_ids import GitHubUnreachable
 
 logger = logging.getLogger(__name__)
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -52,7 +53,7 @@ def callback_receive(authorization: str | None, raw: bytes) -> CallbackResult:
         return CallbackResult(403, {"detail": str(exc)})
     except Conflict as exc:
         return CallbackResult(409, {"detail": str(exc)})
-    except (KeyServerUnavailable, upstream.UpstreamUnavailable) as exc:
+    except (KeyServerUnavailable, upstream.UpstreamUnavailable, GitHubUnreachable) as exc:
         return CallbackResult(503, {"detail": str(exc)}, {"Retry-After": "30"})
 
 
@@ -208,7 +209,8 @@ def _job_complete(job: JobRun, report: Report) -> None:
 
 def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
     """The stored copy of a callback; a completion keeps what in_progress said unless it says more."""
-    body = {k: v for k, v in report.body.items() if k != "payload" or report.is_self_report}
+    # The echoed upstream payload is ours already, and the callback_token is a credential: neither is kept.
+    body = {k: v for k, v in report.body.items() if (k != "payload" or report.is_self_report) and k != "callback_token"}
     fields = {
         "event_type": report.event_type or (keep.event_type if keep else "pull_request"),
         "workflow_name": report.workflow_name,
@@ -267,6 +269,14 @@ def _seconds_between(start, end) -> float | None:
 # --- nightly / periodic self-reports ------------------------------------------------------------
 
 
+def pr_head_only(sha: str) -> bool:
+    """The relay knows `sha` as a PR head and not as a trunk commit."""
+    if UpstreamCommit.objects.filter(sha=sha, is_trunk=True).exists():
+        return False
+    known_head = UpstreamCommit.objects.filter(sha=sha, pr_number__isnull=False).exists()
+    return known_head or Dispatch.objects.filter(head_sha=sha, event_type="pull_request").exists()
+
+
 def self_report_record(project: Project, report: Report, token: VerifiedToken) -> str:
     """The tested upstream SHA is the top-level `pytorch_head_sha` when sent, else the delivery_id
     (the existing action's shape). The delivery_id stays the job's idempotency key, so every job
@@ -279,6 +289,9 @@ def self_report_record(project: Project, report: Report, token: VerifiedToken) -
             f"{report.event_type} callbacks must name the upstream commit tested: a 40-hex 'pytorch_head_sha', "
             f"or that SHA as 'delivery_id'; got pytorch_head_sha={report.pytorch_head_sha!r}, delivery_id={report.delivery_id!r}"
         )
+    if pr_head_only(sha):
+        raise Forbidden(f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
+                        "commits; a PR head takes results only for its dispatch, with its callback_token")
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")
     if report.delivery_id.lower() == sha:

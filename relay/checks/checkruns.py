@@ -15,6 +15,7 @@ from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..verdicts import latest_attempt
 from . import gate
+from .markdown import md_code, md_link
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ def check_run_body(row: UpstreamCheckRun) -> dict | None:
 
 def _withdrawn(row: UpstreamCheckRun) -> dict:
     label = f"ciflow/crcr/{row.project.device}" if row.project and row.project.device else "the ciflow/crcr label"
-    summary = f"`{label}` was removed from this PR, so this backend no longer reports here. Add the label again to show its results."
+    summary = f"{md_code(label)} was removed from this PR, so this backend no longer reports here. Add the label again to show its results."
     return {"status": "completed", "conclusion": "neutral", "output": {"title": f"Not reported: {label} removed", "summary": summary}}
 
 
@@ -118,19 +119,19 @@ def _backend_body(row: UpstreamCheckRun) -> dict | None:
 
 def _backend_status(row: UpstreamCheckRun, dispatch: Dispatch) -> dict:
     jobs = JobRun.objects.filter(dispatch=dispatch)
-    repo = row.project.full_name
+    repo = md_code(row.project.full_name)
     started = jobs.exclude(run_id=NEVER_STARTED_RUN_ID).count()
     silent = jobs.filter(run_id=NEVER_STARTED_RUN_ID).first()
     if started:
-        summary = f"`{repo}` started: its {started} job(s) report in their own `crcr/{repo}/…` check runs."
+        summary = f"{repo} started: its {started} job(s) report in their own {md_code(f'crcr/{row.project.full_name}/…')} check runs."
         return {"status": "completed", "conclusion": "neutral", "output": {"title": "Started", "summary": summary}}
     if silent is not None and silent.ended_by == JobRun.EndedBy.SUPERSEDED:
-        return {"status": "completed", "conclusion": "neutral", "output": {"title": "Superseded by a newer head", "summary": f"`{repo}` was asked to test a newer head of this PR."}}
+        return {"status": "completed", "conclusion": "neutral", "output": {"title": "Superseded by a newer head", "summary": f"{repo} was asked to test a newer head of this PR."}}
     if silent is not None:
         hours = settings.CRCR_NEVER_STARTED_HOURS
-        summary = f"`{repo}` was dispatched at {_iso(dispatch.sent_at)} and no job reported within {hours:g} h."
+        summary = f"{repo} was dispatched at {_iso(dispatch.sent_at)} and no job reported within {hours:g} h."
         return {"status": "completed", "conclusion": "timed_out", "output": {"title": "Never started", "summary": summary}}
-    summary = f"`{repo}` was dispatched at {_iso(dispatch.sent_at)}; waiting for its first job to report."
+    summary = f"{repo} was dispatched at {_iso(dispatch.sent_at)}; waiting for its first job to report."
     return {"status": "queued", "output": {"title": "Dispatched, waiting for the first job", "summary": summary}}
 
 
@@ -179,9 +180,10 @@ def _result_title(job: JobRun, conclusion: str) -> str:
 
 
 def job_summary(job: JobRun, limit: int = SUMMARY_LIMIT) -> str:
-    """Markdown: where the job ran, its test counts and failed tests, within GitHub's cap."""
-    run = f"[{job.run_id}]({job.workflow_url})" if job.workflow_url else f"`{job.run_id}`"
-    lines = [f"**{job.project.full_name}** · workflow `{job.workflow_name}` · job `{job.job_name or job.workflow_name}` · run {run}, attempt {job.run_attempt}"]
+    """Markdown: where the job ran, its test counts and failed tests, within GitHub's cap. Every
+    reported string is a code span (relay.checks.markdown)."""
+    run = md_link(md_code(job.run_id), job.workflow_url)
+    lines = [f"**{md_code(job.project.full_name)}** · workflow {md_code(job.workflow_name)} · job {md_code(job.job_name or job.workflow_name)} · run {run}, attempt {job.run_attempt}"]
     if job.tests_total is not None:
         lines += ["", "| Passed | Failed | Skipped | Total |", "|---:|---:|---:|---:|",
                   f"| {job.tests_passed or 0} | {job.tests_failed or 0} | {job.tests_skipped or 0} | {job.tests_total} |"]  # fmt: skip
@@ -192,10 +194,11 @@ def job_summary(job: JobRun, limit: int = SUMMARY_LIMIT) -> str:
     return fit_lines(lines, limit)
 
 
-def failed_test_line(test) -> str:
+def failed_test_line(test, *, table: bool = False) -> str:
     name = f"{test.classname}.{test.name}" if test.classname else test.name
-    message = (test.message or "").strip().splitlines()[0][:200] if (test.message or "").strip() else ""
-    return f"- `{name[:300]}`" + (f": {message}" if message else "")
+    message = (test.message or "").strip().splitlines()[0] if (test.message or "").strip() else ""
+    message = md_code(message, 200, table=table)
+    return f"- {md_code(name, 300, table=table)}" + (f": {message}" if message else "")
 
 
 def fit_lines(lines: list[str], limit: int) -> str:

@@ -21,6 +21,7 @@ from ..models import Dispatch, JobRun, Level, Project
 from ..selectors import latest_heads
 from ..triage.issues import not_blocking
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
+from .markdown import md_code
 
 GATE_NAME = "crcr/gate"
 GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SKIPPED: "⚪"}
@@ -119,7 +120,7 @@ def gate_summary(verdict: dict) -> str:
         lines += ["| Backend | Result | Jobs | Why |", "|---|---|---|---|"]
         for b in verdict["backends"]:
             counts = _job_counts(b["jobs"])
-            lines.append(f"| `{b['repo']}` | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
+            lines.append(f"| {_md(b['repo'])} | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
     if any("not blocking:" in b["reason"] for b in verdict["backends"]):
         lines += ["", "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block."]
     lines += ["", "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
@@ -136,7 +137,7 @@ def _job_counts(jobs: list[dict]) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")[:300]
+    return md_code(text, 300, table=True)
 
 
 def gate_body(pr_number: int, head_sha: str) -> dict:

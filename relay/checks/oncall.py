@@ -13,6 +13,7 @@ from ..models import OncallComment, Project, UpstreamWrite
 from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
+from .markdown import md_code, md_link
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
@@ -65,9 +66,10 @@ def oncall_refresh(project: Project, pr_number: int) -> UpstreamWrite | None:
 
 def failing_body(project: Project, pr_number: int, head: str, failing: list) -> str:
     repo = project.full_name
+    # The registry's oncall handles are the only mentions the relay ever writes.
     mentions = " ".join(f"@{h}" for h in oncall_handles(project))
-    lines = [marker(repo), f"### ❌ CRCR downstream CI failure: `{repo}`", "",
-             f"`{repo}` fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.", "",
+    lines = [marker(repo), f"### ❌ CRCR downstream CI failure: {md_code(repo)}", "",
+             f"{md_code(repo)} fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.", "",
              "| Job | Result | Attempt | Failed tests |", "|---|---|---|---|"]  # fmt: skip
     lines += [_job_row(v) for v in failing]
     lines += ["", f"Commit: `{head}` · [all results]({settings.CRCR_PUBLIC_URL}/pr/{pr_number})"]
@@ -77,8 +79,7 @@ def failing_body(project: Project, pr_number: int, head: str, failing: list) -> 
 def _job_row(verdict) -> str:
     job = verdict.job
     name = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
-    url = job_details_url(job)
-    linked = f"[{name}]({url})" if url else name
+    linked = md_link(md_code(name, table=True), job_details_url(job))
     return f"| {linked} | {verdict.state.replace('_', ' ')} | {job.run_attempt} | {_tests_cell(job)} |"
 
 
@@ -86,17 +87,17 @@ def _tests_cell(job) -> str:
     tests = list(job.failed_tests.all()[:TESTS_PER_JOB])
     if not tests and not job.tests_failed:
         return "—"
-    names = "<br>".join(failed_test_line(t)[2:].replace("|", "\\|")[:200] for t in tests)
+    names = "<br>".join(failed_test_line(t, table=True)[2:] for t in tests)
     count = f"{job.tests_failed} of {job.tests_total or '?'}" if job.tests_failed else f"{len(tests)}"
     more = "<br>…" if (job.tests_failed or 0) > len(tests) else ""
     return f"{count}: {names}{more}" if names else count
 
 
 def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
-    repo = project.full_name
+    repo = md_code(project.full_name)
     before = f" (it failed on `{comment.pinged_head_sha[:7]}`)" if comment.pinged_head_sha and comment.pinged_head_sha != head else ""
-    return "\n".join([marker(repo), f"### ✅ CRCR downstream CI recovered: `{repo}`", "",
-                      f"Every job of `{repo}` passes on `{head[:7]}`, the head of this PR{before}. Nothing to do."])  # fmt: skip
+    return "\n".join([marker(project.full_name), f"### ✅ CRCR downstream CI recovered: {repo}", "",
+                      f"Every job of {repo} passes on `{head[:7]}`, the head of this PR{before}. Nothing to do."])  # fmt: skip
 
 
 # --- sending --------------------------------------------------------------------------------------

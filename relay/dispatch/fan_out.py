@@ -4,6 +4,7 @@ intake's transaction; the send tasks are kicked after commit. Nothing here calls
 import logging
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ..github import installations
@@ -58,10 +59,25 @@ def _kick_fan_out(delivery_pk: int) -> None:
         logger.warning("could not enqueue fan-out for delivery %s (sweeper will send): %s", delivery_pk, exc)
 
 
+class ResendRefused(Exception):
+    """The delivery cannot be sent again (its payload was pruned by retention)."""
+
+
 def dispatches_resend(delivery, projects, *, by: str) -> int:
-    """Operator action: send a delivery again to chosen projects, as fresh rows."""
+    """Operator action: send a delivery again to chosen projects. Additive: a project's existing
+    dispatch is reopened (its attempts, and the jobs that answered it, stay); a project that never
+    had one gets a fresh row. A dispatch being sent right now is left to finish."""
+    if delivery.payload_pruned_at is not None:
+        raise ResendRefused(f"{delivery.delivery_id}: its payload was pruned by retention, so it cannot be sent again")
+    projects = list(projects)
+    now = timezone.now()
     with transaction.atomic():
-        Dispatch.objects.filter(delivery=delivery, project__in=projects).delete()
-        count = dispatches_create(delivery, projects)
-    logger.info("%s re-dispatched delivery %s to %s projects", by, delivery.delivery_id, count)
-    return count
+        existing = Dispatch.objects.select_for_update().filter(delivery=delivery, project__in=projects)
+        have = set(existing.values_list("project_id", flat=True))
+        reopened = existing.exclude(state=Dispatch.State.SENDING).update(
+            state=Dispatch.State.PENDING, next_attempt_at=now, lease_expires_at=None, resent_at=now, resent_by=by[:150],
+            attempts_before_resend=F("attempts"), last_error=f"re-dispatched by {by}"[:2000],
+        )  # fmt: skip
+        created = dispatches_create(delivery, [p for p in projects if p.pk not in have])
+    logger.info("%s re-dispatched delivery %s: %s reopened, %s new", by, delivery.delivery_id, reopened, created)
+    return reopened + created

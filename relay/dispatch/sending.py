@@ -4,6 +4,9 @@ is permanent and kept apart from other failures, and the check-run reaction (rel
 Retries follow the CRCR_DISPATCH_* settings."""
 
 import logging
+from datetime import timedelta
+
+from django.utils import timezone
 
 from .. import follow_up
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
@@ -47,6 +50,12 @@ class Dispatches(Outbox):
 
     def describe(self, dispatch: Dispatch) -> str:
         return f"to {dispatch.project.full_name}"
+
+    def exhausted(self, dispatch: Dispatch, number: int) -> bool:
+        """Out of attempts or too old, counted from the last re-dispatch when there was one."""
+        since = dispatch.resent_at or dispatch.created_at
+        too_old = timezone.now() - since > timedelta(hours=self.setting("MAX_AGE_HOURS"))
+        return number - dispatch.attempts_before_resend >= self.setting("MAX_ATTEMPTS") or too_old
 
     def committed(self, dispatch: Dispatch, state: str, retry_at) -> None:
         super().committed(dispatch, state, retry_at)

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from .payload_shape import ShapeError, payload_shape_check
+
 MAX_BODY_BYTES = 25 * 1024 * 1024
 """GitHub caps payloads at 25 MB and does not deliver larger events."""
 
@@ -51,6 +53,10 @@ def webhook_read(headers, body: bytes, secret: str) -> WebhookRequest:
     if not delivery_id or len(delivery_id) > 100:
         raise WebhookRejected(400, "missing or malformed X-GitHub-Delivery")
     payload = _decode(headers.get("Content-Type") or "", body)
+    try:
+        payload_shape_check(event, payload)
+    except ShapeError as exc:
+        raise WebhookRejected(400, str(exc)) from exc
     return WebhookRequest(event=event, delivery_id=delivery_id, payload=payload, size=len(body))
 
 

@@ -61,7 +61,8 @@ def test_a_job_run_lists_its_failed_tests_as_data(api, jobs):
     assert api.get(f"/api/v1/jobs/{failing.pk}/failed-tests").json()[0]["name"] == "test_add_xpu_float32"
 
 
-def test_deliveries_show_dispatches_and_attempts(api):
+def test_deliveries_show_dispatches_and_attempts(bob):
+    api = bob
     dispatch = DispatchFactory(state="sent")
     dispatch.attempt_log.create(number=1, outcome="sent", status_code=204)
     listed = api.get("/api/v1/deliveries/?event=pull_request").json()["results"]
@@ -70,7 +71,8 @@ def test_deliveries_show_dispatches_and_attempts(api):
     assert detail["dispatches"][0]["attempt_log"][0]["status_code"] == 204
 
 
-def test_dispatches_filter_by_state_and_repo(api):
+def test_dispatches_filter_by_state_and_repo(bob):
+    api = bob
     DispatchFactory(state="failed", project=ProjectFactory(full_name="a/b"))
     DispatchFactory(state="sent")
     assert [d["repo"] for d in api.get("/api/v1/dispatches/?state=failed").json()["results"]] == ["a/b"]

@@ -48,7 +48,7 @@ def test_a_job_check_run_is_created_in_progress_and_updated_in_place_when_it_com
     assert done["id"] == running["id"], "updated in place, not a second check run"
     assert (done["status"], done["conclusion"]) == ("completed", "failure")
     assert done["output"]["title"] == "Failure: 2 of 13 tests failed"
-    assert "`TestOps.test_add`: AssertionError: 1 != 2" in done["output"]["summary"] and "`test_mul`" in done["output"]["summary"]
+    assert "`TestOps.test_add`: `AssertionError: 1 != 2`" in done["output"]["summary"] and "`test_mul`" in done["output"]["summary"]
     assert "| 10 | 2 | 1 | 13 |" in done["output"]["summary"]
     assert len(relay.writes_to("POST", r"/repos/pytorch/pytorch/check-runs")) == 3, "backend, gate and job: one create each"
     assert relay.writes_to("PATCH", rf"/repos/pytorch/pytorch/check-runs/{running['id']}")

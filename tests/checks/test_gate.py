@@ -50,7 +50,7 @@ def test_the_gate_summary_is_a_table_of_the_l4_backends(relay, xpu):
     relay.report(xpu, "completed", "failure")
     summary = gate(relay)["output"]["summary"]
     assert "| Backend | Result | Jobs | Why |" in summary
-    assert f"| `{XPU}` | ❌ failure | 0/1 passed | xpu-ci / build failure |" in summary
+    assert f"| `{XPU}` | ❌ failure | 0/1 passed | `xpu-ci / build failure` |" in summary
     assert f"| `{NPU}` | ⏳ pending |" in summary
 
 

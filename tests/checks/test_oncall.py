@@ -30,7 +30,7 @@ def test_a_failing_backend_pings_its_oncalls_in_one_marked_comment(relay, xpu):
     [comment] = comments(relay)
     assert comment["issue_number"] == 2 and comment["body"].startswith(MARKER)
     assert "@xpu-oncall @intel-pt-ci please investigate" in comment["body"]
-    assert "| [xpu-ci / build](https://github.com/intel/torch-xpu-ops/actions/runs/4242) | failure | 1 | 2 of 7: `TestOps.test_add`<br>`test_mul` |" in comment["body"]
+    assert "| [`xpu-ci / build`](https://github.com/intel/torch-xpu-ops/actions/runs/4242) | failure | 1 | 2 of 7: `TestOps.test_add`<br>`test_mul` |" in comment["body"]
     assert OncallComment.objects.get().comment_id == comment["id"]
 
 

@@ -148,7 +148,8 @@ def test_the_tasks_have_stable_names_and_the_beat_sweeps_every_minute():
     assert entries["relay.upstream_write_sweep"] == 60.0
 
 
-def test_the_deliveries_page_lists_upstream_writes_with_their_attempts(relay, gate_row, client):
+def test_the_deliveries_page_lists_upstream_writes_with_their_attempts(relay, gate_row, admin_client):
+    client = admin_client
     relay.gh.fail("POST", GATE_PATH, status=500)
     relay.drain()
     relay.make_due()

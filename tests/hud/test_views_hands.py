@@ -71,7 +71,8 @@ def test_the_commit_pages_backend_sections_start_collapsed_and_the_url_expands_t
     assert set(backend_boxes(everything).values()) == {True} and "collapse all" in everything
 
 
-def test_the_deliveries_page_shows_deliveries_or_upstream_writes_in_tabs(client, world):
+def test_the_deliveries_page_shows_deliveries_or_upstream_writes_in_tabs(admin_client, world):
+    client = admin_client  # an operator page: staff only
     deliveries = client.get("/relay/deliveries").content.decode()
     assert (
         'aria-current="page">Deliveries (in)' in deliveries

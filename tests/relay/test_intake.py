@@ -85,7 +85,7 @@ def test_it_refuses_an_unsupported_content_type(post_webhook):
     assert response.status_code == 415
 
 
-def test_it_refuses_a_body_over_25_mb_before_reading_it(post_webhook):
+def test_it_refuses_a_body_over_25_mb_without_keeping_it(post_webhook):
     response = post_webhook("ping", b"{}", CONTENT_LENGTH=str(26 * 1024 * 1024))
     assert response.status_code == 413
 

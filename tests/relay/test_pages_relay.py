@@ -8,14 +8,16 @@ from tests.factories import DispatchFactory, ProjectFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_deliveries_lists_dispatches_and_attempts(client):
+def test_deliveries_lists_dispatches_and_attempts(admin_client):
+    client = admin_client
     dispatch = DispatchFactory(state="retrying", last_error="GitHub 502: Bad Gateway")
     dispatch.attempt_log.create(number=1, outcome="transient", status_code=502)
     page = client.get("/relay/deliveries").content.decode()
     assert dispatch.delivery.delivery_id in page and "HTTP 502" in page and "retrying" in page
 
 
-def test_deliveries_filters_live_in_the_url(client):
+def test_deliveries_filters_live_in_the_url(admin_client):
+    client = admin_client
     DispatchFactory(delivery__event="push", delivery__action="")
     DispatchFactory(state="failed")
     page = client.get("/relay/deliveries?status=failing").content.decode()
@@ -23,11 +25,13 @@ def test_deliveries_filters_live_in_the_url(client):
     assert 'value="failing" selected' in page
 
 
-def test_deliveries_says_when_nothing_matches(client):
+def test_deliveries_says_when_nothing_matches(admin_client):
+    client = admin_client
     assert "No deliveries match these filters" in client.get("/relay/deliveries?event=push").content.decode()
 
 
-def test_deliveries_refresh_fragment_for_htmx(client):
+def test_deliveries_refresh_fragment_for_htmx(admin_client):
+    client = admin_client
     DispatchFactory()
     fragment = client.get("/relay/deliveries", HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and "deliveries" in fragment

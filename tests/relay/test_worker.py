@@ -47,7 +47,7 @@ class Worker:
         env = {
             **os.environ, "DATABASE_URL": database_url(), "GITHUB_API_URL": standin.url, "GITHUB_APP_ID": "1001",
             "GITHUB_APP_PRIVATE_KEY": standin.app_private_key_pem, "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "CRCR_VAR_DIR": str(settings.VAR_DIR), **extra_env,
+            "CRCR_VAR_DIR": str(settings.VAR_DIR), "SECRET_KEY": settings.SECRET_KEY, **extra_env,
         }
         command = [sys.executable, "-m", "celery", "-A", "crcr", "worker", "--pool", "threads", "--concurrency", "4",
                    "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]  # fmt: skip

@@ -138,8 +138,12 @@ def pages(store) -> list[str]:
     return [
         "/", f"/?expand={backend.full_name}", "/?heads=pr", f"/?tip={SHA}.{backend.pk}", f"/?tip={PR_HEAD[:12]}.{backend.pk}",
         f"/?name={HOSTILE[0]}", f"/commit/{SHA}", f"/commit/{PR_HEAD}", f"/pr/{PR}", "/crcr", "/crcr?range=30d&event=pr",
-        f"/crcr/{backend.full_name}", "/crcr/pytorch/openreg-ci", "/crcr/metrics", "/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/deliveries?event={HOSTILE[1]}",
+        f"/crcr/{backend.full_name}", "/crcr/pytorch/openreg-ci", "/crcr/metrics",
     ]  # fmt: skip
+
+
+STAFF_PAGES = ["/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/deliveries?event={HOSTILE[1]}"]
+"""Operator pages: visited signed in, as only staff may see them."""
 
 
 ADMIN_PAGES = [
@@ -208,6 +212,7 @@ def test_hostile_data_never_runs_in_any_page(live_server, chromium, hostile_stor
     page.wait_for_url("**/admin/")
     ids = {"backend": hostile_store["backend"].pk, "delivery": hostile_store["delivery"].pk}
     results += [visit(page, live_server.url + path.format(**ids), dialogs) for path in ADMIN_PAGES]
+    results += [visit(page, live_server.url + path, dialogs) for path in STAFF_PAGES]
     context.close()
 
     injected = [(r["url"], r["problems"]) for r in results if r["problems"]]

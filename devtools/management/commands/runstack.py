@@ -21,6 +21,8 @@ from django.conf import settings
 from django.core.management import BaseCommand, CommandError, call_command
 from django.db import DatabaseError
 
+from .seed_sandbox import sandbox_database_claim
+
 STARTUP_TIMEOUT_SECONDS = 60
 RESTARTABLE = ("worker", "beat")
 MAX_RESTARTS = 5
@@ -72,6 +74,8 @@ class Command(BaseCommand):
     def prepare(self) -> None:
         self.step("migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
+        if settings.CRCR_SANDBOX:
+            sandbox_database_claim(force=settings.CRCR_SANDBOX_FORCE)  # before anything sandbox-shaped starts
         self.step("collecting and compressing static files")
         call_command("collectstatic", interactive=False, verbosity=0)
 
