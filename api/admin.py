@@ -60,7 +60,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return IssuedBy
 
     def get_fields(self, request, obj=None):
-        return ["user", "name", "scopes"] if obj is None else ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+        return (
+            ["user", "name", "scopes"]
+            if obj is None
+            else ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+        )
 
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj is None else ("user", "name", *self.readonly_fields)
@@ -74,9 +78,17 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def response_add(self, request, obj, post_url_continue=None):
         token, raw = request._issued_token
-        response = TemplateResponse(request, "admin/api/apitoken/issued.html", {
-            **self.admin_site.each_context(request), "token": token, "raw_token": raw, "title": "API token created", "opts": self.model._meta,
-        })  # fmt: skip
+        response = TemplateResponse(
+            request,
+            "admin/api/apitoken/issued.html",
+            {
+                **self.admin_site.each_context(request),
+                "token": token,
+                "raw_token": raw,
+                "title": "API token created",
+                "opts": self.model._meta,
+            },
+        )
         response["Cache-Control"] = "no-store"
         return response
 

@@ -47,15 +47,24 @@ def error_handler(exc, context):
         exc = exceptions.NotFound()
     if isinstance(exc, DjangoValidationError):
         # Services validate with Django's exception; the API reports it like any input error.
-        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages})
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None
     data = response.data
     if isinstance(exc, exceptions.ValidationError):
-        body = {"detail": "invalid input", "code": "invalid", "errors": data if isinstance(data, dict) else {"non_field_errors": data}}
+        body = {
+            "detail": "invalid input",
+            "code": "invalid",
+            "errors": data if isinstance(data, dict) else {"non_field_errors": data},
+        }
     else:
-        body = {"detail": str(data.get("detail", data)) if isinstance(data, dict) else str(data), "code": getattr(exc, "default_code", "error")}
+        body = {
+            "detail": str(data.get("detail", data)) if isinstance(data, dict) else str(data),
+            "code": getattr(exc, "default_code", "error"),
+        }
         if isinstance(data, dict) and hasattr(data.get("detail"), "code"):
             body["code"] = data["detail"].code
     response.data = body
@@ -65,4 +74,6 @@ def error_handler(exc, context):
 def server_error(request, *args, **kwargs):
     from django.http import JsonResponse
 
-    return JsonResponse({"detail": "internal server error", "code": "server_error"}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    return JsonResponse(
+        {"detail": "internal server error", "code": "server_error"}, status=status.HTTP_500_INTERNAL_SERVER_ERROR
+    )

@@ -1,6 +1,6 @@
 """Query filters of the list endpoints (django-filter): each documented in the schema."""
 
-from datetime import timezone as dt_timezone
+from datetime import UTC
 
 import django_filters
 from django import forms
@@ -43,7 +43,7 @@ class BoundedDateTimeField(IsoDateTimeField):
         if moment is None:
             return None
         try:
-            utc = moment.astimezone(dt_timezone.utc)  # odd offsets (+19:26) never reach the database
+            utc = moment.astimezone(UTC)  # odd offsets (+19:26) never reach the database
         except OverflowError as exc:
             raise forms.ValidationError("date out of range (1970–9998)") from exc
         if not 1970 <= utc.year <= 9998:

@@ -14,7 +14,11 @@ class ETagMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.method not in ("GET", "HEAD") or response.status_code != 200 or not request.path.startswith("/api/v1/"):
+        if (
+            request.method not in ("GET", "HEAD")
+            or response.status_code != 200
+            or not request.path.startswith("/api/v1/")
+        ):
             return response
         if getattr(response, "streaming", False):
             return response

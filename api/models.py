@@ -52,7 +52,9 @@ class ApiToken(models.Model):
     def issue(cls, user, name: str, scopes: list[str]) -> tuple["ApiToken", str]:
         """Create a token; the raw value is returned once and never stored."""
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, prefix=raw[:12], digest=token_hash(raw), scopes=sorted(set(scopes)))
+        token = cls.objects.create(
+            user=user, name=name, prefix=raw[:12], digest=token_hash(raw), scopes=sorted(set(scopes))
+        )
         return token, raw
 
     @property

@@ -5,7 +5,18 @@ from rest_framework import serializers
 
 from relay.allowlist import repo_name_problem
 from relay.models import (
-    CIProvider, Delivery, Dispatch, DispatchAttempt, Event, FailedTest, HardwareKind, JobRun, Level, LevelChange, Project, UpstreamCommit,
+    CIProvider,
+    Delivery,
+    Dispatch,
+    DispatchAttempt,
+    Event,
+    FailedTest,
+    HardwareKind,
+    JobRun,
+    Level,
+    LevelChange,
+    Project,
+    UpstreamCommit,
 )
 
 
@@ -16,14 +27,30 @@ class LevelChangeOut(serializers.ModelSerializer):
 
 
 class ProjectOut(serializers.ModelSerializer):
-    installed = serializers.SerializerMethodField(help_text="whether the GitHub App is installed on the repo; null when unknown")
+    installed = serializers.SerializerMethodField(
+        help_text="whether the GitHub App is installed on the repo; null when unknown"
+    )
 
     class Meta:
         model = Project
         fields = [
-            "full_name", "display_name", "github_repo_id", "level", "device", "oncalls", "events", "ci_provider", "hardware_kind",
-            "is_reference", "is_health_probe", "active", "installed", "rate_limit_per_min", "require_callback_token",
-            "created_at", "updated_at",
+            "full_name",
+            "display_name",
+            "github_repo_id",
+            "level",
+            "device",
+            "oncalls",
+            "events",
+            "ci_provider",
+            "hardware_kind",
+            "is_reference",
+            "is_health_probe",
+            "active",
+            "installed",
+            "rate_limit_per_min",
+            "require_callback_token",
+            "created_at",
+            "updated_at",
         ]
 
     def get_installed(self, project) -> bool | None:
@@ -62,7 +89,9 @@ class ProjectPatchIn(serializers.Serializer):
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
     oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False)
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=Event.choices), required=False, max_length=2,
+        child=serializers.ChoiceField(choices=Event.choices),
+        required=False,
+        max_length=2,
         help_text="what the repo takes part in, as the allowlist's `events`; empty: both",
     )
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False)
@@ -110,13 +139,41 @@ class DispatchOut(serializers.ModelSerializer):
 
     class Meta:
         model = Dispatch
-        fields = ["id", "delivery_id", "repo", "state", "event_type", "pr_number", "head_sha", "attempts", "next_attempt_at", "sent_at", "last_error", "created_at", "attempt_log"]
+        fields = [
+            "id",
+            "delivery_id",
+            "repo",
+            "state",
+            "event_type",
+            "pr_number",
+            "head_sha",
+            "attempts",
+            "next_attempt_at",
+            "sent_at",
+            "last_error",
+            "created_at",
+            "attempt_log",
+        ]
 
 
 class DeliveryOut(serializers.ModelSerializer):
     class Meta:
         model = Delivery
-        fields = ["delivery_id", "event", "action", "outcome", "reason", "repo_full_name", "pr_number", "head_sha", "ref", "label", "sender", "payload_bytes", "received_at"]
+        fields = [
+            "delivery_id",
+            "event",
+            "action",
+            "outcome",
+            "reason",
+            "repo_full_name",
+            "pr_number",
+            "head_sha",
+            "ref",
+            "label",
+            "sender",
+            "payload_bytes",
+            "received_at",
+        ]
 
 
 class DeliveryDetailOut(DeliveryOut):
@@ -140,11 +197,37 @@ class JobRunOut(serializers.ModelSerializer):
     class Meta:
         model = JobRun
         fields = [
-            "id", "repo", "level", "delivery_id", "event_type", "head_sha", "pr_number", "workflow_name", "job_name", "run_id",
-            "run_attempt", "status", "conclusion", "ended_by", "workflow_url", "artifact_url", "check_run_id",
-            "reported_started_at", "reported_completed_at", "in_progress_at", "completed_at", "start_unknown",
-            "queue_seconds", "execution_seconds", "tests_passed", "tests_failed", "tests_skipped", "tests_total",
-            "failed_tests_truncated", "environment", "created_at",
+            "id",
+            "repo",
+            "level",
+            "delivery_id",
+            "event_type",
+            "head_sha",
+            "pr_number",
+            "workflow_name",
+            "job_name",
+            "run_id",
+            "run_attempt",
+            "status",
+            "conclusion",
+            "ended_by",
+            "workflow_url",
+            "artifact_url",
+            "check_run_id",
+            "reported_started_at",
+            "reported_completed_at",
+            "in_progress_at",
+            "completed_at",
+            "start_unknown",
+            "queue_seconds",
+            "execution_seconds",
+            "tests_passed",
+            "tests_failed",
+            "tests_skipped",
+            "tests_total",
+            "failed_tests_truncated",
+            "environment",
+            "created_at",
         ]
 
 
@@ -158,4 +241,14 @@ class JobRunDetailOut(JobRunOut):
 class CommitOut(serializers.ModelSerializer):
     class Meta:
         model = UpstreamCommit
-        fields = ["sha", "title", "author", "committed_at", "landed_at", "branch", "is_trunk", "pr_number", "parent_sha"]
+        fields = [
+            "sha",
+            "title",
+            "author",
+            "committed_at",
+            "landed_at",
+            "branch",
+            "is_trunk",
+            "pr_number",
+            "parent_sha",
+        ]

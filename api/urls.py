@@ -34,10 +34,18 @@ router.register("subscriptions", views_triage.SubscriptionViewSet, basename="sub
 
 urlpatterns = [
     path("api/v1/allowlist", views.AllowlistView.as_view(), name="api-allowlist"),
-    re_path(r"^api/v1/commits/(?P<sha>[0-9a-fA-F]{7,40})/baseline/?$", views_hud.BaselineView.as_view(), name="api-commit-baseline"),
+    re_path(
+        r"^api/v1/commits/(?P<sha>[0-9a-fA-F]{7,40})/baseline/?$",
+        views_hud.BaselineView.as_view(),
+        name="api-commit-baseline",
+    ),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/?$", views_hud.PullRequestView.as_view(), name="api-pr"),
     re_path(r"^api/v1/prs/(?P<number>[0-9]{1,9})/gate/?$", views_hud.GateView.as_view(), name="api-pr-gate"),
-    re_path(r"^api/v1/projects/(?P<full_name>[^/]+/[^/]+)/expectations/?$", views_triage.ExpectationsView.as_view(), name="api-expectations"),
+    re_path(
+        r"^api/v1/projects/(?P<full_name>[^/]+/[^/]+)/expectations/?$",
+        views_triage.ExpectationsView.as_view(),
+        name="api-expectations",
+    ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.

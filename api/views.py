@@ -48,8 +48,12 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request):
         data = _valid(s.ProjectIn, request.data)
         reason = data.pop("reason")
-        project = registry.project_create(data.pop("full_name"), data.pop("level"), by=_actor(request), reason=reason, **data)
-        return Response(s.ProjectDetailOut(project, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED)
+        project = registry.project_create(
+            data.pop("full_name"), data.pop("level"), by=_actor(request), reason=reason, **data
+        )
+        return Response(
+            s.ProjectDetailOut(project, context=self.get_serializer_context()).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=s.ProjectPatchIn, responses={200: s.ProjectDetailOut})
     def partial_update(self, request, full_name=None):
@@ -63,7 +67,9 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         """Change the level (and device); the reason is kept in the audit history."""
         project = self.get_object()
         data = _valid(s.LevelIn, request.data)
-        registry.project_set_level(project, data["level"], by=_actor(request), reason=data["reason"], device=data.get("device"))
+        registry.project_set_level(
+            project, data["level"], by=_actor(request), reason=data["reason"], device=data.get("device")
+        )
         return Response(s.ProjectDetailOut(project, context=self.get_serializer_context()).data)
 
     @extend_schema(request=None, responses={200: s.ProjectDetailOut})
@@ -100,7 +106,7 @@ class AllowlistView(APIView):
         try:
             result = registry.allowlist_import(data["yaml"], by=_actor(request), reason=data["reason"])
         except AllowlistError as exc:
-            raise serializers.ValidationError({"yaml": exc.errors})
+            raise serializers.ValidationError({"yaml": exc.errors}) from exc
         return Response(s.AllowlistResultOut(result).data)
 
 

@@ -63,19 +63,29 @@ class PullRequestView(APIView):
         if not page.heads:
             raise NotFound(f"the relay has seen no head of PR #{number}")
         heads = [_head(head, page.columns) for head in page.heads]
-        return Response({"number": int(number), "title": page.title, "summary": page.summary, "heads": heads, "gate": page.gate})
+        return Response(
+            {"number": int(number), "title": page.title, "summary": page.summary, "heads": heads, "gate": page.gate}
+        )
 
 
 def _head(head, columns) -> dict:
     states = {col.project.full_name: cell.state.value for col, cell in zip(columns, head.row.cells) if col.job is None}
-    return {"sha": head.sha, "first_seen": head.first_seen, "title": head.commit.title if head.commit else "", "backends": states}
+    return {
+        "sha": head.sha,
+        "first_seen": head.first_seen,
+        "title": head.commit.title if head.commit else "",
+        "backends": states,
+    }
 
 
 class GateView(APIView):
     """The `crcr/gate` verdict for the PR's newest head (or `?sha=`): pending, failure or
     success over the L4 backends — the same verdict the check run carries."""
 
-    @extend_schema(parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[OpenApiParameter("sha", str, description="a head SHA of the PR; default the newest")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request, number):
         number = int(number)
         newest_seen = pr_newest_commit_sha(number)
@@ -102,10 +112,14 @@ class CulpritsView(APIView):
         project = _project(request.query_params.get("backend", ""))
         start = _trunk_commit(request.query_params.get("sha", ""))
         found = streaks(project, start=start)
-        return Response({
-            "backend": project.full_name, "sha": start.sha if start else None,
-            "window": settings.CRCR_CULPRIT_WINDOW, "streaks": [s.to_dict() for s in found],
-        })  # fmt: skip
+        return Response(
+            {
+                "backend": project.full_name,
+                "sha": start.sha if start else None,
+                "window": settings.CRCR_CULPRIT_WINDOW,
+                "streaks": [s.to_dict() for s in found],
+            }
+        )
 
 
 def _project(full_name: str) -> Project:

@@ -26,10 +26,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 VERSION = "1.0"
 USER_AGENT = f"crcr-report/{VERSION}"
@@ -169,10 +169,13 @@ class FailedTest:
 
     def as_json(self, message_cap: int = MAX_MESSAGE_BYTES, stack_cap: int = MAX_STACK_BYTES) -> dict:
         return {
-            "name": self.name, "classname": self.classname, "file": self.file,
-            "message": cut(self.message, message_cap), "stacktrace": cut(self.stacktrace, stack_cap),
+            "name": self.name,
+            "classname": self.classname,
+            "file": self.file,
+            "message": cut(self.message, message_cap),
+            "stacktrace": cut(self.stacktrace, stack_cap),
             "hw_classification": self.hw_classification,
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -180,10 +183,10 @@ class JUnitSummary:
     passed: int = 0
     failed: int = 0
     skipped: int = 0
-    failures: List[FailedTest] = field(default_factory=list)
-    files: List[str] = field(default_factory=list)
+    failures: list[FailedTest] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
 
-    def counts(self) -> Dict[str, int]:
+    def counts(self) -> dict[str, int]:
         total = self.passed + self.failed + self.skipped
         return {"passed": self.passed, "failed": self.failed, "skipped": self.skipped, "total": total}
 
@@ -204,7 +207,7 @@ def _tag(element: ET.Element) -> str:
     return element.tag.rsplit("}", 1)[-1] if isinstance(element.tag, str) else ""
 
 
-def _first_child(element: ET.Element, tags: Tuple[str, ...]) -> Optional[ET.Element]:
+def _first_child(element: ET.Element, tags: tuple[str, ...]) -> ET.Element | None:
     # Direct children only: <rerunFailure>/<flakyFailure> of a test that passed in the end are not failures.
     for child in element:
         if _tag(child) in tags:
@@ -252,7 +255,7 @@ def _testcase_property(case: ET.Element, name: str) -> str:
     return ""
 
 
-def junit_paths(patterns: Iterable[str]) -> List[str]:
+def junit_paths(patterns: Iterable[str]) -> list[str]:
     found = {}  # a dict as an ordered set: two patterns may match the same file
     for pattern in patterns:
         matches = sorted(path for path in glob.glob(pattern, recursive=True) if os.path.isfile(path))
@@ -284,7 +287,7 @@ def junit_file_read(path: str, summary: JUnitSummary) -> None:
     summary.files.append(path)
 
 
-def junit_read(patterns: List[str]) -> Optional[JUnitSummary]:
+def junit_read(patterns: list[str]) -> JUnitSummary | None:
     """Counts and failed tests of every file the patterns match; None when none matched (a job
     can die before writing any, and its result must still be reported)."""
     paths = junit_paths(patterns)
@@ -303,7 +306,7 @@ def junit_read(patterns: List[str]) -> Optional[JUnitSummary]:
 @dataclass
 class RunFacts:
     name: str
-    url: Optional[str]
+    url: str | None
     run_id: str
     run_attempt: str
     job_name: str
@@ -324,9 +327,12 @@ def _github_facts(env) -> dict:
     run_id, repo = env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_REPOSITORY", "")
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     return {
-        "name": env.get("GITHUB_WORKFLOW"), "url": f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else None,
-        "run_id": run_id, "run_attempt": env.get("GITHUB_RUN_ATTEMPT"), "job_name": env.get("GITHUB_JOB"),
-    }  # fmt: skip
+        "name": env.get("GITHUB_WORKFLOW"),
+        "url": f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else None,
+        "run_id": run_id,
+        "run_attempt": env.get("GITHUB_RUN_ATTEMPT"),
+        "job_name": env.get("GITHUB_JOB"),
+    }
 
 
 def _buildkite_facts(env) -> dict:
@@ -335,19 +341,25 @@ def _buildkite_facts(env) -> dict:
     retries = env.get("BUILDKITE_RETRY_COUNT") or "0"
     job_id, build_url = env.get("BUILDKITE_JOB_ID", ""), env.get("BUILDKITE_BUILD_URL")
     return {
-        "name": env.get("BUILDKITE_PIPELINE_SLUG"), "url": f"{build_url}#{job_id}" if build_url and job_id else build_url,
-        "run_id": env.get("BUILDKITE_BUILD_NUMBER"), "run_attempt": str(int(retries) + 1) if retries.isdigit() else None,
-        "job_name": env.get("BUILDKITE_LABEL") or env.get("BUILDKITE_STEP_KEY"), "check_run_id": job_id,
-    }  # fmt: skip
+        "name": env.get("BUILDKITE_PIPELINE_SLUG"),
+        "url": f"{build_url}#{job_id}" if build_url and job_id else build_url,
+        "run_id": env.get("BUILDKITE_BUILD_NUMBER"),
+        "run_attempt": str(int(retries) + 1) if retries.isdigit() else None,
+        "job_name": env.get("BUILDKITE_LABEL") or env.get("BUILDKITE_STEP_KEY"),
+        "check_run_id": job_id,
+    }
 
 
 def _gitlab_facts(env) -> dict:
     # The job id as the run id: GitLab has no retry counter, and a retried job keeps its pipeline
     # and name, so with the pipeline id its in-progress would contradict the first try's result.
     return {
-        "name": env.get("CI_PIPELINE_NAME") or env.get("CI_PROJECT_PATH"), "url": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL"),
-        "run_id": env.get("CI_JOB_ID"), "job_name": env.get("CI_JOB_NAME"), "check_run_id": env.get("CI_JOB_ID"),
-    }  # fmt: skip
+        "name": env.get("CI_PIPELINE_NAME") or env.get("CI_PROJECT_PATH"),
+        "url": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL"),
+        "run_id": env.get("CI_JOB_ID"),
+        "job_name": env.get("CI_JOB_NAME"),
+        "check_run_id": env.get("CI_JOB_ID"),
+    }
 
 
 def run_facts(args, env) -> RunFacts:
@@ -362,7 +374,11 @@ def run_facts(args, env) -> RunFacts:
         check_run_id=args.check_run_id or found.get("check_run_id") or "",
     )
     if not facts.name or not facts.run_id:
-        where = f"this {ci_provider(env)} job" if ci_provider(env) else "this machine (not GitHub Actions, Buildkite or GitLab CI)"
+        where = (
+            f"this {ci_provider(env)} job"
+            if ci_provider(env)
+            else "this machine (not GitHub Actions, Buildkite or GitLab CI)"
+        )
         raise UsageError(f"cannot tell the workflow name and run id on {where}: pass --workflow-name and --run-id")
     if not facts.run_attempt.isdigit() or int(facts.run_attempt) < 1:
         raise UsageError(f"the run attempt must be a positive integer, not {facts.run_attempt!r}")
@@ -387,7 +403,7 @@ def _file_json(path: str, origin: str):
         raise BadInput(f"{origin} {path} cannot be read: {exc.strerror or exc}") from None
 
 
-def _payload_source(args, env) -> Tuple[object, str]:
+def _payload_source(args, env) -> tuple[object, str]:
     """(parsed JSON, where it came from), in the order --help documents."""
     if args.payload:
         return _file_json(args.payload, "--payload"), "--payload"
@@ -398,8 +414,10 @@ def _payload_source(args, env) -> Tuple[object, str]:
         return _file_json(text, "CRCR_CLIENT_PAYLOAD"), "CRCR_CLIENT_PAYLOAD"  # a GitLab "file" variable
     if env.get("GITHUB_EVENT_PATH"):
         return _file_json(env["GITHUB_EVENT_PATH"], "GITHUB_EVENT_PATH"), "the GitHub event"
-    raise BadInput("no dispatch to answer: set CRCR_CLIENT_PAYLOAD or pass --payload (outside GitHub Actions), "
-                   "or use --event-type nightly|periodic --delivery-id SHA for a self-report")  # fmt: skip
+    raise BadInput(
+        "no dispatch to answer: set CRCR_CLIENT_PAYLOAD or pass --payload (outside GitHub Actions), "
+        "or use --event-type nightly|periodic --delivery-id SHA for a self-report"
+    )
 
 
 def dispatch_read(args, env) -> dict:
@@ -411,8 +429,10 @@ def dispatch_read(args, env) -> dict:
         data = None  # an event of another kind (push, workflow_dispatch, ...)
     if not isinstance(data, dict):
         event = env.get("GITHUB_EVENT_NAME") or "not repository_dispatch"
-        raise BadInput(f"{origin} holds no client_payload object (event: {event}): only runs the relay dispatched can "
-                       "report, other runs can self-report with --event-type nightly|periodic --delivery-id SHA")  # fmt: skip
+        raise BadInput(
+            f"{origin} holds no client_payload object (event: {event}): only runs the relay dispatched can "
+            "report, other runs can self-report with --event-type nightly|periodic --delivery-id SHA"
+        )
     if not isinstance(data.get("delivery_id"), str) or not data["delivery_id"].strip():
         raise BadInput(f"the client_payload from {origin} has no delivery_id; pass it on unchanged from the dispatch")
     return {key: value for key, value in data.items() if key != "workflow"}
@@ -420,26 +440,37 @@ def dispatch_read(args, env) -> dict:
 
 def self_report_base(event_type: str, sha: str) -> dict:
     """What the existing action sends for nightly and periodic runs in place of a dispatch."""
-    return {"event_type": event_type, "delivery_id": sha, "payload": {"repository": {"full_name": UPSTREAM_REPO}, "head_sha": sha}}
+    return {
+        "event_type": event_type,
+        "delivery_id": sha,
+        "payload": {"repository": {"full_name": UPSTREAM_REPO}, "head_sha": sha},
+    }
 
 
 # --- the callback body --------------------------------------------------------------------------
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def workflow_build(args, run: RunFacts, tests: Optional[dict], has_failed_tests: bool) -> dict:
+def workflow_build(args, run: RunFacts, tests: dict | None, has_failed_tests: bool) -> dict:
     """The `workflow` object: the existing action's fields in its order, then ours."""
     now, in_progress = now_iso(), args.status == "in_progress"
     workflow = {
-        "schema_version": "1", "status": args.status, "conclusion": None if in_progress else args.conclusion,
-        "name": run.name, "url": run.url, "run_attempt": run.run_attempt, "job_name": run.job_name,
-        "check_run_id": run.check_run_id or f"{run.run_id}-{run.run_attempt}", "run_id": run.run_id,
+        "schema_version": "1",
+        "status": args.status,
+        "conclusion": None if in_progress else args.conclusion,
+        "name": run.name,
+        "url": run.url,
+        "run_attempt": run.run_attempt,
+        "job_name": run.job_name,
+        "check_run_id": run.check_run_id or f"{run.run_id}-{run.run_attempt}",
+        "run_id": run.run_id,
         # A self-report is a single call, so it carries its start too (as the action does).
-        "started_at": now if in_progress or args.event_type else None, "completed_at": None if in_progress else now,
-    }  # fmt: skip
+        "started_at": now if in_progress or args.event_type else None,
+        "completed_at": None if in_progress else now,
+    }
     if tests is not None:
         workflow["test_results"] = tests
     if args.artifact_url:
@@ -451,7 +482,7 @@ def workflow_build(args, run: RunFacts, tests: Optional[dict], has_failed_tests:
     return workflow
 
 
-def _fitting_count(base_size: int, sizes: List[int]) -> int:
+def _fitting_count(base_size: int, sizes: list[int]) -> int:
     """How many list entries, from the front, fit beside a body of `base_size` bytes."""
     total, count = base_size, 0
     for size in sizes:
@@ -462,7 +493,7 @@ def _fitting_count(base_size: int, sizes: List[int]) -> int:
     return count
 
 
-def body_encode(body: dict, failures: List[FailedTest]) -> Tuple[bytes, int]:
+def body_encode(body: dict, failures: list[FailedTest]) -> tuple[bytes, int]:
     """(the JSON bytes to send, how many failed tests they list). If the details would push the
     body over the relay's 2 MB limit, stack traces and messages get shorter first, then the list
     loses its tail; the counts in test_results still tell the whole story."""
@@ -476,7 +507,10 @@ def body_encode(body: dict, failures: List[FailedTest]) -> Tuple[bytes, int]:
         if keep == len(entries) or step == len(SHRINK_STEPS) - 1:
             break
     if step:
-        log("warning", f"failed-test details shortened to fit the relay's 2 MB limit (stack traces to {stack_cap} bytes, messages to {message_cap})")
+        log(
+            "warning",
+            f"failed-test details shortened to fit the relay's 2 MB limit (stack traces to {stack_cap} bytes, messages to {message_cap})",
+        )
     if keep < len(entries):
         log("warning", f"only the first {keep} of {len(entries)} failed tests fit in the relay's 2 MB limit")
     workflow["failed_tests"] = entries[:keep]
@@ -510,7 +544,7 @@ def _jwt_checked(value, origin: str) -> str:
 class ProvidedToken:
     """A token the CI minted before this script ran (GitLab id_tokens, a Buildkite step, ...)."""
 
-    def __init__(self, value: Optional[str], origin: str):
+    def __init__(self, value: str | None, origin: str):
         self.value = _jwt_checked(value, origin)
 
     def get(self, timeout: float) -> str:
@@ -528,7 +562,11 @@ class GitHubActionsToken:
     def get(self, timeout: float) -> str:
         separator = "&" if "?" in self.request_url else "?"
         url = self.request_url + separator + urllib.parse.urlencode({"audience": self.audience})
-        headers = {"Authorization": f"bearer {self.request_token}", "Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {
+            "Authorization": f"bearer {self.request_token}",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
         try:
             with OPENER.open(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
                 raw = response.read()
@@ -539,7 +577,9 @@ class GitHubActionsToken:
                 raise TransientProblem(message, during_token=True) from None
             raise TokenError(f"{message}; does the job have `permissions: id-token: write`?") from None
         except NETWORK_ERRORS as exc:
-            raise TransientProblem(f"cannot reach GitHub's OIDC token endpoint: {_reason(exc)}", during_token=True) from None
+            raise TransientProblem(
+                f"cannot reach GitHub's OIDC token endpoint: {_reason(exc)}", during_token=True
+            ) from None
         try:
             value = json.loads(raw.decode("utf-8")).get("value")
         except (ValueError, AttributeError):
@@ -555,8 +595,17 @@ class BuildkiteAgentToken:
         self.agent, self.audience = agent, audience
 
     def get(self, timeout: float) -> str:
-        command = [self.agent, "oidc", "request-token", "--audience", self.audience,
-                   "--lifetime", "300", "--claim", "organization_id,pipeline_id"]  # fmt: skip
+        command = [
+            self.agent,
+            "oidc",
+            "request-token",
+            "--audience",
+            self.audience,
+            "--lifetime",
+            "300",
+            "--claim",
+            "organization_id,pipeline_id",
+        ]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=max(1.0, timeout))
         except subprocess.TimeoutExpired:
@@ -575,14 +624,20 @@ def token_source(args, env):
     if env.get("CRCR_OIDC_TOKEN"):
         return ProvidedToken(env["CRCR_OIDC_TOKEN"], "$CRCR_OIDC_TOKEN")
     if env.get("ACTIONS_ID_TOKEN_REQUEST_URL") and env.get("ACTIONS_ID_TOKEN_REQUEST_TOKEN"):
-        return GitHubActionsToken(env["ACTIONS_ID_TOKEN_REQUEST_URL"], env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"], args.audience)
+        return GitHubActionsToken(
+            env["ACTIONS_ID_TOKEN_REQUEST_URL"], env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"], args.audience
+        )
     provider = ci_provider(env)
     if provider == "github":
-        raise TokenError("GitHub Actions gave this job no OIDC token endpoint: add `permissions: id-token: write` "
-                         "to the job (runs for pull requests from forks never get one)")  # fmt: skip
+        raise TokenError(
+            "GitHub Actions gave this job no OIDC token endpoint: add `permissions: id-token: write` "
+            "to the job (runs for pull requests from forks never get one)"
+        )
     if provider == "buildkite" and shutil.which("buildkite-agent", path=env.get("PATH")):
         return BuildkiteAgentToken(shutil.which("buildkite-agent", path=env.get("PATH")), args.audience)
-    raise TokenError(f"no OIDC token: set CRCR_OIDC_TOKEN or pass --token-env NAME (GitLab: an `id_tokens` entry with aud {args.audience})")
+    raise TokenError(
+        f"no OIDC token: set CRCR_OIDC_TOKEN or pass --token-env NAME (GitLab: an `id_tokens` entry with aud {args.audience})"
+    )
 
 
 # --- talking to the relay -----------------------------------------------------------------------
@@ -591,9 +646,9 @@ def token_source(args, env):
 @dataclass
 class Answer:
     status: int
-    data: Optional[dict]
+    data: dict | None
     text: str
-    retry_after: Optional[float]
+    retry_after: float | None
 
     @property
     def detail(self) -> str:
@@ -608,7 +663,7 @@ def _reason(exc: Exception) -> str:
     return str(reason) or type(reason).__name__
 
 
-def retry_after_seconds(value: Optional[str]) -> Optional[float]:
+def retry_after_seconds(value: str | None) -> float | None:
     """Retry-After in seconds (HTTP allows a delay or a date); None when absent or unreadable."""
     value = (value or "").strip()
     if value.isdigit():
@@ -620,8 +675,8 @@ def retry_after_seconds(value: Optional[str]) -> Optional[float]:
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _answer(status: int, raw: bytes, headers) -> Answer:
@@ -630,12 +685,18 @@ def _answer(status: int, raw: bytes, headers) -> Answer:
         data = json.loads(text)
     except ValueError:
         data = None
-    return Answer(status, data if isinstance(data, dict) else None, text, retry_after_seconds(headers.get("Retry-After")))
+    return Answer(
+        status, data if isinstance(data, dict) else None, text, retry_after_seconds(headers.get("Retry-After"))
+    )
 
 
 def relay_post(url: str, data: bytes, token: str, timeout: float) -> Answer:
-    headers = {"Content-Type": "application/json", "Accept": "application/json",
-               "Authorization": f"Bearer {token}", "User-Agent": USER_AGENT}  # fmt: skip
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "Authorization": f"Bearer {token}",
+        "User-Agent": USER_AGENT,
+    }
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with OPENER.open(request, timeout=timeout) as response:
@@ -668,13 +729,13 @@ def _time_left(deadline: float, request_timeout: float) -> float:
     return left
 
 
-def _describe(problem: Union[Answer, TransientProblem]) -> str:
+def _describe(problem: Answer | TransientProblem) -> str:
     if isinstance(problem, Answer):
         return f"the relay answered HTTP {problem.status} ({problem.detail})"
     return str(problem)
 
 
-def _give_up(problem: Union[Answer, TransientProblem]) -> ReportError:
+def _give_up(problem: Answer | TransientProblem) -> ReportError:
     message = f"{_describe(problem)}, and --max-time ran out"
     if isinstance(problem, TransientProblem) and problem.during_token:
         return TokenError(message)
@@ -704,11 +765,13 @@ def deliver(url: str, data: bytes, tokens, deadline: float, request_timeout: flo
 # --- command line -------------------------------------------------------------------------------
 
 
-def _env_pair(text: str) -> Tuple[str, str]:
+def _env_pair(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key or len(key) > MAX_ENV_KEY_CHARS:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with a key of 1-{MAX_ENV_KEY_CHARS} characters, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE with a key of 1-{MAX_ENV_KEY_CHARS} characters, got {text!r}"
+        )
     return key, value
 
 
@@ -732,23 +795,54 @@ def _seconds(text: str) -> float:
 def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     relay = common.add_argument_group("the relay")
-    relay.add_argument("--url", type=_http_url, default=os.environ.get("CRCR_CALLBACK_URL") or DEFAULT_CALLBACK_URL,
-                       help="the relay's callback URL (default: $CRCR_CALLBACK_URL, else the existing relay's)")
-    relay.add_argument("--audience", default=os.environ.get("CRCR_OIDC_AUDIENCE") or DEFAULT_AUDIENCE,
-                       help="OIDC audience to mint tokens for (default: $CRCR_OIDC_AUDIENCE, else %(default)s)")
+    relay.add_argument(
+        "--url",
+        type=_http_url,
+        default=os.environ.get("CRCR_CALLBACK_URL") or DEFAULT_CALLBACK_URL,
+        help="the relay's callback URL (default: $CRCR_CALLBACK_URL, else the existing relay's)",
+    )
+    relay.add_argument(
+        "--audience",
+        default=os.environ.get("CRCR_OIDC_AUDIENCE") or DEFAULT_AUDIENCE,
+        help="OIDC audience to mint tokens for (default: $CRCR_OIDC_AUDIENCE, else %(default)s)",
+    )
     relay.add_argument("--token-env", metavar="NAME", help="read the OIDC token from environment variable NAME")
-    relay.add_argument("--max-time", type=_seconds, default=DEFAULT_MAX_TIME, metavar="SECONDS",
-                       help="give up after this long, retries included (default: %(default)g)")
-    relay.add_argument("--request-timeout", type=_seconds, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
-                       help="time allowed for one request (default: %(default)g)")
+    relay.add_argument(
+        "--max-time",
+        type=_seconds,
+        default=DEFAULT_MAX_TIME,
+        metavar="SECONDS",
+        help="give up after this long, retries included (default: %(default)g)",
+    )
+    relay.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=DEFAULT_REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help="time allowed for one request (default: %(default)g)",
+    )
     relay.add_argument("--dry-run", action="store_true", help="print the body instead of sending it (needs no token)")
     what = common.add_argument_group("what is reported")
-    what.add_argument("--payload", metavar="FILE", help="the dispatch's client_payload (or its whole event) as a JSON file")
-    what.add_argument("--event-type", choices=SELF_REPORT_EVENTS, help="a self-report of a nightly or periodic run (completed only)")
-    what.add_argument("--delivery-id", metavar="SHA", help="with --event-type: the 40-hex upstream commit that was tested")
-    what.add_argument("--artifact-url", type=_http_url, metavar="URL", help="where this job's logs and artifacts can be seen")
-    what.add_argument("--env", type=_env_pair, action="append", default=[], metavar="KEY=VALUE",
-                      help="the test environment (device, sdk, driver, torch_version, ...); repeatable")
+    what.add_argument(
+        "--payload", metavar="FILE", help="the dispatch's client_payload (or its whole event) as a JSON file"
+    )
+    what.add_argument(
+        "--event-type", choices=SELF_REPORT_EVENTS, help="a self-report of a nightly or periodic run (completed only)"
+    )
+    what.add_argument(
+        "--delivery-id", metavar="SHA", help="with --event-type: the 40-hex upstream commit that was tested"
+    )
+    what.add_argument(
+        "--artifact-url", type=_http_url, metavar="URL", help="where this job's logs and artifacts can be seen"
+    )
+    what.add_argument(
+        "--env",
+        type=_env_pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the test environment (device, sdk, driver, torch_version, ...); repeatable",
+    )
     run = common.add_argument_group("the run (read from the CI's variables unless given)")
     run.add_argument("--workflow-name", help="workflow or pipeline name")
     run.add_argument("--workflow-url", help="link to the run")
@@ -761,22 +855,47 @@ def _common_options() -> argparse.ArgumentParser:
 
 def parser_build() -> argparse.ArgumentParser:
     layout = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(prog="crcr_report.py", description=__doc__, epilog=HELP_EPILOG, formatter_class=layout)
+    parser = argparse.ArgumentParser(
+        prog="crcr_report.py", description=__doc__, epilog=HELP_EPILOG, formatter_class=layout
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="{in-progress,completed}")
     commands.required = True
     common = _common_options()
-    started = commands.add_parser("in-progress", aliases=["in_progress"], parents=[common], epilog=HELP_EPILOG,
-                                  formatter_class=layout, help="the job has started: send it first, as early as possible")  # fmt: skip
+    started = commands.add_parser(
+        "in-progress",
+        aliases=["in_progress"],
+        parents=[common],
+        epilog=HELP_EPILOG,
+        formatter_class=layout,
+        help="the job has started: send it first, as early as possible",
+    )
     started.set_defaults(status="in_progress", conclusion=None, junit=[], test_results=None)
-    done = commands.add_parser("completed", parents=[common], epilog=HELP_EPILOG, formatter_class=layout,
-                               help="the job has finished: send it even when earlier steps failed")  # fmt: skip
+    done = commands.add_parser(
+        "completed",
+        parents=[common],
+        epilog=HELP_EPILOG,
+        formatter_class=layout,
+        help="the job has finished: send it even when earlier steps failed",
+    )
     done.set_defaults(status="completed")
-    done.add_argument("--conclusion", help="success, failure, cancelled, ... (GitHub Actions: ${{ job.status }}); "
-                                           "default: from BUILDKITE_COMMAND_EXIT_STATUS or CI_JOB_STATUS")  # fmt: skip
-    done.add_argument("--junit", action="append", default=[], metavar="GLOB",
-                      help="JUnit XML reports to count tests and list failures from ('**' allowed); repeatable")
-    done.add_argument("--test-results", metavar="JSON", help='counts given directly, as the action takes them: {"passed": 9, "failed": 1, "skipped": 0}')
+    done.add_argument(
+        "--conclusion",
+        help="success, failure, cancelled, ... (GitHub Actions: ${{ job.status }}); "
+        "default: from BUILDKITE_COMMAND_EXIT_STATUS or CI_JOB_STATUS",
+    )
+    done.add_argument(
+        "--junit",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="JUnit XML reports to count tests and list failures from ('**' allowed); repeatable",
+    )
+    done.add_argument(
+        "--test-results",
+        metavar="JSON",
+        help='counts given directly, as the action takes them: {"passed": 9, "failed": 1, "skipped": 0}',
+    )
     return parser
 
 
@@ -814,7 +933,7 @@ def options_check(args, env) -> None:
     args.url = args.url.rstrip("/")  # as the action does: the relay's path has no trailing slash
 
 
-def _given_counts(text: Optional[str]) -> Optional[dict]:
+def _given_counts(text: str | None) -> dict | None:
     if not text:
         return None
     counts = _json_load(text, "--test-results")
@@ -839,21 +958,29 @@ def answer_check(answer: Answer) -> None:
         raise Rejected(f"{hint}: HTTP {answer.status}: {answer.detail}")
 
 
-def _tests_summary(tests: Optional[dict], listed: Optional[int]) -> str:
+def _tests_summary(tests: dict | None, listed: int | None) -> str:
     if not tests:
         return ""
-    summary = f"; tests: {tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed, {tests.get('skipped', 0)} skipped"
+    summary = (
+        f"; tests: {tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed, {tests.get('skipped', 0)} skipped"
+    )
     return summary + (f", {listed} failed tests listed" if listed is not None else "")
 
 
-def outcome_print(args, answer: Answer, tests: Optional[dict], listed: Optional[int]) -> None:
+def outcome_print(args, answer: Answer, tests: dict | None, listed: int | None) -> None:
     status = (answer.data or {}).get("status")
     if status == "ignored":
-        print(f"crcr_report: the relay ignored this report: the repository is not registered, or only at L1 (HTTP {answer.status})")
+        print(
+            f"crcr_report: the relay ignored this report: the repository is not registered, or only at L1 (HTTP {answer.status})"
+        )
     elif status == "duplicate":
-        print(f"crcr_report: the relay had already recorded this {args.status} report (duplicate, HTTP {answer.status})")
+        print(
+            f"crcr_report: the relay had already recorded this {args.status} report (duplicate, HTTP {answer.status})"
+        )
     else:
-        print(f"crcr_report: {args.status} reported, the relay answered HTTP {answer.status} {json.dumps(status)}{_tests_summary(tests, listed)}")
+        print(
+            f"crcr_report: {args.status} reported, the relay answered HTTP {answer.status} {json.dumps(status)}{_tests_summary(tests, listed)}"
+        )
 
 
 def report(args, env) -> int:
@@ -875,7 +1002,7 @@ def report(args, env) -> int:
     return EXIT_OK
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parser_build().parse_args(argv)
     try:
         return report(args, os.environ)

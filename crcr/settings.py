@@ -30,7 +30,9 @@ CRCR_SANDBOX_FORCE = env_bool("CRCR_SANDBOX_FORCE", False)
 
 # SECRET_KEY signs sessions and the callback binding: production refuses to start without a real
 # one; sandbox and DEBUG runs get a random key of their own, kept under var/.
-SECRET_KEY, SECRET_KEY_IS_GENERATED = secret_key(env("SECRET_KEY"), allow_generated=CRCR_SANDBOX or DEBUG, var_dir=VAR_DIR)
+SECRET_KEY, SECRET_KEY_IS_GENERATED = secret_key(
+    env("SECRET_KEY"), allow_generated=CRCR_SANDBOX or DEBUG, var_dir=VAR_DIR
+)
 # Previous keys, still accepted for sessions and callback tokens while a rotation settles.
 SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
@@ -220,7 +222,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Messages carry untrusted values (kids, job names, repo names): escaped, one record per line.
-    "formatters": {"plain": {"()": "crcr.logformat.EscapingFormatter", "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"()": "crcr.logformat.EscapingFormatter", "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
@@ -230,13 +234,19 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiTokenAuthentication", "rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ScopedWrite"],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api": env("CRCR_API_RATE", "600/min")},
     "DEFAULT_PAGINATION_CLASS": "api.common.Cursor",
     "EXCEPTION_HANDLER": "api.common.error_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # X-Forwarded-For is trusted only behind this many proxies of our own (0: the peer address).
     "NUM_PROXIES": env_int("CRCR_TRUSTED_PROXY_COUNT", 0),
@@ -338,7 +348,10 @@ CRCR_NOTIFY_MAX_AGE_HOURS = env_int("CRCR_NOTIFY_MAX_AGE_HOURS", 48)
 CRCR_NOTIFY_LEASE_SECONDS = env_int("CRCR_NOTIFY_LEASE_SECONDS", 60)
 CRCR_NOTIFY_ALLOW_PRIVATE = env_bool("CRCR_NOTIFY_ALLOW_PRIVATE", CRCR_SANDBOX or DEBUG)
 """Webhooks to private and loopback addresses: refused in production (SSRF), allowed in sandbox mode."""
-EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if CRCR_SANDBOX else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if CRCR_SANDBOX else "django.core.mail.backends.smtp.EmailBackend",
+)
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_TIMEOUT = 10

@@ -51,13 +51,19 @@ def seed_sandbox_triage(sink_url: str = "") -> dict:
         expectations_replace(mps, MPS_EXPECTATIONS, by=SEED_BY)
     if sink_url:
         Subscription.objects.update_or_create(
-            name="Sandbox webhook sink", defaults={"channel": "webhook", "target": f"{sink_url}/hooks/crcr", "events": [], "active": True},
-        )  # fmt: skip
+            name="Sandbox webhook sink",
+            defaults={"channel": "webhook", "target": f"{sink_url}/hooks/crcr", "events": [], "active": True},
+        )
         Subscription.objects.update_or_create(
             name="Sandbox Slack-style sink (Intel XPU)",
-            defaults={"channel": "slack", "target": f"{sink_url}/hooks/slack", "project": Project.objects.filter(full_name="intel/torch-xpu-ops").first(),
-                      "events": ["new_failure", "recovery", "upstream_broken", "at_risk"], "active": True},
-        )  # fmt: skip
+            defaults={
+                "channel": "slack",
+                "target": f"{sink_url}/hooks/slack",
+                "project": Project.objects.filter(full_name="intel/torch-xpu-ops").first(),
+                "events": ["new_failure", "recovery", "upstream_broken", "at_risk"],
+                "active": True,
+            },
+        )
     return {"issues": len(made)}
 
 

@@ -51,7 +51,14 @@ MARK_LABELS = {
     KNOWN: "known — every failure matches an open known issue",
     EXPECTED: "expected — the backend lists every failure as expected or flaky",
 }
-MARK_SHORT = {SHARED: "shared (upstream)", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline", KNOWN: "known issue", EXPECTED: "expected"}
+MARK_SHORT = {
+    SHARED: "shared (upstream)",
+    BACKEND: "backend-specific",
+    MIXED: "mixed",
+    NO_BASELINE: "no baseline",
+    KNOWN: "known issue",
+    EXPECTED: "expected",
+}
 MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗", KNOWN: "K", EXPECTED: "E"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
@@ -235,9 +242,11 @@ def backend_baseline(project, shas: list[str]) -> BackendBaseline:
     cells = cells_for_commits(shas, [project, reference])
     marks, broken = grid_baseline(cells, reference.id)
     return BackendBaseline(
-        reference, {sha: mark for (sha, pid), mark in marks.items() if pid == project.id},
-        {sha: cells[(sha, reference.id)] for sha in shas}, broken,
-    )  # fmt: skip
+        reference,
+        {sha: mark for (sha, pid), mark in marks.items() if pid == project.id},
+        {sha: cells[(sha, reference.id)] for sha in shas},
+        broken,
+    )
 
 
 def baseline_marks(shas: list[str]) -> dict[CellKey, str]:
@@ -344,7 +353,9 @@ def commit_baseline(sha: str) -> CommitBaseline:
     return _compare_commit(sha, parent, projects, failures, triage)
 
 
-def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, CellFailures], triage: dict | None = None) -> CommitBaseline:
+def _compare_commit(
+    sha: str, parent: str, projects, failures: dict[CellKey, CellFailures], triage: dict | None = None
+) -> CommitBaseline:
     triage = triage or {}
     ref_project = reference_backend(projects)
     ref = failures.get((sha, ref_project.id)) if ref_project else None
@@ -352,16 +363,30 @@ def _compare_commit(sha: str, parent: str, projects, failures: dict[CellKey, Cel
     others = [p for p in projects if p is not ref_project]
     failing_on = _failing_on(sha, others, failures)
     result = CommitBaseline(
-        sha=sha, parent_sha=parent, reference=ref_project.full_name if ref_project else None,
-        reference_state=ref.cell.state.value if ref else None, status=_status(ref_project, ref), upstream_broken=upstream_broken(ref),
+        sha=sha,
+        parent_sha=parent,
+        reference=ref_project.full_name if ref_project else None,
+        reference_state=ref.cell.state.value if ref else None,
+        status=_status(ref_project, ref),
+        upstream_broken=upstream_broken(ref),
         reference_job_level_failures=ref.job_level if ref else [],
     )
     if ref is not None:
-        result.reference_failures = [_test_result(t, "reference", ref, ref_parent, ref_parent, failing_on) for t in sorted(ref.tests)]
+        result.reference_failures = [
+            _test_result(t, "reference", ref, ref_parent, ref_parent, failing_on) for t in sorted(ref.tests)
+        ]
         result.upstream_broken_tests = len(ref.tests)
     for project in others:
         mine = failures[(sha, project.id)]
-        comparison = _compare_backend(project, mine, failures.get((parent, project.id)), ref, ref_parent, failing_on, triage.get((sha, project.id)))
+        comparison = _compare_backend(
+            project,
+            mine,
+            failures.get((parent, project.id)),
+            ref,
+            ref_parent,
+            failing_on,
+            triage.get((sha, project.id)),
+        )
         result.backends.append(comparison)
     result.multi_backend = _multi_backend(failing_on, ref)
     return result
@@ -383,13 +408,24 @@ def _failing_on(sha: str, projects, failures) -> dict[TestId, list[str]]:
     return failing
 
 
-def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None) -> BackendComparison:
+def _compare_backend(
+    project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None
+) -> BackendComparison:
     cell = mine.cell
     remainder = open_remainder(mine, triage)
-    mark = (triage.mark if triage is not None and triage.complete else mark_for(remainder, ref)) if cell.failing else None
+    mark = (
+        (triage.mark if triage is not None and triage.complete else mark_for(remainder, ref)) if cell.failing else None
+    )
     comparison = BackendComparison(
-        project.id, project.full_name, project.label, project.level, cell.state.value, cell.glyph,
-        mark=mark, basis=_basis(cell, ref), job_level_failures=remainder.job_level,
+        project.id,
+        project.full_name,
+        project.label,
+        project.level,
+        cell.state.value,
+        cell.glyph,
+        mark=mark,
+        basis=_basis(cell, ref),
+        job_level_failures=remainder.job_level,
     )
     for tid in sorted(mine.tests):
         kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"
@@ -403,7 +439,11 @@ def _compare_backend(project, mine: CellFailures, my_parent, ref, ref_parent, fa
     for label in mine.job_level:
         match = triage.match_for(label) if triage is not None else None
         if match is not None:
-            comparison.known.append(TestResult(label, label, "job", label, known_as=match.kind, known_label=match.label, known_url=match.url))
+            comparison.known.append(
+                TestResult(
+                    label, label, "job", label, known_as=match.kind, known_label=match.label, known_url=match.url
+                )
+            )
     comparison.backend_only.sort(key=lambda t: (not t.ranked_first, t.test_id))
     comparison.reference_only = _reference_only(ref, mine, ref_parent, failing_on)
     return comparison
@@ -420,15 +460,26 @@ def _basis(cell: Cell, ref: CellFailures | None) -> str:
 def _reference_only(ref, mine: CellFailures, ref_parent, failing_on) -> list[TestResult]:
     if ref is None:
         return []
-    return [_test_result(t, "reference_only", ref, None, ref_parent, failing_on) for t in sorted(ref.tests) if mine.passed(t)]
+    return [
+        _test_result(t, "reference_only", ref, None, ref_parent, failing_on)
+        for t in sorted(ref.tests)
+        if mine.passed(t)
+    ]
 
 
-def _test_result(tid: TestId, kind, source: CellFailures, my_parent, ref_parent, failing_on, exclude: str = "") -> TestResult:
+def _test_result(
+    tid: TestId, kind, source: CellFailures, my_parent, ref_parent, failing_on, exclude: str = ""
+) -> TestResult:
     record = source.tests[tid]
     return TestResult(
-        test_id=tid.full, name=_qualified(record), kind=kind, job=record["job"], message=_first_line(record.get("message", "")),
+        test_id=tid.full,
+        name=_qualified(record),
+        kind=kind,
+        job=record["job"],
+        message=_first_line(record.get("message", "")),
         hw_classification=record.get("hw_classification") or "",
-        new_vs_parent=_new_vs_parent(tid, my_parent), reference_new_vs_parent=_new_vs_parent(tid, ref_parent),
+        new_vs_parent=_new_vs_parent(tid, my_parent),
+        reference_new_vs_parent=_new_vs_parent(tid, ref_parent),
         also_failing_on=[b for b in failing_on.get(tid, []) if b != exclude],
     )
 

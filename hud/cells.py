@@ -32,13 +32,34 @@ from .status import StateShown
 LEVEL_ORDER = {Level.L4: 0, Level.L3: 1, Level.L2: 2, Level.L1: 3}
 
 SLIM_FIELDS = (
-    "id", "head_sha", "project_id", "workflow_name", "job_name", "status", "conclusion", "ended_by",
-    "run_id", "run_attempt", "tests_total", "tests_failed",
+    "id",
+    "head_sha",
+    "project_id",
+    "workflow_name",
+    "job_name",
+    "status",
+    "conclusion",
+    "ended_by",
+    "run_id",
+    "run_attempt",
+    "tests_total",
+    "tests_failed",
 )
 DETAIL_FIELDS = SLIM_FIELDS + (
-    "created_at", "event_type", "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds",
-    "execution_seconds", "tests_passed", "tests_skipped", "reported_started_at", "reported_completed_at",
-    "failed_tests_truncated", "environment",
+    "created_at",
+    "event_type",
+    "pr_number",
+    "workflow_url",
+    "artifact_url",
+    "check_run_id",
+    "queue_seconds",
+    "execution_seconds",
+    "tests_passed",
+    "tests_skipped",
+    "reported_started_at",
+    "reported_completed_at",
+    "failed_tests_truncated",
+    "environment",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's
@@ -73,7 +94,9 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
     """Every attempt of every job of these backends on these commits, oldest first."""
     if not shas or not project_ids:
         return []
-    rows = JobRun.objects.filter(head_sha__in=shas, project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
+    rows = JobRun.objects.filter(head_sha__in=shas, project_id__in=project_ids).order_by(
+        "created_at", "run_attempt", "id"
+    )
     # Nightly/periodic self-reports show on trunk commits only, never on a PR head's cells.
     trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
     rows = rows.exclude(Q(event_type__in=SELF_REPORT_EVENTS) & ~Q(head_sha__in=trunk))
@@ -85,7 +108,9 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
 def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict[CellKey, list[str]]:
     if not shas or not project_ids:
         return {}
-    rows = Dispatch.objects.filter(delivery__head_sha__in=shas, project_id__in=project_ids).values_list("head_sha", "project_id", "state")
+    rows = Dispatch.objects.filter(delivery__head_sha__in=shas, project_id__in=project_ids).values_list(
+        "head_sha", "project_id", "state"
+    )
     states: dict[CellKey, list[str]] = {}
     for sha, project_id, state in rows:
         states.setdefault((sha, project_id), []).append(state)
@@ -94,7 +119,9 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
 
 def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> dict[int, list]:
     """Failed tests of the given attempts, by attempt id (one query)."""
-    fields = ["job_run_id", "name", "classname", "file", "hw_classification"] + (["message", "truncated"] if with_messages else [])
+    fields = ["job_run_id", "name", "classname", "file", "hw_classification"] + (
+        ["message", "truncated"] if with_messages else []
+    )
     tests: dict[int, list] = {}
     for row in FailedTest.objects.filter(job_run_id__in=job_ids).values(*fields) if job_ids else []:
         tests.setdefault(row["job_run_id"], []).append(row)
@@ -121,7 +148,10 @@ class Cell(StateShown):
 
     @property
     def pending(self) -> bool:
-        return any(STATES[v.state].counts == Counts.PENDING for v in self.verdicts) or STATES[self.state].counts == Counts.PENDING
+        return (
+            any(STATES[v.state].counts == Counts.PENDING for v in self.verdicts)
+            or STATES[self.state].counts == Counts.PENDING
+        )
 
     @property
     def has_result(self) -> bool:
@@ -143,7 +173,11 @@ def cells_for_commits(shas: list[str], projects: list[Project], detail: bool = F
     for job in jobs_for_commits(shas, ids, detail):
         jobs.setdefault((job.head_sha, job.project_id), []).append(job)
     dispatches = dispatch_states_for_commits(shas, ids)
-    return {(sha, p.id): cell_for(sha, p, jobs.get((sha, p.id), []), dispatches.get((sha, p.id), [])) for sha in shas for p in projects}
+    return {
+        (sha, p.id): cell_for(sha, p, jobs.get((sha, p.id), []), dispatches.get((sha, p.id), []))
+        for sha in shas
+        for p in projects
+    }
 
 
 def cell_for(sha: str, project: Project, jobs: list, dispatch_states: list[str]) -> Cell:

@@ -20,8 +20,12 @@ HEIGHT = 340
 
 
 def _style(i: int) -> dict:
-    return {"color": PALETTE[i % len(PALETTE)], "symbol": SYMBOLS[i % len(SYMBOLS)], "dash": DASHES[i % len(DASHES)],
-            "pattern": PATTERNS[i % len(PATTERNS)]}
+    return {
+        "color": PALETTE[i % len(PALETTE)],
+        "symbol": SYMBOLS[i % len(SYMBOLS)],
+        "dash": DASHES[i % len(DASHES)],
+        "pattern": PATTERNS[i % len(PATTERNS)],
+    }
 
 
 def _layout(y_title: str, **extra) -> dict:
@@ -61,11 +65,19 @@ def pass_rate_figure(metrics: Metrics) -> dict:
     for i, series in enumerate(metrics.with_data):
         style = _style(i)
         rates = series.values(lambda t: None if t.rates.pass_rate is None else round(t.rates.pass_rate * 100, 2))
-        traces.append({
-            "type": "scatter", "x": _days(metrics), "y": rates, "name": series.project.label, "mode": "lines+markers", "connectgaps": False,
-            "line": {"color": style["color"], "dash": style["dash"], "width": 2}, "marker": {"symbol": style["symbol"], "size": 7},
-            "hovertemplate": "%{y:.1f} %<extra>" + series.project.label + "</extra>",
-        })
+        traces.append(
+            {
+                "type": "scatter",
+                "x": _days(metrics),
+                "y": rates,
+                "name": series.project.label,
+                "mode": "lines+markers",
+                "connectgaps": False,
+                "line": {"color": style["color"], "dash": style["dash"], "width": 2},
+                "marker": {"symbol": style["symbol"], "size": 7},
+                "hovertemplate": "%{y:.1f} %<extra>" + series.project.label + "</extra>",
+            }
+        )
     layout = _layout("pass rate")
     layout["yaxis"].update({"range": [_pass_rate_floor(traces), 101], "rangemode": "normal", "ticksuffix": " %"})
     return _figure(traces, layout)
@@ -81,12 +93,26 @@ def stacked_figure(metrics: Metrics, y_title: str, pick) -> dict:
     traces = []
     for i, series in enumerate(metrics.with_data):
         style = _style(i)
-        traces.append({
-            "type": "bar", "x": _days(metrics), "y": series.values(pick), "name": series.project.label,
-            "marker": {"color": style["color"], "line": {"width": 0},
-                       "pattern": {"shape": style["pattern"], "fillmode": "overlay", "fgcolor": "rgba(255,255,255,0.55)", "size": 7, "solidity": 0.25}},
-            "hovertemplate": "%{y:,}<extra>" + series.project.label + "</extra>",
-        })
+        traces.append(
+            {
+                "type": "bar",
+                "x": _days(metrics),
+                "y": series.values(pick),
+                "name": series.project.label,
+                "marker": {
+                    "color": style["color"],
+                    "line": {"width": 0},
+                    "pattern": {
+                        "shape": style["pattern"],
+                        "fillmode": "overlay",
+                        "fgcolor": "rgba(255,255,255,0.55)",
+                        "size": 7,
+                        "solidity": 0.25,
+                    },
+                },
+                "hovertemplate": "%{y:,}<extra>" + series.project.label + "</extra>",
+            }
+        )
     return _figure(traces, _layout(y_title, barmode="stack", bargap=0.25))
 
 
@@ -114,21 +140,36 @@ def timing_figure(metrics: Metrics) -> dict:
     traces = []
     for i, (name, pick, dash, symbol) in enumerate(TIMING_LINES):
         minutes = [None if v is None else round(v / 60, 1) for v in (pick(t) for t in metrics.combined)]
-        traces.append({
-            "type": "scatter", "x": _days(metrics), "y": minutes, "name": name, "mode": "lines+markers", "connectgaps": False,
-            "line": {"color": PALETTE[0 if i < 2 else 1], "dash": dash, "width": 2}, "marker": {"symbol": symbol, "size": 8},
-            "hovertemplate": "%{y:,.1f} min<extra>" + name + "</extra>",
-        })
+        traces.append(
+            {
+                "type": "scatter",
+                "x": _days(metrics),
+                "y": minutes,
+                "name": name,
+                "mode": "lines+markers",
+                "connectgaps": False,
+                "line": {"color": PALETTE[0 if i < 2 else 1], "dash": dash, "width": 2},
+                "marker": {"symbol": symbol, "size": 8},
+                "hovertemplate": "%{y:,.1f} min<extra>" + name + "</extra>",
+            }
+        )
     return _figure(traces, _layout("minutes"))
 
 
 def metrics_figures(metrics: Metrics) -> list[tuple[str, str, dict]]:
     """(element name, caption, figure) for each chart on the page."""
     per = "hour (UTC)" if metrics.hourly else "day"
-    return [(name, caption, _hourly_axis(figure, metrics)) for name, caption, figure in [
-        ("pass-rate", f"Pass rate per {per} (latest attempts)", pass_rate_figure(metrics)),
-        ("failures", f"Failures per {per} (failed, timed out, never started)", failures_figure(metrics)),
-        ("runs", f"Jobs with a result per {per}", runs_figure(metrics)),
-        ("timing", f"Queue and execution time per {per}, p50 and p90 (all backends in view)", timing_figure(metrics)),
-        ("callbacks", f"Callbacks accepted per {per}", callbacks_figure(metrics)),
-    ]]
+    return [
+        (name, caption, _hourly_axis(figure, metrics))
+        for name, caption, figure in [
+            ("pass-rate", f"Pass rate per {per} (latest attempts)", pass_rate_figure(metrics)),
+            ("failures", f"Failures per {per} (failed, timed out, never started)", failures_figure(metrics)),
+            ("runs", f"Jobs with a result per {per}", runs_figure(metrics)),
+            (
+                "timing",
+                f"Queue and execution time per {per}, p50 and p90 (all backends in view)",
+                timing_figure(metrics),
+            ),
+            ("callbacks", f"Callbacks accepted per {per}", callbacks_figure(metrics)),
+        ]
+    ]

@@ -185,7 +185,6 @@ def job_label_of(key: tuple[str, str]) -> str:
     return f"{workflow} / {job}" if job else workflow
 
 
-
 def commit_streaks(commit: UpstreamCommit | None, detail) -> dict[int, list[Streak]]:
     """Project id → streaks, for each backend failing on a trunk commit (the commit page)."""
     if commit is None or not commit.is_trunk:

@@ -16,9 +16,12 @@ def gate_verdict(head_sha: str, pr_number: int | None = None) -> dict:
     verdict = relay_gate.gate_verdict(pr_number or 0, head_sha)
     backends = [_backend(b) for b in verdict["backends"]]
     return {
-        **verdict, "status": "in_progress" if verdict["state"] == Gate.PENDING else "completed",
-        "summary": relay_gate.gate_summary(verdict), "l4_backends": len(backends), "backends": backends,
-    }  # fmt: skip
+        **verdict,
+        "status": "in_progress" if verdict["state"] == Gate.PENDING else "completed",
+        "summary": relay_gate.gate_summary(verdict),
+        "l4_backends": len(backends),
+        "backends": backends,
+    }
 
 
 def _backend(entry: dict) -> dict:
@@ -28,9 +31,12 @@ def _backend(entry: dict) -> dict:
     if entry["state"] == Gate.PENDING and not pending:
         pending = [entry["reason"]]
     return {
-        **entry, "project": entry["repo"], "glyph": STATE_GLYPHS.get(entry["state"], "~"),
-        "failing_jobs": failing, "pending_jobs": pending,
-    }  # fmt: skip
+        **entry,
+        "project": entry["repo"],
+        "glyph": STATE_GLYPHS.get(entry["state"], "~"),
+        "failing_jobs": failing,
+        "pending_jobs": pending,
+    }
 
 
 def _label(job: dict) -> str:

@@ -33,7 +33,6 @@ class HealthCard:
         return {"healthy": "Healthy", "degraded": "Degraded", "no_data": "No data"}[self.state]
 
 
-
 DELIVERIES_STALE_AFTER = timedelta(hours=1)
 """Upstream opens and pushes PRs around the clock; an hour without a single webhook is an outage."""
 CALLBACKS_STALE_AFTER = timedelta(hours=2)
@@ -42,7 +41,9 @@ OVERDUE_GRACE = timedelta(minutes=15)
 """A job in progress longer than the timeout plus this has been missed by the sweeper (#8800)."""
 
 
-def health_cards(tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime) -> list[HealthCard]:
+def health_cards(
+    tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime
+) -> list[HealthCard]:
     return [
         probe_card(probe, tab, stale_after(window, tab), now),
         deliveries_card(since, window, now),
@@ -67,8 +68,15 @@ def deliveries_card(since: datetime, window: Window, now: datetime) -> HealthCar
     received = Delivery.objects.filter(received_at__gte=since).count()
     last = Delivery.objects.order_by("-received_at").values_list("received_at", flat=True).first()
     state = _silence_state(last, DELIVERIES_STALE_AFTER, now)
-    return HealthCard("deliveries", "Webhook deliveries", state, f"{received:,} received", f"{window.label.lower()}",
-                      _freshness(last, DELIVERIES_STALE_AFTER, now), "/relay/deliveries")
+    return HealthCard(
+        "deliveries",
+        "Webhook deliveries",
+        state,
+        f"{received:,} received",
+        f"{window.label.lower()}",
+        _freshness(last, DELIVERIES_STALE_AFTER, now),
+        "/relay/deliveries",
+    )
 
 
 def dispatch_card(since: datetime, window: Window, now: datetime) -> HealthCard:
@@ -81,8 +89,15 @@ def dispatch_card(since: datetime, window: Window, now: datetime) -> HealthCard:
     if not tried:
         state = "no_data" if last is None else "degraded"
     detail = f"{states['sent']:,} sent · {states['failed']:,} failed · {states['pending'] + states['retrying']:,} open · {states['not_installed']:,} not installed"
-    return HealthCard("dispatch", "Dispatch success", state, percent(rate), detail,
-                      _freshness(last, DELIVERIES_STALE_AFTER, now) + f" · target ≥ {DISPATCH_SUCCESS_TARGET:.0%}", "/relay/deliveries?status=failed")
+    return HealthCard(
+        "dispatch",
+        "Dispatch success",
+        state,
+        percent(rate),
+        detail,
+        _freshness(last, DELIVERIES_STALE_AFTER, now) + f" · target ≥ {DISPATCH_SUCCESS_TARGET:.0%}",
+        "/relay/deliveries?status=failed",
+    )
 
 
 def _last_sent_at() -> datetime | None:
@@ -95,8 +110,14 @@ def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
     accepted = sum(t.callbacks for t in tallies.values())
     last = JobRun.objects.filter(ended_by="").order_by("-created_at").values_list("updated_at", flat=True).first()
     state = _silence_state(last, CALLBACKS_STALE_AFTER, now)
-    return HealthCard("callbacks", "Callbacks accepted", state, f"{accepted:,}", f"in_progress + completed, {window.label.lower()}",
-                      _freshness(last, CALLBACKS_STALE_AFTER, now))
+    return HealthCard(
+        "callbacks",
+        "Callbacks accepted",
+        state,
+        f"{accepted:,}",
+        f"in_progress + completed, {window.label.lower()}",
+        _freshness(last, CALLBACKS_STALE_AFTER, now),
+    )
 
 
 def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
@@ -111,14 +132,20 @@ def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
     detail = f"swept: {swept['timed_out']:,} timed out · {swept['never_started']:,} never started · {swept['superseded']:,} superseded"
     if stuck:
         detail = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout · " + detail
-    return HealthCard("sweeper", "Worker and sweeper", state, headline, detail, "worker heartbeat " + _freshness(beat, HEARTBEAT_STALE_AFTER, now))
+    return HealthCard(
+        "sweeper",
+        "Worker and sweeper",
+        state,
+        headline,
+        detail,
+        "worker heartbeat " + _freshness(beat, HEARTBEAT_STALE_AFTER, now),
+    )
 
 
 def overdue_jobs(project: Project | None = None):
     cutoff = timezone.now() - timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) - OVERDUE_GRACE
     jobs = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=cutoff)
     return jobs.filter(project=project) if project else jobs
-
 
 
 def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime) -> HealthCard:

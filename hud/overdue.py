@@ -23,8 +23,8 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from relay.models import JobRun
 from relay.github.softcache import soft_get_many, soft_set_many
+from relay.models import JobRun
 from relay.verdicts import State
 
 SAMPLE_SIZE = 20

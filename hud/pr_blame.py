@@ -65,7 +65,9 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     """One entry per backend failing on the head (L1 backends report nothing to compare)."""
     reference = reference_backend(projects)
     backends = [p for p in projects if p.level != Level.L1 and p is not reference]
-    trunk = list(UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK])
+    trunk = list(
+        UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK]
+    )
     before = list(dict.fromkeys(([pr.base_sha] if pr and pr.base_sha else []) + trunk))
     cells = cells_for_commits([head_sha, *before], backends + ([reference] if reference else []))
     tests = failed_tests_for_jobs(latest_failing_job_ids(c for c in cells.values() if c.failing))
@@ -73,11 +75,18 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     resolve_commit_ids(failures.values())
     ref = failures.get((head_sha, reference.id)) if reference else None
     triage = cells_triage({k: f for k, f in failures.items() if k[0] == head_sha}, reference.id if reference else None)
-    blamed = [_blame(p, failures[(head_sha, p.id)], [failures[(sha, p.id)] for sha in before], ref, triage.get((head_sha, p.id))) for p in backends]
+    blamed = [
+        _blame(
+            p, failures[(head_sha, p.id)], [failures[(sha, p.id)] for sha in before], ref, triage.get((head_sha, p.id))
+        )
+        for p in backends
+    ]
     return [b for b in blamed if b.findings]
 
 
-def _blame(project: Project, head: CellFailures, before: list[CellFailures], ref: CellFailures | None, triage=None) -> BackendBlame:
+def _blame(
+    project: Project, head: CellFailures, before: list[CellFailures], ref: CellFailures | None, triage=None
+) -> BackendBlame:
     blame = BackendBlame(project)
     if not head.cell.failing:
         return blame
@@ -86,11 +95,15 @@ def _blame(project: Project, head: CellFailures, before: list[CellFailures], ref
             blame.findings.append(Finding(tid.full, "test", KNOWN))
             continue
         already = any(b.failing(tid) for b in before)
-        blame.findings.append(Finding(tid.full, "test", ALREADY if already else _new_kind(ref, ref.passed(tid) if ref else None)))
+        blame.findings.append(
+            Finding(tid.full, "test", ALREADY if already else _new_kind(ref, ref.passed(tid) if ref else None))
+        )
     for key in _failing_jobs_without_tests(head):
         already = any(_job_failing(b, key) for b in before)
         ref_passed = (not ref.cell.failing) if has_baseline(ref) else None
-        blame.findings.append(Finding(" / ".join(k for k in key if k), "job", ALREADY if already else _new_kind(ref, ref_passed)))
+        blame.findings.append(
+            Finding(" / ".join(k for k in key if k), "job", ALREADY if already else _new_kind(ref, ref_passed))
+        )
     return blame
 
 

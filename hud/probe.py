@@ -25,8 +25,12 @@ class ProbeHead:
 def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
     """The probe's latest few head SHAs of this kind, each judged by the probe rule."""
     kinds = event_filter(tab)
-    recent = (JobRun.objects.filter(kinds, project=probe, created_at__gte=now - PROBE_LOOKBACK)
-              .values("head_sha").annotate(last=Max("created_at")).order_by("-last")[:PROBE_SHAS])
+    recent = (
+        JobRun.objects.filter(kinds, project=probe, created_at__gte=now - PROBE_LOOKBACK)
+        .values("head_sha")
+        .annotate(last=Max("created_at"))
+        .order_by("-last")[:PROBE_SHAS]
+    )
     heads = {row["head_sha"]: row["last"] for row in recent}
     jobs = JobRun.objects.filter(kinds, project=probe, head_sha__in=list(heads)).only(*_VERDICT_FIELDS)
     by_sha: dict = {}
@@ -35,7 +39,17 @@ def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
     return [ProbeHead(sha, _probe_head_state(by_sha.get(sha, [])), last) for sha, last in heads.items()]
 
 
-_VERDICT_FIELDS = ("status", "conclusion", "ended_by", "run_id", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha")
+_VERDICT_FIELDS = (
+    "status",
+    "conclusion",
+    "ended_by",
+    "run_id",
+    "run_attempt",
+    "workflow_name",
+    "job_name",
+    "created_at",
+    "head_sha",
+)
 
 
 def _probe_head_state(jobs: list) -> str:

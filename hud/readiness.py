@@ -84,10 +84,23 @@ def health_criteria(tally) -> list[Criterion]:
     e2e_slow = tally.e2e.share_at_least(E2E_P50_MAX)
     overrun = tally.execution.share_at_least(OVERRUN_SECONDS)
     return [
-        Criterion("queue", "Average queue time", "< 30 min", _hours(tally.queue.mean), _below(tally.queue.mean, QUEUE_AVG_MAX)),
-        Criterion("timeouts", "Timeout rate", "< 1 %", _percent(tally.timeout_rate), _below(tally.timeout_rate, TIMEOUT_RATE_MAX)),
-        Criterion("pass_rate", "Pass rate (latest attempts)", "> 90 %", _percent(rates.pass_rate),
-                  None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_MIN),
+        Criterion(
+            "queue", "Average queue time", "< 30 min", _hours(tally.queue.mean), _below(tally.queue.mean, QUEUE_AVG_MAX)
+        ),
+        Criterion(
+            "timeouts",
+            "Timeout rate",
+            "< 1 %",
+            _percent(tally.timeout_rate),
+            _below(tally.timeout_rate, TIMEOUT_RATE_MAX),
+        ),
+        Criterion(
+            "pass_rate",
+            "Pass rate (latest attempts)",
+            "> 90 %",
+            _percent(rates.pass_rate),
+            None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_MIN,
+        ),
         # The median is under 3 h exactly when fewer than half the jobs took 3 h or more (a bin edge).
         Criterion("e2e", "End-to-end p50", "< 3 h", _hours(e2e_p50), None if e2e_slow is None else e2e_slow < 0.5),
         Criterion("overrun", "Jobs running over 3 h", "< 1 %", _percent(overrun), _below(overrun, OVERRUN_RATE_MAX)),
@@ -98,8 +111,20 @@ def tenure_criteria(level_since: datetime | None, first_result_at: datetime | No
     at_level = now - level_since if level_since else None
     data_age = now - first_result_at if first_result_at else None
     return [
-        Criterion("time_at_level", "Time at current level", "≥ 30 d", _days(at_level), None if at_level is None else at_level >= TIME_AT_LEVEL_MIN),
-        Criterion("data_days", "HUD data since", "≥ 14 d", _days(data_age), None if data_age is None else data_age >= DATA_AGE_MIN),
+        Criterion(
+            "time_at_level",
+            "Time at current level",
+            "≥ 30 d",
+            _days(at_level),
+            None if at_level is None else at_level >= TIME_AT_LEVEL_MIN,
+        ),
+        Criterion(
+            "data_days",
+            "HUD data since",
+            "≥ 14 d",
+            _days(data_age),
+            None if data_age is None else data_age >= DATA_AGE_MIN,
+        ),
     ]
 
 
@@ -107,9 +132,13 @@ def _days(span: timedelta | None) -> str:
     return "no data" if span is None else f"{span.total_seconds() / 86400:.0f} d"
 
 
-def readiness(level: str, tally14, tally7, level_since: datetime | None, first_result_at: datetime | None, now: datetime) -> Readiness:
+def readiness(
+    level: str, tally14, tally7, level_since: datetime | None, first_result_at: datetime | None, now: datetime
+) -> Readiness:
     if level == Level.L1:
-        return Readiness(level, [], [], "L1 backends report no results, so readiness cannot be judged; register at L2 first.", "n/a")
+        return Readiness(
+            level, [], [], "L1 backends report no results, so readiness cannot be judged; register at L2 first.", "n/a"
+        )
     promotion = health_criteria(tally14) + tenure_criteria(level_since, first_result_at, now)
     demotion = health_criteria(tally7)
     headline, outlook = _headline(level, promotion, demotion)
@@ -117,8 +146,13 @@ def readiness(level: str, tally14, tally7, level_since: datetime | None, first_r
 
 
 SHORTFALLS = {
-    "queue": "queue time", "timeouts": "timeout rate", "pass_rate": "pass rate", "e2e": "end-to-end time",
-    "overrun": "jobs over 3 h", "time_at_level": "a month at its level", "data_days": "two weeks of data",
+    "queue": "queue time",
+    "timeouts": "timeout rate",
+    "pass_rate": "pass rate",
+    "e2e": "end-to-end time",
+    "overrun": "jobs over 3 h",
+    "time_at_level": "a month at its level",
+    "data_days": "two weeks of data",
 }
 
 
@@ -131,7 +165,9 @@ def _headline(level: str, promotion: list, demotion: list) -> tuple[str, str]:
     holding = all(c.met for c in demotion)
     missing = _shortfalls(promotion)
     if level == Level.L2:
-        return ("Ready for L3: every criterion met over 14 days." if promotable else f"Not ready for L3 yet: {missing}."), ("ready" if promotable else "not_ready")
+        return (
+            "Ready for L3: every criterion met over 14 days." if promotable else f"Not ready for L3 yet: {missing}."
+        ), ("ready" if promotable else "not_ready")
     failing = _shortfalls(demotion)
     if holding:
         return f"Meets the L3 criteria over the last 7 days; keeps {level}.", "holds"

@@ -30,5 +30,7 @@ def unavailable(request, template: str, context: dict, exc: Exception, partial: 
 
 
 def unavailable_text(exc: Exception) -> str:
-    return ("The database did not answer, so this could not be loaded. "
-            f"This is an error, not an empty result; the page retries every {RETRY_AFTER_SECONDS} s.")
+    return (
+        "The database did not answer, so this could not be loaded. "
+        f"This is an error, not an empty result; the page retries every {RETRY_AFTER_SECONDS} s."
+    )

@@ -32,9 +32,34 @@ from .selectors_triage import expectation_rows
 
 PER_PAGE = 50
 FAILED_TESTS_SHOWN = 50
-_JOB_FIELDS = ("run_id", "id", "project", "event_type", "status", "conclusion", "ended_by", "run_attempt", "workflow_name", "job_name", "created_at", "head_sha",
-               "pr_number", "workflow_url", "artifact_url", "check_run_id", "queue_seconds", "execution_seconds", "in_progress_at",
-               "completed_at", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated", "environment")
+_JOB_FIELDS = (
+    "run_id",
+    "id",
+    "project",
+    "event_type",
+    "status",
+    "conclusion",
+    "ended_by",
+    "run_attempt",
+    "workflow_name",
+    "job_name",
+    "created_at",
+    "head_sha",
+    "pr_number",
+    "workflow_url",
+    "artifact_url",
+    "check_run_id",
+    "queue_seconds",
+    "execution_seconds",
+    "in_progress_at",
+    "completed_at",
+    "tests_passed",
+    "tests_failed",
+    "tests_skipped",
+    "tests_total",
+    "failed_tests_truncated",
+    "environment",
+)
 
 
 def backend_find(org: str, repo: str) -> Project | None:
@@ -74,7 +99,7 @@ def shard_of(label: str) -> tuple[str, int] | None:
         parts = [p.strip() for p in match["inner"].split(",")]
         for i in range(len(parts) - 1):
             if parts[i].isdigit() and parts[i + 1].isdigit() and 1 <= int(parts[i]) <= int(parts[i + 1]):
-                rest = parts[:i] + parts[i + 2:]
+                rest = parts[:i] + parts[i + 2 :]
                 return (f"{match['base']} ({', '.join(rest)})" if rest else match["base"]), int(parts[i])
         return None
     match = _SUFFIX.match(label)
@@ -91,7 +116,8 @@ def shard_groups(labels) -> dict[str, str]:
             families.setdefault(shard[0], []).append(shard)
     return {
         label: base
-        for base, members in families.items() if len(members) >= 2 and any(i == 1 for _, i in members)
+        for base, members in families.items()
+        if len(members) >= 2 and any(i == 1 for _, i in members)
         for label in _family_labels(labels, base)
     }
 
@@ -181,8 +207,13 @@ def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     counted by distinct run id, not by job or attempt (test-infra #8832/#8833)."""
     return list(
         JobRun.objects.filter(event_filter(tab), project=project, created_at__gte=since)
-        .values("head_sha").annotate(last=Max("created_at"), pr=Max("pr_number"), runs=Count("run_id", distinct=True),
-                                     workflows=Count("workflow_name", distinct=True))
+        .values("head_sha")
+        .annotate(
+            last=Max("created_at"),
+            pr=Max("pr_number"),
+            runs=Count("run_id", distinct=True),
+            workflows=Count("workflow_name", distinct=True),
+        )
         .order_by("-last", "head_sha")
     )
 
@@ -217,7 +248,7 @@ def _natural(text: str):
 
 def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, grouped: bool) -> Matrix:
     offset = (page - 1) * PER_PAGE
-    heads, has_next = heads_all[offset:offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
+    heads, has_next = heads_all[offset : offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
     jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
     verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
     overdue = overdue_job_ids(v.job for per_sha in verdicts.values() for v in per_sha.values())
@@ -227,9 +258,16 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     base = backend_baseline(project, shas)
     rows = [
         MatrixRow(
-            h["head_sha"], h["pr"], h["last"], commits.get(h["head_sha"]), _cells(columns, verdicts.get(h["head_sha"], {}), overdue),
-            base.reference_cells.get(h["head_sha"]), base.marks.get(h["head_sha"]), h["head_sha"] in base.upstream_broken,
-            h.get("runs", 0), h.get("workflows", 0),
+            h["head_sha"],
+            h["pr"],
+            h["last"],
+            commits.get(h["head_sha"]),
+            _cells(columns, verdicts.get(h["head_sha"], {}), overdue),
+            base.reference_cells.get(h["head_sha"]),
+            base.marks.get(h["head_sha"]),
+            h["head_sha"] in base.upstream_broken,
+            h.get("runs", 0),
+            h.get("workflows", 0),
         )
         for h in heads
     ]
@@ -344,16 +382,41 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
     rates = tally.rates
     infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
     return [
-        StatCard("Pass rate", percent(rates.pass_rate), f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
-                 None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET),
-        StatCard("First-attempt pass rate", percent(rates.first_attempt_pass_rate), f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)"),
+        StatCard(
+            "Pass rate",
+            percent(rates.pass_rate),
+            f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
+            None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET,
+        ),
+        StatCard(
+            "First-attempt pass rate",
+            percent(rates.first_attempt_pass_rate),
+            f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)",
+        ),
         StatCard("Head SHAs tested", f"{heads:,}", window_label.lower()),
-        StatCard("Failures", f"{rates.failed:,}", f"+ {infra:,} infrastructure ({tally.verdicts[State.TIMED_OUT]:,} timed out, "
-                 f"{tally.verdicts[State.NEVER_STARTED]:,} never started) · {rates.pending:,} running", None if not rates.decided else rates.failed + infra == 0),
-        StatCard("Queue time", duration(tally.queue.mean), f"average · p90 {duration(tally.queue.quantile(0.9))} · dispatch → start"),
-        StatCard("Execution time", duration(tally.execution.mean), f"average · p90 {duration(tally.execution.quantile(0.9))} · start → end"),
-        StatCard("Timeout rate", percent(tally.timeout_rate), f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
-                 None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX),
+        StatCard(
+            "Failures",
+            f"{rates.failed:,}",
+            f"+ {infra:,} infrastructure ({tally.verdicts[State.TIMED_OUT]:,} timed out, "
+            f"{tally.verdicts[State.NEVER_STARTED]:,} never started) · {rates.pending:,} running",
+            None if not rates.decided else rates.failed + infra == 0,
+        ),
+        StatCard(
+            "Queue time",
+            duration(tally.queue.mean),
+            f"average · p90 {duration(tally.queue.quantile(0.9))} · dispatch → start",
+        ),
+        StatCard(
+            "Execution time",
+            duration(tally.execution.mean),
+            f"average · p90 {duration(tally.execution.quantile(0.9))} · start → end",
+        ),
+        StatCard(
+            "Timeout rate",
+            percent(tally.timeout_rate),
+            f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
+            None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX,
+        ),
     ]
 
 
@@ -365,7 +428,13 @@ class Environment:
 
 
 def environment_latest(project: Project) -> Environment | None:
-    job = JobRun.objects.filter(project=project).exclude(environment={}).order_by("-created_at").only("environment", "job_name", "workflow_name", "event_type", "created_at").first()
+    job = (
+        JobRun.objects.filter(project=project)
+        .exclude(environment={})
+        .order_by("-created_at")
+        .only("environment", "job_name", "workflow_name", "event_type", "created_at")
+        .first()
+    )
     if job is None:
         return None
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, job_label(job), job.created_at)
@@ -377,7 +446,12 @@ def level_since(project: Project) -> datetime:
 
 
 def first_result_at(project: Project) -> datetime | None:
-    return JobRun.objects.filter(project=project, status=JobRun.Status.COMPLETED).order_by("created_at").values_list("created_at", flat=True).first()
+    return (
+        JobRun.objects.filter(project=project, status=JobRun.Status.COMPLETED)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
 
 
 def backend_readiness(project: Project, now: datetime):
@@ -385,7 +459,9 @@ def backend_readiness(project: Project, now: datetime):
     key = (project.pk, "pr")
     tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
     tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
-    return readiness_rules.readiness(project.level, tally14, tally7, level_since(project), first_result_at(project), now)
+    return readiness_rules.readiness(
+        project.level, tally14, tally7, level_since(project), first_result_at(project), now
+    )
 
 
 @dataclass
@@ -415,7 +491,9 @@ class Dashboard:
         return sum(day.failing for day in self.baseline_days)
 
 
-def dashboard_build(project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None) -> Dashboard:
+def dashboard_build(
+    project: Project, window_key: str, tab: str, page: int, grouped: bool, now: datetime | None = None
+) -> Dashboard:
     now = now or timezone.now()
     window = WINDOWS[window_key]
     since = window_buckets(window.days, now)[0].start
@@ -423,10 +501,30 @@ def dashboard_build(project: Project, window_key: str, tab: str, page: int, grou
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
     if tab != "pr":
-        cards.insert(3, StatCard("Runs", f"{sum(h['runs'] for h in heads):,}", "distinct runs against those SHAs; each job's latest attempt counts"))
+        cards.insert(
+            3,
+            StatCard(
+                "Runs",
+                f"{sum(h['runs'] for h in heads):,}",
+                "distinct runs against those SHAs; each job's latest attempt counts",
+            ),
+        )
     matrix = matrix_build(project, heads, tab, page, grouped)
     last = ago(tally.last_result_at, now) if tally.last_result_at else "none in this window"
     history = baseline_history(project, heads) if tab == "pr" and not project.is_reference else []
     since = streaks(project) if tab == "pr" else []
     expected = expectation_rows(project) if tab == "pr" else []
-    return Dashboard(project, window, tab, cards, matrix, environment_latest(project), backend_readiness(project, now), last, now, history, since, expected)
+    return Dashboard(
+        project,
+        window,
+        tab,
+        cards,
+        matrix,
+        environment_latest(project),
+        backend_readiness(project, now),
+        last,
+        now,
+        history,
+        since,
+        expected,
+    )

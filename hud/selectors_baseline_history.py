@@ -40,6 +40,13 @@ def baseline_history(project, heads: list[dict]) -> list[BaselineDay]:
 
 
 def _count(day: BaselineDay, mark: str | None) -> None:
-    field = {BACKEND: "backend_only", SHARED: "shared", MIXED: "mixed", NO_BASELINE: "no_baseline", KNOWN: "known", EXPECTED: "known"}.get(mark)
+    field = {
+        BACKEND: "backend_only",
+        SHARED: "shared",
+        MIXED: "mixed",
+        NO_BASELINE: "no_baseline",
+        KNOWN: "known",
+        EXPECTED: "known",
+    }.get(mark)
     if field:
         setattr(day, field, getattr(day, field) + 1)

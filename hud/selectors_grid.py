@@ -36,11 +36,18 @@ PER_PAGE = 50
 MAX_FILTER_CHARS = 200
 LEVELS = ("L4", "L3", "L2", "L1")
 GROUP_LABELS = {
-    "ref": "Reference (OpenReg baseline)", "L4": "L4 · merge-gating", "L3": "L3 · check runs on labelled PRs",
-    "L2": "L2 · results on the HUD", "L1": "L1 · dispatch only (no results)",
+    "ref": "Reference (OpenReg baseline)",
+    "L4": "L4 · merge-gating",
+    "L3": "L3 · check runs on labelled PRs",
+    "L2": "L2 · results on the HUD",
+    "L1": "L1 · dispatch only (no results)",
 }
 GROUP_SHORTER = {
-    "ref": ("reference", "ref"), "L4": ("L4 · gating", "L4"), "L3": ("L3 · checks", "L3"), "L2": ("L2 · results", "L2"), "L1": ("L1 · dispatch", "L1"),
+    "ref": ("reference", "ref"),
+    "L4": ("L4 · gating", "L4"),
+    "L3": ("L3 · checks", "L3"),
+    "L2": ("L2 · results", "L2"),
+    "L1": ("L1 · dispatch", "L1"),
 }
 GROUP_CHARS_PER_COLUMN = 4
 """About how many characters of the group row fit over one 24 px column."""
@@ -70,10 +77,14 @@ class GridFilters:
         hardware = query.get("hw", "")
         return cls(
             levels=tuple(level for level in LEVELS if level in query.getlist("level")),
-            device=query.get("device", "")[:60], hardware=hardware if hardware in HardwareKind.values else "",
-            name=query.get("name", "")[:MAX_FILTER_CHARS], regex=query.get("regex") == "1",
-            hide_green=query.get("hide_green") == "1", failures_only=query.get("failures") == "1",
-            heads="pr" if query.get("heads") == "pr" else "trunk", page=_positive_int(query.get("page")),
+            device=query.get("device", "")[:60],
+            hardware=hardware if hardware in HardwareKind.values else "",
+            name=query.get("name", "")[:MAX_FILTER_CHARS],
+            regex=query.get("regex") == "1",
+            hide_green=query.get("hide_green") == "1",
+            failures_only=query.get("failures") == "1",
+            heads="pr" if query.get("heads") == "pr" else "trunk",
+            page=_positive_int(query.get("page")),
             expand=tuple(dict.fromkeys(name.lower() for name in query.getlist("expand") if name)),
         )
 
@@ -82,7 +93,11 @@ class GridFilters:
         state = replace(self, **({"page": 1} | changes))
         pairs = [("level", level) for level in state.levels]
         pairs += [(k, v) for k, v in (("device", state.device), ("hw", state.hardware), ("name", state.name)) if v]
-        pairs += [(k, "1") for k, on in (("regex", state.regex), ("hide_green", state.hide_green), ("failures", state.failures_only)) if on]
+        pairs += [
+            (k, "1")
+            for k, on in (("regex", state.regex), ("hide_green", state.hide_green), ("failures", state.failures_only))
+            if on
+        ]
         pairs += [("heads", "pr")] if state.heads == "pr" else []
         pairs += [("page", str(state.page))] if state.page > 1 else []
         pairs += [("expand", name) for name in state.expand]
@@ -159,15 +174,22 @@ def backend_options(projects: list[Project]) -> dict:
     return {
         "levels": LEVELS,
         "devices": sorted({p.device for p in projects if p.device}),
-        "hardware": [(value, label) for value, label in HardwareKind.choices if any(p.hardware_kind == value for p in projects)],
+        "hardware": [
+            (value, label) for value, label in HardwareKind.choices if any(p.hardware_kind == value for p in projects)
+        ],
     }
 
 
 def backends_for_filters(projects: list[Project], filters: GridFilters) -> list[Project]:
     """Level, device and hardware filters; the reference stays pinned as the baseline."""
+
     def keep(p: Project) -> bool:
-        return (not filters.levels or p.level in filters.levels) and (not filters.device or p.device == filters.device) and (
-            not filters.hardware or p.hardware_kind == filters.hardware)
+        return (
+            (not filters.levels or p.level in filters.levels)
+            and (not filters.device or p.device == filters.device)
+            and (not filters.hardware or p.hardware_kind == filters.hardware)
+        )
+
     return [p for p in projects if p.is_reference or keep(p)]
 
 
@@ -185,7 +207,11 @@ def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Co
     matching_keys = keys if own_match else [k for k in keys if matches(job_label(k))]
     if not (own_match or matching_keys or project.is_reference):
         return []
-    column = Column(project, expanded=expanded, toggle_query=filters.query(expand=filters.toggled_expand(project.full_name), page=filters.page))
+    column = Column(
+        project,
+        expanded=expanded,
+        toggle_query=filters.query(expand=filters.toggled_expand(project.full_name), page=filters.page),
+    )
     return [column] + ([Column(project, job=k) for k in matching_keys] if expanded else [])
 
 
@@ -227,7 +253,9 @@ class GridRow:
 def _grid_cell(cells, marks, sha: str, column: Column, overdue: set[int]) -> GridCell:
     cell = cells[(sha, column.project.id)]
     if column.job is None:
-        return GridCell(sha, column.project.id, shown_state(cell.state, cell.verdicts, overdue), marks.get((sha, column.project.id)))
+        return GridCell(
+            sha, column.project.id, shown_state(cell.state, cell.verdicts, overdue), marks.get((sha, column.project.id))
+        )
     verdict = cell.verdict_for(column.job)
     state = shown_state(verdict.state, [verdict], overdue) if verdict else State.NO_RESULT
     return GridCell(sha, column.project.id, state, job=column.job)
@@ -260,7 +288,11 @@ class Grid:
 
 def commits_page(heads: str, page: int) -> tuple[list[UpstreamCommit], bool]:
     """Trunk pushes (or PR heads), newest first, one page plus one row to know if more follow."""
-    commits = UpstreamCommit.objects.filter(is_trunk=True) if heads == "trunk" else UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
+    commits = (
+        UpstreamCommit.objects.filter(is_trunk=True)
+        if heads == "trunk"
+        else UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
+    )
     start = (page - 1) * PER_PAGE
     rows = list(commits.order_by("-landed_at", "-id")[start : start + PER_PAGE + 1])
     return rows[:PER_PAGE], len(rows) > PER_PAGE
@@ -283,7 +315,9 @@ def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], fil
     matches, name_error = _matcher_or_error(filters)
     columns = [col for p in projects for col in _columns_for(p, cells, shas, filters, matches)]
     overdue = overdue_among(running_job_ids(cell.verdicts for cell in cells.values()))
-    rows = [GridRow(c, [_grid_cell(cells, marks, c.sha, col, overdue) for col in columns], c.sha in broken) for c in commits]
+    rows = [
+        GridRow(c, [_grid_cell(cells, marks, c.sha, col, overdue) for col in columns], c.sha in broken) for c in commits
+    ]
     columns, rows = _hide_green(columns, rows) if filters.hide_green else (columns, rows)
     if filters.failures_only:
         rows = [r for r in rows if r.failing]
@@ -300,7 +334,11 @@ def _matcher_or_error(filters: GridFilters):
 
 def _hide_green(columns: list[Column], rows: list[GridRow]) -> tuple[list[Column], list[GridRow]]:
     """Drop columns with no failure anywhere on the page, as the HUD does; the reference stays."""
-    keep = [i for i, col in enumerate(columns) if (col.project.is_reference and col.job is None) or any(r.cells[i].failing for r in rows)]
+    keep = [
+        i
+        for i, col in enumerate(columns)
+        if (col.project.is_reference and col.job is None) or any(r.cells[i].failing for r in rows)
+    ]
     for row in rows:
         row.cells = [row.cells[i] for i in keep]
     return [columns[i] for i in keep], rows
@@ -351,7 +389,14 @@ class CellTooltip:
         jobs = []
         for verdict in self.cell.verdicts:
             failed = self.failed_tests.get(verdict.job.id, [])
-            jobs.append(TooltipJob(verdict, self.cell.attempts_of(verdict), failed[:TOOLTIP_FAILED_TESTS], max(0, len(failed) - TOOLTIP_FAILED_TESTS)))
+            jobs.append(
+                TooltipJob(
+                    verdict,
+                    self.cell.attempts_of(verdict),
+                    failed[:TOOLTIP_FAILED_TESTS],
+                    max(0, len(failed) - TOOLTIP_FAILED_TESTS),
+                )
+            )
         return jobs
 
 
@@ -428,7 +473,12 @@ def pr_heads(number: int) -> list[PrHead]:
     for sha, commit in commits.items():
         seen[sha] = commit.landed_at
     for model in (JobRun, Dispatch):
-        for row in model.objects.filter(pr_number=number).exclude(head_sha="").values("head_sha").annotate(first=Min("created_at")):
+        for row in (
+            model.objects.filter(pr_number=number)
+            .exclude(head_sha="")
+            .values("head_sha")
+            .annotate(first=Min("created_at"))
+        ):
             seen[row["head_sha"]] = min(seen.get(row["head_sha"], row["first"]), row["first"])
     ordered = sorted(seen.items(), key=lambda kv: kv[1], reverse=True)
     return [PrHead(sha, when, commits.get(sha)) for sha, when in ordered]
@@ -448,7 +498,9 @@ def pr_page(number: int) -> PrPage:
     info = PullRequest.objects.filter(number=number).first()
     title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
     summary = head_summary(heads[0].row, grid.columns)
-    page = PrPage(number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects))
+    page = PrPage(
+        number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects)
+    )
     page.l3_labelled = _labelled(info, projects)
     return page
 
@@ -459,9 +511,13 @@ def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project
 
 
 def head_summary(row: GridRow, columns: list[Column]) -> str:
-    """"5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
+    """ "5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
     report results and have something for this head."""
-    cells = [c for c, col in zip(row.cells, columns) if col.job is None and col.project.level != Level.L1 and c.state != State.NO_RESULT]
+    cells = [
+        c
+        for c, col in zip(row.cells, columns)
+        if col.job is None and col.project.level != Level.L1 and c.state != State.NO_RESULT
+    ]
     counts = [STATES[c.state].counts for c in cells]
     passed = counts.count(Counts.PASS)
     running = sum(1 for c in cells if STATES[c.state].counts == Counts.PENDING or c.state == State.DISPATCH_PENDING)
@@ -475,13 +531,18 @@ def head_summary(row: GridRow, columns: list[Column]) -> str:
 
 
 FAILING_KIND_WORDS = {
-    SHARED: "shared with reference", BACKEND: "backend-specific", MIXED: "mixed", NO_BASELINE: "no baseline",
-    KNOWN: "known issue", EXPECTED: "expected", None: "the reference",
+    SHARED: "shared with reference",
+    BACKEND: "backend-specific",
+    MIXED: "mixed",
+    NO_BASELINE: "no baseline",
+    KNOWN: "known issue",
+    EXPECTED: "expected",
+    None: "the reference",
 }
 
 
 def _failing_kinds(failing: list[GridCell]) -> str:
-    """"backend-specific", or "1 shared with reference, 2 backend-specific" when they differ."""
+    """ "backend-specific", or "1 shared with reference, 2 backend-specific" when they differ."""
     tally = Counter(FAILING_KIND_WORDS[cell.mark] for cell in failing)
     if len(tally) == 1:
         return next(iter(tally))

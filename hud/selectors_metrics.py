@@ -11,7 +11,13 @@ from hud.tallies.buckets import Bucket, bucket_tallies, window_buckets
 from hud.tallies.tally import Tally, tallies_merge, tally_sum
 from relay.models import Level, Project
 
-METRIC_WINDOWS = {"24h": ("Last 24 hours", 1), "3d": ("Last 3 days", 3), "7d": ("Last 7 days", 7), "14d": ("Last 14 days", 14), "30d": ("Last 30 days", 30)}
+METRIC_WINDOWS = {
+    "24h": ("Last 24 hours", 1),
+    "3d": ("Last 3 days", 3),
+    "7d": ("Last 7 days", 7),
+    "14d": ("Last 14 days", 14),
+    "30d": ("Last 30 days", 30),
+}
 HOURLY_WINDOWS = {"24h": 24, "3d": 72}
 """Ranges drawn hour by hour (the value: how many hours)."""
 DEFAULT_METRIC_WINDOW = "30d"
@@ -78,13 +84,17 @@ def backends_in_view(level: str, backend: str) -> list[Project]:
 
 
 def backend_choices() -> list[Project]:
-    return list(Project.objects.filter(active=True, is_health_probe=False).exclude(level=Level.L1).order_by("full_name"))
+    return list(
+        Project.objects.filter(active=True, is_health_probe=False).exclude(level=Level.L1).order_by("full_name")
+    )
 
 
 def metrics_build(window_key: str, tab: str, level: str, backend: str, now: datetime | None = None) -> Metrics:
     now = now or timezone.now()
     hourly = window_key in HOURLY_WINDOWS
-    points = hourly_tallies(HOURLY_WINDOWS[window_key], now) if hourly else daily_tallies(METRIC_WINDOWS[window_key][1], now)
+    points = (
+        hourly_tallies(HOURLY_WINDOWS[window_key], now) if hourly else daily_tallies(METRIC_WINDOWS[window_key][1], now)
+    )
     projects = backends_in_view(level, backend)
     series = [BackendSeries(p, [_nonempty(tallies.get((p.pk, tab))) for _, tallies in points]) for p in projects]
     combined = [tally_sum(s.days[i] for s in series if s.days[i] is not None) for i in range(len(points))]

@@ -59,8 +59,10 @@ class BackendRow:
     def timings(self) -> dict:
         t = self.tally
         return {
-            "queue_avg": duration(t.queue.mean), "queue_p90": duration(t.queue.quantile(0.9)),
-            "exec_avg": duration(t.execution.mean), "exec_p90": duration(t.execution.quantile(0.9)),
+            "queue_avg": duration(t.queue.mean),
+            "queue_p90": duration(t.queue.quantile(0.9)),
+            "exec_avg": duration(t.execution.mean),
+            "exec_p90": duration(t.execution.quantile(0.9)),
         }
 
 
@@ -100,7 +102,10 @@ class Summary:
 
     @property
     def registered_text(self) -> str:
-        return " · ".join(f"{self.registered[level]} {level}" for level, _ in LEVEL_SECTIONS if self.registered[level]) or "none"
+        return (
+            " · ".join(f"{self.registered[level]} {level}" for level, _ in LEVEL_SECTIONS if self.registered[level])
+            or "none"
+        )
 
 
 def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Summary:
@@ -109,7 +114,9 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     tallies = window_tallies(window.days, now)
     projects = list(Project.objects.filter(active=True).order_by("position", "full_name"))
     probe = next((p for p in projects if p.is_health_probe), None)
-    products = [p for p in projects if not (p.is_health_probe or p.is_reference)]  # the reference is a source, not ranked
+    products = [
+        p for p in projects if not (p.is_health_probe or p.is_reference)
+    ]  # the reference is a source, not ranked
     since = window_buckets(window.days, now)[0].start
     sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now)
     cards = health_cards(tallies, probe, window, tab, since, now)
@@ -134,7 +141,9 @@ def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSec
                 counts = dispatches.get(project.pk, Counter())
                 section.chips.append(L1Chip(project, counts["sent"], counts["not_installed"], counts["failed"]))
             else:
-                section.rows.append(backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now))
+                section.rows.append(
+                    backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now)
+                )
         section.rows.sort(key=_worst_first)
         if section.rows or section.chips:
             sections.append(section)
@@ -151,7 +160,10 @@ def backend_row(project: Project, tally: Tally, stale: timedelta, now: datetime)
     if last is None:
         activity, text = "no_data", "No data: no result in this window"
     elif now - last > stale:
-        activity, text = "stale", f"Stale: no result for {duration((now - last).total_seconds())} (threshold {duration(stale.total_seconds())})"
+        activity, text = (
+            "stale",
+            f"Stale: no result for {duration((now - last).total_seconds())} (threshold {duration(stale.total_seconds())})",
+        )
     else:
         activity, text = "active", f"Active: last result {ago(last, now)}"
     return BackendRow(project, tally, activity, text, last, ago(last, now) if last else "none in window")
@@ -159,8 +171,12 @@ def backend_row(project: Project, tally: Tally, stale: timedelta, now: datetime)
 
 def _dispatch_counts(project_ids: list, since: datetime) -> dict:
     """{project_id: Counter(state)} for L1 backends (through the project index, not a scan)."""
-    rows = (Dispatch.objects.filter(project_id__in=project_ids, created_at__gte=since).order_by()
-            .values("project_id", "state").annotate(n=Count("id")))
+    rows = (
+        Dispatch.objects.filter(project_id__in=project_ids, created_at__gte=since)
+        .order_by()
+        .values("project_id", "state")
+        .annotate(n=Count("id"))
+    )
     counts: dict = {}
     for row in rows:
         counts.setdefault(row["project_id"], Counter())[row["state"]] += row["n"]

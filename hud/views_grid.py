@@ -59,7 +59,13 @@ def _tooltip(request):
         tip = cell_tooltip(*key) if key else None
     except DatabaseError as exc:
         return unavailable(request, "hud/_tooltip.html", {}, exc, partial=None)
-    return page(request, "hud/_tooltip.html", {"tip": tip, "key": request.GET.get("tip", "")}, status=200 if tip else 404, partial=None)
+    return page(
+        request,
+        "hud/_tooltip.html",
+        {"tip": tip, "key": request.GET.get("tip", "")},
+        status=200 if tip else 404,
+        partial=None,
+    )
 
 
 def _job_log(request):
@@ -87,7 +93,13 @@ def commit(request, sha):
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
         since = commit_streaks(recorded, detail)
         rows = [(b, baseline.for_backend(b.project.id), since.get(b.project.id, [])) for b in detail.backends]
-        context.update(sha=full_sha, detail=detail, baseline=baseline, backend_rows=rows, culprit_window=settings.CRCR_CULPRIT_WINDOW)
+        context.update(
+            sha=full_sha,
+            detail=detail,
+            baseline=baseline,
+            backend_rows=rows,
+            culprit_window=settings.CRCR_CULPRIT_WINDOW,
+        )
     except DatabaseError as exc:
         return unavailable(request, "hud/commit.html", context, exc)
     return page(request, "hud/commit.html", context)

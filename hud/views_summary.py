@@ -21,7 +21,13 @@ from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
 from relay.verdicts import STATES, State
 
-COUNTS_TEXT = {"pass": "counts as a pass", "fail": "counts as a failure", "infra": "infrastructure failure", "pending": "not decided yet", "none": "counts nowhere"}
+COUNTS_TEXT = {
+    "pass": "counts as a pass",
+    "fail": "counts as a failure",
+    "infra": "infrastructure failure",
+    "pending": "not decided yet",
+    "none": "counts nowhere",
+}
 LEGEND_ROWS = [(value, glyph, label, COUNTS_TEXT[STATES[State(value)].counts.value]) for value, glyph, label in LEGEND]
 
 
@@ -41,7 +47,12 @@ def _query(params: dict, **changes) -> str:
 
 def _options(params: dict, name: str, options: dict, reset: dict | None = None) -> list[dict]:
     return [
-        {"key": key, "label": label, "url": _query(params, **{name: key}, **(reset or {})), "active": params.get(name) == key}
+        {
+            "key": key,
+            "label": label,
+            "url": _query(params, **{name: key}, **(reset or {})),
+            "active": params.get(name) == key,
+        }
         for key, label in options.items()
     ]
 
@@ -56,9 +67,15 @@ def _loading(request, template: str, partial: str, context: dict, pending: Talli
 
 @require_GET
 def summary(request):
-    params = {"range": _choice(request.GET.get("range"), WINDOWS, DEFAULT_WINDOW), "event": _choice(request.GET.get("event"), TABS, DEFAULT_TAB)}
+    params = {
+        "range": _choice(request.GET.get("range"), WINDOWS, DEFAULT_WINDOW),
+        "event": _choice(request.GET.get("event"), TABS, DEFAULT_TAB),
+    }
     context = {
-        "nav": "summary", "params": params, "query": _query(params), "legend": LEGEND_ROWS,
+        "nav": "summary",
+        "params": params,
+        "query": _query(params),
+        "legend": LEGEND_ROWS,
         "ranges": _options(params, "range", {k: w.label for k, w in WINDOWS.items()}),
         "tabs": _options(params, "event", TABS),
     }
@@ -98,7 +115,9 @@ def backend(request, org: str, repo: str):
             context["cell_fragment"] = True
             return _cell_fragment(request, project, params, context)
         _backend_links(context, params)
-        context["dash"] = dashboard_build(project, params["range"], params["event"], params["page"], grouped=not params["shards"])
+        context["dash"] = dashboard_build(
+            project, params["range"], params["event"], params["page"], grouped=not params["shards"]
+        )
         context["detail"] = _cell(project, params)
     except TalliesPending as pending:
         return _loading(request, "hud/backend.html", "body", context, pending)
@@ -111,16 +130,18 @@ def backend(request, org: str, repo: str):
 def _backend_links(context: dict, params: dict) -> None:
     base = {k: v for k, v in params.items() if k != "cell"}
     query = _query(base)
-    context.update({
-        "query": query,
-        "ranges": _options(base, "range", {k: w.label for k, w in WINDOWS.items()}, reset={"page": None}),
-        "tabs": _options(base, "event", TABS, reset={"page": None}),
-        "shards_url": _query(base, shards="" if params["shards"] else "split"),
-        "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
-        "next_url": _query(base, page=params["page"] + 1),
-        "cell_base": query + ("&" if len(query) > 1 else "") + "cell=",
-        "culprit_window": settings.CRCR_CULPRIT_WINDOW,
-    })
+    context.update(
+        {
+            "query": query,
+            "ranges": _options(base, "range", {k: w.label for k, w in WINDOWS.items()}, reset={"page": None}),
+            "tabs": _options(base, "event", TABS, reset={"page": None}),
+            "shards_url": _query(base, shards="" if params["shards"] else "split"),
+            "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
+            "next_url": _query(base, page=params["page"] + 1),
+            "cell_base": query + ("&" if len(query) > 1 else "") + "cell=",
+            "culprit_window": settings.CRCR_CULPRIT_WINDOW,
+        }
+    )
 
 
 def _cell(project, params: dict):
@@ -148,8 +169,12 @@ def metrics(request):
         "backend": get.get("backend", "")[:140],
     }
     context = {
-        "nav": "metrics", "params": params, "query": _query(params), "legend": LEGEND_ROWS,
-        "ranges": _options(params, "range", {k: label for k, (label, _) in METRIC_WINDOWS.items()}), "tabs": _options(params, "event", TABS),
+        "nav": "metrics",
+        "params": params,
+        "query": _query(params),
+        "legend": LEGEND_ROWS,
+        "ranges": _options(params, "range", {k: label for k, (label, _) in METRIC_WINDOWS.items()}),
+        "tabs": _options(params, "event", TABS),
         "levels": LEVEL_FILTERS,
     }
     try:

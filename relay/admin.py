@@ -25,7 +25,9 @@ class ReadOnlyMixin:
 class ProjectAdminForm(forms.ModelForm):
     oncalls = forms.CharField(required=False, help_text="GitHub handles pinged on failures, comma-separated")
     events = forms.MultipleChoiceField(
-        choices=Event.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        choices=Event.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="What it takes part in (the allowlist's events). None ticked: both, the allowlist default.",
     )
     level_change_reason = forms.CharField(
@@ -37,7 +39,7 @@ class ProjectAdminForm(forms.ModelForm):
 
     class Meta:
         model = Project
-        fields = "__all__"
+        fields = "__all__"  # noqa: DJ007 - the admin edits every field of a project
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -59,7 +61,9 @@ class ProjectAdminForm(forms.ModelForm):
 
     def clean_events(self):
         chosen = self.cleaned_data["events"]
-        return [value for value in self.instance.events or () if value in chosen] + [value for value in Event.values if value in chosen and value not in (self.instance.events or ())]
+        return [value for value in self.instance.events or () if value in chosen] + [
+            value for value in Event.values if value in chosen and value not in (self.instance.events or ())
+        ]
 
     def clean(self):
         cleaned = super().clean()
@@ -82,7 +86,16 @@ class LevelChangeInline(ReadOnlyMixin, admin.TabularInline):
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     form = ProjectAdminForm
-    list_display = ("full_name", "level", "device", "hardware_kind", "ci_provider", "is_reference", "is_health_probe", "active")
+    list_display = (
+        "full_name",
+        "level",
+        "device",
+        "hardware_kind",
+        "ci_provider",
+        "is_reference",
+        "is_health_probe",
+        "active",
+    )
     list_filter = ("level", "active", "hardware_kind", "ci_provider", "is_reference", "is_health_probe")
     search_fields = ("full_name", "display_name", "device")
     readonly_fields = ("created_at", "updated_at")
@@ -97,7 +110,11 @@ class ProjectAdmin(admin.ModelAdmin):
     def get_fieldsets(self, request, obj=None):
         # Fields added to Project later land in their own section instead of vanishing from the form.
         listed = {name for _, options in self.fieldsets for name in options["fields"]}
-        rest = [f.name for f in Project._meta.get_fields() if getattr(f, "editable", False) and f.concrete and not f.primary_key]
+        rest = [
+            f.name
+            for f in Project._meta.get_fields()
+            if getattr(f, "editable", False) and f.concrete and not f.primary_key
+        ]
         rest = [name for name in rest if name not in listed]
         return [*self.fieldsets[:-1], ("Callbacks and identity", {"fields": rest}), self.fieldsets[-1]]
 
@@ -111,7 +128,13 @@ class ProjectAdmin(admin.ModelAdmin):
             return
         # Level and device are written by project_set_level, which audits the change.
         obj.save(update_fields=_fields_except("level", "device", "created_at"))
-        project_set_level(obj, form.cleaned_data["level"], by=request.user.get_username(), reason=reason, device=form.cleaned_data["device"])
+        project_set_level(
+            obj,
+            form.cleaned_data["level"],
+            by=request.user.get_username(),
+            reason=reason,
+            device=form.cleaned_data["device"],
+        )
 
     @admin.action(description="Deactivate selected projects", permissions=["change"])
     def deactivate_selected(self, request, queryset):

@@ -32,7 +32,8 @@ class DispatchInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 class ResendForm(forms.Form):
     projects = forms.ModelMultipleChoiceField(
-        queryset=Project.objects.filter(active=True).order_by("full_name"), widget=forms.CheckboxSelectMultiple,
+        queryset=Project.objects.filter(active=True).order_by("full_name"),
+        widget=forms.CheckboxSelectMultiple,
         help_text="Each chosen repo gets a new dispatch of this delivery.",
     )
 
@@ -41,7 +42,9 @@ class ResendForm(forms.Form):
 def redispatch(modeladmin, request, queryset):
     relayable = queryset.filter(outcome=Delivery.Outcome.RELAYED)
     if not relayable.exists():
-        modeladmin.message_user(request, "Only relayed deliveries (pull_request, push) can be re-dispatched.", messages.ERROR)
+        modeladmin.message_user(
+            request, "Only relayed deliveries (pull_request, push) can be re-dispatched.", messages.ERROR
+        )
         return None
     form = ResendForm(request.POST if "apply" in request.POST else None)
     if form.is_valid():
@@ -53,7 +56,13 @@ def redispatch(modeladmin, request, queryset):
                 continue
             modeladmin.message_user(request, f"{delivery.delivery_id}: {count} dispatches queued.", messages.SUCCESS)
         return None
-    context = {**modeladmin.admin_site.each_context(request), "deliveries": relayable, "form": form, "title": "Re-dispatch deliveries", "opts": modeladmin.model._meta}
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "deliveries": relayable,
+        "form": form,
+        "title": "Re-dispatch deliveries",
+        "opts": modeladmin.model._meta,
+    }
     return TemplateResponse(request, "admin/relay/redispatch.html", context)
 
 

@@ -154,7 +154,9 @@ class _Parser:
         if not _DEVICE_RE.fullmatch(device):
             return self._fail(f"{where}: device must be letters, digits, '.', '_' or '-', at most 38 characters")
         if device.lower() in seen:
-            return self._fail(f"{where}: duplicate of device {seen[device.lower()]!r} (devices compare case-insensitively)")
+            return self._fail(
+                f"{where}: duplicate of device {seen[device.lower()]!r} (devices compare case-insensitively)"
+            )
         seen[device.lower()] = device
         return device
 
@@ -168,7 +170,9 @@ class _Parser:
         where = f"{where} ({_show(raw_name)})"
         name = raw_name.strip().strip("/") if isinstance(raw_name, str) else ""
         raw_oncalls, raw_events, metadata_problems = _metadata(raw_value)
-        problems = [repo_name_problem(name)] + metadata_problems + self.oncalls(raw_oncalls) + _events_problems(raw_events)
+        problems = (
+            [repo_name_problem(name)] + metadata_problems + self.oncalls(raw_oncalls) + _events_problems(raw_events)
+        )
         problems = [p for p in problems if p] + self.duplicate(where, name)
         if problems:
             self.errors.extend(f"{where}: {problem}" for problem in problems)
@@ -179,7 +183,9 @@ class _Parser:
 
     def oncalls(self, raw) -> list[str | None]:
         if raw is not None and _oncall_items(raw) is None:
-            return [f"oncalls must be a comma-separated string or a list of GitHub handles, not {_kind(raw)}{_quote_hint(raw)}"]
+            return [
+                f"oncalls must be a comma-separated string or a list of GitHub handles, not {_kind(raw)}{_quote_hint(raw)}"
+            ]
         problems = []
         for item in _oncall_items(raw) or []:
             if not _is_text(item):
@@ -206,7 +212,9 @@ def _metadata(raw) -> tuple[object, object, list[str]]:
     if not isinstance(raw, dict):
         return raw, None, []
     unknown = [str(key) for key in raw if key not in METADATA_KEYS]
-    problems = [f"unsupported metadata field(s) {', '.join(map(repr, unknown))} (only events and oncalls)"] if unknown else []
+    problems = (
+        [f"unsupported metadata field(s) {', '.join(map(repr, unknown))} (only events and oncalls)"] if unknown else []
+    )
     return raw.get("oncalls"), raw.get("events"), problems
 
 
@@ -276,7 +284,9 @@ def _refuse_duplicate_keys(node):
         first = seen.setdefault((key_node.tag, key_node.value), key_node.start_mark)
         if first is not key_node.start_mark:
             problem = f"found duplicate key {key_node.value!r} (first at line {first.line + 1})"
-            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark, problem, key_node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark, problem, key_node.start_mark
+            )
 
 
 def _load(text: str):
@@ -320,7 +330,11 @@ def _render_list_level(level: str, entries: list[Entry]) -> list[str]:
         return [f"{level}: []"]
     lines = [f"{level}:"]
     for entry in entries:
-        lines += [f"  - {_scalar(entry.full_name)}:", *_render_metadata(entry, "      ")] if entry.events else [f"  - {_render_item(entry)}"]
+        lines += (
+            [f"  - {_scalar(entry.full_name)}:", *_render_metadata(entry, "      ")]
+            if entry.events
+            else [f"  - {_render_item(entry)}"]
+        )
     return lines
 
 
@@ -351,7 +365,11 @@ def _render_l3(entries: list[Entry]) -> list[str]:
     for device, repos in devices.items():
         lines.append(f"  {_scalar(device)}:")
         for e in repos:
-            lines += [f"    {_scalar(e.full_name)}:", *_render_metadata(e, "      ")] if e.events else [f"    {_scalar(e.full_name)}: {_flow_list(e.oncalls)}"]
+            lines += (
+                [f"    {_scalar(e.full_name)}:", *_render_metadata(e, "      ")]
+                if e.events
+                else [f"    {_scalar(e.full_name)}: {_flow_list(e.oncalls)}"]
+            )
     return lines
 
 

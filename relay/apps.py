@@ -6,5 +6,7 @@ class RelayConfig(AppConfig):
     verbose_name = "Relay"
 
     def ready(self):
-        from . import tasks  # noqa: F401 - every task registered in every process
-        from . import deploy_checks  # noqa: F401 - start-up checks (SECRET_KEY, credentials)
+        from . import (
+            deploy_checks,  # noqa: F401 - start-up checks (SECRET_KEY, credentials)
+            tasks,  # noqa: F401 - every task registered in every process
+        )

@@ -9,7 +9,9 @@ from .notify.tasks import issue_occurrences_record
 
 def delivery_recorded(delivery) -> None:
     """A webhook delivery was stored: the PR's gate, labels and re-run requests (relay.checks)."""
-    react_on_commit(delivery_react, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome)
+    react_on_commit(
+        delivery_react, delivery_pk=delivery.pk, event=delivery.event, action=delivery.action, outcome=delivery.outcome
+    )
 
 
 def dispatch_sent(dispatch_id: int) -> None:

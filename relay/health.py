@@ -19,6 +19,8 @@ HEARTBEAT_KEY = "worker-heartbeat"
 
 class HealthProblem(Exception):
     """A failure described in our own words, safe to show."""
+
+
 HEARTBEAT_STALE_AFTER = timedelta(minutes=2)
 
 

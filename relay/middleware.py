@@ -23,4 +23,3 @@ class DatabaseUnavailableMiddleware:
             response["Retry-After"] = "5"
             return response
         return None
-

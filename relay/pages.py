@@ -49,8 +49,12 @@ def notifications(request):
     subscription_id = int(raw) if raw.isdigit() else None
     state = request.GET.get("state", "")
     context = {
-        "nav": "notifications", "logs": notifications_log(subscription_id, state), "events": events_recent(),
-        "all_subscriptions": Subscription.objects.order_by("name", "id")[:200], "subscription_id": subscription_id,
-        "state": state if state in Notification.State.values else "", "states": Notification.State.choices,
+        "nav": "notifications",
+        "logs": notifications_log(subscription_id, state),
+        "events": events_recent(),
+        "all_subscriptions": Subscription.objects.order_by("name", "id")[:200],
+        "subscription_id": subscription_id,
+        "state": state if state in Notification.State.values else "",
+        "states": Notification.State.choices,
     }
     return render(request, "relay/notifications.html", context)

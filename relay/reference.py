@@ -41,7 +41,9 @@ class ImportResult:
 
     @property
     def summary(self) -> str:
-        return f"{self.sha[:12]}: {self.jobs} reference jobs, {self.with_tests} with per-test results" + (f" ({'; '.join(self.notes)})" if self.notes else "")
+        return f"{self.sha[:12]}: {self.jobs} reference jobs, {self.with_tests} with per-test results" + (
+            f" ({'; '.join(self.notes)})" if self.notes else ""
+        )
 
 
 def reference_project() -> Project | None:
@@ -56,7 +58,13 @@ def reference_import(sha: str) -> ImportResult:
         result.notes.append("no active reference project is registered")
         return result
     auth = f"token {github.installation_token(upstream_installation_id())}"
-    runs = _retrying(lambda: github.paginate(f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs?head_sha={sha}&per_page=100", auth=auth, key="workflow_runs"))
+    runs = _retrying(
+        lambda: github.paginate(
+            f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs?head_sha={sha}&per_page=100",
+            auth=auth,
+            key="workflow_runs",
+        )
+    )
     workflows = re.compile(settings.CRCR_REFERENCE_WORKFLOW_PATTERN)
     for run in runs:
         if workflows.search(run.get("name") or ""):
@@ -78,7 +86,11 @@ def _retrying(call):
 def _import_run(project: Project, sha: str, run: dict, auth: str, result: ImportResult) -> None:
     pattern = re.compile(settings.CRCR_REFERENCE_JOB_PATTERN)
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs/{run['id']}"
-    jobs = [j for j in _retrying(lambda: github.paginate(f"{path}/jobs?filter=latest&per_page=100", auth=auth, key="jobs")) if pattern.search(j.get("name", ""))]
+    jobs = [
+        j
+        for j in _retrying(lambda: github.paginate(f"{path}/jobs?filter=latest&per_page=100", auth=auth, key="jobs"))
+        if pattern.search(j.get("name", ""))
+    ]
     if not jobs:
         return
     reports = _reports(path, jobs, auth, result)
@@ -167,14 +179,27 @@ def _conclusion(job: dict) -> str:
 def _store(project: Project, sha: str, run: dict, job: dict, report: TestReport | None) -> None:
     completed = job.get("status") == "completed" and _conclusion(job)
     commit = UpstreamCommit.objects.filter(sha=sha).only("pr_number").first()
-    key = {"delivery_key": sha, "project": project, "run_id": str(run["id"]), "run_attempt": int(job.get("run_attempt") or run.get("run_attempt") or 1), "job_name": job["name"][:255]}
+    key = {
+        "delivery_key": sha,
+        "project": project,
+        "run_id": str(run["id"]),
+        "run_attempt": int(job.get("run_attempt") or run.get("run_attempt") or 1),
+        "job_name": job["name"][:255],
+    }
     fields = {
-        "workflow_name": (run.get("name") or "")[:255], "event_type": (run.get("event") or "")[:32], "head_sha": sha,
-        "pr_number": commit.pr_number if commit else None, "status": JobRun.Status.COMPLETED if completed else JobRun.Status.IN_PROGRESS,
-        "conclusion": _conclusion(job) if completed else "", "ended_by": JobRun.EndedBy.UPSTREAM_IMPORT,
-        "workflow_url": job.get("html_url") or run.get("html_url") or "", "completed_at": timezone.now() if completed else None,
-        "tests_passed": report.passed if report else None, "tests_failed": report.failed if report else None,
-        "tests_skipped": report.skipped if report else None, "tests_total": report.total if report else None,
+        "workflow_name": (run.get("name") or "")[:255],
+        "event_type": (run.get("event") or "")[:32],
+        "head_sha": sha,
+        "pr_number": commit.pr_number if commit else None,
+        "status": JobRun.Status.COMPLETED if completed else JobRun.Status.IN_PROGRESS,
+        "conclusion": _conclusion(job) if completed else "",
+        "ended_by": JobRun.EndedBy.UPSTREAM_IMPORT,
+        "workflow_url": job.get("html_url") or run.get("html_url") or "",
+        "completed_at": timezone.now() if completed else None,
+        "tests_passed": report.passed if report else None,
+        "tests_failed": report.failed if report else None,
+        "tests_skipped": report.skipped if report else None,
+        "tests_total": report.total if report else None,
         "failed_tests_truncated": bool(report and report.truncated),
     }
     with transaction.atomic():
@@ -189,8 +214,15 @@ def shas_to_import(hours: int, limit: int) -> list[str]:
     """Recent trunk commits and PR heads whose reference result is missing or unfinished, each
     looked at no more than every RECHECK_SECONDS."""
     since = timezone.now() - timedelta(hours=hours)
-    done = JobRun.objects.filter(ended_by=JobRun.EndedBy.UPSTREAM_IMPORT, status=JobRun.Status.COMPLETED).values("head_sha")
-    candidates = UpstreamCommit.objects.filter(landed_at__gte=since).exclude(sha__in=done).order_by("-landed_at").values_list("sha", flat=True)
+    done = JobRun.objects.filter(ended_by=JobRun.EndedBy.UPSTREAM_IMPORT, status=JobRun.Status.COMPLETED).values(
+        "head_sha"
+    )
+    candidates = (
+        UpstreamCommit.objects.filter(landed_at__gte=since)
+        .exclude(sha__in=done)
+        .order_by("-landed_at")
+        .values_list("sha", flat=True)
+    )
     picked = []
     for sha in candidates[: limit * 5]:
         if cache.add(f"reference-import-checked:{sha}", 1, RECHECK_SECONDS):

@@ -22,7 +22,9 @@ class ImportResult:
     kept: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        counts = ", ".join(f"{len(getattr(self, name))} {name}" for name in ("created", "updated", "deactivated", "unchanged", "kept"))
+        counts = ", ".join(
+            f"{len(getattr(self, name))} {name}" for name in ("created", "updated", "deactivated", "unchanged", "kept")
+        )
         return f"allowlist import: {counts}"
 
 
@@ -30,7 +32,9 @@ class ImportResult:
 
 
 @transaction.atomic
-def project_set_level(project: Project, level: str, *, by: str, reason: str, device: str | None = None) -> LevelChange | None:
+def project_set_level(
+    project: Project, level: str, *, by: str, reason: str, device: str | None = None
+) -> LevelChange | None:
     """Move `project` to `level` (and `device`, when given); None when the level did not change."""
     if level not in Level.values:
         raise ValidationError({"level": f"unknown level {level!r}"})
@@ -66,11 +70,15 @@ def project_create(full_name: str, level: str, *, by: str, reason: str = "", **f
 
 def projects_deactivate(projects) -> int:
     """Stop relaying to `projects` without touching their level; returns how many changed."""
-    return Project.objects.filter(pk__in=[p.pk for p in projects], active=True).update(active=False, updated_at=timezone.now())
+    return Project.objects.filter(pk__in=[p.pk for p in projects], active=True).update(
+        active=False, updated_at=timezone.now()
+    )
 
 
 def _record(project: Project, from_level: str, *, by: str, reason: str) -> LevelChange:
-    return LevelChange.objects.create(project=project, from_level=from_level, to_level=project.level, changed_by=by, reason=reason)
+    return LevelChange.objects.create(
+        project=project, from_level=from_level, to_level=project.level, changed_by=by, reason=reason
+    )
 
 
 def _check_device(level: str, device: str):
@@ -127,7 +135,9 @@ def project_update(project: Project, fields: dict, *, by: str, reason: str = "")
     if level is not None or device is not None:
         before = (project.level, project.device)
         project_set_level(project, level or project.level, by=by, reason=reason, device=device)
-        changed += [name for name, old in zip(("level", "device"), before, strict=True) if getattr(project, name) != old]
+        changed += [
+            name for name, old in zip(("level", "device"), before, strict=True) if getattr(project, name) != old
+        ]
     return changed
 
 
@@ -156,7 +166,14 @@ def allowlist_export() -> str:
 
 def project_entry(project: Project) -> Entry:
     device = project.device if project.level == Level.L3 else ""
-    return Entry(project.full_name, project.level, device, tuple(project.oncalls or ()), project.position, tuple(project.events or ()))
+    return Entry(
+        project.full_name,
+        project.level,
+        device,
+        tuple(project.oncalls or ()),
+        project.position,
+        tuple(project.events or ()),
+    )
 
 
 # --- config/ci_providers.yml ---------------------------------------------------------------------
@@ -169,7 +186,9 @@ class ProvidersImportResult:
     unchanged: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return "providers import: " + ", ".join(f"{len(getattr(self, name))} {name}" for name in ("updated", "cleared", "unchanged"))
+        return "providers import: " + ", ".join(
+            f"{len(getattr(self, name))} {name}" for name in ("updated", "cleared", "unchanged")
+        )
 
 
 def providers_import(text: str) -> ProvidersImportResult:
@@ -180,7 +199,11 @@ def providers_import(text: str) -> ProvidersImportResult:
     result = ProvidersImportResult()
     with transaction.atomic():
         projects = {p.full_name.lower(): p for p in Project.objects.select_for_update()}
-        missing = [f"entry {m.pipeline!r}: {m.repo} is not a registered project; import the allowlist first" for m in mappings if m.repo.lower() not in projects]
+        missing = [
+            f"entry {m.pipeline!r}: {m.repo} is not a registered project; import the allowlist first"
+            for m in mappings
+            if m.repo.lower() not in projects
+        ]
         if missing:
             raise ProvidersError(missing)
         mapped = {m.repo.lower(): m for m in mappings}
@@ -195,11 +218,14 @@ def _pipeline_apply(project: Project, mapping: PipelineMapping | None, result: P
             _project_update(project, {"buildkite_pipeline": "", "oidc_required_claims": {}})
             result.cleared.append(project.full_name)
         return
-    changed = _project_update(project, {"buildkite_pipeline": mapping.pipeline, "oidc_required_claims": mapping.required_claims})
+    changed = _project_update(
+        project, {"buildkite_pipeline": mapping.pipeline, "oidc_required_claims": mapping.required_claims}
+    )
     (result.updated if changed else result.unchanged).append(project.full_name)
 
 
 def providers_export() -> str:
     projects = Project.objects.exclude(buildkite_pipeline="").order_by("buildkite_pipeline")
-    return render_providers(PipelineMapping(p.buildkite_pipeline, p.full_name, dict(p.oidc_required_claims or {})) for p in projects)
-
+    return render_providers(
+        PipelineMapping(p.buildkite_pipeline, p.full_name, dict(p.oidc_required_claims or {})) for p in projects
+    )

@@ -28,9 +28,13 @@ logger = logging.getLogger(__name__)
 BATCH = 200
 MAX_BATCHES = 50
 _SKELETON_FIELDS = {
-    "k_action": "payload__action", "k_number": "payload__number", "k_pr_number": "payload__pull_request__number",
-    "k_head_sha": "payload__pull_request__head__sha", "k_head_ref": "payload__pull_request__head__ref", "k_labels": "payload__pull_request__labels",
-}  # fmt: skip
+    "k_action": "payload__action",
+    "k_number": "payload__number",
+    "k_pr_number": "payload__pull_request__number",
+    "k_head_sha": "payload__pull_request__head__sha",
+    "k_head_ref": "payload__pull_request__head__ref",
+    "k_labels": "payload__pull_request__labels",
+}
 
 
 def retention_sweep(now=None) -> dict:
@@ -90,8 +94,11 @@ def payload_skeleton(keys: dict) -> dict:
             for label in labels or []
             if isinstance(label, dict) and isinstance(label.get("name"), str)
         ]
-        skeleton["pull_request"] = {"number": _int(row.get("pr_number")), "head": {"sha": row.get("head_sha") or "", "ref": row.get("head_ref") or ""},
-                                    "labels": names}  # fmt: skip
+        skeleton["pull_request"] = {
+            "number": _int(row.get("pr_number")),
+            "head": {"sha": row.get("head_sha") or "", "ref": row.get("head_ref") or ""},
+            "labels": names,
+        }
     if row.get("number"):
         skeleton["number"] = _int(row["number"])
     return skeleton

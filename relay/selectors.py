@@ -9,8 +9,16 @@ from .github.installations import installed_names
 from .models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
 
 __all__ = [
-    "STATUS_FILTERS", "DeliveryFilters", "active_project", "commits_by_prefix", "deliveries_page", "delivery_event_choices",
-    "installed_names", "latest_heads", "pr_newest_commit_sha", "trunk_commit",
+    "STATUS_FILTERS",
+    "DeliveryFilters",
+    "active_project",
+    "commits_by_prefix",
+    "deliveries_page",
+    "delivery_event_choices",
+    "installed_names",
+    "latest_heads",
+    "pr_newest_commit_sha",
+    "trunk_commit",
 ]
 
 DELIVERIES_PER_PAGE = 50
@@ -32,7 +40,11 @@ class DeliveryFilters:
     @classmethod
     def from_query(cls, query) -> "DeliveryFilters":
         status = query.get("status", "")
-        return cls(event=query.get("event", "")[:64], action=query.get("action", "")[:64], status=status if status in STATUS_FILTERS else "")
+        return cls(
+            event=query.get("event", "")[:64],
+            action=query.get("action", "")[:64],
+            status=status if status in STATUS_FILTERS else "",
+        )
 
 
 def deliveries_page(filters: DeliveryFilters, page: int):
@@ -47,7 +59,12 @@ def deliveries_page(filters: DeliveryFilters, page: int):
         dispatch_total=Count("dispatches", distinct=True),
         dispatch_sent=Count("dispatches", filter=Q(dispatches__state=Dispatch.State.SENT), distinct=True),
     ).prefetch_related(
-        Prefetch("dispatches", queryset=Dispatch.objects.select_related("project").prefetch_related("attempt_log").order_by("project__full_name"))
+        Prefetch(
+            "dispatches",
+            queryset=Dispatch.objects.select_related("project")
+            .prefetch_related("attempt_log")
+            .order_by("project__full_name"),
+        )
     )
     return Paginator(qs.order_by("-received_at", "-id"), DELIVERIES_PER_PAGE).get_page(page)
 
@@ -64,7 +81,10 @@ def activity_counts() -> dict[str, int]:
     """Running totals `make run` turns into its once-a-minute summary: webhooks received,
     dispatches sent, callbacks accepted (a job reporting it started or finished), failures (dispatches
     given up on), and results (jobs that finished)."""
-    jobs = JobRun.objects.aggregate(started=Count("id", filter=Q(in_progress_at__isnull=False)), finished=Count("id", filter=Q(status=JobRun.Status.COMPLETED)))
+    jobs = JobRun.objects.aggregate(
+        started=Count("id", filter=Q(in_progress_at__isnull=False)),
+        finished=Count("id", filter=Q(status=JobRun.Status.COMPLETED)),
+    )
     return {
         "webhooks": Delivery.objects.count(),
         "dispatches": Dispatch.objects.filter(state=Dispatch.State.SENT).count(),
@@ -76,7 +96,9 @@ def activity_counts() -> dict[str, int]:
 
 def latest_heads(pr_numbers) -> dict[int, str]:
     """The newest head SHA the relay saw for each PR."""
-    rows = Delivery.objects.filter(event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED).exclude(head_sha="")
+    rows = Delivery.objects.filter(
+        event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED
+    ).exclude(head_sha="")
     heads = {}
     for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
         heads[pr] = sha
@@ -98,4 +120,6 @@ def pr_newest_commit_sha(number: int) -> str | None:
 
 
 def active_project(full_name: str) -> Project | None:
-    return Project.objects.filter(full_name__iexact=full_name.strip(), active=True).first() if full_name.strip() else None
+    return (
+        Project.objects.filter(full_name__iexact=full_name.strip(), active=True).first() if full_name.strip() else None
+    )

@@ -20,8 +20,23 @@ from .notify.tasks import issue_occurrences_record, notification_digests, notifi
 from .reference import reference_import_sweep as _reference_import_sweep
 
 __all__ = [
-    "delivery_fan_out", "delivery_react", "dispatch_react", "dispatch_send", "dispatch_sweep", "heartbeat", "installations_sync",
-    "issue_occurrences_record", "job_react", "notification_digests", "notification_send", "notification_sweep", "reference_import_sweep", "results_sweep", "upstream_react", "upstream_write_send", "upstream_write_sweep",
+    "delivery_fan_out",
+    "delivery_react",
+    "dispatch_react",
+    "dispatch_send",
+    "dispatch_sweep",
+    "heartbeat",
+    "installations_sync",
+    "issue_occurrences_record",
+    "job_react",
+    "notification_digests",
+    "notification_send",
+    "notification_sweep",
+    "reference_import_sweep",
+    "results_sweep",
+    "upstream_react",
+    "upstream_write_send",
+    "upstream_write_sweep",
 ]
 
 

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 DEVICES = ("privateuse1", "openreg", "cuda", "xpu", "mps", "hpu", "mtia")
 
-_CLASS_SUFFIX = re.compile(r"(?:%s)$" % "|".join(d.upper() for d in DEVICES))
-_METHOD_SUFFIX = re.compile(r"_(?:%s)(?=_|$)" % "|".join(DEVICES))
+_CLASS_SUFFIX = re.compile("(?:" + "|".join(d.upper() for d in DEVICES) + ")$")
+_METHOD_SUFFIX = re.compile("_(?:" + "|".join(DEVICES) + ")(?=_|$)")
 _GENERIC_CLASS_NAMES = {"", "Test"}
 _TEST_ROOT = "test"
 """PyTorch's tests live under `test/`; a report made from the checkout's root names it."""

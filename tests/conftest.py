@@ -48,8 +48,12 @@ def _static_files_by_plain_name():
     real manifest pipeline)."""
     from django.test.utils import override_settings
 
-    with override_settings(STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-                                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}):
+    with override_settings(
+        STORAGES={
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        }
+    ):
         yield
 
 
@@ -105,14 +109,30 @@ def oidc(standin, settings):
     relay_oidc.reset_clients()
 
 
-def action_body(client_payload: dict, status: str, conclusion: str | None = None, *, run_id="4242", attempt="1", job="build", **extra) -> dict:
+def action_body(
+    client_payload: dict,
+    status: str,
+    conclusion: str | None = None,
+    *,
+    run_id="4242",
+    attempt="1",
+    job="build",
+    **extra,
+) -> dict:
     """Exactly the body the existing cross-repo-ci-relay-callback action builds (relay.md §7.2)."""
     now = "2026-12-02T10:48:28.123456Z"
     workflow = {
-        "schema_version": "1", "status": status, "conclusion": conclusion if status == "completed" else None,
-        "name": "xpu-ci", "url": f"https://github.com/intel/torch-xpu-ops/actions/runs/{run_id}", "run_attempt": attempt,
-        "job_name": job, "check_run_id": f"{run_id}-{attempt}", "run_id": run_id,
-        "started_at": now if status == "in_progress" else None, "completed_at": None if status == "in_progress" else now,
+        "schema_version": "1",
+        "status": status,
+        "conclusion": conclusion if status == "completed" else None,
+        "name": "xpu-ci",
+        "url": f"https://github.com/intel/torch-xpu-ops/actions/runs/{run_id}",
+        "run_attempt": attempt,
+        "job_name": job,
+        "check_run_id": f"{run_id}-{attempt}",
+        "run_id": run_id,
+        "started_at": now if status == "in_progress" else None,
+        "completed_at": None if status == "in_progress" else now,
     }
     workflow.update(extra)
     return {**client_payload, "workflow": workflow}
@@ -120,8 +140,14 @@ def action_body(client_payload: dict, status: str, conclusion: str | None = None
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 

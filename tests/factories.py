@@ -26,7 +26,9 @@ class DeliveryFactory(factory.django.DjangoModelFactory):
     repo_full_name = "pytorch/pytorch"
     pr_number = 2
     head_sha = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
-    payload = factory.LazyFunction(lambda: {"action": "opened", "number": 2, "repository": {"full_name": "pytorch/pytorch"}})
+    payload = factory.LazyFunction(
+        lambda: {"action": "opened", "number": 2, "repository": {"full_name": "pytorch/pytorch"}}
+    )
 
 
 class DispatchFactory(factory.django.DjangoModelFactory):

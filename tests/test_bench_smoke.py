@@ -17,20 +17,46 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(200)]
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
-    "seed_small": "s", "grid_render_small": "ms", "seed_large": "s", "grid_render_large": "ms", "grid_render_ratio": "×",
-    "summary_render": "ms", "summary_cold_fill": "s", "web_peak_rss_pages": "MB",
-    "intake_p50_8": "ms", "intake_p99_8": "ms", "intake_p50_200": "ms", "intake_p99_200": "ms", "intake_p50_ratio": "×",
-    "fanout_completion": "s", "callback_throughput": "accepted/s", "callback_p99": "ms", "callback_errors": "requests",
-    "callback_not_stored": "callbacks", "web_peak_rss": "MB", "worker_peak_rss": "MB",
-}  # fmt: skip
+    "seed_small": "s",
+    "grid_render_small": "ms",
+    "seed_large": "s",
+    "grid_render_large": "ms",
+    "grid_render_ratio": "×",
+    "summary_render": "ms",
+    "summary_cold_fill": "s",
+    "web_peak_rss_pages": "MB",
+    "intake_p50_8": "ms",
+    "intake_p99_8": "ms",
+    "intake_p50_200": "ms",
+    "intake_p99_200": "ms",
+    "intake_p50_ratio": "×",
+    "fanout_completion": "s",
+    "callback_throughput": "accepted/s",
+    "callback_p99": "ms",
+    "callback_errors": "requests",
+    "callback_not_stored": "callbacks",
+    "web_peak_rss": "MB",
+    "worker_peak_rss": "MB",
+}
 
 
 def test_bench_tiny_run_writes_every_figure(tmp_path):
     out = tmp_path / "results.json"
     env = {**os.environ, "CRCR_BENCH_REDIS_DB": "14"}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # manage.py picks crcr.settings, with DATABASE_URL/REDIS_URL as given
-    command = [sys.executable, "manage.py", "bench", "--tiny", "--drop", "--db-name", f"crcr_bench_smoke_{os.getpid()}",
-               "--out", str(out), "--timeout", "170"]  # fmt: skip
+    command = [
+        sys.executable,
+        "manage.py",
+        "bench",
+        "--tiny",
+        "--drop",
+        "--db-name",
+        f"crcr_bench_smoke_{os.getpid()}",
+        "--out",
+        str(out),
+        "--timeout",
+        "170",
+    ]
     lock_path = ROOT / "var" / "bench" / ".smoke.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "w") as lock:
@@ -41,7 +67,9 @@ def test_bench_tiny_run_writes_every_figure(tmp_path):
     document = json.loads(out.read_text())
     config = document["configuration"]
     assert config["cores"] == os.cpu_count()
-    assert config["database"].startswith("PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite")
+    assert config["database"].startswith(
+        "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite"
+    )
     assert config["broker"].startswith("Redis" if os.environ.get("REDIS_URL") else "embedded")
     assert len(document["git_sha"]) == 40 and document["date"]
 
@@ -49,7 +77,11 @@ def test_bench_tiny_run_writes_every_figure(tmp_path):
     assert set(EXPECTED) <= set(figures), f"missing: {sorted(set(EXPECTED) - set(figures))}"
     for name, unit in EXPECTED.items():
         figure = figures[name]
-        assert isinstance(figure["value"], (int, float)) and not isinstance(figure["value"], bool), (name, figure["value"], figure["status"])
+        assert isinstance(figure["value"], (int, float)) and not isinstance(figure["value"], bool), (
+            name,
+            figure["value"],
+            figure["status"],
+        )
         assert figure["unit"] == unit, (name, figure["unit"])
         assert figure["git_sha"] == document["git_sha"] and figure["date"] == document["date"]
         assert figure["configuration"]["database"] == config["database"]

@@ -29,7 +29,8 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_relay_never_imports_hud():
     offenders = [
-        str(path.relative_to(ROOT)) for path in (ROOT / "relay").rglob("*.py")
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "relay").rglob("*.py")
         if any(name == "hud" or name.startswith("hud.") for name in imported_modules(path))
     ]
     assert offenders == []
@@ -43,8 +44,11 @@ def test_the_product_never_imports_the_development_tools():
     """The production image does not ship devtools/, so one such import would break it there.
     (Relative imports stay inside their own top-level package, so absolute ones are all to check.)"""
     offenders = [
-        f"{path.relative_to(ROOT)}: {name}" for package in PRODUCT for path in (ROOT / package).rglob("*.py")
-        for name in imported_modules(path) if name.split(".")[0] in DEV_TOOLS
+        f"{path.relative_to(ROOT)}: {name}"
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        for name in imported_modules(path)
+        if name.split(".")[0] in DEV_TOOLS
     ]
     assert offenders == []
 
@@ -85,9 +89,15 @@ def module_level_imports(name: str, modules: dict) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])]) if node.level else node.module
+            base = (
+                ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])])
+                if node.level
+                else node.module
+            )
             subs = [f"{base}.{alias.name}" for alias in node.names]
-            targets = [sub for sub in subs if sub in modules] + ([base] if any(sub not in modules for sub in subs) else [])
+            targets = [sub for sub in subs if sub in modules] + (
+                [base] if any(sub not in modules for sub in subs) else []
+            )
         else:
             continue
         for target in targets:
@@ -156,8 +166,16 @@ def test_a_deferred_import_does_not_make_a_module_level_circle():
 # --- packages depend one way, deferred imports included --------------------------------------------
 
 UNITS = (
-    "relay.models", "relay.outbox", "relay.github", "relay.intake", "relay.dispatch", "relay.callbacks", "relay.checks",
-    "relay.triage", "relay.notify", "hud.tallies",
+    "relay.models",
+    "relay.outbox",
+    "relay.github",
+    "relay.intake",
+    "relay.dispatch",
+    "relay.callbacks",
+    "relay.checks",
+    "relay.triage",
+    "relay.notify",
+    "hud.tallies",
 )
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
 other in a deferred import (the service kicks the task); between units, the flow goes one way."""
@@ -174,9 +192,15 @@ def imports_in(name: str, source: str, modules: dict, deferred: bool = True) -> 
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])]) if node.level else node.module
+            base = (
+                ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])])
+                if node.level
+                else node.module
+            )
             subs = [f"{base}.{alias.name}" for alias in node.names]
-            targets = [sub for sub in subs if sub in modules] + ([base] if any(sub not in modules for sub in subs) else [])
+            targets = [sub for sub in subs if sub in modules] + (
+                [base] if any(sub not in modules for sub in subs) else []
+            )
         else:
             continue
         for target in targets:
@@ -209,11 +233,20 @@ def test_the_packages_depend_on_each_other_one_way_even_through_deferred_imports
 
 
 def test_a_deferred_import_back_into_another_package_is_a_circle():
-    modules = {"relay": (None, True), "relay.intake": (None, True), "relay.intake.deliveries": (None, False),
-               "relay.dispatch": (None, True), "relay.dispatch.fan_out": (None, False)}
-    sources = {"relay": "", "relay.intake": "", "relay.dispatch": "",
-               "relay.intake.deliveries": "from ..dispatch.fan_out import dispatches_create\n",
-               "relay.dispatch.fan_out": "def resend():\n    from ..intake.deliveries import webhook_intake\n"}
+    modules = {
+        "relay": (None, True),
+        "relay.intake": (None, True),
+        "relay.intake.deliveries": (None, False),
+        "relay.dispatch": (None, True),
+        "relay.dispatch.fan_out": (None, False),
+    }
+    sources = {
+        "relay": "",
+        "relay.intake": "",
+        "relay.dispatch": "",
+        "relay.intake.deliveries": "from ..dispatch.fan_out import dispatches_create\n",
+        "relay.dispatch.fan_out": "def resend():\n    from ..intake.deliveries import webhook_intake\n",
+    }
     assert circles(unit_graph(modules, sources)) == [["relay.dispatch", "relay.intake"]]
 
 
@@ -224,7 +257,11 @@ HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering"
 PURE_RELAY = ("relay.verdicts", "relay.testids")
 """The status policy and test identity: functions over rows already read, no database."""
 RELAY_SERVICES = (
-    "relay.registry", "relay.allowlist", "relay.triage.issues", "relay.triage.expectations", "relay.triage.matching",
+    "relay.registry",
+    "relay.allowlist",
+    "relay.triage.issues",
+    "relay.triage.expectations",
+    "relay.triage.matching",
     "relay.notify.subscriptions",
 )
 """Writes that validate and record who did them (and the errors they raise): a form or an API call
@@ -243,10 +280,17 @@ def entry_point_offences(module: str, source: str, modules: dict) -> list[str]:
     touch a manager (`.objects`)."""
     tree = ast.parse(source)
     allowed = {"relay", *PURE_RELAY, *RELAY_SERVICES}
-    offences = [f"imports {target}" for target in sorted(imports_in(module, source, modules))
-                if target.split(".")[0] == "relay" and target not in allowed]
+    offences = [
+        f"imports {target}"
+        for target in sorted(imports_in(module, source, modules))
+        if target.split(".")[0] == "relay" and target not in allowed
+    ]
     offences += [f"imports {name}" for name in sorted(imported_modules_in(tree)) if name.startswith("django.db.models")]
-    offences += [f"line {node.lineno}: .objects" for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "objects"]
+    offences += [
+        f"line {node.lineno}: .objects"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "objects"
+    ]
     return offences
 
 
@@ -263,21 +307,32 @@ def imported_modules_in(tree) -> set[str]:
 def test_hud_views_and_template_tags_read_the_database_only_through_the_read_modules():
     modules = product_modules()
     offenders = {
-        name: offences for name, (path, _) in modules.items() if is_hud_entry_point(name)
-        for offences in [entry_point_offences(name, path.read_text(), modules)] if offences
+        name: offences
+        for name, (path, _) in modules.items()
+        if is_hud_entry_point(name)
+        for offences in [entry_point_offences(name, path.read_text(), modules)]
+        if offences
     }
     assert offenders == {}
 
 
 def test_a_view_that_queries_a_model_is_caught():
-    modules = {"hud": (None, True), "hud.views_x": (None, False), "relay": (None, True), "relay.models": (None, True), "relay.verdicts": (None, False)}
+    modules = {
+        "hud": (None, True),
+        "hud.views_x": (None, False),
+        "relay": (None, True),
+        "relay.models": (None, True),
+        "relay.verdicts": (None, False),
+    }
     source = "from relay.models import JobRun\nfrom relay.verdicts import State\n\ndef v(request):\n    return JobRun.objects.count()\n"
     assert entry_point_offences("hud.views_x", source, modules) == ["imports relay.models", "line 5: .objects"]
 
 
 def test_a_template_tag_building_a_query_is_caught():
     modules = {"hud": (None, True), "hud.templatetags": (None, True), "hud.templatetags.t": (None, False)}
-    assert entry_point_offences("hud.templatetags.t", "from django.db.models import Q\n", modules) == ["imports django.db.models"]
+    assert entry_point_offences("hud.templatetags.t", "from django.db.models import Q\n", modules) == [
+        "imports django.db.models"
+    ]
 
 
 # --- the API calls selectors and services -----------------------------------------------------------
@@ -294,11 +349,17 @@ name only as a DRF viewset's declared queryset."""
 
 def api_view_offences(module: str, source: str, modules: dict) -> list[str]:
     tree = ast.parse(source)
-    offences = [f"imports {target}" for target in sorted(imports_in(module, source, modules))
-                if target.split(".")[0] in API_MAY_USE and not API_MAY_USE[target.split(".")[0]](target)]
+    offences = [
+        f"imports {target}"
+        for target in sorted(imports_in(module, source, modules))
+        if target.split(".")[0] in API_MAY_USE and not API_MAY_USE[target.split(".")[0]](target)
+    ]
     declared = {id(node) for holder in ast.walk(tree) for node in ast.walk(holder) if _declares_a_queryset(holder)}
-    offences += [f"line {node.lineno}: .objects outside a declared queryset" for node in ast.walk(tree)
-                 if isinstance(node, ast.Attribute) and node.attr == "objects" and id(node) not in declared]
+    offences += [
+        f"line {node.lineno}: .objects outside a declared queryset"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "objects" and id(node) not in declared
+    ]
     return offences
 
 
@@ -312,27 +373,44 @@ def _declares_a_queryset(node) -> bool:
 def test_the_api_views_call_only_selectors_and_services():
     modules = product_modules()
     offenders = {
-        name: offences for name, (path, _) in modules.items() if name.startswith("api.views")
-        for offences in [api_view_offences(name, path.read_text(), modules)] if offences
+        name: offences
+        for name, (path, _) in modules.items()
+        if name.startswith("api.views")
+        for offences in [api_view_offences(name, path.read_text(), modules)]
+        if offences
     }
     assert offenders == {}
 
 
 def test_an_api_view_reaching_into_hud_internals_or_querying_directly_is_caught():
-    modules = {"api": (None, True), "api.views_x": (None, False), "hud": (None, True), "hud.views_grid": (None, False),
-               "hud.selectors_grid": (None, False), "relay": (None, True), "relay.models": (None, True), "relay.intake": (None, True)}
+    modules = {
+        "api": (None, True),
+        "api.views_x": (None, False),
+        "hud": (None, True),
+        "hud.views_grid": (None, False),
+        "hud.selectors_grid": (None, False),
+        "relay": (None, True),
+        "relay.models": (None, True),
+        "relay.intake": (None, True),
+    }
     source = (
         "from hud.selectors_grid import pr_page\nfrom hud.views_grid import grid\nfrom relay.intake import deliveries\n"
         "from relay.models import Project\n\nclass V:\n    queryset = Project.objects.all()\n\n"
         "def f():\n    return Project.objects.first()\n"
     )
     assert api_view_offences("api.views_x", source, modules) == [
-        "imports hud.views_grid", "imports relay.intake", "line 10: .objects outside a declared queryset"]
+        "imports hud.views_grid",
+        "imports relay.intake",
+        "line 10: .objects outside a declared queryset",
+    ]
 
 
 # --- the trail stays greppable ----------------------------------------------------------------------
 
-HIDDEN_HOPS = {"django.dispatch": "a Django signal", "django.utils.module_loading": "a call by dotted name (import_string)"}
+HIDDEN_HOPS = {
+    "django.dispatch": "a Django signal",
+    "django.utils.module_loading": "a call by dotted name (import_string)",
+}
 """What hides the path from a writer to what follows it: "find callers" stops at a signal or a
 dotted-name lookup. Writers call relay.follow_up and name their tasks instead."""
 
@@ -350,4 +428,7 @@ def test_the_product_hides_no_hop_behind_a_signal_or_a_dotted_name():
 
 def test_a_signal_receiver_is_caught():
     source = "from django.dispatch import receiver\nfrom django.utils.module_loading import import_string\n"
-    assert hidden_hops(source) == ["django.dispatch: a Django signal", "django.utils.module_loading: a call by dotted name (import_string)"]
+    assert hidden_hops(source) == [
+        "django.dispatch: a Django signal",
+        "django.utils.module_loading: a call by dotted name (import_string)",
+    ]

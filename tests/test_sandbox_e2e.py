@@ -40,11 +40,21 @@ def poll(fetch, ready, timeout: float):
 @pytest.fixture
 def stack(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith(("GITHUB_", "CRCR_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL") and not k.startswith(("GITHUB_", "CRCR_"))
+    }
     env["CRCR_VAR_DIR"] = str(tmp_path)
     log = (tmp_path / "runstack.log").open("wb")  # a file, not a pipe: an unread pipe would stall the stack
-    process = subprocess.Popen([sys.executable, "manage.py", "runstack", "--port", str(port)], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "runstack", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     yield f"http://127.0.0.1:{port}", tmp_path / "sandbox", process
     log.close()
     if process.poll() is None:
@@ -55,12 +65,18 @@ def test_make_run_relays_sandbox_prs_and_shows_results_then_stops_cleanly(stack)
     relay, state, process = stack
     info = poll(lambda: json.loads((state / "standin.json").read_text()), lambda v: v is not None, 60)
     assert info, "the stand-in never started"
-    dispatches = poll(lambda: httpx.get(f"{info['url']}/_standin/dispatches", timeout=5).json(), lambda d: len(d) >= 8, 90)
+    dispatches = poll(
+        lambda: httpx.get(f"{info['url']}/_standin/dispatches", timeout=5).json(), lambda d: len(d) >= 8, 90
+    )
     assert dispatches and len(dispatches) >= 8, "no sandbox dispatches within the time limit"
     for dispatch in dispatches:
         assert set(dispatch["client_payload"]) == {"event_type", "delivery_id", "payload", "callback_token"}
         assert dispatch["client_payload"]["payload"]["repository"]["full_name"] == "pytorch/pytorch"
-    jobs = poll(lambda: httpx.get(f"{relay}/api/v1/jobs/?status=completed", timeout=5).json()["results"], lambda j: len(j) >= 3, 90)
+    jobs = poll(
+        lambda: httpx.get(f"{relay}/api/v1/jobs/?status=completed", timeout=5).json()["results"],
+        lambda j: len(j) >= 3,
+        90,
+    )
     assert jobs and len(jobs) >= 3, "simulated CI results never reached the relay"
     assert httpx.get(f"{relay}/", timeout=10).status_code == 200
     os.killpg(process.pid, signal.SIGINT)

@@ -30,7 +30,28 @@ from .load import (
 CALLBACK_RATE_LIMIT = 1_000_000
 """rate_limit_per_min of the callback benchmark's projects: the per-repo default (100/min) would
 refuse most of a 450/s run spread over 40 repos. The limiter itself still runs on every call."""
-LEVEL_PATTERN = ["L2", "L4", "L1", "L3", "L2", "L1", "L2", "L3", "L1", "L2", "L1", "L4", "L2", "L1", "L3", "L2", "L1", "L2", "L1", "L1"]
+LEVEL_PATTERN = [
+    "L2",
+    "L4",
+    "L1",
+    "L3",
+    "L2",
+    "L1",
+    "L2",
+    "L3",
+    "L1",
+    "L2",
+    "L1",
+    "L4",
+    "L2",
+    "L1",
+    "L3",
+    "L2",
+    "L1",
+    "L2",
+    "L1",
+    "L1",
+]
 """Registered repos at the mix we expect as the relay grows (10 % L4, 15 % L3, 35 % L2, 40 % L1);
 any prefix of it is a plausible registry (the first 8: 1 × L4, 2 × L3, 3 × L2, 2 × L1)."""
 
@@ -96,7 +117,9 @@ class Bench:
         result = Result(key, label, value, unit, target, verdict, status, {**details, "machine": self.machine})
         self.results.append(result)
         shown = "—" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
-        self.log(f"  {label}: {shown} {unit}{'' if verdict == 'info' else f'  [{verdict}: {target}]'}{'' if status == 'measured' else f'  ({status})'}")
+        self.log(
+            f"  {label}: {shown} {unit}{'' if verdict == 'info' else f'  [{verdict}: {target}]'}{'' if status == 'measured' else f'  ({status})'}"
+        )
         return result
 
     def unavailable(self, key, label, unit, target, reason) -> Result:
@@ -110,7 +133,10 @@ class Bench:
 def cpu_delta(before: dict, after: dict) -> dict:
     """CPU seconds each part used between two MachineWatch.cpu() samples, process by process (a
     process that started in between counts from zero; one that ended in between is lost)."""
-    return {name: sum(max(0.0, secs - before.get(name, {}).get(pid, 0.0)) for pid, secs in pids.items()) for name, pids in after.items()}
+    return {
+        name: sum(max(0.0, secs - before.get(name, {}).get(pid, 0.0)) for pid, secs in pids.items())
+        for name, pids in after.items()
+    }
 
 
 def cpu_per(total: dict, count: int) -> dict:
@@ -118,7 +144,11 @@ def cpu_per(total: dict, count: int) -> dict:
     including work it handed to the Celery worker (check-run reactions) during the measurement."""
     if not count:
         return {}
-    out = {name: round(1000 * seconds / count, 2) for name, seconds in total.items() if name in ("web", "db", "worker", "bench")}
+    out = {
+        name: round(1000 * seconds / count, 2)
+        for name, seconds in total.items()
+        if name in ("web", "db", "worker", "bench")
+    }
     out["server"] = round(out.get("web", 0) + out.get("db", 0) + out.get("worker", 0), 2)
     return out
 
@@ -126,7 +156,9 @@ def cpu_per(total: dict, count: int) -> dict:
 # --- projects ------------------------------------------------------------------------------------
 
 
-def projects_ensure(prefix: str, count: int, *, repo_id_base: int, levels=None, rate_limit=None, installation_id=None, standin=None):
+def projects_ensure(
+    prefix: str, count: int, *, repo_id_base: int, levels=None, rate_limit=None, installation_id=None, standin=None
+):
     """`count` registered repos named `<prefix>-NNN/pytorch-ci`, at the LEVEL_PATTERN mix unless
     `levels` is given; installed (as the hourly sync would record it) when `installation_id` is set."""
     from relay.models import Installation, InstalledRepo, Project, RelayState
@@ -134,19 +166,32 @@ def projects_ensure(prefix: str, count: int, *, repo_id_base: int, levels=None, 
     wanted = []
     for i in range(count):
         level = levels or LEVEL_PATTERN[i % len(LEVEL_PATTERN)]
-        wanted.append(Project(
-            full_name=f"{prefix}-{i:03d}/pytorch-ci", github_repo_id=repo_id_base + i, level=level, device=f"dev{i}" if level == "L3" else "",
-            hardware_kind="gpu", display_name=f"{prefix} {i:03d}", position=i, rate_limit_per_min=rate_limit,
-        ))  # fmt: skip
+        wanted.append(
+            Project(
+                full_name=f"{prefix}-{i:03d}/pytorch-ci",
+                github_repo_id=repo_id_base + i,
+                level=level,
+                device=f"dev{i}" if level == "L3" else "",
+                hardware_kind="gpu",
+                display_name=f"{prefix} {i:03d}",
+                position=i,
+                rate_limit_per_min=rate_limit,
+            )
+        )
     with transaction.atomic():
         existing = {p.full_name: p for p in Project.objects.filter(full_name__startswith=f"{prefix}-")}
         Project.objects.bulk_create([p for p in wanted if p.full_name not in existing])
         projects = list(Project.objects.filter(full_name__startswith=f"{prefix}-").order_by("full_name"))[:count]
         if installation_id is not None:
-            inst, _ = Installation.objects.get_or_create(installation_id=installation_id, defaults={"account_login": prefix, "repository_selection": "selected"})
+            inst, _ = Installation.objects.get_or_create(
+                installation_id=installation_id, defaults={"account_login": prefix, "repository_selection": "selected"}
+            )
             have = set(InstalledRepo.objects.filter(installation=inst).values_list("full_name", flat=True))
-            InstalledRepo.objects.bulk_create(InstalledRepo(full_name=p.full_name, repo_id=p.github_repo_id, installation=inst)
-                                              for p in projects if p.full_name not in have)  # fmt: skip
+            InstalledRepo.objects.bulk_create(
+                InstalledRepo(full_name=p.full_name, repo_id=p.github_repo_id, installation=inst)
+                for p in projects
+                if p.full_name not in have
+            )
             RelayState.objects.update_or_create(key="installations-synced", defaults={"value": {"bench": True}})
     if standin is not None and installation_id is not None:
         standin.add_installation(installation_id, prefix)
@@ -219,17 +264,44 @@ def intake(b: Bench) -> None:
         projects_activate([])
     p50 = {n: median(v) for n, v in latencies.items()}
     p99 = {n: percentile(v, 99) for n, v in latencies.items()}
-    details = {"requests_per_config": len(latencies[8]), "payload_bytes": 20 * 1024, "rounds": p.intake_rounds, "refused": len(bad),
-               "refusals": bad[:5], "worker": "stopped (fan-out messages purged, rows marked sent between batches)", "level_mix": "10% L4, 15% L3, 35% L2, 40% L1"}  # fmt: skip
+    details = {
+        "requests_per_config": len(latencies[8]),
+        "payload_bytes": 20 * 1024,
+        "rounds": p.intake_rounds,
+        "refused": len(bad),
+        "refusals": bad[:5],
+        "worker": "stopped (fan-out messages purged, rows marked sent between batches)",
+        "level_mix": "10% L4, 15% L3, 35% L2, 40% L1",
+    }
     per = {n: cpu_per(cpu[n], len(latencies[n])) for n in (8, 200)}
     for n in (8, 200):
-        extra = {"p90_ms": ms(percentile(latencies[n], 90)), "max_ms": ms(max(latencies[n], default=None)), "cpu_ms_per_webhook": per[n]}
+        extra = {
+            "p90_ms": ms(percentile(latencies[n], 90)),
+            "max_ms": ms(max(latencies[n], default=None)),
+            "cpu_ms_per_webhook": per[n],
+        }
         b.add(f"intake_p50_{n}", f"webhook intake p50, {n} repos", ms(p50[n]), "ms", "", None, **extra, **details)
-        b.add(f"intake_p99_{n}", f"webhook intake p99, {n} repos", ms(p99[n]), "ms", "≤ 25 ms", _le(p99[n], 0.025), **details)
+        b.add(
+            f"intake_p99_{n}",
+            f"webhook intake p99, {n} repos",
+            ms(p99[n]),
+            "ms",
+            "≤ 25 ms",
+            _le(p99[n], 0.025),
+            **details,
+        )
     ratio = round(p50[200] / p50[8], 3) if p50[8] and p50[200] else None
     b.add("intake_p50_ratio", "intake p50(200 repos) / p50(8 repos)", ratio, "×", "≤ 1.5", _le(ratio, 1.5))
     for n in (8, 200):
-        b.add(f"intake_cpu_{n}", f"intake server CPU per webhook, {n} repos", per[n].get("server"), "ms", "", None, **per[n])
+        b.add(
+            f"intake_cpu_{n}",
+            f"intake server CPU per webhook, {n} repos",
+            per[n].get("server"),
+            "ms",
+            "",
+            None,
+            **per[n],
+        )
     if bad:
         b.log(f"  {len(bad)} webhook(s) not accepted as expected, e.g. {bad[:2]}")
 
@@ -274,31 +346,56 @@ def fanout(b: Bench) -> None:
             with standin.world.lock:
                 start = len(standin.world.dispatches)
             posted = time.time()
-            reply = client.request("POST", "/github/webhook", body, webhook_headers("pull_request", body, WEBHOOK_SECRET, delivery))
+            reply = client.request(
+                "POST", "/github/webhook", body, webhook_headers("pull_request", body, WEBHOOK_SECRET, delivery)
+            )
             accepted = time.time()
             if reply.status != 202:
                 raise RuntimeError(f"fan-out webhook answered {reply.status}: {reply.body[:300]!r}")
             times = _dispatch_times(standin, start, delivery, n, timeout=60)
             if len(times) < n:
-                raise RuntimeError(f"only {len(times)} of {n} dispatches reached the stand-in within 60 s\n{b.services.worker.log_tail()}")
-            _wait(lambda: Dispatch.objects.filter(delivery__delivery_id=delivery, state="sent").count() == n, 30, "dispatch rows marked sent")
+                raise RuntimeError(
+                    f"only {len(times)} of {n} dispatches reached the stand-in within 60 s\n{b.services.worker.log_tail()}"
+                )
+            _wait(
+                lambda: Dispatch.objects.filter(delivery__delivery_id=delivery, state="sent").count() == n,
+                30,
+                "dispatch rows marked sent",
+            )
             if trial == 0:
                 continue  # warm-up
-            trials.append({"completion_s": round(max(times) - accepted, 3), "from_post_s": round(max(times) - posted, 3),
-                           "first_s": round(min(times) - accepted, 3), "intake_ms": ms(reply.seconds)})  # fmt: skip
+            trials.append(
+                {
+                    "completion_s": round(max(times) - accepted, 3),
+                    "from_post_s": round(max(times) - posted, 3),
+                    "first_s": round(min(times) - accepted, 3),
+                    "intake_ms": ms(reply.seconds),
+                }
+            )
     finally:
         standin.set_latency(0.0)
         client.close()
     value = median([t["completion_s"] for t in trials])
-    b.add("fanout_completion", f"fan-out completion, N = {n}", round(value, 3), "s", "≤ 1 s", _le(value, 1.0),
-          trials=trials, sequential_bound_s=round(n * 0.1, 1), worker=b.services.config.describe()["worker"])  # fmt: skip
+    b.add(
+        "fanout_completion",
+        f"fan-out completion, N = {n}",
+        round(value, 3),
+        "s",
+        "≤ 1 s",
+        _le(value, 1.0),
+        trials=trials,
+        sequential_bound_s=round(n * 0.1, 1),
+        worker=b.services.config.describe()["worker"],
+    )
 
 
 def _dispatch_times(standin, start: int, delivery: str, n: int, timeout: float) -> list[float]:
     deadline = time.monotonic() + timeout
     while True:
         with standin.world.lock:
-            times = [d["at"] for d in standin.world.dispatches[start:] if d["client_payload"].get("delivery_id") == delivery]
+            times = [
+                d["at"] for d in standin.world.dispatches[start:] if d["client_payload"].get("delivery_id") == delivery
+            ]
         if len(times) >= n or time.monotonic() > deadline:
             return times
         time.sleep(0.01)
@@ -326,7 +423,9 @@ class CallbackWorld:
         from relay.models import Delivery, Dispatch
 
         self.b = b
-        self.projects = projects_ensure("cb", self.REPOS, repo_id_base=740_000_000, levels="L2", rate_limit=CALLBACK_RATE_LIMIT)
+        self.projects = projects_ensure(
+            "cb", self.REPOS, repo_id_base=740_000_000, levels="L2", rate_limit=CALLBACK_RATE_LIMIT
+        )
         projects_activate(self.projects)
         now = timezone.now()
         self.prefixes = {}
@@ -335,14 +434,29 @@ class CallbackWorld:
                 number, sha = 620_000 + d, head_sha("callbacks", d, time.time_ns())
                 body = pr_payload(number, sha, "synchronize")
                 delivery = Delivery.objects.create(
-                    delivery_id=f"bench-cb-{time.time_ns()}-{d}", event="pull_request", action="synchronize", outcome="relayed",
-                    repo_full_name=UPSTREAM, pr_number=number, head_sha=sha, payload=json.loads(body), payload_bytes=len(body),
-                )  # fmt: skip
+                    delivery_id=f"bench-cb-{time.time_ns()}-{d}",
+                    event="pull_request",
+                    action="synchronize",
+                    outcome="relayed",
+                    repo_full_name=UPSTREAM,
+                    pr_number=number,
+                    head_sha=sha,
+                    payload=json.loads(body),
+                    payload_bytes=len(body),
+                )
                 Dispatch.objects.bulk_create(
-                    Dispatch(delivery=delivery, project=p, state="sent", event_type="pull_request", pr_number=number, head_sha=sha,
-                             attempts=1, sent_at=now - timedelta(seconds=60))
+                    Dispatch(
+                        delivery=delivery,
+                        project=p,
+                        state="sent",
+                        event_type="pull_request",
+                        pr_number=number,
+                        head_sha=sha,
+                        attempts=1,
+                        sent_at=now - timedelta(seconds=60),
+                    )
                     for p in self.projects
-                )  # fmt: skip
+                )
                 for p in self.projects:
                     token = callback_token_sign(CallbackBinding(delivery.delivery_id, p.full_name, number, sha))
                     self.prefixes[(d, p.pk)] = callback_prefix("pull_request", delivery.delivery_id, body, token)
@@ -355,11 +469,23 @@ class CallbackWorld:
             project = self.projects[k % self.REPOS]
             d = (k // self.REPOS) % self.DELIVERIES
             run_id = str(50_000_000 + k)
-            job = CallbackJob(self.prefixes[(d, project.pk)], project.full_name, run_id, f"test (default, {k % 8 + 1}, 8)",
-                              "failure" if k % 10 == 0 else "success")  # fmt: skip
+            job = CallbackJob(
+                self.prefixes[(d, project.pk)],
+                project.full_name,
+                run_id,
+                f"test (default, {k % 8 + 1}, 8)",
+                "failure" if k % 10 == 0 else "success",
+            )
             job.index = k
-            job.tokens = [self.b.standin.oidc.mint(repository=project.full_name, repository_id=str(project.github_repo_id),
-                                                   lifetime=1800, run_id=run_id) for _ in range(2)]  # fmt: skip
+            job.tokens = [
+                self.b.standin.oidc.mint(
+                    repository=project.full_name,
+                    repository_id=str(project.github_repo_id),
+                    lifetime=1800,
+                    run_id=run_id,
+                )
+                for _ in range(2)
+            ]
             made.append(job)
         self.next_index += count
         return made
@@ -384,10 +510,23 @@ def callback_run(b: Bench, jobs: list[CallbackJob], seconds: float, clients: int
                 if time.perf_counter() >= deadline:
                     return
                 for status, token in (("in_progress", job.tokens[0]), ("completed", job.tokens[1])):
-                    reply = client.request("POST", "/github/callback", job.body(status),
-                                           {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})  # fmt: skip
+                    reply = client.request(
+                        "POST",
+                        "/github/callback",
+                        job.body(status),
+                        {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                    )
                     answer = reply.json().get("status") if reply.status == 200 else None
-                    out.append((job.index, status, reply.status, reply.seconds, answer == status, reply.error or (None if answer == status else reply.body[:200])))
+                    out.append(
+                        (
+                            job.index,
+                            status,
+                            reply.status,
+                            reply.seconds,
+                            answer == status,
+                            reply.error or (None if answer == status else reply.body[:200]),
+                        )
+                    )
                     if answer != status:
                         break
             exhausted.append(i)
@@ -395,7 +534,9 @@ def callback_run(b: Bench, jobs: list[CallbackJob], seconds: float, clients: int
             state.setdefault("ends", []).append(time.perf_counter())
             client.close()
 
-    threads = [threading.Thread(target=lane, args=(i,), name=f"bench-callback-{i}", daemon=True) for i in range(clients)]
+    threads = [
+        threading.Thread(target=lane, args=(i,), name=f"bench-callback-{i}", daemon=True) for i in range(clients)
+    ]
     for thread in threads:
         thread.start()
     state["deadline"] = time.perf_counter() + seconds
@@ -407,8 +548,14 @@ def callback_run(b: Bench, jobs: list[CallbackJob], seconds: float, clients: int
     flat = [r for lane_records in records for r in lane_records]
     accepted = [r for r in flat if r[4]]
     errors = [r for r in flat if not r[4]]
-    return {"elapsed": elapsed, "records": flat, "accepted": len(accepted), "errors": errors, "exhausted": sorted(exhausted),
-            "latencies": [r[3] for r in flat]}  # fmt: skip
+    return {
+        "elapsed": elapsed,
+        "records": flat,
+        "accepted": len(accepted),
+        "errors": errors,
+        "exhausted": sorted(exhausted),
+        "latencies": [r[3] for r in flat],
+    }
 
 
 def callbacks(b: Bench) -> None:
@@ -422,7 +569,9 @@ def callbacks(b: Bench) -> None:
     warm_jobs = world.jobs(160)
     warm = callback_run(b, warm_jobs, 2.0, p.callback_clients)
     rate = warm["accepted"] / max(warm["elapsed"], 0.1)
-    b.log(f"  warm-up: {warm['accepted']} accepted in {warm['elapsed']:.1f} s ({rate:.0f}/s), {len(warm['errors'])} errors")
+    b.log(
+        f"  warm-up: {warm['accepted']} accepted in {warm['elapsed']:.1f} s ({rate:.0f}/s), {len(warm['errors'])} errors"
+    )
     # Enough jobs for 2.5 × the warm-up's pace (at least 300/s): a run that used them all up is
     # flagged (token_limited) and its throughput is only a lower bound.
     count = int(max(rate, 300) * p.callback_seconds * 2.5 / 2) + 200
@@ -440,24 +589,68 @@ def callbacks(b: Bench) -> None:
     tokens_used = UsedToken.objects.count()
     expected_tokens = warm["accepted"] + run["accepted"]
     details = {
-        "clients": p.callback_clients, "seconds": round(run["elapsed"], 2), "accepted": run["accepted"], "requests": len(run["records"]),
-        "p50_ms": ms(median(run["latencies"])), "p90_ms": ms(percentile(run["latencies"], 90)), "max_ms": ms(max(run["latencies"], default=None)),
-        "repos": world.REPOS, "level": "L2", "rate_limit_per_min": CALLBACK_RATE_LIMIT, "body_bytes": len(jobs[0].body("completed")) if jobs else 0,
-        "token_limited": bool(run["exhausted"]), "errors_sample": [str(e[5])[:160] for e in run["errors"][:5]],
-    }  # fmt: skip
-    b.add("callback_throughput", "callback throughput", round(throughput, 1), "accepted/s", "≥ 450/s", throughput >= 450, **details)
+        "clients": p.callback_clients,
+        "seconds": round(run["elapsed"], 2),
+        "accepted": run["accepted"],
+        "requests": len(run["records"]),
+        "p50_ms": ms(median(run["latencies"])),
+        "p90_ms": ms(percentile(run["latencies"], 90)),
+        "max_ms": ms(max(run["latencies"], default=None)),
+        "repos": world.REPOS,
+        "level": "L2",
+        "rate_limit_per_min": CALLBACK_RATE_LIMIT,
+        "body_bytes": len(jobs[0].body("completed")) if jobs else 0,
+        "token_limited": bool(run["exhausted"]),
+        "errors_sample": [str(e[5])[:160] for e in run["errors"][:5]],
+    }
+    b.add(
+        "callback_throughput",
+        "callback throughput",
+        round(throughput, 1),
+        "accepted/s",
+        "≥ 450/s",
+        throughput >= 450,
+        **details,
+    )
     b.add("callback_p99", "callback latency p99", ms(p99), "ms", "≤ 50 ms", _le(p99, 0.050), p50_ms=details["p50_ms"])
-    b.add("callback_errors", "callback errors", len(run["errors"]), "requests", "0", not run["errors"],
-          statuses=sorted({e[2] for e in run["errors"]}))  # fmt: skip
-    b.add("callback_not_stored", "accepted callbacks missing from the database", lost, "callbacks", "0", lost == 0 and tokens_used == expected_tokens,
-          checked=checked, rows_without_accepted_callback=extra, used_tokens=tokens_used, used_tokens_expected=expected_tokens)  # fmt: skip
+    b.add(
+        "callback_errors",
+        "callback errors",
+        len(run["errors"]),
+        "requests",
+        "0",
+        not run["errors"],
+        statuses=sorted({e[2] for e in run["errors"]}),
+    )
+    b.add(
+        "callback_not_stored",
+        "accepted callbacks missing from the database",
+        lost,
+        "callbacks",
+        "0",
+        lost == 0 and tokens_used == expected_tokens,
+        checked=checked,
+        rows_without_accepted_callback=extra,
+        used_tokens=tokens_used,
+        used_tokens_expected=expected_tokens,
+    )
     cores = os.cpu_count() or 1
     all_parts = per.get("server", 0) + per.get("bench", 0)
-    b.add("callback_cpu", "callback server CPU per accepted callback", per.get("server"), "ms", "", None, **per,
-          capacity_estimate_per_s=round(cores * 1000 / all_parts) if all_parts else None,
-          note="capacity_estimate_per_s: this machine's cores divided by the CPU one callback costs (server + load generator)")  # fmt: skip
+    b.add(
+        "callback_cpu",
+        "callback server CPU per accepted callback",
+        per.get("server"),
+        "ms",
+        "",
+        None,
+        **per,
+        capacity_estimate_per_s=round(cores * 1000 / all_parts) if all_parts else None,
+        note="capacity_estimate_per_s: this machine's cores divided by the CPU one callback costs (server + load generator)",
+    )
     if run["exhausted"]:
-        b.log(f"  note: {len(run['exhausted'])} client(s) ran out of pre-minted jobs before the end; throughput is a lower bound")
+        b.log(
+            f"  note: {len(run['exhausted'])} client(s) ran out of pre-minted jobs before the end; throughput is a lower bound"
+        )
 
 
 def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: list) -> tuple[int, int, int]:
@@ -469,8 +662,12 @@ def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: li
         if ok:
             accepted.setdefault(index, set()).add(status)
     by_run = {job.run_id: job for job in jobs}
-    rows = {run_id: (status, conclusion, pk) for run_id, status, conclusion, pk in
-            JobRun.objects.filter(project__in=world.projects, run_id__gte="50000000").values_list("run_id", "status", "conclusion", "pk")}  # fmt: skip
+    rows = {
+        run_id: (status, conclusion, pk)
+        for run_id, status, conclusion, pk in JobRun.objects.filter(
+            project__in=world.projects, run_id__gte="50000000"
+        ).values_list("run_id", "status", "conclusion", "pk")
+    }
     lost = checked = 0
     failed_expected = 0
     for job in jobs:
@@ -487,7 +684,15 @@ def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: li
             lost += 0 if row is not None and row[0] == "in_progress" else 1
     measured_runs = {job.run_id for job in jobs}
     extra = sum(1 for run_id in rows if run_id in measured_runs and not accepted.get(by_run[run_id].index))
-    failed_stored = FailedTest.objects.filter(job_run_id__in=[rows[j.run_id][2] for j in jobs if j.run_id in rows and "completed" in accepted.get(j.index, ())]).count() if failed_expected else 0
+    failed_stored = (
+        FailedTest.objects.filter(
+            job_run_id__in=[
+                rows[j.run_id][2] for j in jobs if j.run_id in rows and "completed" in accepted.get(j.index, ())
+            ]
+        ).count()
+        if failed_expected
+        else 0
+    )
     if failed_stored != failed_expected:
         lost += abs(failed_expected - failed_stored)
     return lost, extra, checked
@@ -505,11 +710,26 @@ def memory(b: Bench, key_suffix: str = "", when: str = "after the callback run",
     web_peak = max((v for v in web.values() if v is not None), default=None)
     target = "≤ 250 MB" if not key_suffix else ""
     ok = (lambda v: _le(v, 250)) if not key_suffix else (lambda v: None)
-    b.add(f"web_peak_rss{key_suffix}", f"peak RSS, web worker ({when})", web_peak, "MB", target, ok(web_peak),
-          per_worker={str(k): v for k, v in web.items()}, rss_now={str(k): rss_mb(k) for k in web})  # fmt: skip
+    b.add(
+        f"web_peak_rss{key_suffix}",
+        f"peak RSS, web worker ({when})",
+        web_peak,
+        "MB",
+        target,
+        ok(web_peak),
+        per_worker={str(k): v for k, v in web.items()},
+        rss_now={str(k): rss_mb(k) for k in web},
+    )
     if not web_only:
-        b.add(f"worker_peak_rss{key_suffix}", f"peak RSS, Celery worker ({when})", worker, "MB", target, ok(worker),
-              rss_now=rss_mb(worker_pid) if worker_pid else None)  # fmt: skip
+        b.add(
+            f"worker_peak_rss{key_suffix}",
+            f"peak RSS, Celery worker ({when})",
+            worker,
+            "MB",
+            target,
+            ok(worker),
+            rss_now=rss_mb(worker_pid) if worker_pid else None,
+        )
 
 
 # --- pages ----------------------------------------------------------------------------------------------
@@ -549,7 +769,9 @@ def grid(b: Bench, size: str) -> float | None:
     if not page_exists(b, "/"):
         b.unavailable(f"grid_render_{size}", label, "ms", "", "page not available")
         return None
-    newest = UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True).first() or ""
+    newest = (
+        UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True).first() or ""
+    )
 
     def check(reply):
         if reply.status != 200:
@@ -564,9 +786,20 @@ def grid(b: Bench, size: str) -> float | None:
     per = cpu_per(cpu_delta(before, b.watch.cpu()), p.page_warmup + p.page_samples)
     value = ms(median(times))
     target = "≤ 200 ms" if size == "large" else ""
-    b.add(f"grid_render_{size}", label, value, "ms", target, _le(value, 200) if size == "large" else None,
-          store_jobs=jobs, p90_ms=ms(percentile(times, 90)), min_ms=ms(min(times, default=None)), samples=len(times),
-          problems=problems[:5], cpu_ms_per_request=per)  # fmt: skip
+    b.add(
+        f"grid_render_{size}",
+        label,
+        value,
+        "ms",
+        target,
+        _le(value, 200) if size == "large" else None,
+        store_jobs=jobs,
+        p90_ms=ms(percentile(times, 90)),
+        min_ms=ms(min(times, default=None)),
+        samples=len(times),
+        problems=problems[:5],
+        cpu_ms_per_request=per,
+    )
     return value
 
 
@@ -592,7 +825,9 @@ def summary(b: Bench) -> None:
             if b"time buckets ready" not in reply.body:
                 break
             if time.monotonic() - started > p.summary_cold_timeout:
-                b.unavailable("summary_render", label, "ms", "≤ 300 ms", f"still loading after {p.summary_cold_timeout:.0f} s")
+                b.unavailable(
+                    "summary_render", label, "ms", "≤ 300 ms", f"still loading after {p.summary_cold_timeout:.0f} s"
+                )
                 return
         cold_fill = time.monotonic() - started
         warm, pending = [], 0
@@ -609,10 +844,31 @@ def summary(b: Bench) -> None:
     finally:
         client.close()
     value = ms(median(warm))
-    b.add("summary_render", label, value, "ms", "≤ 300 ms", _le(value, 300), p90_ms=ms(percentile(warm, 90)), max_ms=ms(max(warm)),
-          samples=len(warm), spacing_s=p.summary_gap, loading_answers=pending, store_jobs=b.store["jobs"], cpu_ms_per_request=per)  # fmt: skip
-    b.add("summary_cold_fill", "summary, cold cache: first request → complete page", round(cold_fill, 2), "s", "", None,
-          requests=len(cold), per_request_ms=[ms(t, 0) for t in cold])  # fmt: skip
+    b.add(
+        "summary_render",
+        label,
+        value,
+        "ms",
+        "≤ 300 ms",
+        _le(value, 300),
+        p90_ms=ms(percentile(warm, 90)),
+        max_ms=ms(max(warm)),
+        samples=len(warm),
+        spacing_s=p.summary_gap,
+        loading_answers=pending,
+        store_jobs=b.store["jobs"],
+        cpu_ms_per_request=per,
+    )
+    b.add(
+        "summary_cold_fill",
+        "summary, cold cache: first request → complete page",
+        round(cold_fill, 2),
+        "s",
+        "",
+        None,
+        requests=len(cold),
+        per_request_ms=[ms(t, 0) for t in cold],
+    )
 
 
 def _le(value, limit) -> bool | None:

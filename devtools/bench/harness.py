@@ -87,10 +87,18 @@ def base_env(target: Target) -> dict:
     # a settings change (e.g. the broker's polling interval) without editing crcr/settings.py.
     settings_module = os.environ.get("CRCR_BENCH_SETTINGS", "crcr.settings")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CRCR_", "REDIS_URL", "DATABASE_URL"))}
-    env.update({
-        "DATABASE_URL": target.database_url, "CRCR_VAR_DIR": target.var_dir, "SECRET_KEY": SECRET_KEY, "DEBUG": "0",
-        "CRCR_SANDBOX": "0", "PYTHONUNBUFFERED": "1", "DJANGO_SETTINGS_MODULE": settings_module, TARGET_ENV: target.to_json(),
-    })  # fmt: skip
+    env.update(
+        {
+            "DATABASE_URL": target.database_url,
+            "CRCR_VAR_DIR": target.var_dir,
+            "SECRET_KEY": SECRET_KEY,
+            "DEBUG": "0",
+            "CRCR_SANDBOX": "0",
+            "PYTHONUNBUFFERED": "1",
+            "DJANGO_SETTINGS_MODULE": settings_module,
+            TARGET_ENV: target.to_json(),
+        }
+    )
     if settings_module != "crcr.settings":
         env["CRCR_BENCH_SETTINGS"] = settings_module
     if target.redis_url:
@@ -117,8 +125,16 @@ def target_prepare(target: Target, log=print) -> None:
 
         redis.Redis.from_url(target.redis_url, socket_connect_timeout=2, socket_timeout=5).flushdb()
     started = time.monotonic()
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=base_env(target), check=True, timeout=600)
-    log(f"bench database {target.label} ({_display(target.database_url)}) migrated in {time.monotonic() - started:.1f} s")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=base_env(target),
+        check=True,
+        timeout=600,
+    )
+    log(
+        f"bench database {target.label} ({_display(target.database_url)}) migrated in {time.monotonic() - started:.1f} s"
+    )
 
 
 def target_drop(target: Target) -> None:
@@ -147,13 +163,19 @@ def _pg_admin(target: Target, *statements: str) -> None:
 
 def _display(url: str) -> str:
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))) if parts.hostname else url
+    return (
+        urlunsplit(parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")))
+        if parts.hostname
+        else url
+    )
 
 
 def run_child(target: Target, argv: list[str], timeout: float) -> int:
     """Run `manage.py bench <argv>` against the target; Ctrl-C reaches the child, which cleans up."""
     env = {**base_env(target), CHILD_FLAG: "1"}
-    child = subprocess.Popen([sys.executable, "manage.py", "bench", *argv], cwd=ROOT, env=env, preexec_fn=_die_with_parent)
+    child = subprocess.Popen(
+        [sys.executable, "manage.py", "bench", *argv], cwd=ROOT, env=env, preexec_fn=_die_with_parent
+    )
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         return child.wait(timeout=timeout)
@@ -287,8 +309,10 @@ class ServiceConfig:
     worker_concurrency: int = 16
 
     def describe(self) -> dict:
-        return {"web": f"gunicorn {self.web_workers} worker(s) × {self.web_threads} threads (gthread)",
-                "worker": f"celery --pool threads --concurrency {self.worker_concurrency}"}  # fmt: skip
+        return {
+            "web": f"gunicorn {self.web_workers} worker(s) × {self.web_threads} threads (gthread)",
+            "worker": f"celery --pool threads --concurrency {self.worker_concurrency}",
+        }
 
 
 @dataclass
@@ -307,12 +331,17 @@ class Services:
 
     def env(self) -> dict:
         env = base_env(self.target)
-        env.update({
-            "GITHUB_API_URL": self.standin.url, "GITHUB_APP_ID": str(self.standin.app_id),
-            "GITHUB_APP_PRIVATE_KEY": self.standin.app_private_key_pem, "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "CRCR_OIDC_ISSUERS": json.dumps(self.standin.oidc.issuers_config()), "CRCR_PUBLIC_URL": "http://127.0.0.1",
-            "LOG_LEVEL": "INFO",
-        })  # fmt: skip
+        env.update(
+            {
+                "GITHUB_API_URL": self.standin.url,
+                "GITHUB_APP_ID": str(self.standin.app_id),
+                "GITHUB_APP_PRIVATE_KEY": self.standin.app_private_key_pem,
+                "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                "CRCR_OIDC_ISSUERS": json.dumps(self.standin.oidc.issuers_config()),
+                "CRCR_PUBLIC_URL": "http://127.0.0.1",
+                "LOG_LEVEL": "INFO",
+            }
+        )
         return env
 
     def _spawn(self, name: str, command: list[str]) -> Proc:
@@ -321,8 +350,15 @@ class Services:
         path = self.log_dir / f"{name}-{count}.log"
         handle = open(path, "wb")
         try:
-            popen = subprocess.Popen(command, cwd=ROOT, env=self.env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_parent)  # fmt: skip
+            popen = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=self.env(),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             handle.close()
         return Proc(name, popen, path)
@@ -334,11 +370,27 @@ class Services:
         for attempt in range(3):
             port = free_port()
             access_log = self.log_dir / f"access-{self.starts.get('web', 0) + 1}.log"
-            proc = self._spawn("web", [
-                sys.executable, "-m", "gunicorn", "crcr.wsgi:application", "--bind", f"127.0.0.1:{port}",
-                "--workers", str(self.config.web_workers), "--threads", str(self.config.web_threads),
-                "--timeout", "30", "--graceful-timeout", "5", "--access-logfile", str(access_log),
-            ])  # fmt: skip
+            proc = self._spawn(
+                "web",
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "crcr.wsgi:application",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    "--workers",
+                    str(self.config.web_workers),
+                    "--threads",
+                    str(self.config.web_threads),
+                    "--timeout",
+                    "30",
+                    "--graceful-timeout",
+                    "5",
+                    "--access-logfile",
+                    str(access_log),
+                ],
+            )
             base = f"http://127.0.0.1:{port}"
             try:
                 wait_http(base, timeout=START_TIMEOUT, alive=proc.alive)
@@ -374,11 +426,26 @@ class Services:
 
     def start_worker(self) -> None:
         self.stop_worker()
-        proc = self._spawn("worker", [
-            sys.executable, "-m", "celery", "-A", "crcr", "worker", "--pool", "threads",
-            "--concurrency", str(self.config.worker_concurrency), "--loglevel", "INFO",
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
-        ])  # fmt: skip
+        proc = self._spawn(
+            "worker",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "crcr",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(self.config.worker_concurrency),
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+        )
         self.worker = proc  # registered at once: whatever happens next, close() stops it
         deadline = time.monotonic() + START_TIMEOUT
         while " ready." not in proc.log_tail(20000):
@@ -457,8 +524,13 @@ class MachineWatch:
     def snapshot(self) -> dict:
         busy, total = _cpu_totals()
         pids = self.own_pids()
-        return {"busy": busy, "total": total, "own": {pid: _proc_jiffies(pid) for pid in pids}, "load1": os.getloadavg()[0],
-                "at": time.monotonic()}  # fmt: skip
+        return {
+            "busy": busy,
+            "total": total,
+            "own": {pid: _proc_jiffies(pid) for pid in pids},
+            "load1": os.getloadavg()[0],
+            "at": time.monotonic(),
+        }
 
     def begin(self) -> None:
         self.start = self.snapshot()
@@ -484,11 +556,12 @@ class MachineWatch:
         own = sum(max(0, end["own"].get(pid, 0) - self.start["own"].get(pid, 0)) for pid in end["own"])
         busy = end["busy"] - self.start["busy"]
         return {
-            "load1_start": round(self.start["load1"], 2), "load1_end": round(end["load1"], 2),
+            "load1_start": round(self.start["load1"], 2),
+            "load1_end": round(end["load1"], 2),
             "cpu_busy_pct": round(100 * busy / elapsed_jiffies, 1),
             "foreign_cpu_pct": round(100 * max(0, busy - own) / elapsed_jiffies, 1),
             "seconds": round(end["at"] - self.start["at"], 1),
-        }  # fmt: skip
+        }
 
 
 def _pg_backends() -> set[int]:

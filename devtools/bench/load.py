@@ -89,7 +89,12 @@ class Client:
                 if response.getheader("Connection", "").lower() == "close":
                     self.close()
                 return Reply(response.status, data, elapsed)
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, http.client.CannotSendRequest) as exc:
+            except (
+                http.client.RemoteDisconnected,
+                BrokenPipeError,
+                ConnectionResetError,
+                http.client.CannotSendRequest,
+            ) as exc:
                 # A keep-alive connection the server had just closed: retry once on a fresh one.
                 self.close()
                 if attempt == 2:
@@ -138,31 +143,96 @@ def sign(body: bytes, secret: str) -> str:
 def _user(login: str, number: int) -> dict:
     base = f"https://api.github.com/users/{login}"
     return {
-        "login": login, "id": number, "node_id": f"MDQ6VXNlcj{number}", "avatar_url": f"https://avatars.githubusercontent.com/u/{number}?v=4",
-        "gravatar_id": "", "url": base, "html_url": f"https://github.com/{login}", "followers_url": f"{base}/followers",
-        "following_url": f"{base}/following{{/other_user}}", "gists_url": f"{base}/gists{{/gist_id}}",
-        "starred_url": f"{base}/starred{{/owner}}{{/repo}}", "subscriptions_url": f"{base}/subscriptions",
-        "organizations_url": f"{base}/orgs", "repos_url": f"{base}/repos", "events_url": f"{base}/events{{/privacy}}",
-        "received_events_url": f"{base}/received_events", "type": "User", "user_view_type": "public", "site_admin": False,
-    }  # fmt: skip
+        "login": login,
+        "id": number,
+        "node_id": f"MDQ6VXNlcj{number}",
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{number}?v=4",
+        "gravatar_id": "",
+        "url": base,
+        "html_url": f"https://github.com/{login}",
+        "followers_url": f"{base}/followers",
+        "following_url": f"{base}/following{{/other_user}}",
+        "gists_url": f"{base}/gists{{/gist_id}}",
+        "starred_url": f"{base}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{base}/subscriptions",
+        "organizations_url": f"{base}/orgs",
+        "repos_url": f"{base}/repos",
+        "events_url": f"{base}/events{{/privacy}}",
+        "received_events_url": f"{base}/received_events",
+        "type": "User",
+        "user_view_type": "public",
+        "site_admin": False,
+    }
 
 
 def _repo() -> dict:
     api = f"https://api.github.com/repos/{UPSTREAM}"
     repo = {
-        "id": UPSTREAM_ID, "node_id": "MDEwOlJlcG9zaXRvcnk2NTYwMDk3NQ==", "name": "pytorch", "full_name": UPSTREAM, "private": False,
-        "owner": _user("pytorch", 21003710), "html_url": f"https://github.com/{UPSTREAM}",
-        "description": "Tensors and Dynamic neural networks in Python with strong GPU acceleration", "fork": False, "url": api,
-        "created_at": "2016-08-13T05:26:41Z", "updated_at": "2026-12-02T10:00:00Z", "pushed_at": "2026-12-02T10:40:00Z",
-        "git_url": f"git://github.com/{UPSTREAM}.git", "ssh_url": f"git@github.com:{UPSTREAM}.git",
-        "clone_url": f"https://github.com/{UPSTREAM}.git", "homepage": "https://pytorch.org", "size": 1093402,
-        "stargazers_count": 93000, "watchers_count": 93000, "language": "Python", "forks_count": 25000, "open_issues_count": 16000,
-        "default_branch": "main", "visibility": "public", "topics": ["deep-learning", "gpu", "machine-learning", "neural-network", "python"],
-    }  # fmt: skip
-    for name in ("forks", "keys", "collaborators", "teams", "hooks", "issue_events", "events", "assignees", "branches", "tags",
-                 "blobs", "git_tags", "git_refs", "trees", "statuses", "languages", "stargazers", "contributors", "subscribers",
-                 "subscription", "commits", "git_commits", "comments", "issue_comment", "contents", "compare", "merges", "archive",
-                 "downloads", "issues", "pulls", "milestones", "notifications", "labels", "releases", "deployments"):  # fmt: skip
+        "id": UPSTREAM_ID,
+        "node_id": "MDEwOlJlcG9zaXRvcnk2NTYwMDk3NQ==",
+        "name": "pytorch",
+        "full_name": UPSTREAM,
+        "private": False,
+        "owner": _user("pytorch", 21003710),
+        "html_url": f"https://github.com/{UPSTREAM}",
+        "description": "Tensors and Dynamic neural networks in Python with strong GPU acceleration",
+        "fork": False,
+        "url": api,
+        "created_at": "2016-08-13T05:26:41Z",
+        "updated_at": "2026-12-02T10:00:00Z",
+        "pushed_at": "2026-12-02T10:40:00Z",
+        "git_url": f"git://github.com/{UPSTREAM}.git",
+        "ssh_url": f"git@github.com:{UPSTREAM}.git",
+        "clone_url": f"https://github.com/{UPSTREAM}.git",
+        "homepage": "https://pytorch.org",
+        "size": 1093402,
+        "stargazers_count": 93000,
+        "watchers_count": 93000,
+        "language": "Python",
+        "forks_count": 25000,
+        "open_issues_count": 16000,
+        "default_branch": "main",
+        "visibility": "public",
+        "topics": ["deep-learning", "gpu", "machine-learning", "neural-network", "python"],
+    }
+    for name in (
+        "forks",
+        "keys",
+        "collaborators",
+        "teams",
+        "hooks",
+        "issue_events",
+        "events",
+        "assignees",
+        "branches",
+        "tags",
+        "blobs",
+        "git_tags",
+        "git_refs",
+        "trees",
+        "statuses",
+        "languages",
+        "stargazers",
+        "contributors",
+        "subscribers",
+        "subscription",
+        "commits",
+        "git_commits",
+        "comments",
+        "issue_comment",
+        "contents",
+        "compare",
+        "merges",
+        "archive",
+        "downloads",
+        "issues",
+        "pulls",
+        "milestones",
+        "notifications",
+        "labels",
+        "releases",
+        "deployments",
+    ):
         repo[f"{name}_url"] = f"{api}/{name}"
     return repo
 
@@ -173,23 +243,70 @@ def pr_payload(number: int, head_sha: str, action: str = "synchronize", labels=(
     repo = _repo()
     author = _user("contributor", 1000 + number % 5000)
     pr = {
-        "url": f"{api}/pulls/{number}", "id": 2_000_000_000 + number, "node_id": f"PR_kwDOA-j9z86{number}", "number": number,
-        "html_url": f"https://github.com/{UPSTREAM}/pull/{number}", "diff_url": f"https://github.com/{UPSTREAM}/pull/{number}.diff",
-        "patch_url": f"https://github.com/{UPSTREAM}/pull/{number}.patch", "issue_url": f"{api}/issues/{number}", "state": "open",
-        "locked": False, "title": f"[inductor] Fix lowering for aten.addmm on privateuse1 (#{number})", "user": author, "body": "",
-        "created_at": "2026-12-01T09:00:00Z", "updated_at": "2026-12-02T10:40:00Z", "closed_at": None, "merged_at": None,
-        "merge_commit_sha": None, "assignee": None, "assignees": [], "requested_reviewers": [_user("reviewer", 77)], "requested_teams": [],
-        "labels": [{"id": 5_000_000 + i, "name": name, "color": "ededed", "default": False} for i, name in enumerate(("open source", *labels))],
-        "milestone": None, "draft": False, "commits_url": f"{api}/pulls/{number}/commits", "review_comments_url": f"{api}/pulls/{number}/comments",
-        "comments_url": f"{api}/issues/{number}/comments", "statuses_url": f"{api}/statuses/{head_sha}",
-        "head": {"label": f"contributor:fix-{number}", "ref": f"fix-{number}", "sha": head_sha, "user": author, "repo": repo},
+        "url": f"{api}/pulls/{number}",
+        "id": 2_000_000_000 + number,
+        "node_id": f"PR_kwDOA-j9z86{number}",
+        "number": number,
+        "html_url": f"https://github.com/{UPSTREAM}/pull/{number}",
+        "diff_url": f"https://github.com/{UPSTREAM}/pull/{number}.diff",
+        "patch_url": f"https://github.com/{UPSTREAM}/pull/{number}.patch",
+        "issue_url": f"{api}/issues/{number}",
+        "state": "open",
+        "locked": False,
+        "title": f"[inductor] Fix lowering for aten.addmm on privateuse1 (#{number})",
+        "user": author,
+        "body": "",
+        "created_at": "2026-12-01T09:00:00Z",
+        "updated_at": "2026-12-02T10:40:00Z",
+        "closed_at": None,
+        "merged_at": None,
+        "merge_commit_sha": None,
+        "assignee": None,
+        "assignees": [],
+        "requested_reviewers": [_user("reviewer", 77)],
+        "requested_teams": [],
+        "labels": [
+            {"id": 5_000_000 + i, "name": name, "color": "ededed", "default": False}
+            for i, name in enumerate(("open source", *labels))
+        ],
+        "milestone": None,
+        "draft": False,
+        "commits_url": f"{api}/pulls/{number}/commits",
+        "review_comments_url": f"{api}/pulls/{number}/comments",
+        "comments_url": f"{api}/issues/{number}/comments",
+        "statuses_url": f"{api}/statuses/{head_sha}",
+        "head": {
+            "label": f"contributor:fix-{number}",
+            "ref": f"fix-{number}",
+            "sha": head_sha,
+            "user": author,
+            "repo": repo,
+        },
         "base": {"label": "pytorch:main", "ref": "main", "sha": "0" * 39 + "1", "user": repo["owner"], "repo": repo},
-        "author_association": "CONTRIBUTOR", "auto_merge": None, "active_lock_reason": None, "merged": False, "mergeable": None,
-        "rebaseable": None, "mergeable_state": "unknown", "merged_by": None, "comments": 3, "review_comments": 1,
-        "maintainer_can_modify": True, "commits": 2, "additions": 41, "deletions": 7, "changed_files": 3,
-    }  # fmt: skip
-    payload = {"action": action, "number": number, "pull_request": pr, "repository": repo, "sender": author,
-               "installation": {"id": 4_200_000, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDIwMDAwMA=="}}  # fmt: skip
+        "author_association": "CONTRIBUTOR",
+        "auto_merge": None,
+        "active_lock_reason": None,
+        "merged": False,
+        "mergeable": None,
+        "rebaseable": None,
+        "mergeable_state": "unknown",
+        "merged_by": None,
+        "comments": 3,
+        "review_comments": 1,
+        "maintainer_can_modify": True,
+        "commits": 2,
+        "additions": 41,
+        "deletions": 7,
+        "changed_files": 3,
+    }
+    payload = {
+        "action": action,
+        "number": number,
+        "pull_request": pr,
+        "repository": repo,
+        "sender": author,
+        "installation": {"id": 4_200_000, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDIwMDAwMA=="},
+    }
     if action == "synchronize":
         payload.update({"before": "f" * 40, "after": head_sha})
     base = json.dumps(payload, separators=(",", ":")).encode()
@@ -200,10 +317,14 @@ def pr_payload(number: int, head_sha: str, action: str = "synchronize", labels=(
 
 def webhook_headers(event: str, body: bytes, secret: str, delivery_id: str | None = None) -> dict:
     return {
-        "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
-        "X-Hub-Signature-256": sign(body, secret), "X-GitHub-Hook-ID": "292430182",
-        "X-GitHub-Hook-Installation-Target-Type": "integration", "User-Agent": "GitHub-Hookshot/044aadd",
-    }  # fmt: skip
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(body, secret),
+        "X-GitHub-Hook-ID": "292430182",
+        "X-GitHub-Hook-Installation-Target-Type": "integration",
+        "User-Agent": "GitHub-Hookshot/044aadd",
+    }
 
 
 def head_sha(*parts) -> str:
@@ -227,24 +348,43 @@ class CallbackJob:
     def body(self, status: str) -> bytes:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         workflow = {
-            "schema_version": "1", "status": status, "conclusion": self.conclusion if status == "completed" else None, "name": "crcr-bench",
-            "url": f"https://github.com/{self.repo}/actions/runs/{self.run_id}", "run_attempt": "1", "job_name": self.job_name,
-            "check_run_id": f"{self.run_id}1", "run_id": self.run_id,
-            "started_at": now if status == "in_progress" else None, "completed_at": now if status == "completed" else None,
-        }  # fmt: skip
+            "schema_version": "1",
+            "status": status,
+            "conclusion": self.conclusion if status == "completed" else None,
+            "name": "crcr-bench",
+            "url": f"https://github.com/{self.repo}/actions/runs/{self.run_id}",
+            "run_attempt": "1",
+            "job_name": self.job_name,
+            "check_run_id": f"{self.run_id}1",
+            "run_id": self.run_id,
+            "started_at": now if status == "in_progress" else None,
+            "completed_at": now if status == "completed" else None,
+        }
         if status == "completed":
             failed = 3 if self.conclusion == "failure" else 0
             workflow["test_results"] = {"passed": 4210 - failed, "failed": failed, "skipped": 113, "total": 4323}
             workflow["environment"] = {"runner": "linux.bench.2", "driver": "24.1", "torch_backend": "privateuse1"}
             if failed:
                 workflow["failed_tests"] = [
-                    {"name": f"test_out_addmm_privateuse1_float{bits}", "classname": "TestCommonPRIVATEUSE1", "file": "test/test_ops.py",
-                     "message": "AssertionError: Tensor-likes are not close!", "stacktrace": "Traceback (most recent call last):\n  ..."}
+                    {
+                        "name": f"test_out_addmm_privateuse1_float{bits}",
+                        "classname": "TestCommonPRIVATEUSE1",
+                        "file": "test/test_ops.py",
+                        "message": "AssertionError: Tensor-likes are not close!",
+                        "stacktrace": "Traceback (most recent call last):\n  ...",
+                    }
                     for bits in (16, 32, 64)
-                ]  # fmt: skip
+                ]
         return self.prefix + json.dumps(workflow, separators=(",", ":")).encode() + b"}"
 
 
 def callback_prefix(event_type: str, delivery_id: str, payload_json: bytes, callback_token: str) -> bytes:
     head = json.dumps({"event_type": event_type, "delivery_id": delivery_id}, separators=(",", ":"))[:-1].encode()
-    return head + b',"payload":' + payload_json + b',"callback_token":' + json.dumps(callback_token).encode() + b',"workflow":'
+    return (
+        head
+        + b',"payload":'
+        + payload_json
+        + b',"callback_token":'
+        + json.dumps(callback_token).encode()
+        + b',"workflow":'
+    )

@@ -6,7 +6,7 @@ import os
 import platform
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .figures import Result
@@ -20,7 +20,10 @@ def git_state() -> dict:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    return {"sha": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    return {
+        "sha": git("rev-parse", "HEAD") or "unknown",
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def database_version() -> str:
@@ -62,23 +65,48 @@ def cpu_calibration_ms(repeat: int = 3) -> float:
 
 def configuration(target: Target, services_config: dict, profile: str, calibration: dict | None = None) -> dict:
     return {
-        "database": database_version(), "broker": broker_version(target), "cache": "Redis" if target.redis_url else "local memory (per process)",
-        "cores": os.cpu_count(), "python": platform.python_version(), "profile": profile, **services_config,
+        "database": database_version(),
+        "broker": broker_version(target),
+        "cache": "Redis" if target.redis_url else "local memory (per process)",
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "profile": profile,
+        **services_config,
         "cpu_calibration_ms": calibration or {},
-    }  # fmt: skip
+    }
 
 
-def results_write(results: list[Result], config: dict, started: datetime, seconds: float, path: Path, extra_paths=()) -> dict:
+def results_write(
+    results: list[Result], config: dict, started: datetime, seconds: float, path: Path, extra_paths=()
+) -> dict:
     git = git_state()
-    date = started.astimezone(timezone.utc).isoformat(timespec="seconds")
+    date = started.astimezone(UTC).isoformat(timespec="seconds")
     figures = []
     for r in results:
-        figures.append({
-            "figure": r.key, "label": r.label, "value": r.value, "unit": r.unit, "target": r.target, "verdict": r.verdict,
-            "status": r.status, "configuration": config, "date": date, "git_sha": git["sha"], "details": r.details,
-        })  # fmt: skip
-    document = {"date": date, "git_sha": git["sha"], "git_dirty": git["dirty"], "configuration": config, "duration_s": round(seconds, 1),
-                "load_average_end": [round(v, 2) for v in os.getloadavg()], "figures": figures}  # fmt: skip
+        figures.append(
+            {
+                "figure": r.key,
+                "label": r.label,
+                "value": r.value,
+                "unit": r.unit,
+                "target": r.target,
+                "verdict": r.verdict,
+                "status": r.status,
+                "configuration": config,
+                "date": date,
+                "git_sha": git["sha"],
+                "details": r.details,
+            }
+        )
+    document = {
+        "date": date,
+        "git_sha": git["sha"],
+        "git_dirty": git["dirty"],
+        "configuration": config,
+        "duration_s": round(seconds, 1),
+        "load_average_end": [round(v, 2) for v in os.getloadavg()],
+        "figures": figures,
+    }
     text = json.dumps(document, indent=2, default=str) + "\n"
     for out in (path, *extra_paths):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -97,11 +125,17 @@ def table(results: list[Result], config: dict) -> str:
         rows.append((r.label, value, r.unit, r.target, verdict, "" if foreign is None else f"{foreign:.0f} %"))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     calibration = config.get("cpu_calibration_ms") or {}
-    lines = [f"{config['database']} · {config['broker']} · {config['cores']} cores · {config['web']} · {config['worker']}"
-             f" · CPU calibration {calibration.get('start', '?')} / {calibration.get('end', '?')} ms (start / end)",
-             "(other CPU: share of the machine's CPU used by processes outside the benchmark while the figure ran)"]
+    lines = [
+        f"{config['database']} · {config['broker']} · {config['cores']} cores · {config['web']} · {config['worker']}"
+        f" · CPU calibration {calibration.get('start', '?')} / {calibration.get('end', '?')} ms (start / end)",
+        "(other CPU: share of the machine's CPU used by processes outside the benchmark while the figure ran)",
+    ]
     for k, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if i != 1 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        lines.append(
+            "  ".join(
+                cell.ljust(w) if i != 1 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -29,13 +29,11 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.apps import apps
 from django.core.management.color import no_style
 from django.db import connection, transaction
-
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -87,11 +85,23 @@ def registry() -> list[Backend]:
     for k, level in enumerate(_SYNTHETIC_LEVELS):
         device = _DEVICES[k % len(_DEVICES)]
         word = "hpu" if device == "hpu" else "mtia" if device == "mtia" else "privateuse1"
-        backends.append(Backend(
-            len(backends), f"accel{k + 1:02d}/torch-{device}", f"Accel {k + 1:02d} {device.upper()}", level,
-            _HARDWARE[k % len(_HARDWARE)], device if level == "L3" else "", word, installed=k != len(_SYNTHETIC_LEVELS) - 1,
-        ))  # fmt: skip
-    backends.append(Backend(len(backends), "pytorch/crcr-test", "CRCR health probe", "L2", "probe", "", "privateuse1", is_probe=True))
+        backends.append(
+            Backend(
+                len(backends),
+                f"accel{k + 1:02d}/torch-{device}",
+                f"Accel {k + 1:02d} {device.upper()}",
+                level,
+                _HARDWARE[k % len(_HARDWARE)],
+                device if level == "L3" else "",
+                word,
+                installed=k != len(_SYNTHETIC_LEVELS) - 1,
+            )
+        )
+    backends.append(
+        Backend(
+            len(backends), "pytorch/crcr-test", "CRCR health probe", "L2", "probe", "", "privateuse1", is_probe=True
+        )
+    )
     return backends
 
 
@@ -123,19 +133,73 @@ def backend_profile(b: Backend, seed: int) -> Profile:
     if rng.random() < 0.3:
         jobs += [(f"test (inductor, {i}, 2)", "test") for i in (1, 2)]
     queue = 40 * 60.0 if rng.random() < 0.08 else rng.uniform(20, 600)
-    env = json.dumps({"runner": f"{short}-runner-{rng.randint(1, 9)}", "driver": f"{rng.randint(1, 30)}.{rng.randint(0, 9)}",
-                      "torch_backend": b.device_word}, separators=(",", ":"))  # fmt: skip
-    return Profile(f"crcr-{short}", jobs, rng.uniform(0.01, 0.07), queue, rng.uniform(600, 2100), rng.uniform(900, 4200),
-                   1.0 if b.level == "L4" else rng.uniform(0.2, 0.9), env)  # fmt: skip
+    env = json.dumps(
+        {
+            "runner": f"{short}-runner-{rng.randint(1, 9)}",
+            "driver": f"{rng.randint(1, 30)}.{rng.randint(0, 9)}",
+            "torch_backend": b.device_word,
+        },
+        separators=(",", ":"),
+    )
+    return Profile(
+        f"crcr-{short}",
+        jobs,
+        rng.uniform(0.01, 0.07),
+        queue,
+        rng.uniform(600, 2100),
+        rng.uniform(900, 4200),
+        1.0 if b.level == "L4" else rng.uniform(0.2, 0.9),
+        env,
+    )
 
 
 # --- tests that fail -------------------------------------------------------------------------------
 
-_CLASSES = ["TestCommon", "TestTorchDeviceType", "TestNN", "TestOps", "TestLinalg", "TestReductions", "TestBinaryUfuncs",
-            "TestUnaryUfuncs", "TestIndexing", "TestSparse", "TestAutogradDevice", "TestInductorOpInfo"]  # fmt: skip
-_OPS = ["addmm", "baddbmm", "conv2d", "layer_norm", "softmax", "index_put", "scatter_add", "cumsum", "topk", "sort", "linalg_svd",
-        "matmul", "einsum", "gather", "embedding_bag", "nll_loss", "max_pool2d", "upsample_bilinear2d", "grid_sampler_2d", "nonzero"]  # fmt: skip
-_VARIANTS = ["out", "noncontiguous_samples", "compare_cpu", "variant_consistency_eager", "dtypes", "fn_grad", "python_ref"]
+_CLASSES = [
+    "TestCommon",
+    "TestTorchDeviceType",
+    "TestNN",
+    "TestOps",
+    "TestLinalg",
+    "TestReductions",
+    "TestBinaryUfuncs",
+    "TestUnaryUfuncs",
+    "TestIndexing",
+    "TestSparse",
+    "TestAutogradDevice",
+    "TestInductorOpInfo",
+]
+_OPS = [
+    "addmm",
+    "baddbmm",
+    "conv2d",
+    "layer_norm",
+    "softmax",
+    "index_put",
+    "scatter_add",
+    "cumsum",
+    "topk",
+    "sort",
+    "linalg_svd",
+    "matmul",
+    "einsum",
+    "gather",
+    "embedding_bag",
+    "nll_loss",
+    "max_pool2d",
+    "upsample_bilinear2d",
+    "grid_sampler_2d",
+    "nonzero",
+]
+_VARIANTS = [
+    "out",
+    "noncontiguous_samples",
+    "compare_cpu",
+    "variant_consistency_eager",
+    "dtypes",
+    "fn_grad",
+    "python_ref",
+]
 _DTYPES = ["float32", "float16", "bfloat16", "float64", "int64", "complex64"]
 _MESSAGES = [
     "AssertionError: Tensor-likes are not close!\n\nMismatched elements: {n} / 4096 ({p}%)\nGreatest absolute difference: 0.0{n} at index (3, 17)",
@@ -158,9 +222,11 @@ def failed_test_values(ident: tuple, dtype: str, b: Backend, rng: random.Random)
     word = b.device_word
     op = method.rsplit("_", 1)[-1]
     message = rng.choice(_MESSAGES).format(n=rng.randint(1, 99), p=rng.randint(1, 9), dev=word.upper(), op=op, dt=dtype)
-    stack = (f"Traceback (most recent call last):\n  File \"{file}\", line {rng.randint(100, 9000)}, in {method}_{word}_{dtype}\n"
-             f"    self.assertEqual(actual, expected)\n  File \"torch/testing/_internal/common_utils.py\", line 4088, in assertEqual\n"
-             f"    raise error_metas.pop()[0].to_error(msg)\n{message.splitlines()[0]}")  # fmt: skip
+    stack = (
+        f'Traceback (most recent call last):\n  File "{file}", line {rng.randint(100, 9000)}, in {method}_{word}_{dtype}\n'
+        f'    self.assertEqual(actual, expected)\n  File "torch/testing/_internal/common_utils.py", line 4088, in assertEqual\n'
+        f"    raise error_metas.pop()[0].to_error(msg)\n{message.splitlines()[0]}"
+    )
     hw = "HW" if rng.random() < 0.1 else ""
     return (f"{method}_{word}_{dtype}", f"{cls}{word.upper()}", file, message, stack, hw, False)
 
@@ -193,11 +259,44 @@ def _sha(seed: int, kind: str, index: int) -> str:
     return hashlib.sha1(f"bench:{seed}:{kind}:{index}".encode()).hexdigest()
 
 
-_AREAS = ["inductor", "dynamo", "aten", "autograd", "distributed", "export", "mps", "xpu", "nn", "quant", "cuda", "fx", "optim"]
+_AREAS = [
+    "inductor",
+    "dynamo",
+    "aten",
+    "autograd",
+    "distributed",
+    "export",
+    "mps",
+    "xpu",
+    "nn",
+    "quant",
+    "cuda",
+    "fx",
+    "optim",
+]
 _VERBS = ["Fix", "Add", "Remove", "Support", "Refactor", "Speed up", "Skip", "Enable", "Handle"]
-_THINGS = ["lowering for {op}", "decomposition of {op}", "dtype promotion in {op}", "meta kernel for {op}", "flaky test_{op}",
-           "guard on dynamic shapes", "stride handling in {op}", "fallback for {op} on privateuse1"]  # fmt: skip
-_AUTHORS = ["ezyang", "malfet", "albanD", "jansel", "eellison", "huydhn", "guangyey", "jerryzh168", "kulinseth", "pytorchbot"]
+_THINGS = [
+    "lowering for {op}",
+    "decomposition of {op}",
+    "dtype promotion in {op}",
+    "meta kernel for {op}",
+    "flaky test_{op}",
+    "guard on dynamic shapes",
+    "stride handling in {op}",
+    "fallback for {op} on privateuse1",
+]
+_AUTHORS = [
+    "ezyang",
+    "malfet",
+    "albanD",
+    "jansel",
+    "eellison",
+    "huydhn",
+    "guangyey",
+    "jerryzh168",
+    "kulinseth",
+    "pytorchbot",
+]
 
 
 class Timeline:
@@ -220,7 +319,9 @@ class Timeline:
         rng = self.rng("trunk", i)
         rng.random()  # the jitter draw
         pr = 170_000 - 3 * i
-        c = Commit("trunk", i, _sha(self.seed, "trunk", i), self.trunk_time(i), parent_sha=_sha(self.seed, "trunk", i + 1))
+        c = Commit(
+            "trunk", i, _sha(self.seed, "trunk", i), self.trunk_time(i), parent_sha=_sha(self.seed, "trunk", i + 1)
+        )
         c.broken = rng.random() < 0.02
         c.title = self._title(rng, pr)
         c.author = rng.choice(_AUTHORS)
@@ -233,7 +334,14 @@ class Timeline:
         block, within = divmod(m, per_block)
         slot, from_newest = within % PR_BLOCK_WIDTH, within // PR_BLOCK_WIDTH
         number = 180_000 - block * PR_BLOCK_WIDTH - slot
-        c = Commit("pr", m, _sha(self.seed, "pr", m), self.pr_time(m), pr_number=number, head_no=PR_BLOCK_HEADS - 1 - from_newest)
+        c = Commit(
+            "pr",
+            m,
+            _sha(self.seed, "pr", m),
+            self.pr_time(m),
+            pr_number=number,
+            head_no=PR_BLOCK_HEADS - 1 - from_newest,
+        )
         c.newer_head_at = self.pr_time(m - PR_BLOCK_WIDTH) if from_newest > 0 else None
         pr_rng = random.Random(self.seed * 7 + number)
         c.labels = tuple(f"ciflow/crcr/{d}" for d in ["rocm", "qnn", *_DEVICES] if pr_rng.random() < 0.15)
@@ -252,20 +360,101 @@ class Timeline:
 # --- the generator --------------------------------------------------------------------------------------
 
 JOB_FIELDS = (
-    "id", "project_id", "dispatch_id", "delivery_key", "event_type", "run_id", "run_attempt", "job_name", "workflow_name",
-    "status", "conclusion", "ended_by", "head_sha", "pr_number", "workflow_url", "artifact_url", "check_run_id",
-    "reported_started_at", "reported_completed_at", "in_progress_at", "completed_at", "start_unknown", "queue_seconds",
-    "execution_seconds", "tests_passed", "tests_failed", "tests_skipped", "tests_total", "failed_tests_truncated",
-    "environment", "body", "created_at", "updated_at",
-)  # fmt: skip
+    "id",
+    "project_id",
+    "dispatch_id",
+    "delivery_key",
+    "event_type",
+    "run_id",
+    "run_attempt",
+    "job_name",
+    "workflow_name",
+    "status",
+    "conclusion",
+    "ended_by",
+    "head_sha",
+    "pr_number",
+    "workflow_url",
+    "artifact_url",
+    "check_run_id",
+    "reported_started_at",
+    "reported_completed_at",
+    "in_progress_at",
+    "completed_at",
+    "start_unknown",
+    "queue_seconds",
+    "execution_seconds",
+    "tests_passed",
+    "tests_failed",
+    "tests_skipped",
+    "tests_total",
+    "failed_tests_truncated",
+    "environment",
+    "body",
+    "created_at",
+    "updated_at",
+)
 _J = {name: i for i, name in enumerate(JOB_FIELDS)}
-FAILED_FIELDS = ("id", "job_run_id", "name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated")
-DELIVERY_FIELDS = ("id", "delivery_id", "event", "action", "outcome", "reason", "repo_full_name", "pr_number", "head_sha", "ref",
-                   "label", "sender", "payload", "payload_bytes", "payload_pruned_at", "received_at")  # fmt: skip
-DISPATCH_FIELDS = ("id", "delivery_id", "project_id", "state", "event_type", "pr_number", "head_sha", "attempts", "next_attempt_at",
-                   "lease_expires_at", "sent_at", "last_error", "resent_at", "resent_by", "attempts_before_resend", "created_at",
-                   "updated_at")  # fmt: skip
-COMMIT_FIELDS = ("id", "sha", "title", "author", "committed_at", "landed_at", "branch", "is_trunk", "pr_number", "parent_sha")
+FAILED_FIELDS = (
+    "id",
+    "job_run_id",
+    "name",
+    "classname",
+    "file",
+    "message",
+    "stacktrace",
+    "hw_classification",
+    "truncated",
+)
+DELIVERY_FIELDS = (
+    "id",
+    "delivery_id",
+    "event",
+    "action",
+    "outcome",
+    "reason",
+    "repo_full_name",
+    "pr_number",
+    "head_sha",
+    "ref",
+    "label",
+    "sender",
+    "payload",
+    "payload_bytes",
+    "payload_pruned_at",
+    "received_at",
+)
+DISPATCH_FIELDS = (
+    "id",
+    "delivery_id",
+    "project_id",
+    "state",
+    "event_type",
+    "pr_number",
+    "head_sha",
+    "attempts",
+    "next_attempt_at",
+    "lease_expires_at",
+    "sent_at",
+    "last_error",
+    "resent_at",
+    "resent_by",
+    "attempts_before_resend",
+    "created_at",
+    "updated_at",
+)
+COMMIT_FIELDS = (
+    "id",
+    "sha",
+    "title",
+    "author",
+    "committed_at",
+    "landed_at",
+    "branch",
+    "is_trunk",
+    "pr_number",
+    "parent_sha",
+)
 
 
 @dataclass
@@ -289,8 +478,15 @@ class SeedResult:
 class Generator:
     """Builds rows in memory (times already in the database's form), then writes them."""
 
-    def __init__(self, jobs: int, seed: int = 1, now: float | None = None, trunk_per_day: float = 115, pr_heads_per_day: float = 230,
-                 page_commits: int = PAGE_COMMITS):  # fmt: skip
+    def __init__(
+        self,
+        jobs: int,
+        seed: int = 1,
+        now: float | None = None,
+        trunk_per_day: float = 115,
+        pr_heads_per_day: float = 230,
+        page_commits: int = PAGE_COMMITS,
+    ):
         self.target, self.seed, self.page_commits = jobs, seed, page_commits
         self.now = now if now is not None else time.time()
         self.timeline = Timeline(seed, self.now, trunk_per_day, pr_heads_per_day)
@@ -350,7 +546,12 @@ class Generator:
         now = self.now
         sent = c.landed + rng.uniform(0.5, 4.0)
         if not self._runs_on(c, b, prof, rng):
-            if not b.is_reference and c.kind == "trunk" and now - sent > NEVER_STARTED_AFTER + 120 and rng.random() < 0.3:
+            if (
+                not b.is_reference
+                and c.kind == "trunk"
+                and now - sent > NEVER_STARTED_AFTER + 120
+                and rng.random() < 0.3
+            ):
                 self._never_started(c, b, sent + NEVER_STARTED_AFTER + rng.uniform(0, 120))
             return
         run_id = 9_000_000_000 + (0 if c.kind == "trunk" else 400_000_000) + c.index * 64 + b.index
@@ -382,10 +583,20 @@ class Generator:
             elif roll < 0.02:
                 conclusion = "skipped" if job_kind == "test" else "neutral"
         if b.is_probe:
-            conclusion, failing_tests = ("failure" if "xfail" in job_name else "success"), None  # crcr-test's x-probe naming
+            conclusion, failing_tests = (
+                ("failure" if "xfail" in job_name else "success"),
+                None,
+            )  # crcr-test's x-probe naming
         if c.newer_head_at is not None and c.newer_head_at < end and not b.is_reference:
-            conclusion, ended_by, end, failing_tests = "cancelled", "superseded", c.newer_head_at + rng.uniform(30, 120), None
-        attempt1 = self._row(c, b, prof, rng, run_id, n, 1, job_name, job_kind, start, end, conclusion, ended_by, failing_tests, queue)
+            conclusion, ended_by, end, failing_tests = (
+                "cancelled",
+                "superseded",
+                c.newer_head_at + rng.uniform(30, 120),
+                None,
+            )
+        attempt1 = self._row(
+            c, b, prof, rng, run_id, n, 1, job_name, job_kind, start, end, conclusion, ended_by, failing_tests, queue
+        )
         if attempt1 is None or failing_tests is None or ended_by:
             return
         flaky = failing_tests == "flaky"
@@ -396,8 +607,23 @@ class Generator:
         if start2 >= now:
             return
         again = None if flaky else self._failure(c, b, prof, rng, shared, job_kind, force=True)
-        self._row(c, b, prof, rng, run_id, n, 2, job_name, job_kind, start2, start2 + duration * rng.uniform(0.9, 1.1),
-                  "success" if again is None else "failure", "", again, start2 - requested if rng.random() < 0.5 else None)  # fmt: skip
+        self._row(
+            c,
+            b,
+            prof,
+            rng,
+            run_id,
+            n,
+            2,
+            job_name,
+            job_kind,
+            start2,
+            start2 + duration * rng.uniform(0.9, 1.1),
+            "success" if again is None else "failure",
+            "",
+            again,
+            start2 - requested if rng.random() < 0.5 else None,
+        )
 
     def _failure(self, c, b, prof, rng, shared, job_kind, force=False):
         """None (passes), "flaky" (fails, passes when re-run) or the failing tests [(identity, dtype)]."""
@@ -413,11 +639,19 @@ class Generator:
         own = random.Random(f"{self.seed}:{b.full_name}:{rng.randint(0, 40)}")
         return [(test_identity(own), own.choice(_DTYPES)) for _ in range(1 + min(19, int(rng.expovariate(0.45))))]
 
-    def _row(self, c, b, prof, rng, run_id, n, attempt, job_name, job_kind, start, end, conclusion, ended_by, failing, queue):
+    def _row(
+        self, c, b, prof, rng, run_id, n, attempt, job_name, job_kind, start, end, conclusion, ended_by, failing, queue
+    ):
         now, ts = self.now, self.ts
         completed = end <= now
         if not completed and now - start > JOB_TIMEOUT_AFTER:
-            conclusion, ended_by, end, completed, failing = "timed_out", "timed_out", start + JOB_TIMEOUT_AFTER + 60, True, None
+            conclusion, ended_by, end, completed, failing = (
+                "timed_out",
+                "timed_out",
+                start + JOB_TIMEOUT_AFTER + 60,
+                True,
+                None,
+            )
         if not completed:
             conclusion, ended_by, failing = "", "", None
         imported = b.is_reference
@@ -428,7 +662,11 @@ class Generator:
             total = rng.randint(1500, 30000)
             if failing == "flaky":
                 failing = [(test_identity(rng), rng.choice(_DTYPES))]
-            failed_rows = [failed_test_values(ident, dtype, b, rng) for ident, dtype in failing] if isinstance(failing, list) else None
+            failed_rows = (
+                [failed_test_values(ident, dtype, b, rng) for ident, dtype in failing]
+                if isinstance(failing, list)
+                else None
+            )
             n_failed = len(failed_rows) if failed_rows else 0
             skipped = int(total * rng.uniform(0.02, 0.12))
             tests = (total - skipped - n_failed, n_failed, skipped, total)
@@ -439,31 +677,98 @@ class Generator:
         start_unknown = not imported and attempt == 1 and rng.random() < 0.004
         in_progress_at = None if imported or start_unknown else start
         created = end if imported and completed else (end if start_unknown else start)
-        body = ('{"event_type":"%s","delivery_id":"%s","workflow":{"status":"%s","conclusion":%s,"name":"%s","run_id":"%d",'
-                '"run_attempt":"%d","job_name":"%s"}}') % (event_type, delivery_key, status, f'"{conclusion}"' if conclusion else "null",
-                                                           workflow, run_id, attempt, job_name)  # fmt: skip
+        body = (
+            '{"event_type":"%s","delivery_id":"%s","workflow":{"status":"%s","conclusion":%s,"name":"%s","run_id":"%d",'
+            '"run_attempt":"%d","job_name":"%s"}}'
+        ) % (
+            event_type,
+            delivery_key,
+            status,
+            f'"{conclusion}"' if conclusion else "null",
+            workflow,
+            run_id,
+            attempt,
+            job_name,
+        )
         row = [
-            0, b.index, dispatch_id, delivery_key, event_type, str(run_id), attempt, job_name, workflow,
-            status, conclusion, "imported" if imported else ended_by, c.sha, c.pr_number,
-            f"https://github.com/{b.full_name}/actions/runs/{run_id}/job/{run_id * 16 + n}", "", f"{run_id * 16 + n}",
-            ts(start - 2), ts(end) if completed else None, ts(in_progress_at) if in_progress_at else None,
-            ts(end) if completed else None, start_unknown,
+            0,
+            b.index,
+            dispatch_id,
+            delivery_key,
+            event_type,
+            str(run_id),
+            attempt,
+            job_name,
+            workflow,
+            status,
+            conclusion,
+            "imported" if imported else ended_by,
+            c.sha,
+            c.pr_number,
+            f"https://github.com/{b.full_name}/actions/runs/{run_id}/job/{run_id * 16 + n}",
+            "",
+            f"{run_id * 16 + n}",
+            ts(start - 2),
+            ts(end) if completed else None,
+            ts(in_progress_at) if in_progress_at else None,
+            ts(end) if completed else None,
+            start_unknown,
             None if imported or start_unknown or attempt > 1 and queue is None else round(queue, 3),
-            round(end - start, 3) if completed and not imported and not start_unknown and ended_by in ("", "timed_out") else None,
-            *tests, False, prof.environment, body, ts(created), ts(end if completed else start),
+            round(end - start, 3)
+            if completed and not imported and not start_unknown and ended_by in ("", "timed_out")
+            else None,
+            *tests,
+            False,
+            prof.environment,
+            body,
+            ts(created),
+            ts(end if completed else start),
             failed_rows,
-        ]  # fmt: skip
+        ]
         c.jobs.append(row)
         return row
 
     def _never_started(self, c: Commit, b: Backend, at: float) -> None:
         ts = self.ts
         body = "{}"
-        c.jobs.append([
-            0, b.index, b.index, c.delivery_uuid, "push", "-", 1, "", "(no run started)",
-            "completed", "timed_out", "never_started", c.sha, c.pr_number, "", "", "", None, None, None, ts(at), True, None, None,
-            None, None, None, None, False, "{}", body, ts(at), ts(at), None,
-        ])  # fmt: skip
+        c.jobs.append(
+            [
+                0,
+                b.index,
+                b.index,
+                c.delivery_uuid,
+                "push",
+                "-",
+                1,
+                "",
+                "(no run started)",
+                "completed",
+                "timed_out",
+                "never_started",
+                c.sha,
+                c.pr_number,
+                "",
+                "",
+                "",
+                None,
+                None,
+                None,
+                ts(at),
+                True,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                False,
+                "{}",
+                body,
+                ts(at),
+                ts(at),
+                None,
+            ]
+        )
 
     # --- deliveries, dispatches, commits ---------------------------------------------------------
 
@@ -472,19 +777,50 @@ class Generator:
         rng = random.Random(f"{self.seed}:delivery:{c.kind}:{c.index}")
         c.delivery_uuid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         if c.kind == "trunk":
-            payload = {"ref": "refs/heads/main", "before": c.parent_sha, "after": c.sha, "repository": {"full_name": UPSTREAM, "default_branch": "main"},
-                       "head_commit": {"id": c.sha, "message": c.title, "author": {"username": c.author}}, "pusher": {"name": "pytorchmergebot"}}  # fmt: skip
+            payload = {
+                "ref": "refs/heads/main",
+                "before": c.parent_sha,
+                "after": c.sha,
+                "repository": {"full_name": UPSTREAM, "default_branch": "main"},
+                "head_commit": {"id": c.sha, "message": c.title, "author": {"username": c.author}},
+                "pusher": {"name": "pytorchmergebot"},
+            }
             event, action, ref, sender = "push", "", "refs/heads/main", "pytorchmergebot"
         else:
             action = "opened" if c.head_no == 0 else "synchronize"
             ref = f"gh/{c.author}/{c.pr_number % 1000}/head"
-            payload = {"action": action, "number": c.pr_number, "repository": {"full_name": UPSTREAM, "default_branch": "main"},
-                       "pull_request": {"number": c.pr_number, "title": c.title, "user": {"login": c.author}, "state": "open",
-                                        "head": {"sha": c.sha, "ref": ref}, "base": {"ref": "main"},
-                                        "labels": [{"name": name} for name in c.labels]}}  # fmt: skip
+            payload = {
+                "action": action,
+                "number": c.pr_number,
+                "repository": {"full_name": UPSTREAM, "default_branch": "main"},
+                "pull_request": {
+                    "number": c.pr_number,
+                    "title": c.title,
+                    "user": {"login": c.author},
+                    "state": "open",
+                    "head": {"sha": c.sha, "ref": ref},
+                    "base": {"ref": "main"},
+                    "labels": [{"name": name} for name in c.labels],
+                },
+            }
             event, sender = "pull_request", c.author
-        c.delivery_fields = (c.delivery_uuid, event, action, "relayed", "", UPSTREAM, c.pr_number, c.sha, ref, "", sender,
-                             json.dumps(payload, separators=(",", ":")), rng.randint(8_000, 40_000), None, self.ts(c.landed))  # fmt: skip
+        c.delivery_fields = (
+            c.delivery_uuid,
+            event,
+            action,
+            "relayed",
+            "",
+            UPSTREAM,
+            c.pr_number,
+            c.sha,
+            ref,
+            "",
+            sender,
+            json.dumps(payload, separators=(",", ":")),
+            rng.randint(8_000, 40_000),
+            None,
+            self.ts(c.landed),
+        )
 
     def dispatch_rows(self, c: Commit):
         ts, rng = self.ts, random.Random(f"{self.seed}:dispatch:{c.kind}:{c.index}")
@@ -492,18 +828,47 @@ class Generator:
         for b in self.backends:
             created = c.landed + 0.05
             sent = c.landed + rng.uniform(0.5, 4.0)
-            state, attempts, error = ("sent", 1, "") if b.installed else ("not_installed", 0, "the App is not installed on this repository")
+            state, attempts, error = (
+                ("sent", 1, "") if b.installed else ("not_installed", 0, "the App is not installed on this repository")
+            )
             if b.installed and rng.random() < 0.003:
                 attempts, error = 2, "502 Bad Gateway (retried)"
-            yield (c.dispatch_base + b.index, c.delivery_pk, b.index, state, event, c.pr_number, c.sha, attempts, ts(created), None,
-                   ts(sent) if state == "sent" else None, error, None, "", 0, ts(created), ts(sent))  # fmt: skip
+            yield (
+                c.dispatch_base + b.index,
+                c.delivery_pk,
+                b.index,
+                state,
+                event,
+                c.pr_number,
+                c.sha,
+                attempts,
+                ts(created),
+                None,
+                ts(sent) if state == "sent" else None,
+                error,
+                None,
+                "",
+                0,
+                ts(created),
+                ts(sent),
+            )
 
     def commit_row(self, c: Commit, pk: int) -> tuple:
         ts = self.ts
         rng = random.Random(f"{self.seed}:commit:{c.kind}:{c.index}")
         branch = "main" if c.kind == "trunk" else f"gh/{c.author}/{(c.pr_number or 0) % 1000}/head"
-        return (pk, c.sha, c.title[:300], c.author, ts(c.landed - rng.uniform(HOUR, 3 * DAY)), ts(c.landed), branch,
-                c.kind == "trunk", c.pr_number, c.parent_sha)  # fmt: skip
+        return (
+            pk,
+            c.sha,
+            c.title[:300],
+            c.author,
+            ts(c.landed - rng.uniform(HOUR, 3 * DAY)),
+            ts(c.landed),
+            branch,
+            c.kind == "trunk",
+            c.pr_number,
+            c.parent_sha,
+        )
 
     # --- the whole store --------------------------------------------------------------------------------
 
@@ -514,7 +879,9 @@ class Generator:
         if reset:
             store_reset()
         elif store_rows() > 0:
-            raise SeedRefused(f"the database already holds relay data ({store_rows():,} projects and job rows); pass --reset to replace it")
+            raise SeedRefused(
+                f"the database already holds relay data ({store_rows():,} projects and job rows); pass --reset to replace it"
+            )
         result.seconds["reset"] = round(time.monotonic() - started, 2)
         gc_was = gc.isenabled()
         gc.disable()
@@ -538,9 +905,19 @@ class Generator:
         result.seconds["generate"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
         next_commit = _next_pk("relay", "UpstreamCommit")
-        write("relay", "UpstreamCommit", COMMIT_FIELDS, (self.commit_row(c, next_commit + k) for k, c in enumerate(chosen)))
+        write(
+            "relay",
+            "UpstreamCommit",
+            COMMIT_FIELDS,
+            (self.commit_row(c, next_commit + k) for k, c in enumerate(chosen)),
+        )
         write("relay", "Delivery", DELIVERY_FIELDS, ((c.delivery_pk, *c.delivery_fields) for c in chosen))
-        write("relay", "Dispatch", DISPATCH_FIELDS, (_mapped(row, 2, pk_of) for c in chosen for row in self.dispatch_rows(c)))
+        write(
+            "relay",
+            "Dispatch",
+            DISPATCH_FIELDS,
+            (_mapped(row, 2, pk_of) for c in chosen for row in self.dispatch_rows(c)),
+        )
         result.seconds["write_commits_deliveries_dispatches"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
         first_job, first_test = _next_pk("relay", "JobRun"), _next_pk("relay", "FailedTest")
@@ -587,20 +964,41 @@ class Generator:
         rows = []
         for b in self.backends:
             positions[b.level] = positions.get(b.level, -1) + 1
-            rows.append(Project(
-                full_name=b.full_name, github_repo_id=700_100_000 + b.index, level=b.level, device=b.device, display_name=b.display_name,
-                hardware_kind=b.hardware, is_reference=b.is_reference, is_health_probe=b.is_probe, position=positions[b.level],
-                oncalls=[f"{b.full_name.split('/')[0].lower()}-oncall"] if b.level in ("L3", "L4") else [],
-            ))  # fmt: skip
+            rows.append(
+                Project(
+                    full_name=b.full_name,
+                    github_repo_id=700_100_000 + b.index,
+                    level=b.level,
+                    device=b.device,
+                    display_name=b.display_name,
+                    hardware_kind=b.hardware,
+                    is_reference=b.is_reference,
+                    is_health_probe=b.is_probe,
+                    position=positions[b.level],
+                    oncalls=[f"{b.full_name.split('/')[0].lower()}-oncall"] if b.level in ("L3", "L4") else [],
+                )
+            )
         with transaction.atomic():
             Project.objects.bulk_create(rows)
-            pks = {p.full_name.lower(): p.pk for p in Project.objects.filter(full_name__in=[b.full_name for b in self.backends])}
-            LevelChange.objects.bulk_create(LevelChange(project_id=pks[b.full_name.lower()], to_level=b.level, changed_by="bench-seed")
-                                            for b in self.backends)  # fmt: skip
-            inst, _ = Installation.objects.get_or_create(installation_id=4_200_001, defaults={"account_login": "bench", "repository_selection": "selected"})
-            InstalledRepo.objects.bulk_create(InstalledRepo(full_name=b.full_name, repo_id=700_100_000 + b.index, installation=inst)
-                                              for b in self.backends if b.installed)  # fmt: skip
-            RelayState.objects.update_or_create(key="installations-synced", defaults={"value": {"repos": sum(b.installed for b in self.backends)}})
+            pks = {
+                p.full_name.lower(): p.pk
+                for p in Project.objects.filter(full_name__in=[b.full_name for b in self.backends])
+            }
+            LevelChange.objects.bulk_create(
+                LevelChange(project_id=pks[b.full_name.lower()], to_level=b.level, changed_by="bench-seed")
+                for b in self.backends
+            )
+            inst, _ = Installation.objects.get_or_create(
+                installation_id=4_200_001, defaults={"account_login": "bench", "repository_selection": "selected"}
+            )
+            InstalledRepo.objects.bulk_create(
+                InstalledRepo(full_name=b.full_name, repo_id=700_100_000 + b.index, installation=inst)
+                for b in self.backends
+                if b.installed
+            )
+            RelayState.objects.update_or_create(
+                key="installations-synced", defaults={"value": {"repos": sum(b.installed for b in self.backends)}}
+            )
         return pks
 
 
@@ -614,11 +1012,11 @@ def _mapped(row: tuple, column: int, pk_of: dict) -> tuple:
 
 def _sqlite_time(value: float) -> str:
     # Django stores aware datetimes on SQLite as naive UTC text, str(datetime).
-    return str(datetime.fromtimestamp(value, dt_timezone.utc).replace(tzinfo=None))
+    return str(datetime.fromtimestamp(value, UTC).replace(tzinfo=None))
 
 
 def _aware_time(value: float) -> datetime:
-    return datetime.fromtimestamp(value, dt_timezone.utc)
+    return datetime.fromtimestamp(value, UTC)
 
 
 # --- writing -----------------------------------------------------------------------------------------
@@ -633,7 +1031,9 @@ def _columns(model, fields: tuple) -> list[str]:
     missing = set(concrete) - set(fields)
     unknown = set(fields) - set(concrete)
     if unknown or missing:
-        raise RuntimeError(f"bench.seed is out of date with {model.__name__}: unknown {sorted(unknown)}, missing {sorted(missing)}")
+        raise RuntimeError(
+            f"bench.seed is out of date with {model.__name__}: unknown {sorted(unknown)}, missing {sorted(missing)}"
+        )
     return [concrete[name] for name in fields]
 
 
@@ -702,7 +1102,9 @@ def store_reset() -> None:
     tables = relay_tables()
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"TRUNCATE {', '.join(connection.ops.quote_name(t) for t in tables)} RESTART IDENTITY CASCADE")
+            cursor.execute(
+                f"TRUNCATE {', '.join(connection.ops.quote_name(t) for t in tables)} RESTART IDENTITY CASCADE"
+            )
             return
         # Foreign keys off (outside a transaction, where SQLite honours the pragma) so DELETE can
         # use SQLite's truncate optimisation instead of checking every row's children.

@@ -45,7 +45,12 @@ def main(argv=None) -> int:
     standin, key_path = load_or_create(args.state_dir, args.app_id)
     standin.start(args.host, args.port)
     info_path = args.state_dir / "standin.json"
-    info = {"url": standin.url, "app_id": args.app_id, "app_private_key_path": str(key_path.resolve()), "pid": os.getpid()}
+    info = {
+        "url": standin.url,
+        "app_id": args.app_id,
+        "app_private_key_path": str(key_path.resolve()),
+        "pid": os.getpid(),
+    }
     _write_atomically(info_path, json.dumps(info, indent=2) + "\n")
     print(f"standin listening on {standin.url}", flush=True)
     stopping = threading.Event()

@@ -6,7 +6,9 @@ from .http import Call, HTTPError
 FORBIDDEN = "Resource not accessible by integration"
 
 
-def target(call: Call, owner: str, name: str, permission: str, hidden_status: int = 403, alternative: str | None = None) -> dict:
+def target(
+    call: Call, owner: str, name: str, permission: str, hidden_status: int = 403, alternative: str | None = None
+) -> dict:
     """The repository a write goes to. Outside the token's installation a public repo answers
     `hidden_status` (dispatches say 404, most writes 403) and a private one always 404."""
     world = call.standin.world

@@ -57,8 +57,14 @@ def actions(world) -> ActionsWorld:
 
 def run_json(base: str, run: WorkflowRun) -> dict:
     return {
-        "id": run.id, "name": run.name, "head_sha": run.head_sha, "event": run.event, "status": run.status,
-        "conclusion": run.conclusion, "run_attempt": run.run_attempt, "created_at": run.created_at,
+        "id": run.id,
+        "name": run.name,
+        "head_sha": run.head_sha,
+        "event": run.event,
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "run_attempt": run.run_attempt,
+        "created_at": run.created_at,
         "html_url": f"https://github.com/{run.repo}/actions/runs/{run.id}",
         "jobs_url": f"{base}/repos/{run.repo}/actions/runs/{run.id}/jobs",
         "artifacts_url": f"{base}/repos/{run.repo}/actions/runs/{run.id}/artifacts",
@@ -73,7 +79,11 @@ def _base(call: Call) -> str:
 def runs_list(call: Call, owner: str, name: str):
     repo = readable(call, owner, name)
     sha = (call.request.args.get("head_sha") or "").lower()
-    runs = [r for r in actions(call.standin.world).runs.values() if r.repo.lower() == repo["full_name"].lower() and (not sha or r.head_sha == sha)]
+    runs = [
+        r
+        for r in actions(call.standin.world).runs.values()
+        if r.repo.lower() == repo["full_name"].lower() and (not sha or r.head_sha == sha)
+    ]
     page, headers = paginate(call, [run_json(_base(call), r) for r in sorted(runs, key=lambda r: -r.id)])
     return json_response({"total_count": len(runs), "workflow_runs": page}, headers=headers)
 
@@ -100,10 +110,16 @@ def run_artifacts(call: Call, owner: str, name: str, run_id: int):
     run = _run(call, owner, name, run_id)
     base = _base(call)
     items = [
-        {"id": a.id, "name": a.name, "size_in_bytes": len(a.data), "expired": a.expired, "workflow_run": {"id": run.id, "head_sha": run.head_sha},
-         "archive_download_url": f"{base}/repos/{run.repo}/actions/artifacts/{a.id}/zip"}
+        {
+            "id": a.id,
+            "name": a.name,
+            "size_in_bytes": len(a.data),
+            "expired": a.expired,
+            "workflow_run": {"id": run.id, "head_sha": run.head_sha},
+            "archive_download_url": f"{base}/repos/{run.repo}/actions/artifacts/{a.id}/zip",
+        }
         for a in run.artifacts
-    ]  # fmt: skip
+    ]
     page, headers = paginate(call, items)
     return json_response({"total_count": len(items), "artifacts": page}, headers=headers)
 
@@ -129,20 +145,43 @@ def blob_download(call: Call, blob: str):
     raise HTTPError(404, "BlobNotFound")
 
 
-def add_workflow_run(world, repo: str, head_sha: str, *, name="pull", event="pull_request", status="completed",
-                     conclusion="success", run_attempt=1, jobs=(), artifacts=()) -> WorkflowRun:  # fmt: skip
+def add_workflow_run(
+    world,
+    repo: str,
+    head_sha: str,
+    *,
+    name="pull",
+    event="pull_request",
+    status="completed",
+    conclusion="success",
+    run_attempt=1,
+    jobs=(),
+    artifacts=(),
+) -> WorkflowRun:
     """jobs: [{name, conclusion, status?, run_attempt?}]; artifacts: [{name, data, expired?}]."""
     state = actions(world)
     run = WorkflowRun(state.new_id(), repo, head_sha.lower(), name, event, status, conclusion, run_attempt)
     for job in jobs:
         job_id = state.new_id()
-        run.jobs.append({
-            "id": job_id, "name": job["name"], "status": job.get("status", "completed"), "conclusion": job.get("conclusion"),
-            "run_attempt": job.get("run_attempt", run_attempt), "html_url": f"https://github.com/{repo}/actions/runs/{run.id}/job/{job_id}",
-            "started_at": iso(), "completed_at": iso() if job.get("status", "completed") == "completed" else None,
-        })  # fmt: skip
+        run.jobs.append(
+            {
+                "id": job_id,
+                "name": job["name"],
+                "status": job.get("status", "completed"),
+                "conclusion": job.get("conclusion"),
+                "run_attempt": job.get("run_attempt", run_attempt),
+                "html_url": f"https://github.com/{repo}/actions/runs/{run.id}/job/{job_id}",
+                "started_at": iso(),
+                "completed_at": iso() if job.get("status", "completed") == "completed" else None,
+            }
+        )
     for spec in artifacts:
-        artifact = Artifact(state.new_id(), spec["name"].format(job_id=run.jobs[-1]["id"] if run.jobs else 0), spec["data"], spec.get("expired", False))
+        artifact = Artifact(
+            state.new_id(),
+            spec["name"].format(job_id=run.jobs[-1]["id"] if run.jobs else 0),
+            spec["data"],
+            spec.get("expired", False),
+        )
         state.artifacts[artifact.id] = artifact
         run.artifacts.append(artifact)
     state.runs[run.id] = run

@@ -34,7 +34,9 @@ def _check_output(output, creating: bool) -> None:
             raise _invalid(f'"{name}" wasn\'t supplied.')
     for name in ("summary", "text"):
         if isinstance(output.get(name), str) and len(output[name]) > TEXT_LIMIT:
-            raise _invalid(f"For 'properties/{name}', only {TEXT_LIMIT} characters are allowed; {len(output[name])} were supplied.")
+            raise _invalid(
+                f"For 'properties/{name}', only {TEXT_LIMIT} characters are allowed; {len(output[name])} were supplied."
+            )
     if len(output.get("annotations") or []) > ANNOTATIONS_PER_REQUEST:
         raise _invalid(f"For 'properties/annotations', no more than {ANNOTATIONS_PER_REQUEST} items are allowed.")
 
@@ -68,15 +70,29 @@ def _new_run(world, repo: dict, head_sha: str) -> dict:
     number, full = next(world.check_run_ids), repo["full_name"]
     url = f"{world.base_url}/repos/{full}/check-runs/{number}"
     return {
-        "id": number, "name": "", "node_id": f"CR_kwDO{number:x}", "head_sha": head_sha, "external_id": "",
-        "url": url, "html_url": f"https://github.com/{full}/runs/{number}",
-        "details_url": f"https://github.com/apps/{world.app_slug}", "status": "queued", "conclusion": None,
-        "started_at": iso(), "completed_at": None,
-        "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
-                   "annotations_url": f"{url}/annotations"},
-        "check_suite": {"id": world.suite_id(repo, head_sha)}, "app": world.app_brief(),
+        "id": number,
+        "name": "",
+        "node_id": f"CR_kwDO{number:x}",
+        "head_sha": head_sha,
+        "external_id": "",
+        "url": url,
+        "html_url": f"https://github.com/{full}/runs/{number}",
+        "details_url": f"https://github.com/apps/{world.app_slug}",
+        "status": "queued",
+        "conclusion": None,
+        "started_at": iso(),
+        "completed_at": None,
+        "output": {
+            "title": None,
+            "summary": None,
+            "text": None,
+            "annotations_count": 0,
+            "annotations_url": f"{url}/annotations",
+        },
+        "check_suite": {"id": world.suite_id(repo, head_sha)},
+        "app": world.app_brief(),
         "pull_requests": world.pull_refs(repo, head_sha),
-    }  # fmt: skip
+    }
 
 
 def _apply(run: dict, body: dict) -> None:

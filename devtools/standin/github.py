@@ -68,8 +68,12 @@ def access_token_create(call: Call, installation_id: int):
     repo_ids = _scoped_repo_ids(world, inst, body)
     grant = world.mint_token(inst["id"], _narrowed_permissions(inst, body.get("permissions")), repo_ids)
     selection = "selected" if repo_ids is not None else inst["repository_selection"]
-    data = {"token": grant["token"], "expires_at": iso(grant["expires_at"]), "permissions": grant["permissions"],
-            "repository_selection": selection}  # fmt: skip
+    data = {
+        "token": grant["token"],
+        "expires_at": iso(grant["expires_at"]),
+        "permissions": grant["permissions"],
+        "repository_selection": selection,
+    }
     if repo_ids is not None:
         data["repositories"] = [world.repo_json(r) for r in world.installation_repos(inst["id"], repo_ids)]
     return json_response(data, 201)
@@ -96,7 +100,9 @@ def _scoped_repo_ids(world, inst: dict, body: dict) -> set | None:
     wanted_names = [str(n).lower() for n in names or []]
     wanted_ids = set(ids or [])
     if any(n not in by_name for n in wanted_names) or not wanted_ids <= {r["id"] for r in available}:
-        message = "There is at least one repository that does not exist or is not accessible to the parent installation."
+        message = (
+            "There is at least one repository that does not exist or is not accessible to the parent installation."
+        )
         raise HTTPError(422, message)
     return {by_name[n] for n in wanted_names} | wanted_ids
 
@@ -123,7 +129,9 @@ def validate_dispatch(body: dict) -> None:
     if not isinstance(event_type, str):
         raise _invalid(f"For 'properties/event_type', {json.dumps(event_type)} is not a string.")
     if not 1 <= len(event_type) <= EVENT_TYPE_MAX:
-        raise _invalid(f"For 'properties/event_type', {json.dumps(event_type)} must be 1 to {EVENT_TYPE_MAX} characters long.")
+        raise _invalid(
+            f"For 'properties/event_type', {json.dumps(event_type)} must be 1 to {EVENT_TYPE_MAX} characters long."
+        )
     _validate_client_payload(body.get("client_payload", {}))
 
 
@@ -142,8 +150,12 @@ def dispatch_create(call: Call, owner: str, name: str):
     repo = target(call, owner, name, "contents", hidden_status=404)
     body = call.json_object()
     validate_dispatch(body)
-    record = {"repo": repo["full_name"], "event_type": body["event_type"],
-              "client_payload": body.get("client_payload", {}), "at": time.time()}  # fmt: skip
+    record = {
+        "repo": repo["full_name"],
+        "event_type": body["event_type"],
+        "client_payload": body.get("client_payload", {}),
+        "at": time.time(),
+    }
     call.standin.world.dispatches.append(record)
     call.standin.fire_dispatch(record)
     return empty_response(204)
@@ -212,10 +224,17 @@ def comment_json(world, comment: dict) -> dict:
     full, number = comment["repo"], comment["id"]
     issue_url = f"{world.base_url}/repos/{full}/issues/{comment['issue_number']}"
     return {
-        "id": number, "node_id": f"IC_kwDO{number:x}", "url": f"{world.base_url}/repos/{full}/issues/comments/{number}",
-        "html_url": comment["html_url"], "issue_url": issue_url, "body": comment["body"], "user": dict(comment["user"]),
-        "created_at": comment["created_at"], "updated_at": comment["updated_at"], "author_association": "NONE",
-    }  # fmt: skip
+        "id": number,
+        "node_id": f"IC_kwDO{number:x}",
+        "url": f"{world.base_url}/repos/{full}/issues/comments/{number}",
+        "html_url": comment["html_url"],
+        "issue_url": issue_url,
+        "body": comment["body"],
+        "user": dict(comment["user"]),
+        "created_at": comment["created_at"],
+        "updated_at": comment["updated_at"],
+        "author_association": "NONE",
+    }
 
 
 @route("/repos/<owner>/<name>/issues/<int:number>/comments", "POST")
@@ -225,10 +244,15 @@ def comment_create(call: Call, owner: str, name: str, number: int):
     text, now, comment_id = _comment_text(call), iso(), next(world.comment_ids)
     kind = "pull" if (repo["full_name"].lower(), number) in world.pulls else "issues"
     world.comments[comment_id] = {
-        "id": comment_id, "repo": repo["full_name"], "issue_number": number, "body": text, "created_at": now,
-        "updated_at": now, "user": world.bot_user(),
+        "id": comment_id,
+        "repo": repo["full_name"],
+        "issue_number": number,
+        "body": text,
+        "created_at": now,
+        "updated_at": now,
+        "user": world.bot_user(),
         "html_url": f"https://github.com/{repo['full_name']}/{kind}/{number}#issuecomment-{comment_id}",
-    }  # fmt: skip
+    }
     return json_response(comment_json(world, world.comments[comment_id]), 201)
 
 

@@ -42,7 +42,9 @@ class SigningKey:
     def _thumbprint(self) -> str:
         # RFC 7638: a kid that is stable for the key and says nothing else about it.
         numbers = self.public.public_numbers()
-        canonical = json.dumps({"e": _int_b64(numbers.e), "kty": "RSA", "n": _int_b64(numbers.n)}, separators=(",", ":"))
+        canonical = json.dumps(
+            {"e": _int_b64(numbers.e), "kty": "RSA", "n": _int_b64(numbers.n)}, separators=(",", ":")
+        )
         return b64url(hashlib.sha256(canonical.encode()).digest())
 
     def private_pem(self) -> str:
@@ -55,7 +57,14 @@ class SigningKey:
 
     def jwk(self) -> dict:
         numbers = self.public.public_numbers()
-        return {"kty": "RSA", "alg": "RS256", "use": "sig", "kid": self.kid, "n": _int_b64(numbers.n), "e": _int_b64(numbers.e)}
+        return {
+            "kty": "RSA",
+            "alg": "RS256",
+            "use": "sig",
+            "kid": self.kid,
+            "n": _int_b64(numbers.n),
+            "e": _int_b64(numbers.e),
+        }
 
     def sign(self, data: bytes) -> bytes:
         return self.private.sign(data, padding.PKCS1v15(), hashes.SHA256())

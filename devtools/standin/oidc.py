@@ -16,23 +16,89 @@ DEFAULT_AUDIENCE = "pytorch-cross-repo-ci-relay"
 DEFAULT_SHA = hashlib.sha1(b"standin downstream head").hexdigest()
 
 GITHUB_CLAIMS = [
-    "sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "sha", "repository", "repository_id",
-    "repository_owner", "repository_owner_id", "run_id", "run_number", "run_attempt", "actor", "actor_id",
-    "workflow", "workflow_ref", "workflow_sha", "head_ref", "base_ref", "event_name", "ref_type",
-    "environment", "environment_node_id", "job_workflow_ref", "job_workflow_sha", "repository_visibility",
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "iss",
+    "jti",
+    "nbf",
+    "ref",
+    "sha",
+    "repository",
+    "repository_id",
+    "repository_owner",
+    "repository_owner_id",
+    "run_id",
+    "run_number",
+    "run_attempt",
+    "actor",
+    "actor_id",
+    "workflow",
+    "workflow_ref",
+    "workflow_sha",
+    "head_ref",
+    "base_ref",
+    "event_name",
+    "ref_type",
+    "environment",
+    "environment_node_id",
+    "job_workflow_ref",
+    "job_workflow_sha",
+    "repository_visibility",
     "runner_environment",
-]  # fmt: skip
+]
 BUILDKITE_CLAIMS = [
-    "sub", "aud", "exp", "iat", "iss", "jti", "nbf", "organization_slug", "pipeline_slug", "build_number",
-    "build_branch", "build_tag", "build_commit", "step_key", "job_id", "agent_id", "build_source",
-    "runner_environment", "organization_id", "pipeline_id",
-]  # fmt: skip
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "iss",
+    "jti",
+    "nbf",
+    "organization_slug",
+    "pipeline_slug",
+    "build_number",
+    "build_branch",
+    "build_tag",
+    "build_commit",
+    "step_key",
+    "job_id",
+    "agent_id",
+    "build_source",
+    "runner_environment",
+    "organization_id",
+    "pipeline_id",
+]
 GITLAB_CLAIMS = [
-    "sub", "aud", "exp", "iat", "iss", "jti", "nbf", "namespace_id", "namespace_path", "project_id",
-    "project_path", "user_id", "user_login", "user_email", "pipeline_id", "pipeline_source", "job_id", "ref",
-    "ref_type", "ref_path", "ref_protected", "runner_id", "runner_environment", "sha", "project_visibility",
-    "ci_config_ref_uri", "ci_config_sha",
-]  # fmt: skip
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "iss",
+    "jti",
+    "nbf",
+    "namespace_id",
+    "namespace_path",
+    "project_id",
+    "project_path",
+    "user_id",
+    "user_login",
+    "user_email",
+    "pipeline_id",
+    "pipeline_source",
+    "job_id",
+    "ref",
+    "ref_type",
+    "ref_path",
+    "ref_protected",
+    "runner_id",
+    "runner_environment",
+    "sha",
+    "project_visibility",
+    "ci_config_ref_uri",
+    "ci_config_sha",
+]
 
 
 def _stable_uuid(name: str) -> str:
@@ -96,15 +162,30 @@ def github_defaults(claims: dict) -> dict:
     ref, sha = claims.get("ref", "refs/heads/main"), claims.get("sha", DEFAULT_SHA)
     workflow_ref = f"{repo}/.github/workflows/crcr.yml@{ref}"
     return {
-        "sub": f"repo:{repo}:ref:{ref}", "repository": repo, "repository_id": "100001",
-        "repository_owner": repo.split("/")[0], "repository_owner_id": "200001",
-        "repository_visibility": "public", "actor": "crcr-relay[bot]", "actor_id": "300001",
-        "run_id": "400001", "run_number": "1", "run_attempt": "1", "workflow": "crcr",
-        "workflow_ref": workflow_ref, "workflow_sha": sha, "job_workflow_ref": workflow_ref,
-        "job_workflow_sha": sha, "ref": ref, "ref_type": "tag" if ref.startswith("refs/tags/") else "branch",
-        "sha": sha, "event_name": "repository_dispatch", "head_ref": "", "base_ref": "",
+        "sub": f"repo:{repo}:ref:{ref}",
+        "repository": repo,
+        "repository_id": "100001",
+        "repository_owner": repo.split("/")[0],
+        "repository_owner_id": "200001",
+        "repository_visibility": "public",
+        "actor": "crcr-relay[bot]",
+        "actor_id": "300001",
+        "run_id": "400001",
+        "run_number": "1",
+        "run_attempt": "1",
+        "workflow": "crcr",
+        "workflow_ref": workflow_ref,
+        "workflow_sha": sha,
+        "job_workflow_ref": workflow_ref,
+        "job_workflow_sha": sha,
+        "ref": ref,
+        "ref_type": "tag" if ref.startswith("refs/tags/") else "branch",
+        "sha": sha,
+        "event_name": "repository_dispatch",
+        "head_ref": "",
+        "base_ref": "",
         "runner_environment": "github-hosted",
-    }  # fmt: skip
+    }
 
 
 def buildkite_defaults(claims: dict) -> dict:
@@ -114,12 +195,19 @@ def buildkite_defaults(claims: dict) -> dict:
     step = claims.get("step_key", "crcr")
     return {
         "sub": f"organization:{org}:pipeline:{pipeline}:ref:refs/heads/{branch}:commit:{commit}:step:{step}",
-        "organization_slug": org, "pipeline_slug": pipeline,
-        "organization_id": _stable_uuid(f"buildkite/{org}"), "pipeline_id": _stable_uuid(f"buildkite/{org}/{pipeline}"),
-        "build_number": 1, "build_branch": branch, "build_commit": commit, "step_key": step,
-        "job_id": str(uuid.uuid4()), "agent_id": _stable_uuid("buildkite/agent"),
-        "build_source": "api", "runner_environment": "self-hosted",
-    }  # fmt: skip
+        "organization_slug": org,
+        "pipeline_slug": pipeline,
+        "organization_id": _stable_uuid(f"buildkite/{org}"),
+        "pipeline_id": _stable_uuid(f"buildkite/{org}/{pipeline}"),
+        "build_number": 1,
+        "build_branch": branch,
+        "build_commit": commit,
+        "step_key": step,
+        "job_id": str(uuid.uuid4()),
+        "agent_id": _stable_uuid("buildkite/agent"),
+        "build_source": "api",
+        "runner_environment": "self-hosted",
+    }
 
 
 def gitlab_defaults(claims: dict) -> dict:
@@ -129,13 +217,27 @@ def gitlab_defaults(claims: dict) -> dict:
     ref_path = f"refs/{'tags' if ref_type == 'tag' else 'heads'}/{ref}"
     return {
         "sub": f"project_path:{project}:ref_type:{ref_type}:ref:{ref}",
-        "namespace_id": "4001", "namespace_path": project.rsplit("/", 1)[0], "project_id": "4002",
-        "project_path": project, "project_visibility": "public", "user_id": "4003",
-        "user_login": "sandbox-user", "user_email": "sandbox-user@example.com", "pipeline_id": "5001",
-        "pipeline_source": "trigger", "job_id": "6001", "ref": ref, "ref_type": ref_type, "ref_path": ref_path,
-        "ref_protected": "true", "runner_id": 7001, "runner_environment": "gitlab-hosted", "sha": sha,
-        "ci_config_ref_uri": f"gitlab.com/{project}//.gitlab-ci.yml@{ref_path}", "ci_config_sha": sha,
-    }  # fmt: skip
+        "namespace_id": "4001",
+        "namespace_path": project.rsplit("/", 1)[0],
+        "project_id": "4002",
+        "project_path": project,
+        "project_visibility": "public",
+        "user_id": "4003",
+        "user_login": "sandbox-user",
+        "user_email": "sandbox-user@example.com",
+        "pipeline_id": "5001",
+        "pipeline_source": "trigger",
+        "job_id": "6001",
+        "ref": ref,
+        "ref_type": ref_type,
+        "ref_path": ref_path,
+        "ref_protected": "true",
+        "runner_id": 7001,
+        "runner_environment": "gitlab-hosted",
+        "sha": sha,
+        "ci_config_ref_uri": f"gitlab.com/{project}//.gitlab-ci.yml@{ref_path}",
+        "ci_config_sha": sha,
+    }
 
 
 DEFAULTS = {"github": github_defaults, "buildkite": buildkite_defaults, "gitlab": gitlab_defaults}
@@ -169,13 +271,28 @@ class OIDC:
     def claims(self, kind: str, audience: str, lifetime: int, omit=(), **claims) -> dict:
         """The payload `mint` signs: kind-shaped defaults, then `claims`, minus `omit`."""
         now = int(time.time())
-        base = {"iss": self.get(kind).url, "aud": audience, "jti": str(uuid.uuid4()), "iat": now,
-                "nbf": now - NBF_BACKDATE[kind], "exp": now + lifetime}  # fmt: skip
+        base = {
+            "iss": self.get(kind).url,
+            "aud": audience,
+            "jti": str(uuid.uuid4()),
+            "iat": now,
+            "nbf": now - NBF_BACKDATE[kind],
+            "exp": now + lifetime,
+        }
         payload = {**base, **DEFAULTS[kind](claims), **claims}
         return {name: value for name, value in payload.items() if name not in set(omit)}
 
-    def mint(self, kind="github", audience=DEFAULT_AUDIENCE, lifetime=300, key="current", alg="RS256",
-             headers=None, omit=(), **claims) -> str:  # fmt: skip
+    def mint(
+        self,
+        kind="github",
+        audience=DEFAULT_AUDIENCE,
+        lifetime=300,
+        key="current",
+        alg="RS256",
+        headers=None,
+        omit=(),
+        **claims,
+    ) -> str:
         """A token from `kind`'s issuer; `key`/`alg`/`headers` build the negative cases."""
         issuer = self.get(kind)
         signing_key = issuer.key(key)

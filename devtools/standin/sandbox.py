@@ -18,7 +18,7 @@ import time
 import uuid
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -40,11 +40,17 @@ TEST_POOL = [
     ("test_linalg.py", "TestLinalg{D}", "test_svd_lowrank_{d}_float64", "GENERIC"),
 ]
 DEVICE_BY_REPO = {"pytorch-mps/mps-ci": "mps", "intel/torch-xpu-ops": "xpu"}
-DEVICES = {"reference": ("PRIVATEUSE1", "privateuse1"), "xpu": ("XPU", "xpu"), "rocm": ("CUDA", "cuda"), "mps": ("MPS", "mps"), "qnn": ("PRIVATEUSE1", "privateuse1")}
+DEVICES = {
+    "reference": ("PRIVATEUSE1", "privateuse1"),
+    "xpu": ("XPU", "xpu"),
+    "rocm": ("CUDA", "cuda"),
+    "mps": ("MPS", "mps"),
+    "qnn": ("PRIVATEUSE1", "privateuse1"),
+}
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _sha(*parts) -> str:
@@ -73,12 +79,21 @@ class Upstream:
         standin.add_commit(UPSTREAM, self.trunk, message="Initial sandbox trunk commit")
 
     def send(self, event: str, payload: dict) -> None:
-        body = json.dumps({**payload, "repository": _repo(), "sender": {"login": "sandbox-bot", "id": 1, "type": "User"},
-                           "installation": {"id": INSTALLATION_ID}}).encode()  # fmt: skip
+        body = json.dumps(
+            {
+                **payload,
+                "repository": _repo(),
+                "sender": {"login": "sandbox-bot", "id": 1, "type": "User"},
+                "installation": {"id": INSTALLATION_ID},
+            }
+        ).encode()
         headers = {
-            "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()),
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": str(uuid.uuid4()),
             "X-Hub-Signature-256": "sha256=" + hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest(),
-            "User-Agent": "GitHub-Hookshot/sandbox", "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "User-Agent": "GitHub-Hookshot/sandbox",
+            "X-GitHub-Hook-Installation-Target-Type": "integration",
         }
         try:
             response = self.http.post(f"{self.relay_url}/github/webhook", content=body, headers=headers)
@@ -90,9 +105,27 @@ class Upstream:
         before, self.trunk = self.trunk, _sha("trunk", title, time.time())
         self.standin.add_commit(UPSTREAM, self.trunk, parents=[before], message=title, author=author)
         reference_run(self.standin, self.trunk)
-        commit = {"id": self.trunk, "message": title, "timestamp": _now_iso(), "author": {"name": author, "username": author}, "distinct": True}
-        self.send("push", {"ref": "refs/heads/main", "before": before, "after": self.trunk, "created": False, "deleted": False,
-                           "forced": False, "commits": [commit], "head_commit": commit, "pusher": {"name": author}})  # fmt: skip
+        commit = {
+            "id": self.trunk,
+            "message": title,
+            "timestamp": _now_iso(),
+            "author": {"name": author, "username": author},
+            "distinct": True,
+        }
+        self.send(
+            "push",
+            {
+                "ref": "refs/heads/main",
+                "before": before,
+                "after": self.trunk,
+                "created": False,
+                "deleted": False,
+                "forced": False,
+                "commits": [commit],
+                "head_commit": commit,
+                "pusher": {"name": author},
+            },
+        )
 
     def pr_event(self, action: str, pull: Pull, label: str | None = None) -> None:
         self.standin.add_pull(UPSTREAM, pull.number, pull.head, labels=pull.labels, state=pull.state)
@@ -145,31 +178,63 @@ class Upstream:
 
 
 def _repo() -> dict:
-    return {"id": UPSTREAM_ID, "name": "pytorch", "full_name": UPSTREAM, "private": False, "default_branch": "main",
-            "html_url": f"https://github.com/{UPSTREAM}", "owner": {"login": "pytorch", "id": 21003710, "type": "Organization"}}  # fmt: skip
+    return {
+        "id": UPSTREAM_ID,
+        "name": "pytorch",
+        "full_name": UPSTREAM,
+        "private": False,
+        "default_branch": "main",
+        "html_url": f"https://github.com/{UPSTREAM}",
+        "owner": {"login": "pytorch", "id": 21003710, "type": "Organization"},
+    }
 
 
 def _pull_payload(pull: Pull, base_sha: str) -> dict:
-    fork = {"full_name": f"{pull.author}/pytorch", "id": 900 + pull.number % 97, "name": "pytorch", "owner": {"login": pull.author}}
+    fork = {
+        "full_name": f"{pull.author}/pytorch",
+        "id": 900 + pull.number % 97,
+        "name": "pytorch",
+        "owner": {"login": pull.author},
+    }
     return {
-        "number": pull.number, "title": pull.title, "state": pull.state, "draft": False, "merged": False,
-        "html_url": f"https://github.com/{UPSTREAM}/pull/{pull.number}", "user": {"login": pull.author, "id": 5},
-        "labels": [{"name": name} for name in pull.labels], "updated_at": _now_iso(), "author_association": "CONTRIBUTOR",
-        "head": {"ref": f"fix-{pull.number}", "sha": pull.head, "label": f"{pull.author}:fix-{pull.number}", "repo": fork},
+        "number": pull.number,
+        "title": pull.title,
+        "state": pull.state,
+        "draft": False,
+        "merged": False,
+        "html_url": f"https://github.com/{UPSTREAM}/pull/{pull.number}",
+        "user": {"login": pull.author, "id": 5},
+        "labels": [{"name": name} for name in pull.labels],
+        "updated_at": _now_iso(),
+        "author_association": "CONTRIBUTOR",
+        "head": {
+            "ref": f"fix-{pull.number}",
+            "sha": pull.head,
+            "label": f"{pull.author}:fix-{pull.number}",
+            "repo": fork,
+        },
         "base": {"ref": "main", "sha": base_sha, "label": "pytorch:main", "repo": _repo()},
     }
 
 
 PR_TITLES = [
-    "[inductor] Fuse pointwise epilogues into templated matmul", "Fix device guard leak in PrivateUse1 streams",
-    "[dynamo] Graph break on unsupported context manager", "Add bfloat16 support to addmm on accelerators",
-    "Refactor DispatchKeySet computation for backend fallbacks", "[autograd] Avoid sync in pin_memory path",
-    "Deprecate legacy storage resize semantics", "[c10d] Backend hooks for custom ProcessGroup",
+    "[inductor] Fuse pointwise epilogues into templated matmul",
+    "Fix device guard leak in PrivateUse1 streams",
+    "[dynamo] Graph break on unsupported context manager",
+    "Add bfloat16 support to addmm on accelerators",
+    "Refactor DispatchKeySet computation for backend fallbacks",
+    "[autograd] Avoid sync in pin_memory path",
+    "Deprecate legacy storage resize semantics",
+    "[c10d] Backend hooks for custom ProcessGroup",
 ]
 TRUNK_TITLES = [
-    "Revert \"[inductor] Enable cudagraph trees by default\"", "[export] Preserve stack traces through decompositions",
-    "Update xla pin", "[BE] Remove dead code in TensorIterator", "Add dtype promotion test for pow",
-    "[profiler] Record PrivateUse1 memory events", "Fix flaky test_conv2d_backward on accelerators",
+    'Revert "[inductor] Enable cudagraph trees by default"',
+    "[export] Preserve stack traces through decompositions",
+    "Update xla pin",
+    "[BE] Remove dead code in TensorIterator",
+    "Add dtype promotion test for pow",
+    "[profiler] Record PrivateUse1 memory events",
+    "Fix flaky test_conv2d_backward on accelerators",
 ]
 AUTHORS = ["alice-dev", "bob-kernels", "carol-compiler", "dmitri-ci", "eun-autograd", "farah-distributed"]
 
@@ -212,16 +277,31 @@ class Runners:
     def callback(self, plan: "JobPlan", job: dict, status: str) -> None:
         body = plan.body(job, status)
         try:
-            response = self.http.post(f"{self.relay_url}/github/callback", json=body, headers={"Authorization": f"Bearer {self.token(plan.project)}"})
-            logger.info("callback %s %s/%s %s -> %s", plan.project["full_name"], job["name"], job["attempt"], status, response.status_code)
+            response = self.http.post(
+                f"{self.relay_url}/github/callback",
+                json=body,
+                headers={"Authorization": f"Bearer {self.token(plan.project)}"},
+            )
+            logger.info(
+                "callback %s %s/%s %s -> %s",
+                plan.project["full_name"],
+                job["name"],
+                job["attempt"],
+                status,
+                response.status_code,
+            )
         except httpx.HTTPError as exc:
             logger.warning("callback not delivered: %s", exc)
 
     def token(self, project: dict) -> str:
         if project.get("ci_provider") == "buildkite":
             org, pipeline = project["buildkite_pipeline"].split("/")
-            return self.standin.oidc.mint(kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="main")
-        return self.standin.oidc.mint(audience=AUDIENCE, repository=project["full_name"], repository_id=str(project["github_repo_id"]))
+            return self.standin.oidc.mint(
+                kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="main"
+            )
+        return self.standin.oidc.mint(
+            audience=AUDIENCE, repository=project["full_name"], repository_id=str(project["github_repo_id"])
+        )
 
 
 def commit_fate(sha: str) -> tuple[bool, list]:
@@ -239,10 +319,18 @@ def reference_junit(sha: str) -> bytes:
     for file, cls, method, hw in TEST_POOL:
         name, classname = method.format(d="privateuse1"), f"{file[:-3]}.{cls.format(D='PRIVATEUSE1')}"
         failing = (broken and (file, cls, method, hw) in tests) or (flaky and method == TEST_POOL[-1][2])
-        inner = f'<failure message="AssertionError: Tensor-likes are not close!">Traceback: {name}</failure>' if failing else ""
+        inner = (
+            f'<failure message="AssertionError: Tensor-likes are not close!">Traceback: {name}</failure>'
+            if failing
+            else ""
+        )
         props = f'<properties><property name="hw_classification" value="{hw}"/></properties>'
-        cases.append(f'<testcase classname="{classname}" name="{name}" file="{file}" time="0.5">{inner}{props}</testcase>')
-    return ('<?xml version="1.0"?><testsuites><testsuite name="pytest">' + "".join(cases) + "</testsuite></testsuites>").encode()
+        cases.append(
+            f'<testcase classname="{classname}" name="{name}" file="{file}" time="0.5">{inner}{props}</testcase>'
+        )
+    return (
+        '<?xml version="1.0"?><testsuites><testsuite name="pytest">' + "".join(cases) + "</testsuite></testsuites>"
+    ).encode()
 
 
 def reference_run(standin, sha: str) -> None:
@@ -252,7 +340,13 @@ def reference_run(standin, sha: str) -> None:
         archive.writestr("test-reports/python-pytest/test_openreg.xml", reference_junit(sha))
     failed = b"<failure" in reference_junit(sha)
     job = {"name": "test (openreg, 1, 1, linux.2xlarge)", "conclusion": "failure" if failed else "success"}
-    standin.add_workflow_run(UPSTREAM, sha, name="pull", jobs=[job], artifacts=[{"name": "test-reports-test-openreg-1-1-linux.2xlarge_{job_id}", "data": buffer.getvalue()}])
+    standin.add_workflow_run(
+        UPSTREAM,
+        sha,
+        name="pull",
+        jobs=[job],
+        artifacts=[{"name": "test-reports-test-openreg-1-1-linux.2xlarge_{job_id}", "data": buffer.getvalue()}],
+    )
 
 
 class JobPlan:
@@ -271,7 +365,12 @@ class JobPlan:
         if self.project.get("is_health_probe"):
             # pytorch/crcr-test's convention: x-probes are built to end failure, cancelled, timed_out
             # (its xtimeout job reports timed_out itself here, so the sandbox need not wait 6 h)
-            return [self.job("smoke", "success"), self.job("xfail", "failure"), self.job("xcancel", "cancelled"), self.job("xtimeout", "timed_out")]
+            return [
+                self.job("smoke", "success"),
+                self.job("xfail", "failure"),
+                self.job("xcancel", "cancelled"),
+                self.job("xtimeout", "timed_out"),
+            ]
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
         return [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
 
@@ -283,9 +382,14 @@ class JobPlan:
     def job(self, name: str, conclusion: str) -> dict:
         fail = conclusion == "failure" and not self.project.get("is_health_probe")
         return {
-            "name": name, "attempt": 1, "conclusion": conclusion, "queue": self.rng.uniform(1, 12),
-            "duration": self.rng.uniform(4, 40), "never_starts": self.rng.random() < 0.02,
-            "hangs": self.rng.random() < 0.03, "flaky": fail and not self.upstream_broken and self.rng.random() < 0.35,
+            "name": name,
+            "attempt": 1,
+            "conclusion": conclusion,
+            "queue": self.rng.uniform(1, 12),
+            "duration": self.rng.uniform(4, 40),
+            "never_starts": self.rng.random() < 0.02,
+            "hangs": self.rng.random() < 0.03,
+            "flaky": fail and not self.upstream_broken and self.rng.random() < 0.35,
             "failed_tests": self.failed_tests() if fail else [],
         }
 
@@ -297,36 +401,66 @@ class JobPlan:
 
     def failed_test(self, spec) -> dict:
         file, cls, method, hw = spec
-        upper, lower = DEVICES.get(self.project.get("device") or DEVICE_BY_REPO.get(self.project["full_name"], "xpu"), ("XPU", "xpu"))
+        upper, lower = DEVICES.get(
+            self.project.get("device") or DEVICE_BY_REPO.get(self.project["full_name"], "xpu"), ("XPU", "xpu")
+        )
         name = method.format(d=lower)
-        return {"name": name, "classname": cls.format(D=upper), "file": f"test/{file}", "hw_classification": hw,
-                "message": f"AssertionError: Tensor-likes are not close! ({name})",
-                "stacktrace": f"Traceback (most recent call last):\n  File \"test/{file}\", line 1234, in {name}\nAssertionError"}  # fmt: skip
+        return {
+            "name": name,
+            "classname": cls.format(D=upper),
+            "file": f"test/{file}",
+            "hw_classification": hw,
+            "message": f"AssertionError: Tensor-likes are not close! ({name})",
+            "stacktrace": f'Traceback (most recent call last):\n  File "test/{file}", line 1234, in {name}\nAssertionError',
+        }
 
     def body(self, job: dict, status: str) -> dict:
         workflow = {
-            "schema_version": "1", "status": status, "conclusion": job["conclusion"] if status == "completed" else None,
-            "name": "crcr", "url": f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}",
-            "run_attempt": str(job["attempt"]), "job_name": job["name"], "check_run_id": str(abs(hash((self.run_id, job["name"]))) % 10**10),
-            "run_id": self.run_id, "started_at": _now_iso() if status == "in_progress" else None,
+            "schema_version": "1",
+            "status": status,
+            "conclusion": job["conclusion"] if status == "completed" else None,
+            "name": "crcr",
+            "url": f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}",
+            "run_attempt": str(job["attempt"]),
+            "job_name": job["name"],
+            "check_run_id": str(abs(hash((self.run_id, job["name"]))) % 10**10),
+            "run_id": self.run_id,
+            "started_at": _now_iso() if status == "in_progress" else None,
             "completed_at": _now_iso() if status == "completed" else None,
         }
         if status == "completed":
             failed = job["failed_tests"]
             workflow["test_results"] = {"passed": 1800 - len(failed), "failed": len(failed), "skipped": 42}
             workflow["failed_tests"] = failed
-            workflow["environment"] = {"device": self.project.get("device") or self.project.get("hardware_kind", ""), "torch_version": "2.13.0a0+sandbox", "runner": "sandbox"}
-            workflow["artifact_url"] = f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}/artifacts"
+            workflow["environment"] = {
+                "device": self.project.get("device") or self.project.get("hardware_kind", ""),
+                "torch_version": "2.13.0a0+sandbox",
+                "runner": "sandbox",
+            }
+            workflow["artifact_url"] = (
+                f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}/artifacts"
+            )
         return {**self.client_payload, "workflow": workflow}
 
 
 # --- nightly reporters --------------------------------------------------------------------------------
 
-BUILDKITE_CONCLUSIONS = {"passed": "success", "failed": "failure", "broken": "failure", "canceled": "cancelled", "timed_out": "timed_out",
-                         "skipped": "skipped", "not_run": "skipped"}  # fmt: skip
+BUILDKITE_CONCLUSIONS = {
+    "passed": "success",
+    "failed": "failure",
+    "broken": "failure",
+    "canceled": "cancelled",
+    "timed_out": "timed_out",
+    "skipped": "skipped",
+    "not_run": "skipped",
+}
 VLLM_NIGHTLY_LABELS = [
-    ":pytest: Basic Correctness Test", "Entrypoints Test (API Server) :docker:", "V1 e2e + engine: 'spec decode' 🚀",
-    'Kernels Attention Test "flash-attn: v3"', "LoRA TP Test (Distributed) :: 2 GPUs 🧪", "Models Test: language (part 1) ✅",
+    ":pytest: Basic Correctness Test",
+    "Entrypoints Test (API Server) :docker:",
+    "V1 e2e + engine: 'spec decode' 🚀",
+    'Kernels Attention Test "flash-attn: v3"',
+    "LoRA TP Test (Distributed) :: 2 GPUs 🧪",
+    "Models Test: language (part 1) ✅",
 ]
 
 
@@ -338,21 +472,48 @@ def buildkite_nightly_bodies(build: dict) -> list[dict]:
     """vLLM's reporter (vllm-project/vllm #51830): one completed callback per terminal script job of
     a Buildkite build, keyed buildkite-<build>-<job id>, the tested upstream SHA top-level."""
     return [
-        {"delivery_id": f"buildkite-{build['number']}-{job['id']}", "event_type": "nightly", "pytorch_head_sha": build["commit"],
-         "workflow": {"status": "completed", "conclusion": BUILDKITE_CONCLUSIONS[job["state"]], "run_id": int(build["number"]), "run_attempt": 1,
-                      "name": build["pipeline"]["slug"], "job_name": job["name"], "url": job["web_url"],
-                      "started_at": job["started_at"], "completed_at": job["finished_at"]}}
-        for job in build["jobs"] if job.get("type") == "script" and job.get("state") in BUILDKITE_CONCLUSIONS
-    ]  # fmt: skip
+        {
+            "delivery_id": f"buildkite-{build['number']}-{job['id']}",
+            "event_type": "nightly",
+            "pytorch_head_sha": build["commit"],
+            "workflow": {
+                "status": "completed",
+                "conclusion": BUILDKITE_CONCLUSIONS[job["state"]],
+                "run_id": int(build["number"]),
+                "run_attempt": 1,
+                "name": build["pipeline"]["slug"],
+                "job_name": job["name"],
+                "url": job["web_url"],
+                "started_at": job["started_at"],
+                "completed_at": job["finished_at"],
+            },
+        }
+        for job in build["jobs"]
+        if job.get("type") == "script" and job.get("state") in BUILDKITE_CONCLUSIONS
+    ]
 
 
 def action_nightly_body(sha: str, workflow: str, run_id: str, attempt: int, job: str, conclusion: str) -> dict:
     """The existing callback action's nightly self-report: the SHA as delivery_id and payload.head_sha."""
     now = _now_iso()
-    return {"event_type": "nightly", "delivery_id": sha, "payload": {"head_sha": sha},
-            "workflow": {"schema_version": "1", "status": "completed", "conclusion": conclusion, "name": workflow,
-                         "url": f"https://github.com/example/actions/runs/{run_id}", "run_id": run_id, "run_attempt": str(attempt),
-                         "job_name": job, "check_run_id": f"{run_id}-{attempt}", "started_at": now, "completed_at": now}}  # fmt: skip
+    return {
+        "event_type": "nightly",
+        "delivery_id": sha,
+        "payload": {"head_sha": sha},
+        "workflow": {
+            "schema_version": "1",
+            "status": "completed",
+            "conclusion": conclusion,
+            "name": workflow,
+            "url": f"https://github.com/example/actions/runs/{run_id}",
+            "run_id": run_id,
+            "run_attempt": str(attempt),
+            "job_name": job,
+            "check_run_id": f"{run_id}-{attempt}",
+            "started_at": now,
+            "completed_at": now,
+        },
+    }
 
 
 class Nightlies:
@@ -363,8 +524,14 @@ class Nightlies:
 
     def __init__(self, runners: "Runners", projects: list[dict]):
         self.runners = runners
-        self.reporters = [p for p in projects if takes_nightly(p) and p["level"] != "L1" and not p.get("is_reference")
-                          and (p.get("ci_provider") == "buildkite" or p.get("events") == ["nightly"] or p.get("is_health_probe"))]  # fmt: skip
+        self.reporters = [
+            p
+            for p in projects
+            if takes_nightly(p)
+            and p["level"] != "L1"
+            and not p.get("is_reference")
+            and (p.get("ci_provider") == "buildkite" or p.get("events") == ["nightly"] or p.get("is_health_probe"))
+        ]
         self.rng = random.Random(11)
         self.build_number = 4100
 
@@ -387,20 +554,36 @@ class Nightlies:
             for job, conclusion in jobs:
                 self.post(project, action_nightly_body(sha, workflow, run_id, 1, job, conclusion))
                 if conclusion == "failure" and not project.get("is_health_probe") and self.rng.random() < 0.5:
-                    self.post(project, action_nightly_body(sha, workflow, run_id, 2, job, "success"))  # only this final attempt counts
+                    self.post(
+                        project, action_nightly_body(sha, workflow, run_id, 2, job, "success")
+                    )  # only this final attempt counts
 
     def buildkite_build(self, sha: str) -> dict:
         states = ["passed"] * 8 + ["failed", "broken", "canceled", "timed_out", "not_run"]
         now = _now_iso()
-        jobs = [{"id": str(uuid.uuid4()), "type": "script", "name": label, "state": self.rng.choice(states),
-                 "web_url": f"https://buildkite.com/vllm/ci/builds/{self.build_number}#{i}", "started_at": now, "finished_at": now}
-                for i, label in enumerate(VLLM_NIGHTLY_LABELS)]  # fmt: skip
+        jobs = [
+            {
+                "id": str(uuid.uuid4()),
+                "type": "script",
+                "name": label,
+                "state": self.rng.choice(states),
+                "web_url": f"https://buildkite.com/vllm/ci/builds/{self.build_number}#{i}",
+                "started_at": now,
+                "finished_at": now,
+            }
+            for i, label in enumerate(VLLM_NIGHTLY_LABELS)
+        ]
         jobs.append({"id": str(uuid.uuid4()), "type": "waiter", "state": "passed"})
         return {"number": self.build_number, "commit": sha, "pipeline": {"slug": "ci"}, "jobs": jobs}
 
     def action_runs(self, project: dict) -> list:
         if project.get("is_health_probe"):
-            return [("nightly", [("smoke", "success"), ("xfail", "failure"), ("xcancel", "cancelled"), ("xtimeout", "timed_out")])]
+            return [
+                (
+                    "nightly",
+                    [("smoke", "success"), ("xfail", "failure"), ("xcancel", "cancelled"), ("xtimeout", "timed_out")],
+                )
+            ]
         pick = lambda: "failure" if self.rng.random() < 0.2 else "success"  # noqa: E731
         runs = [("nightly", [("build", "success"), ("test (cpu, 1, 2)", pick()), ("test (cpu, 2, 2)", pick())])]
         if self.rng.random() < 0.5:
@@ -409,12 +592,16 @@ class Nightlies:
 
     def buildkite_token(self, project: dict) -> str:
         org, pipeline = project["buildkite_pipeline"].split("/")
-        return self.runners.standin.oidc.mint(kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="nightly")
+        return self.runners.standin.oidc.mint(
+            kind="buildkite", audience=AUDIENCE, organization_id=org, pipeline_id=pipeline, build_branch="nightly"
+        )
 
     def post(self, project: dict, body: dict, token: str | None = None) -> None:
         token = token or self.runners.token(project)
         try:
-            response = self.runners.http.post(f"{self.runners.relay_url}/github/callback", json=body, headers={"Authorization": f"Bearer {token}"})
+            response = self.runners.http.post(
+                f"{self.runners.relay_url}/github/callback", json=body, headers={"Authorization": f"Bearer {token}"}
+            )
             logger.info("nightly %s %s -> %s", project["full_name"], body["workflow"]["job_name"], response.status_code)
         except httpx.HTTPError as exc:
             logger.warning("nightly callback not delivered: %s", exc)
@@ -437,7 +624,9 @@ def seed_world(standin, projects: list[dict]) -> None:
         installed = project["level"] != "L1"
         if installed:
             standin.add_installation(index, project["full_name"].split("/")[0])
-        standin.add_repo(project["full_name"], repo_id=project["github_repo_id"], installation_id=index if installed else None)
+        standin.add_repo(
+            project["full_name"], repo_id=project["github_repo_id"], installation_id=index if installed else None
+        )
 
 
 def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: threading.Event) -> None:
@@ -518,7 +707,12 @@ class NotificationSink:
         title = data.get("title") or data.get("text", "")[:200]
         logger.info("sink %s received notification %s (try %s): %s", path, notification_id, tries, title)
         with self.lock, self.log_path.open("a") as log:
-            log.write(json.dumps({"at": _now_iso(), "path": path, "notification": notification_id, "try": tries, "title": title}) + "\n")
+            log.write(
+                json.dumps(
+                    {"at": _now_iso(), "path": path, "notification": notification_id, "try": tries, "title": title}
+                )
+                + "\n"
+            )
         return 200
 
     def start(self) -> "NotificationSink":
@@ -543,12 +737,22 @@ def main(argv=None) -> int:
     standin, key_path = load_or_create(args.state_dir, args.app_id)
     standin.start("127.0.0.1", args.port)
     sink = NotificationSink(args.state_dir).start()
-    info = {"url": standin.url, "sink_url": sink.url, "app_id": args.app_id, "app_private_key_path": str(key_path.resolve()), "oidc_issuers": standin.oidc.issuers_config()}
+    info = {
+        "url": standin.url,
+        "sink_url": sink.url,
+        "app_id": args.app_id,
+        "app_private_key_path": str(key_path.resolve()),
+        "oidc_issuers": standin.oidc.issuers_config(),
+    }
     _write_atomically(args.state_dir / "standin.json", json.dumps(info, indent=2) + "\n")
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.set())
-    worker = threading.Thread(target=simulate, args=(standin, args.relay_url, args.webhook_secret_file.read_text().strip(), args.state_dir, stopping), daemon=True)
+    worker = threading.Thread(
+        target=simulate,
+        args=(standin, args.relay_url, args.webhook_secret_file.read_text().strip(), args.state_dir, stopping),
+        daemon=True,
+    )
     worker.start()
     while not stopping.wait(0.5):
         pass

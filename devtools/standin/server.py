@@ -53,8 +53,13 @@ def _request_id() -> str:
 class StandIn:
     """A local GitHub (REST + App auth) and CI OIDC issuers, over real HTTP on a free port."""
 
-    def __init__(self, app_id: int = 1001, app_private_key_pem: str | None = None, client_id: str = "Iv1.sandbox",
-                 app_slug: str = "crcr-relay"):  # fmt: skip
+    def __init__(
+        self,
+        app_id: int = 1001,
+        app_private_key_pem: str | None = None,
+        client_id: str = "Iv1.sandbox",
+        app_slug: str = "crcr-relay",
+    ):
         self.world = World(app_id, app_private_key_pem, client_id, app_slug)
         self.oidc = OIDC(self._base_url, self.world.lock)
         self.url: str | None = None
@@ -81,8 +86,12 @@ class StandIn:
         self.url = f"http://{shown}:{self._server.server_port}"
         self.world.base_url = self.url
         # A short poll interval keeps stop() quick; tests start and stop many stand-ins.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name=f"standin-{self._server.server_port}", daemon=True)  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name=f"standin-{self._server.server_port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -166,23 +175,37 @@ class StandIn:
             return SECONDARY_LIMIT
         with self.world.lock:
             grant = self.world.tokens.get(credentials(Call(self, request)) or "")
-        return f"API rate limit exceeded for installation ID {grant['installation_id']}." if grant else "API rate limit exceeded."
+        return (
+            f"API rate limit exceeded for installation ID {grant['installation_id']}."
+            if grant
+            else "API rate limit exceeded."
+        )
 
     def _record(self, request: Request, body: bytes, status: int, arrived: float) -> None:
         entry = Recorded(
-            method=request.method, path=request.path, query=request.args.to_dict(),
+            method=request.method,
+            path=request.path,
+            query=request.args.to_dict(),
             headers={name.lower(): value for name, value in request.headers.items()},
-            body=body, json=_parse_json(body), status=status, at=arrived,
-        )  # fmt: skip
+            body=body,
+            json=_parse_json(body),
+            status=status,
+            at=arrived,
+        )
         with self.world.lock:
             self.world.journal.append(entry)
 
     def _stamp(self, response: Response, count: bool) -> Response:
         with self.world.lock:
             rate = self.world.rate_limit(count)
-        stamps = {"x-ratelimit-limit": rate["limit"], "x-ratelimit-remaining": rate["remaining"],
-                  "x-ratelimit-used": rate["used"], "x-ratelimit-reset": rate["reset"],
-                  "x-ratelimit-resource": "core", "x-github-request-id": _request_id()}  # fmt: skip
+        stamps = {
+            "x-ratelimit-limit": rate["limit"],
+            "x-ratelimit-remaining": rate["remaining"],
+            "x-ratelimit-used": rate["used"],
+            "x-ratelimit-reset": rate["reset"],
+            "x-ratelimit-resource": "core",
+            "x-github-request-id": _request_id(),
+        }
         for name, value in stamps.items():
             if name not in response.headers:  # a fault's own rate-limit headers win
                 response.headers[name] = str(value)
@@ -194,12 +217,16 @@ class StandIn:
         with self.world.lock:
             return self.world.add_installation(int(installation_id), account, **options)
 
-    def add_repo(self, full_name: str, repo_id: int | None = None, installation_id: int | None = None, **options) -> dict:
+    def add_repo(
+        self, full_name: str, repo_id: int | None = None, installation_id: int | None = None, **options
+    ) -> dict:
         """installation_id=None: the repo exists but the App is not installed on it."""
         with self.world.lock:
             return self.world.add_repo(full_name, repo_id, installation_id, **options)
 
-    def add_commit(self, repo: str, sha: str, parents=(), message: str = "", author: str = "octocat", **options) -> dict:
+    def add_commit(
+        self, repo: str, sha: str, parents=(), message: str = "", author: str = "octocat", **options
+    ) -> dict:
         with self.world.lock:
             return self.world.add_commit(repo, sha, parents, message, author, **options)
 
@@ -217,11 +244,14 @@ class StandIn:
             key = (repo.lower(), int(run_id))
             self.world.running.add(key) if running else self.world.running.discard(key)
 
-    def actions_request_token(self, repository: str = "sandbox-org/sandbox-backend", repository_id: str = "100001",
-                              **claims) -> tuple[str, str]:  # fmt: skip
+    def actions_request_token(
+        self, repository: str = "sandbox-org/sandbox-backend", repository_id: str = "100001", **claims
+    ) -> tuple[str, str]:
         """(ACTIONS_ID_TOKEN_REQUEST_URL, ACTIONS_ID_TOKEN_REQUEST_TOKEN) for a simulated job."""
         with self.world.lock:
-            token = control.new_actions_token(self.world, {"repository": repository, "repository_id": str(repository_id), **claims})
+            token = control.new_actions_token(
+                self.world, {"repository": repository, "repository_id": str(repository_id), **claims}
+            )
         return f"{self._base_url()}/_standin/actions/id-token?api-version=2.0", token
 
     # --- observing ---------------------------------------------------------------------------------
@@ -238,8 +268,11 @@ class StandIn:
     def requests(self, method: str | None = None, path: str | None = None) -> list[Recorded]:
         """The journal filtered by method and by a regex that must match the whole path."""
         pattern = re.compile(path) if path is not None else None
-        return [r for r in self.journal if (method is None or r.method == method.upper())
-                and (pattern is None or pattern.fullmatch(r.path))]  # fmt: skip
+        return [
+            r
+            for r in self.journal
+            if (method is None or r.method == method.upper()) and (pattern is None or pattern.fullmatch(r.path))
+        ]
 
     @property
     def dispatches(self) -> list[dict]:
@@ -270,8 +303,17 @@ class StandIn:
 
     # --- steering ----------------------------------------------------------------------------------
 
-    def fail(self, method: str | None, path_regex: str, status: int | None = 500, times: int | None = 1,
-             retry_after: int | None = None, delay: float = 0.0, body=None, headers: dict | None = None) -> None:  # fmt: skip
+    def fail(
+        self,
+        method: str | None,
+        path_regex: str,
+        status: int | None = 500,
+        times: int | None = 1,
+        retry_after: int | None = None,
+        delay: float = 0.0,
+        body=None,
+        headers: dict | None = None,
+    ) -> None:
         """The next `times` matching requests (None: until clear_faults) answer `status` after `delay`
         seconds; status=None with a delay makes them slow but otherwise normal."""
         fault = Fault(method, re.compile(path_regex), status, times, retry_after, delay, body, dict(headers or {}))

@@ -17,8 +17,14 @@ HEX40 = re.compile(r"[0-9a-f]{40}")
 TOKEN_ALPHABET = string.ascii_letters + string.digits
 TOKEN_LIFETIME = 3600
 """Installation tokens live one hour on GitHub."""
-DEFAULT_PERMISSIONS = {"actions": "write", "checks": "write", "contents": "write", "issues": "write",
-                       "metadata": "read", "pull_requests": "write"}  # fmt: skip
+DEFAULT_PERMISSIONS = {
+    "actions": "write",
+    "checks": "write",
+    "contents": "write",
+    "issues": "write",
+    "metadata": "read",
+    "pull_requests": "write",
+}
 APP_EVENTS = ["check_run", "check_suite", "installation", "pull_request", "push"]
 
 
@@ -65,8 +71,13 @@ class Fault:
 class World:
     """State of the fake GitHub. Callers hold `lock` (an RLock) around every read and write."""
 
-    def __init__(self, app_id: int, app_private_key_pem: str | None = None, client_id: str = "Iv1.sandbox",
-                 app_slug: str = "crcr-relay"):  # fmt: skip
+    def __init__(
+        self,
+        app_id: int,
+        app_private_key_pem: str | None = None,
+        client_id: str = "Iv1.sandbox",
+        app_slug: str = "crcr-relay",
+    ):
         self.lock = threading.RLock()
         self.app_id, self.client_id, self.app_slug = app_id, client_id, app_slug
         self.app_key = SigningKey(app_private_key_pem)
@@ -109,7 +120,13 @@ class World:
             self.window_start, self.used = now, 0
         self.used += 1 if count else 0
         reset = int(self.window_start + 3600)
-        return {"limit": 5000, "used": self.used, "remaining": max(0, 5000 - self.used), "reset": reset, "resource": "core"}
+        return {
+            "limit": 5000,
+            "used": self.used,
+            "remaining": max(0, 5000 - self.used),
+            "reset": reset,
+            "resource": "core",
+        }
 
     # --- faults --------------------------------------------------------------------------------
 
@@ -132,34 +149,60 @@ class World:
 
     def account_json(self, login: str, kind: str = "Organization") -> dict:
         number = self.owner_id(login)
-        return {"login": login, "id": number, "node_id": node_id("Organization", number), "type": kind,
-                "html_url": f"https://github.com/{login}", "site_admin": False}  # fmt: skip
+        return {
+            "login": login,
+            "id": number,
+            "node_id": node_id("Organization", number),
+            "type": kind,
+            "html_url": f"https://github.com/{login}",
+            "site_admin": False,
+        }
 
-    def add_installation(self, installation_id: int, account: str, account_id: int | None = None,
-                         account_type: str = "Organization", permissions: dict | None = None,
-                         repository_selection: str = "selected") -> dict:  # fmt: skip
+    def add_installation(
+        self,
+        installation_id: int,
+        account: str,
+        account_id: int | None = None,
+        account_type: str = "Organization",
+        permissions: dict | None = None,
+        repository_selection: str = "selected",
+    ) -> dict:
         self.owner_id(account, account_id)
         self.installations[installation_id] = {
-            "id": installation_id, "account": account, "account_type": account_type,
-            "permissions": dict(permissions or DEFAULT_PERMISSIONS), "repository_selection": repository_selection,
+            "id": installation_id,
+            "account": account,
+            "account_type": account_type,
+            "permissions": dict(permissions or DEFAULT_PERMISSIONS),
+            "repository_selection": repository_selection,
             "created_at": iso(),
-        }  # fmt: skip
+        }
         return self.installation_json(self.installations[installation_id])
 
     def installation_json(self, inst: dict) -> dict:
         number, account = inst["id"], self.account_json(inst["account"], inst["account_type"])
         return {
-            "id": number, "node_id": node_id("Installation", number), "account": account,
-            "app_id": self.app_id, "app_slug": self.app_slug, "client_id": self.client_id,
-            "target_id": account["id"], "target_type": inst["account_type"],
+            "id": number,
+            "node_id": node_id("Installation", number),
+            "account": account,
+            "app_id": self.app_id,
+            "app_slug": self.app_slug,
+            "client_id": self.client_id,
+            "target_id": account["id"],
+            "target_type": inst["account_type"],
             "repository_selection": inst["repository_selection"],
             "access_tokens_url": f"{self.base_url}/app/installations/{number}/access_tokens",
             "repositories_url": f"{self.base_url}/installation/repositories",
             "html_url": f"https://github.com/organizations/{inst['account']}/settings/installations/{number}",
-            "permissions": dict(inst["permissions"]), "events": list(APP_EVENTS),
-            "created_at": inst["created_at"], "updated_at": inst["created_at"], "single_file_name": None,
-            "has_multiple_single_files": False, "single_file_paths": [], "suspended_by": None, "suspended_at": None,
-        }  # fmt: skip
+            "permissions": dict(inst["permissions"]),
+            "events": list(APP_EVENTS),
+            "created_at": inst["created_at"],
+            "updated_at": inst["created_at"],
+            "single_file_name": None,
+            "has_multiple_single_files": False,
+            "single_file_paths": [],
+            "suspended_by": None,
+            "suspended_at": None,
+        }
 
     def installation(self, installation_id) -> dict:
         try:
@@ -167,16 +210,25 @@ class World:
         except (KeyError, ValueError):
             raise HTTPError(404, "Not Found") from None
 
-    def add_repo(self, full_name: str, repo_id: int | None = None, installation_id: int | None = None,
-                 private: bool = False, default_branch: str = "main") -> dict:  # fmt: skip
+    def add_repo(
+        self,
+        full_name: str,
+        repo_id: int | None = None,
+        installation_id: int | None = None,
+        private: bool = False,
+        default_branch: str = "main",
+    ) -> dict:
         owner = full_name.split("/")[0]
         if installation_id is not None and installation_id not in self.installations:
             self.add_installation(installation_id, owner)
         old = self.repos.get(full_name.lower(), {})
         self.repos[full_name.lower()] = {
-            "id": repo_id or old.get("id") or next(self.repo_ids), "full_name": full_name,
-            "installation_id": installation_id, "private": private, "default_branch": default_branch,
-        }  # fmt: skip
+            "id": repo_id or old.get("id") or next(self.repo_ids),
+            "full_name": full_name,
+            "installation_id": installation_id,
+            "private": private,
+            "default_branch": default_branch,
+        }
         return self.repo_json(self.repos[full_name.lower()])
 
     def ensure_repo(self, full_name: str) -> dict:
@@ -194,11 +246,17 @@ class World:
     def repo_json(self, repo: dict) -> dict:
         owner, name = repo["full_name"].split("/", 1)
         return {
-            "id": repo["id"], "node_id": node_id("Repository", repo["id"]), "name": name,
-            "full_name": repo["full_name"], "private": repo["private"], "owner": self.account_json(owner),
-            "html_url": f"https://github.com/{repo['full_name']}", "url": f"{self.base_url}/repos/{repo['full_name']}",
-            "default_branch": repo["default_branch"], "visibility": "private" if repo["private"] else "public",
-        }  # fmt: skip
+            "id": repo["id"],
+            "node_id": node_id("Repository", repo["id"]),
+            "name": name,
+            "full_name": repo["full_name"],
+            "private": repo["private"],
+            "owner": self.account_json(owner),
+            "html_url": f"https://github.com/{repo['full_name']}",
+            "url": f"{self.base_url}/repos/{repo['full_name']}",
+            "default_branch": repo["default_branch"],
+            "visibility": "private" if repo["private"] else "public",
+        }
 
     def installation_repos(self, installation_id: int, repo_ids: set | None = None) -> list[dict]:
         repos = [r for r in self.repos.values() if r["installation_id"] == installation_id]
@@ -208,8 +266,13 @@ class World:
 
     def mint_token(self, installation_id: int, permissions: dict, repo_ids: set | None) -> dict:
         token = "ghs_" + "".join(secrets.choice(TOKEN_ALPHABET) for _ in range(36))
-        grant = {"token": token, "installation_id": installation_id, "expires_at": time.time() + TOKEN_LIFETIME,
-                 "permissions": permissions, "repo_ids": repo_ids}  # fmt: skip
+        grant = {
+            "token": token,
+            "installation_id": installation_id,
+            "expires_at": time.time() + TOKEN_LIFETIME,
+            "permissions": permissions,
+            "repo_ids": repo_ids,
+        }
         self.tokens[token] = grant
         return grant
 
@@ -226,11 +289,17 @@ class World:
 
     # --- commits and pulls ---------------------------------------------------------------------
 
-    def add_commit(self, full_name: str, sha: str, parents=(), message: str = "", author: str = "octocat",
-                   date: str | None = None) -> dict:  # fmt: skip
+    def add_commit(
+        self, full_name: str, sha: str, parents=(), message: str = "", author: str = "octocat", date: str | None = None
+    ) -> dict:
         repo = self.ensure_repo(full_name)
-        commit = {"sha": sha.lower(), "parents": [p.lower() for p in parents], "message": message,
-                  "author": author, "date": date or iso()}  # fmt: skip
+        commit = {
+            "sha": sha.lower(),
+            "parents": [p.lower() for p in parents],
+            "message": message,
+            "author": author,
+            "date": date or iso(),
+        }
         self.commits.setdefault(repo["full_name"].lower(), {})[commit["sha"]] = commit
         return self.commit_json(repo, commit)
 
@@ -246,33 +315,79 @@ class World:
 
     def commit_json(self, repo: dict, commit: dict) -> dict:
         full, sha = repo["full_name"], commit["sha"]
-        person = {"name": commit["author"], "email": f"{commit['author']}@users.noreply.github.com", "date": commit["date"]}
+        person = {
+            "name": commit["author"],
+            "email": f"{commit['author']}@users.noreply.github.com",
+            "date": commit["date"],
+        }
         user = {"login": commit["author"], "id": self.owner_id(commit["author"]), "type": "User"}
-        parents = [{"sha": p, "url": f"{self.base_url}/repos/{full}/commits/{p}",
-                    "html_url": f"https://github.com/{full}/commit/{p}"} for p in commit["parents"]]  # fmt: skip
+        parents = [
+            {
+                "sha": p,
+                "url": f"{self.base_url}/repos/{full}/commits/{p}",
+                "html_url": f"https://github.com/{full}/commit/{p}",
+            }
+            for p in commit["parents"]
+        ]
         return {
-            "sha": sha, "node_id": node_id("Commit", int(sha[:12], 16)), "url": f"{self.base_url}/repos/{full}/commits/{sha}",
+            "sha": sha,
+            "node_id": node_id("Commit", int(sha[:12], 16)),
+            "url": f"{self.base_url}/repos/{full}/commits/{sha}",
             "html_url": f"https://github.com/{full}/commit/{sha}",
             "comments_url": f"{self.base_url}/repos/{full}/commits/{sha}/comments",
-            "commit": {"message": commit["message"], "author": person, "committer": dict(person),
-                       "tree": {"sha": sha, "url": f"{self.base_url}/repos/{full}/git/trees/{sha}"},
-                       "comment_count": 0, "verification": {"verified": False, "reason": "unsigned",
-                                                             "signature": None, "payload": None, "verified_at": None}},
-            "author": user, "committer": dict(user), "parents": parents, "stats": {"total": 0, "additions": 0, "deletions": 0},
+            "commit": {
+                "message": commit["message"],
+                "author": person,
+                "committer": dict(person),
+                "tree": {"sha": sha, "url": f"{self.base_url}/repos/{full}/git/trees/{sha}"},
+                "comment_count": 0,
+                "verification": {
+                    "verified": False,
+                    "reason": "unsigned",
+                    "signature": None,
+                    "payload": None,
+                    "verified_at": None,
+                },
+            },
+            "author": user,
+            "committer": dict(user),
+            "parents": parents,
+            "stats": {"total": 0, "additions": 0, "deletions": 0},
             "files": [],
-        }  # fmt: skip
+        }
 
-    def add_pull(self, full_name: str, number: int, head_sha: str, labels=(), state: str = "open", draft: bool = False,
-                 merged: bool = False, title: str | None = None, user: str = "contributor",
-                 head_ref: str | None = None, base_ref: str = "main", base_sha: str | None = None,
-                 head_repo: str | None = None) -> dict:  # fmt: skip
+    def add_pull(
+        self,
+        full_name: str,
+        number: int,
+        head_sha: str,
+        labels=(),
+        state: str = "open",
+        draft: bool = False,
+        merged: bool = False,
+        title: str | None = None,
+        user: str = "contributor",
+        head_ref: str | None = None,
+        base_ref: str = "main",
+        base_sha: str | None = None,
+        head_repo: str | None = None,
+    ) -> dict:
         repo = self.ensure_repo(full_name)
         self.pulls[(repo["full_name"].lower(), int(number))] = {
-            "number": int(number), "head_sha": head_sha.lower(), "labels": list(labels), "state": state,
-            "draft": draft, "merged": merged, "title": title or f"Pull request #{number}", "user": user,
-            "head_ref": head_ref or f"{user}/pr-{number}", "base_ref": base_ref, "base_sha": base_sha or "0" * 40,
-            "head_repo": head_repo or repo["full_name"], "created_at": iso(),
-        }  # fmt: skip
+            "number": int(number),
+            "head_sha": head_sha.lower(),
+            "labels": list(labels),
+            "state": state,
+            "draft": draft,
+            "merged": merged,
+            "title": title or f"Pull request #{number}",
+            "user": user,
+            "head_ref": head_ref or f"{user}/pr-{number}",
+            "base_ref": base_ref,
+            "base_sha": base_sha or "0" * 40,
+            "head_repo": head_repo or repo["full_name"],
+            "created_at": iso(),
+        }
         return self.pull_json(repo, self.pulls[(repo["full_name"].lower(), int(number))])
 
     def pull_json(self, repo: dict, pull: dict) -> dict:
@@ -281,18 +396,37 @@ class World:
         head_repo = self.repos.get(pull["head_repo"].lower())
         head_repo_json = self.repo_json(head_repo) if head_repo else {"full_name": pull["head_repo"]}
         return {
-            "id": repo["id"] * 1000 + number, "node_id": node_id("PullRequest", repo["id"] * 1000 + number),
-            "number": number, "state": pull["state"], "draft": pull["draft"], "merged": pull["merged"],
-            "merge_commit_sha": None, "title": pull["title"], "user": user,
-            "labels": [{"id": zlib.crc32(name.encode()), "name": name, "color": "ededed", "default": False}
-                       for name in pull["labels"]],
-            "head": {"label": f"{pull['head_repo'].split('/')[0]}:{pull['head_ref']}", "ref": pull["head_ref"],
-                     "sha": pull["head_sha"], "repo": head_repo_json},
-            "base": {"label": f"{full.split('/')[0]}:{pull['base_ref']}", "ref": pull["base_ref"],
-                     "sha": pull["base_sha"], "repo": self.repo_json(repo)},
-            "html_url": f"https://github.com/{full}/pull/{number}", "url": f"{self.base_url}/repos/{full}/pulls/{number}",
-            "created_at": pull["created_at"], "updated_at": pull["created_at"], "author_association": "CONTRIBUTOR",
-        }  # fmt: skip
+            "id": repo["id"] * 1000 + number,
+            "node_id": node_id("PullRequest", repo["id"] * 1000 + number),
+            "number": number,
+            "state": pull["state"],
+            "draft": pull["draft"],
+            "merged": pull["merged"],
+            "merge_commit_sha": None,
+            "title": pull["title"],
+            "user": user,
+            "labels": [
+                {"id": zlib.crc32(name.encode()), "name": name, "color": "ededed", "default": False}
+                for name in pull["labels"]
+            ],
+            "head": {
+                "label": f"{pull['head_repo'].split('/')[0]}:{pull['head_ref']}",
+                "ref": pull["head_ref"],
+                "sha": pull["head_sha"],
+                "repo": head_repo_json,
+            },
+            "base": {
+                "label": f"{full.split('/')[0]}:{pull['base_ref']}",
+                "ref": pull["base_ref"],
+                "sha": pull["base_sha"],
+                "repo": self.repo_json(repo),
+            },
+            "html_url": f"https://github.com/{full}/pull/{number}",
+            "url": f"{self.base_url}/repos/{full}/pulls/{number}",
+            "created_at": pull["created_at"],
+            "updated_at": pull["created_at"],
+            "author_association": "CONTRIBUTOR",
+        }
 
     def pull_refs(self, repo: dict, head_sha: str) -> list[dict]:
         """What check runs list under pull_requests: same-repo PRs only (forks never show)."""
@@ -301,23 +435,38 @@ class World:
         return [self._pull_ref(repo, p) for p in pulls if p["head_repo"].lower() == key]
 
     def _pull_ref(self, repo: dict, pull: dict) -> dict:
-        brief = {"id": repo["id"], "url": f"{self.base_url}/repos/{repo['full_name']}", "name": repo["full_name"].split("/")[1]}
-        return {"id": repo["id"] * 1000 + pull["number"], "number": pull["number"],
-                "url": f"{self.base_url}/repos/{repo['full_name']}/pulls/{pull['number']}",
-                "head": {"ref": pull["head_ref"], "sha": pull["head_sha"], "repo": brief},
-                "base": {"ref": pull["base_ref"], "sha": pull["base_sha"], "repo": brief}}  # fmt: skip
+        brief = {
+            "id": repo["id"],
+            "url": f"{self.base_url}/repos/{repo['full_name']}",
+            "name": repo["full_name"].split("/")[1],
+        }
+        return {
+            "id": repo["id"] * 1000 + pull["number"],
+            "number": pull["number"],
+            "url": f"{self.base_url}/repos/{repo['full_name']}/pulls/{pull['number']}",
+            "head": {"ref": pull["head_ref"], "sha": pull["head_sha"], "repo": brief},
+            "base": {"ref": pull["base_ref"], "sha": pull["base_sha"], "repo": brief},
+        }
 
     # --- the App itself ------------------------------------------------------------------------
 
     def app_json(self) -> dict:
         return {
-            "id": self.app_id, "slug": self.app_slug, "client_id": self.client_id, "node_id": node_id("App", self.app_id),
-            "owner": self.account_json("pytorch"), "name": "CRCR Relay",
-            "description": "Cross-repository CI relay (local stand-in)", "external_url": self.base_url,
-            "html_url": f"https://github.com/apps/{self.app_slug}", "created_at": "2024-01-01T00:00:00Z",
-            "updated_at": "2024-01-01T00:00:00Z", "permissions": dict(DEFAULT_PERMISSIONS), "events": list(APP_EVENTS),
+            "id": self.app_id,
+            "slug": self.app_slug,
+            "client_id": self.client_id,
+            "node_id": node_id("App", self.app_id),
+            "owner": self.account_json("pytorch"),
+            "name": "CRCR Relay",
+            "description": "Cross-repository CI relay (local stand-in)",
+            "external_url": self.base_url,
+            "html_url": f"https://github.com/apps/{self.app_slug}",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "permissions": dict(DEFAULT_PERMISSIONS),
+            "events": list(APP_EVENTS),
             "installations_count": len(self.installations),
-        }  # fmt: skip
+        }
 
     def app_brief(self) -> dict:
         app = self.app_json()
@@ -325,7 +474,12 @@ class World:
 
     def bot_user(self) -> dict:
         login = f"{self.app_slug}[bot]"
-        return {"login": login, "id": self.owner_id(login), "type": "Bot", "html_url": f"https://github.com/apps/{self.app_slug}"}
+        return {
+            "login": login,
+            "id": self.owner_id(login),
+            "type": "Bot",
+            "html_url": f"https://github.com/apps/{self.app_slug}",
+        }
 
     def suite_id(self, repo: dict, head_sha: str) -> int:
         key = (repo["full_name"].lower(), head_sha)

@@ -40,8 +40,7 @@ the newest hours are recomputed, ≤ ~280 ms if every hot hour expired at once. 
 import random
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from functools import cache as memoize
 
 from django.conf import settings
@@ -52,9 +51,9 @@ from django.utils.dateparse import parse_datetime
 from hud.tallies.histograms import bin_case_sql
 from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
 from hud.tallies.tally import Tally, latest_of, tallies_merge
+from relay.github.softcache import soft_get, soft_get_many, soft_set
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State
-from relay.github.softcache import soft_get, soft_get_many, soft_set
 
 # --- buckets ------------------------------------------------------------------------------------------
 
@@ -71,7 +70,7 @@ class Bucket:
 
 
 def _floor_hour(moment: datetime) -> datetime:
-    return moment.astimezone(dt_timezone.utc).replace(minute=0, second=0, microsecond=0)
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def _floor_day(moment: datetime) -> datetime:
@@ -91,7 +90,10 @@ def window_buckets(days: int, now: datetime) -> list[Bucket]:
 
 def today_buckets(now: datetime) -> list[Bucket]:
     today, hour = _floor_day(now), _floor_hour(now)
-    return [Bucket(today + timedelta(hours=h), today + timedelta(hours=h + 1)) for h in range(int((hour - today).total_seconds() // 3600) + 1)]
+    return [
+        Bucket(today + timedelta(hours=h), today + timedelta(hours=h + 1))
+        for h in range(int((hour - today).total_seconds() // 3600) + 1)
+    ]
 
 
 RERUN_HORIZON = timedelta(days=3)
@@ -152,7 +154,7 @@ def window_tallies(days: int, now: datetime | None = None) -> dict:
     now = now or timezone.now()
     buckets = window_buckets(days, now)
     settled = [b for b in buckets if now - b.end >= _hot_horizon()]
-    hot = buckets[len(settled):]
+    hot = buckets[len(settled) :]
     parts = bucket_tallies(hot, now)
     if settled:
         parts.append(_settled_merge(days, settled, now))
@@ -278,4 +280,4 @@ def as_datetime(value) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     parsed = parse_datetime(str(value))
-    return parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=dt_timezone.utc)
+    return parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -46,7 +46,9 @@ def state_case_sql(alias: str = "j") -> str:
     return f"(CASE {' '.join(whens)} ELSE {fallback} END)"
 
 
-KIND_SQL = "(CASE WHEN j.event_type = 'nightly' THEN 'nightly' WHEN j.event_type = 'periodic' THEN 'periodic' ELSE 'pr' END)"
+KIND_SQL = (
+    "(CASE WHEN j.event_type = 'nightly' THEN 'nightly' WHEN j.event_type = 'periodic' THEN 'periodic' ELSE 'pr' END)"
+)
 _ATTEMPT_SLOTS = 1024
 ORDER_SQL = (
     f"(MIN(j.id) OVER (PARTITION BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name, j.run_id)"

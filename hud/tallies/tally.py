@@ -41,7 +41,9 @@ class Tally:
 
     @property
     def rates(self) -> Rates:
-        passed, failed, infra, pending = (self.count(c) for c in (Counts.PASS, Counts.FAIL, Counts.INFRA, Counts.PENDING))
+        passed, failed, infra, pending = (
+            self.count(c) for c in (Counts.PASS, Counts.FAIL, Counts.INFRA, Counts.PENDING)
+        )
         return Rates(passed, failed, infra, pending, self.first_passed)
 
     @property

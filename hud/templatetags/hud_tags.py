@@ -116,7 +116,7 @@ def gh_repo(full_name) -> str:
 
 @register.filter
 def compact_time(value) -> str:
-    """"10:48" today, "Mon 10:48" this week, "12-02 10:48" before (UTC)."""
+    """ "10:48" today, "Mon 10:48" this week, "12-02 10:48" before (UTC)."""
     if not value:
         return ""
     now, value = timezone.now(), timezone.localtime(value)
@@ -137,7 +137,9 @@ def tristate(value, words: str = "yes,no,unknown") -> str:
 def grid_cells(row) -> str:
     """A row's cells. The densest markup on the page, built in Python from internal values only
     (state names, glyphs, ids); a cache keyed on what varies keeps a 2,000-cell page cheap."""
-    return mark_safe("".join(_cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None) for cell in row.cells))
+    return mark_safe(
+        "".join(_cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None) for cell in row.cells)
+    )
 
 
 _CELL_CACHE: dict[tuple, str] = {}
@@ -156,8 +158,10 @@ def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
     title = info.label + (f" · {MARK_LABELS[mark]}" if mark else "")
     mark_html = f'<i class="mk mk-{escape(mark)}" aria-hidden="true">{escape(MARK_GLYPHS[mark])}</i>' if mark else ""
     css = f"c s-{escape(state.value)}" + (" j" if is_job else "") + (" xp" if mark == EXPECTED else "")
-    return (f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'
-            f"<b>{escape(info.glyph)}</b>{mark_html}</td>")
+    return (
+        f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'
+        f"<b>{escape(info.glyph)}</b>{mark_html}</td>"
+    )
 
 
 @register.filter

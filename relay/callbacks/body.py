@@ -132,7 +132,9 @@ def report_read(body: dict) -> Report:
         job_name=_text(workflow, "job_name", required=False, limit=255, label="workflow.job_name"),
         workflow_url=_url(workflow, "url"),
         artifact_url=_url(workflow, "artifact_url"),
-        check_run_id=_text(workflow, "check_run_id", required=False, limit=100, label="workflow.check_run_id", numbers=True),
+        check_run_id=_text(
+            workflow, "check_run_id", required=False, limit=100, label="workflow.check_run_id", numbers=True
+        ),
         started_at=_when(workflow, "started_at"),
         completed_at=_when(workflow, "completed_at"),
         callback_token=_text(body, "callback_token", required=False, limit=4000),
@@ -152,7 +154,9 @@ def report_read(body: dict) -> Report:
     return report
 
 
-def _text(obj: dict, key: str, *, required: bool = True, limit: int, label: str | None = None, numbers: bool = False) -> str:
+def _text(
+    obj: dict, key: str, *, required: bool = True, limit: int, label: str | None = None, numbers: bool = False
+) -> str:
     label = label or key
     value = obj.get(key)
     if value is None or value == "":
@@ -171,7 +175,11 @@ def _text(obj: dict, key: str, *, required: bool = True, limit: int, label: str 
 def _choice(obj: dict, key: str, allowed: tuple) -> str:
     value = obj.get(key)
     if value not in allowed:
-        raise BadCallback(f"unknown callback status: {value!r} (expected one of {', '.join(allowed)})" if value else f"callback body missing required field: 'workflow.{key}'")
+        raise BadCallback(
+            f"unknown callback status: {value!r} (expected one of {', '.join(allowed)})"
+            if value
+            else f"callback body missing required field: 'workflow.{key}'"
+        )
     return value
 
 
@@ -184,7 +192,9 @@ def _conclusion(workflow: dict, status: str) -> str:
     if not value:
         raise BadCallback("a completed callback needs 'workflow.conclusion'")
     if value not in Conclusion.values:
-        raise BadCallback(f"'workflow.conclusion' {value!r} is not a GitHub check conclusion ({', '.join(Conclusion.values)})")
+        raise BadCallback(
+            f"'workflow.conclusion' {value!r} is not a GitHub check conclusion ({', '.join(Conclusion.values)})"
+        )
     return value
 
 
@@ -193,7 +203,11 @@ def _run_id(workflow: dict) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip() or len(value) > 100:
-        raise BadCallback("'workflow.run_id' must be a non-empty string or number" if value not in (None, "") else "callback body missing required field: 'workflow.run_id'")
+        raise BadCallback(
+            "'workflow.run_id' must be a non-empty string or number"
+            if value not in (None, "")
+            else "callback body missing required field: 'workflow.run_id'"
+        )
     if value.strip() == "0":
         raise BadCallback("'workflow.run_id' 0 is reserved")
     return value.strip()
@@ -293,8 +307,13 @@ def _failed_test(item, index: int) -> FailedTestReport:
     cut_message = cut_message or message.endswith(TRUNCATION_MARK)
     cut_stack = cut_stack or stack.endswith(TRUNCATION_MARK)
     return FailedTestReport(
-        name=item["name"][:MAX_NAME_CHARS], classname=fields["classname"][:MAX_NAME_CHARS], file=fields["file"][:MAX_NAME_CHARS],
-        message=message, stacktrace=stack, hw_classification=fields["hw_classification"][:32].upper(), truncated=cut_message or cut_stack,
+        name=item["name"][:MAX_NAME_CHARS],
+        classname=fields["classname"][:MAX_NAME_CHARS],
+        file=fields["file"][:MAX_NAME_CHARS],
+        message=message,
+        stacktrace=stack,
+        hw_classification=fields["hw_classification"][:32].upper(),
+        truncated=cut_message or cut_stack,
     )
 
 

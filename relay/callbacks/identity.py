@@ -6,9 +6,9 @@ callback (relay.github.repo_ids) and compared on every one."""
 
 from django.db.models import Q
 
+from ..github.repo_ids import RepoUnknown, project_repo_id_pin
 from ..models import CIProvider, Project
 from .oidc import TokenRejected, VerifiedToken
-from ..github.repo_ids import RepoUnknown, project_repo_id_pin
 
 
 class IdentityForbidden(Exception):
@@ -37,7 +37,10 @@ def provider_check(project: Project, kind: str) -> None:
     """The token's issuer must be the project's CI provider, or one whose identity the registry
     configured for it explicitly (a Buildkite pipeline, a GitLab project): a GitHub Actions token,
     matched by repository name alone, never speaks for a project that reports from elsewhere."""
-    configured = {CIProvider.BUILDKITE: bool(project.buildkite_pipeline), CIProvider.GITLAB: bool(project.gitlab_project_id)}
+    configured = {
+        CIProvider.BUILDKITE: bool(project.buildkite_pipeline),
+        CIProvider.GITLAB: bool(project.gitlab_project_id),
+    }
     if project.ci_provider != kind and not configured.get(kind, False):
         raise IdentityForbidden(
             f"{project.full_name} reports through {CIProvider(project.ci_provider).label}; a {CIProvider(kind).label} token cannot speak for it"
@@ -83,7 +86,9 @@ def _gitlab_project(claims: dict) -> Project | None:
         raise IdentityForbidden(f"GitLab project {project_id} is not registered with CRCR")
     path = str(claims.get("project_path", ""))
     if project.gitlab_project_path and path.lower() != project.gitlab_project_path.lower():
-        raise IdentityForbidden(f"GitLab project {project_id} reports path {path!r}, registered as {project.gitlab_project_path!r}")
+        raise IdentityForbidden(
+            f"GitLab project {project_id} reports path {path!r}, registered as {project.gitlab_project_path!r}"
+        )
     return project
 
 

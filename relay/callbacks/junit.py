@@ -66,8 +66,12 @@ def _failed(case, problem) -> FailedTestReport:
     stack, cut_stack = text_cap(problem.text or "", MAX_STACK_BYTES)
     classname = case.get("classname") or ""
     return FailedTestReport(
-        name=(case.get("name") or "")[:1000], classname=classname[:1000], file=(case.get("file") or "")[:1000],
-        message=message, stacktrace=stack, truncated=cut_message or cut_stack,
+        name=(case.get("name") or "")[:1000],
+        classname=classname[:1000],
+        file=(case.get("file") or "")[:1000],
+        message=message,
+        stacktrace=stack,
+        truncated=cut_message or cut_stack,
         hw_classification=(case.get("hw_classification") or _property(case, "hw_classification")).upper()[:32],
     )
 

@@ -11,13 +11,13 @@ from django.utils import timezone
 
 from .. import follow_up
 from ..github import upstream
+from ..github.repo_ids import GitHubUnreachable
 from ..models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_hit
 from .tokens import InvalidCallbackToken, callback_token_read
-from ..github.repo_ids import GitHubUnreachable
 
 logger = logging.getLogger(__name__)
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -66,7 +66,9 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
     decision = rate_limit_hit(project.full_name, project.rate_limit_per_min)
     headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
     if not decision.allowed:
-        return CallbackResult(429, {"detail": f"rate limit exceeded for {project.full_name}"}, {"Retry-After": str(decision.retry_after)})
+        return CallbackResult(
+            429, {"detail": f"rate limit exceeded for {project.full_name}"}, {"Retry-After": str(decision.retry_after)}
+        )
     report = report_read(body)
     if report.is_self_report:
         return _ok(self_report_record(project, report, token), headers)
@@ -86,13 +88,19 @@ def token_required(project: Project) -> bool:
 def dispatch_for(project: Project, report: Report) -> Dispatch:
     """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
     echoed payload."""
-    dispatch = Dispatch.objects.filter(delivery__delivery_id=report.delivery_id, project=project).select_related("delivery").first()
+    dispatch = (
+        Dispatch.objects.filter(delivery__delivery_id=report.delivery_id, project=project)
+        .select_related("delivery")
+        .first()
+    )
     if dispatch is None:
         raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
     if report.callback_token:
         _binding_check(project, report, dispatch)
     elif token_required(project):
-        raise Forbidden(f"{project.full_name} must echo the callback_token of its dispatch (required at {project.level})")
+        raise Forbidden(
+            f"{project.full_name} must echo the callback_token of its dispatch (required at {project.level})"
+        )
     return dispatch
 
 
@@ -121,7 +129,9 @@ def job_record(project: Project, dispatch: Dispatch | None, report: Report, toke
     return outcome
 
 
-def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken) -> tuple[str, int | None]:
+def _job_step(
+    project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken
+) -> tuple[str, int | None]:
     if not _token_consume(token, report, project):
         return "duplicate", None
     key = _job_key(project, report)
@@ -135,7 +145,13 @@ def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token
 
 
 def _job_key(project: Project, report: Report) -> dict:
-    return {"delivery_key": report.delivery_id, "project": project, "run_id": report.run_id, "run_attempt": report.run_attempt, "job_name": report.job_name}
+    return {
+        "delivery_key": report.delivery_id,
+        "project": project,
+        "run_id": report.run_id,
+        "run_attempt": report.run_attempt,
+        "job_name": report.job_name,
+    }
 
 
 def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bool:
@@ -144,10 +160,14 @@ def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bo
     --oidc-token per build): there the token is bound to the run, and each job's delivery_id keeps
     the write idempotent."""
     used_for = _token_use(report, project)
-    expires = timezone.now() + timedelta(seconds=max(60, int(token.claims["exp"]) - int(timezone.now().timestamp()) + 120))
+    expires = timezone.now() + timedelta(
+        seconds=max(60, int(token.claims["exp"]) - int(timezone.now().timestamp()) + 120)
+    )
     try:
         with transaction.atomic():
-            UsedToken.objects.create(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200], expires_at=expires, used_for=used_for)
+            UsedToken.objects.create(
+                issuer=token.issuer.url, jti=str(token.claims["jti"])[:200], expires_at=expires, used_for=used_for
+            )
     except IntegrityError:
         previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200]).first()
         if previous is not None and previous.used_for == used_for:
@@ -186,11 +206,15 @@ def _job_advance(job: JobRun, report: Report) -> str:
     if report.status == JobRun.Status.IN_PROGRESS:
         if job.status == JobRun.Status.IN_PROGRESS:
             return "duplicate"
-        raise Conflict(f"job {report.job_name or report.workflow_name!r} attempt {report.run_attempt} already completed ({job.conclusion}); in_progress cannot follow completed")
+        raise Conflict(
+            f"job {report.job_name or report.workflow_name!r} attempt {report.run_attempt} already completed ({job.conclusion}); in_progress cannot follow completed"
+        )
     if job.status == JobRun.Status.COMPLETED and not job.ended_by:
         if job.conclusion == report.conclusion:
             return "duplicate"
-        raise Conflict(f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it")
+        raise Conflict(
+            f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it"
+        )
     _job_complete(job, report)
     return "completed"
 
@@ -233,14 +257,26 @@ def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
 
 def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
     if dispatch is not None:
-        return {"pr_number": dispatch.pr_number, "head_sha": dispatch.head_sha, "event_type": report.event_type or dispatch.event_type}
+        return {
+            "pr_number": dispatch.pr_number,
+            "head_sha": dispatch.head_sha,
+            "event_type": report.event_type or dispatch.event_type,
+        }
     return {"pr_number": None, "head_sha": report.head_sha}
 
 
 def _failed_tests_store(job: JobRun, report: Report) -> None:
     FailedTest.objects.bulk_create(
-        FailedTest(job_run=job, name=t.name, classname=t.classname, file=t.file, message=t.message,
-                   stacktrace=t.stacktrace, hw_classification=t.hw_classification, truncated=t.truncated)
+        FailedTest(
+            job_run=job,
+            name=t.name,
+            classname=t.classname,
+            file=t.file,
+            message=t.message,
+            stacktrace=t.stacktrace,
+            hw_classification=t.hw_classification,
+            truncated=t.truncated,
+        )
         for t in report.failed_tests
     )
 
@@ -290,8 +326,10 @@ def self_report_record(project: Project, report: Report, token: VerifiedToken) -
             f"or that SHA as 'delivery_id'; got pytorch_head_sha={report.pytorch_head_sha!r}, delivery_id={report.delivery_id!r}"
         )
     if pr_head_only(sha):
-        raise Forbidden(f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
-                        "commits; a PR head takes results only for its dispatch, with its callback_token")
+        raise Forbidden(
+            f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
+            "commits; a PR head takes results only for its dispatch, with its callback_token"
+        )
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")
     if report.delivery_id.lower() == sha:

@@ -46,7 +46,9 @@ def external_id(run_id: str, pr_number: int, repo: str) -> str:
 
 
 def check_run_ensure(kind: str, pr_number: int, head_sha: str, name: str, **fields) -> UpstreamCheckRun:
-    row, created = UpstreamCheckRun.objects.get_or_create(head_sha=head_sha, name=name, defaults={"kind": kind, "pr_number": pr_number, **fields})
+    row, created = UpstreamCheckRun.objects.get_or_create(
+        head_sha=head_sha, name=name, defaults={"kind": kind, "pr_number": pr_number, **fields}
+    )
     changed = {k: v for k, v in fields.items() if getattr(row, k) != v}
     if not created and changed:
         UpstreamCheckRun.objects.filter(pk=row.pk).update(**changed)
@@ -62,24 +64,40 @@ def check_run_refresh(row: UpstreamCheckRun) -> UpstreamWrite | None:
     if row.github_id and body_digest(body) == row.sent_digest and not write_in_flight(f"check_run:{row.pk}"):
         return None  # GitHub shows this already (and no older body is on its way to overwrite it)
     kind = UpstreamWrite.Kind.CHECK_RUN_UPDATE if row.github_id else UpstreamWrite.Kind.CHECK_RUN_CREATE
-    return write_enqueue(kind, f"check_run:{row.pk}", label=f"{row.name} @ {row.head_sha[:10]} (PR #{row.pr_number})", check_run=row)
+    return write_enqueue(
+        kind, f"check_run:{row.pk}", label=f"{row.name} @ {row.head_sha[:10]} (PR #{row.pr_number})", check_run=row
+    )
 
 
 def job_check_run_refresh(job: JobRun) -> UpstreamWrite | None:
     if job.run_id == NEVER_STARTED_RUN_ID:
         return None  # a dispatch nobody answered shows on the backend's check run
     name = job_check_run_name(job.project, job.workflow_name, job.job_name)
-    if job.ended_by == JobRun.EndedBy.SUPERSEDED and not UpstreamCheckRun.objects.filter(head_sha=job.head_sha, name=name).exists():
+    if (
+        job.ended_by == JobRun.EndedBy.SUPERSEDED
+        and not UpstreamCheckRun.objects.filter(head_sha=job.head_sha, name=name).exists()
+    ):
         return None  # never shown, and moot now
-    row = check_run_ensure(Kind.JOB, job.pr_number, job.head_sha, name, project=job.project, workflow_name=job.workflow_name,
-                           job_name=job.job_name, run_id=job.run_id, withdrawn=False)  # fmt: skip
+    row = check_run_ensure(
+        Kind.JOB,
+        job.pr_number,
+        job.head_sha,
+        name,
+        project=job.project,
+        workflow_name=job.workflow_name,
+        job_name=job.job_name,
+        run_id=job.run_id,
+        withdrawn=False,
+    )
     return check_run_refresh(row)
 
 
 def backend_check_run_refresh(project: Project, pr_number: int, head_sha: str) -> UpstreamWrite | None:
     if not gate.head_dispatches(project, pr_number, head_sha).filter(state=Dispatch.State.SENT).exists():
         return None
-    row = check_run_ensure(Kind.BACKEND, pr_number, head_sha, backend_check_run_name(project), project=project, withdrawn=False)
+    row = check_run_ensure(
+        Kind.BACKEND, pr_number, head_sha, backend_check_run_name(project), project=project, withdrawn=False
+    )
     return check_run_refresh(row)
 
 
@@ -104,14 +122,26 @@ def check_run_body(row: UpstreamCheckRun) -> dict | None:
 def _withdrawn(row: UpstreamCheckRun) -> dict:
     label = f"ciflow/crcr/{row.project.device}" if row.project and row.project.device else "the ciflow/crcr label"
     summary = f"{md_code(label)} was removed from this PR, so this backend no longer reports here. Add the label again to show its results."
-    return {"status": "completed", "conclusion": "neutral", "output": {"title": f"Not reported: {label} removed", "summary": summary}}
+    return {
+        "status": "completed",
+        "conclusion": "neutral",
+        "output": {"title": f"Not reported: {label} removed", "summary": summary},
+    }
 
 
 def _backend_body(row: UpstreamCheckRun) -> dict | None:
-    dispatch = gate.head_dispatches(row.project, row.pr_number, row.head_sha).filter(state=Dispatch.State.SENT).order_by("-sent_at", "-id").first()
+    dispatch = (
+        gate.head_dispatches(row.project, row.pr_number, row.head_sha)
+        .filter(state=Dispatch.State.SENT)
+        .order_by("-sent_at", "-id")
+        .first()
+    )
     if dispatch is None:
         return None
-    common = {"details_url": hud_pr_url(row.pr_number), "external_id": external_id("-", row.pr_number, row.project.full_name)}
+    common = {
+        "details_url": hud_pr_url(row.pr_number),
+        "external_id": external_id("-", row.pr_number, row.project.full_name),
+    }
     if row.withdrawn:
         return {**common, **_withdrawn(row)}
     return {**common, **_backend_status(row, dispatch)}
@@ -126,17 +156,30 @@ def _backend_status(row: UpstreamCheckRun, dispatch: Dispatch) -> dict:
         summary = f"{repo} started: its {started} job(s) report in their own {md_code(f'crcr/{row.project.full_name}/…')} check runs."
         return {"status": "completed", "conclusion": "neutral", "output": {"title": "Started", "summary": summary}}
     if silent is not None and silent.ended_by == JobRun.EndedBy.SUPERSEDED:
-        return {"status": "completed", "conclusion": "neutral", "output": {"title": "Superseded by a newer head", "summary": f"{repo} was asked to test a newer head of this PR."}}
+        return {
+            "status": "completed",
+            "conclusion": "neutral",
+            "output": {
+                "title": "Superseded by a newer head",
+                "summary": f"{repo} was asked to test a newer head of this PR.",
+            },
+        }
     if silent is not None:
         hours = settings.CRCR_NEVER_STARTED_HOURS
         summary = f"{repo} was dispatched at {_iso(dispatch.sent_at)} and no job reported within {hours:g} h."
-        return {"status": "completed", "conclusion": "timed_out", "output": {"title": "Never started", "summary": summary}}
+        return {
+            "status": "completed",
+            "conclusion": "timed_out",
+            "output": {"title": "Never started", "summary": summary},
+        }
     summary = f"{repo} was dispatched at {_iso(dispatch.sent_at)}; waiting for its first job to report."
     return {"status": "queued", "output": {"title": "Dispatched, waiting for the first job", "summary": summary}}
 
 
 def job_latest(row: UpstreamCheckRun) -> JobRun | None:
-    jobs = JobRun.objects.filter(project=row.project, head_sha=row.head_sha, workflow_name=row.workflow_name, job_name=row.job_name)
+    jobs = JobRun.objects.filter(
+        project=row.project, head_sha=row.head_sha, workflow_name=row.workflow_name, job_name=row.job_name
+    )
     attempts = list(jobs.exclude(run_id=NEVER_STARTED_RUN_ID))
     return latest_attempt(attempts) if attempts else None
 
@@ -145,7 +188,10 @@ def _job_body(row: UpstreamCheckRun) -> dict | None:
     job = job_latest(row)
     if job is None:
         return None
-    body = {"details_url": job_details_url(job) or hud_pr_url(row.pr_number), "external_id": external_id(job.run_id, row.pr_number, row.project.full_name)}
+    body = {
+        "details_url": job_details_url(job) or hud_pr_url(row.pr_number),
+        "external_id": external_id(job.run_id, row.pr_number, row.project.full_name),
+    }
     started = job.reported_started_at or job.in_progress_at
     if started:
         body["started_at"] = _iso(started)
@@ -166,7 +212,11 @@ def _job_outcome(job: JobRun) -> tuple[str, str | None, str]:
         return "completed", "neutral", "Superseded by a newer head"
     if job.ended_by == JobRun.EndedBy.TIMED_OUT:
         return "completed", "timed_out", f"Timed out: no completion within {settings.CRCR_JOB_TIMEOUT_HOURS:g} h"
-    conclusion = job.conclusion if job.conclusion in GITHUB_CONCLUSIONS else ("timed_out" if job.conclusion == "stale" else "neutral")
+    conclusion = (
+        job.conclusion
+        if job.conclusion in GITHUB_CONCLUSIONS
+        else ("timed_out" if job.conclusion == "stale" else "neutral")
+    )
     return "completed", conclusion, _result_title(job, conclusion)
 
 
@@ -183,13 +233,22 @@ def job_summary(job: JobRun, limit: int = SUMMARY_LIMIT) -> str:
     """Markdown: where the job ran, its test counts and failed tests, within GitHub's cap. Every
     reported string is a code span (relay.checks.markdown)."""
     run = md_link(md_code(job.run_id), job.workflow_url)
-    lines = [f"**{md_code(job.project.full_name)}** · workflow {md_code(job.workflow_name)} · job {md_code(job.job_name or job.workflow_name)} · run {run}, attempt {job.run_attempt}"]
+    lines = [
+        f"**{md_code(job.project.full_name)}** · workflow {md_code(job.workflow_name)} · job {md_code(job.job_name or job.workflow_name)} · run {run}, attempt {job.run_attempt}"
+    ]
     if job.tests_total is not None:
-        lines += ["", "| Passed | Failed | Skipped | Total |", "|---:|---:|---:|---:|",
-                  f"| {job.tests_passed or 0} | {job.tests_failed or 0} | {job.tests_skipped or 0} | {job.tests_total} |"]  # fmt: skip
-    failed = list(job.failed_tests.all()[:FAILED_TESTS_LISTED + 1])
+        lines += [
+            "",
+            "| Passed | Failed | Skipped | Total |",
+            "|---:|---:|---:|---:|",
+            f"| {job.tests_passed or 0} | {job.tests_failed or 0} | {job.tests_skipped or 0} | {job.tests_total} |",
+        ]
+    failed = list(job.failed_tests.all()[: FAILED_TESTS_LISTED + 1])
     if failed:
-        lines += ["", f"**Failed tests** ({job.tests_failed or len(failed)}{', list truncated by the reporter' if job.failed_tests_truncated else ''}):"]
+        lines += [
+            "",
+            f"**Failed tests** ({job.tests_failed or len(failed)}{', list truncated by the reporter' if job.failed_tests_truncated else ''}):",
+        ]
         lines += [failed_test_line(t) for t in failed[:FAILED_TESTS_LISTED]]
     return fit_lines(lines, limit)
 
@@ -243,10 +302,22 @@ def check_run_prepare(write: UpstreamWrite) -> Plan | Skip:
     if row.github_id is None:
         if row.withdrawn:
             return Skip("label removed before the check run was created")
-        return Plan("POST", f"/repos/{repo}/check-runs", upstream_installation_id(), {**body, "head_sha": row.head_sha}, on_sent=_stored(row, body))
+        return Plan(
+            "POST",
+            f"/repos/{repo}/check-runs",
+            upstream_installation_id(),
+            {**body, "head_sha": row.head_sha},
+            on_sent=_stored(row, body),
+        )
     if body_digest(body) == row.sent_digest:
         return Skip("unchanged")
-    return Plan("PATCH", f"/repos/{repo}/check-runs/{row.github_id}", upstream_installation_id(), body, on_sent=_stored(row, body))
+    return Plan(
+        "PATCH",
+        f"/repos/{repo}/check-runs/{row.github_id}",
+        upstream_installation_id(),
+        body,
+        on_sent=_stored(row, body),
+    )
 
 
 def _adopt(row: UpstreamCheckRun) -> None:
@@ -254,16 +325,24 @@ def _adopt(row: UpstreamCheckRun) -> None:
 
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/commits/{row.head_sha}/check-runs?check_name={quote(row.name, safe='')}&filter=latest"
     found = github.as_installation(upstream_installation_id(), "GET", path).json or {}
-    ours = [r for r in found.get("check_runs", []) if str((r.get("app") or {}).get("id")) == str(settings.GITHUB_APP_ID)]
+    ours = [
+        r for r in found.get("check_runs", []) if str((r.get("app") or {}).get("id")) == str(settings.GITHUB_APP_ID)
+    ]
     if ours:
-        UpstreamCheckRun.objects.filter(pk=row.pk).update(github_id=ours[0]["id"], check_suite_id=(ours[0].get("check_suite") or {}).get("id"))
+        UpstreamCheckRun.objects.filter(pk=row.pk).update(
+            github_id=ours[0]["id"], check_suite_id=(ours[0].get("check_suite") or {}).get("id")
+        )
         row.github_id = ours[0]["id"]
 
 
 def _stored(row: UpstreamCheckRun, body: dict):
     def store(response) -> str:
         data = response.json if isinstance(response.json, dict) else {}
-        fields = {"sent_digest": body_digest(body), "last_status": body.get("status", ""), "last_conclusion": body.get("conclusion", "")}
+        fields = {
+            "sent_digest": body_digest(body),
+            "last_status": body.get("status", ""),
+            "last_conclusion": body.get("conclusion", ""),
+        }
         if row.github_id is None and data.get("id"):
             fields.update(github_id=data["id"], check_suite_id=(data.get("check_suite") or {}).get("id"))
         UpstreamCheckRun.objects.filter(pk=row.pk).update(**fields)

@@ -32,7 +32,9 @@ GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SK
 
 def head_jobs(project: Project, pr_number: int, head_sha: str):
     """Every attempt of every job of `project` on this PR head (not the PR's closing dispatch)."""
-    jobs = JobRun.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha).exclude(dispatch__delivery__action="closed")
+    jobs = JobRun.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha).exclude(
+        dispatch__delivery__action="closed"
+    )
     return jobs.prefetch_related("failed_tests")
 
 
@@ -52,7 +54,9 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
     and the reason says so."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
     dispatches = head_dispatches(project, pr_number, head_sha)
-    unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(Exists(JobRun.objects.filter(dispatch=OuterRef("pk"))))
+    unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
+        Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
+    )
     states = set(dispatches.values_list("state", flat=True))
     excused = not_blocking(verdicts, project.pk)
     counted = [v for v in verdicts if v.job.pk not in excused]
@@ -60,7 +64,9 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
     if excused and not counted:
         state, reason = Gate.SUCCESS, "no blocking failure"
     if excused:
-        reason += "; not blocking: " + ", ".join(_excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused)
+        reason += "; not blocking: " + ", ".join(
+            _excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused
+        )
     return state, reason, verdicts
 
 
@@ -77,28 +83,49 @@ def pr_head(pr_number: int) -> str:
     head = latest_heads([pr_number]).get(pr_number)
     if head:
         return head
-    dispatch = Dispatch.objects.filter(pr_number=pr_number, event_type="pull_request").exclude(head_sha="").order_by("-created_at", "-id").first()
+    dispatch = (
+        Dispatch.objects.filter(pr_number=pr_number, event_type="pull_request")
+        .exclude(head_sha="")
+        .order_by("-created_at", "-id")
+        .first()
+    )
     return dispatch.head_sha if dispatch else ""
 
 
 def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
     """The gate for a PR head (default: its latest head), as plain JSON-ready data."""
     head = (head_sha or pr_head(pr_number)).lower()
-    backends = [_backend_entry(p, pr_number, head) for p in Project.objects.filter(level=Level.L4, active=True).order_by("full_name")]
+    backends = [
+        _backend_entry(p, pr_number, head)
+        for p in Project.objects.filter(level=Level.L4, active=True).order_by("full_name")
+    ]
     backends = [b for b in backends if b["state"] != Gate.NONE]
     state = gate_overall(b["state"] for b in backends).value
     return {
-        "pr_number": pr_number, "head_sha": head, "name": GATE_NAME, "state": state,
+        "pr_number": pr_number,
+        "head_sha": head,
+        "name": GATE_NAME,
+        "state": state,
         "conclusion": None if state == Gate.PENDING else state,
         "blocking": [b["repo"] for b in backends if b["state"] in (Gate.FAILURE, Gate.PENDING)],
-        "backends": backends, "title": gate_title(state, backends),
-    }  # fmt: skip
+        "backends": backends,
+        "title": gate_title(state, backends),
+    }
 
 
 def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
     state, reason, verdicts = backend_state(project, pr_number, head)
-    jobs = [{"workflow": v.job.workflow_name, "job": v.job.job_name, "state": v.state.value, "attempts": v.attempts,
-             "run_id": v.job.run_id, "url": v.job.workflow_url} for v in verdicts]  # fmt: skip
+    jobs = [
+        {
+            "workflow": v.job.workflow_name,
+            "job": v.job.job_name,
+            "state": v.state.value,
+            "attempts": v.attempts,
+            "run_id": v.job.run_id,
+            "url": v.job.workflow_url,
+        }
+        for v in verdicts
+    ]
     return {"repo": project.full_name, "state": state.value, "reason": reason, "jobs": jobs}
 
 
@@ -120,11 +147,19 @@ def gate_summary(verdict: dict) -> str:
         lines += ["| Backend | Result | Jobs | Why |", "|---|---|---|---|"]
         for b in verdict["backends"]:
             counts = _job_counts(b["jobs"])
-            lines.append(f"| {_md(b['repo'])} | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |")
+            lines.append(
+                f"| {_md(b['repo'])} | {GLYPHS.get(b['state'], '')} {b['state']} | {counts} | {_md(b['reason'])} |"
+            )
     if any("not blocking:" in b["reason"] for b in verdict["backends"]):
-        lines += ["", "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block."]
-    lines += ["", "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
-              "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress."]
+        lines += [
+            "",
+            "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block.",
+        ]
+    lines += [
+        "",
+        "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
+        "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress.",
+    ]
     if settings.CRCR_PUBLIC_URL:
         lines += ["", f"Details: {settings.CRCR_PUBLIC_URL}/pr/{verdict['pr_number']}"]
     return "\n".join(lines)[:65535]
@@ -145,10 +180,10 @@ def gate_body(pr_number: int, head_sha: str) -> dict:
     verdict = gate_verdict(pr_number, head_sha)
     body = {
         "status": "in_progress" if verdict["state"] == "pending" else "completed",
-        "external_id": f"gate:{pr_number}", "details_url": f"{settings.CRCR_PUBLIC_URL}/pr/{pr_number}",
+        "external_id": f"gate:{pr_number}",
+        "details_url": f"{settings.CRCR_PUBLIC_URL}/pr/{pr_number}",
         "output": {"title": verdict["title"][:255], "summary": gate_summary(verdict)},
-    }  # fmt: skip
+    }
     if verdict["conclusion"]:
         body["conclusion"] = verdict["conclusion"]
     return body
-

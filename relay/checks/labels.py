@@ -38,7 +38,7 @@ def check_runs_wanted(project: Project, pr_number: int) -> bool:
 
 
 def label_projects(label: str) -> list[Project]:
-    device = label[len(LABEL_PREFIX):] if label.lower().startswith(LABEL_PREFIX) else ""
+    device = label[len(LABEL_PREFIX) :] if label.lower().startswith(LABEL_PREFIX) else ""
     projects = Project.objects.filter(level=Level.L3, active=True, device__iexact=device) if device else []
     return [p for p in projects if p.takes_pull_requests]
 

@@ -58,7 +58,12 @@ def oncall_refresh(project: Project, pr_number: int) -> UpstreamWrite | None:
     elif not (outcome == "passing" and existing is not None and existing.state == OncallComment.State.FAILING):
         return None
     kind = UpstreamWrite.Kind.COMMENT_UPDATE if existing.comment_id else UpstreamWrite.Kind.COMMENT_CREATE
-    return write_enqueue(kind, f"comment:{existing.pk}", label=f"oncall comment for {project.full_name} on PR #{pr_number}", comment=existing)
+    return write_enqueue(
+        kind,
+        f"comment:{existing.pk}",
+        label=f"oncall comment for {project.full_name} on PR #{pr_number}",
+        comment=existing,
+    )
 
 
 # --- the comment ----------------------------------------------------------------------------------
@@ -68,9 +73,15 @@ def failing_body(project: Project, pr_number: int, head: str, failing: list) -> 
     repo = project.full_name
     # The registry's oncall handles are the only mentions the relay ever writes.
     mentions = " ".join(f"@{h}" for h in oncall_handles(project))
-    lines = [marker(repo), f"### ❌ CRCR downstream CI failure: {md_code(repo)}", "",
-             f"{md_code(repo)} fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.", "",
-             "| Job | Result | Attempt | Failed tests |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        marker(repo),
+        f"### ❌ CRCR downstream CI failure: {md_code(repo)}",
+        "",
+        f"{md_code(repo)} fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.",
+        "",
+        "| Job | Result | Attempt | Failed tests |",
+        "|---|---|---|---|",
+    ]
     lines += [_job_row(v) for v in failing]
     lines += ["", f"Commit: `{head}` · [all results]({settings.CRCR_PUBLIC_URL}/pr/{pr_number})"]
     return fit_lines(lines, COMMENT_LIMIT)
@@ -95,9 +106,19 @@ def _tests_cell(job) -> str:
 
 def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
     repo = md_code(project.full_name)
-    before = f" (it failed on `{comment.pinged_head_sha[:7]}`)" if comment.pinged_head_sha and comment.pinged_head_sha != head else ""
-    return "\n".join([marker(project.full_name), f"### ✅ CRCR downstream CI recovered: {repo}", "",
-                      f"Every job of {repo} passes on `{head[:7]}`, the head of this PR{before}. Nothing to do."])  # fmt: skip
+    before = (
+        f" (it failed on `{comment.pinged_head_sha[:7]}`)"
+        if comment.pinged_head_sha and comment.pinged_head_sha != head
+        else ""
+    )
+    return "\n".join(
+        [
+            marker(project.full_name),
+            f"### ✅ CRCR downstream CI recovered: {repo}",
+            "",
+            f"Every job of {repo} passes on `{head[:7]}`, the head of this PR{before}. Nothing to do.",
+        ]
+    )
 
 
 # --- sending --------------------------------------------------------------------------------------
@@ -123,10 +144,22 @@ def _comment_plan(write: UpstreamWrite, comment: OncallComment, text: str, state
         _adopt(comment)
     on_sent = _stored(comment, text, state, head)
     if comment.comment_id is None:
-        return Plan("POST", f"/repos/{repo}/issues/{comment.pr_number}/comments", upstream_installation_id(), {"body": text}, on_sent=on_sent)
+        return Plan(
+            "POST",
+            f"/repos/{repo}/issues/{comment.pr_number}/comments",
+            upstream_installation_id(),
+            {"body": text},
+            on_sent=on_sent,
+        )
     if body_digest(text) == comment.sent_digest:
         return Skip("unchanged")
-    return Plan("PATCH", f"/repos/{repo}/issues/comments/{comment.comment_id}", upstream_installation_id(), {"body": text}, on_sent=on_sent)
+    return Plan(
+        "PATCH",
+        f"/repos/{repo}/issues/comments/{comment.comment_id}",
+        upstream_installation_id(),
+        {"body": text},
+        on_sent=on_sent,
+    )
 
 
 def _adopt(comment: OncallComment) -> None:
@@ -135,7 +168,9 @@ def _adopt(comment: OncallComment) -> None:
     from ..github import client as github
 
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/issues/{comment.pr_number}/comments?per_page=100"
-    found = github.paginate(path, auth=f"token {github.installation_token(upstream_installation_id())}", max_pages=COMMENT_PAGES)
+    found = github.paginate(
+        path, auth=f"token {github.installation_token(upstream_installation_id())}", max_pages=COMMENT_PAGES
+    )
     mine = [c for c in found if marker(comment.project.full_name) in (c.get("body") or "")]
     if mine:
         OncallComment.objects.filter(pk=comment.pk).update(comment_id=mine[0]["id"])

@@ -63,7 +63,11 @@ class UpstreamWrites(Outbox):
         countdown = retry_countdown(state, retry_at)
         if countdown is not None:
             writes.write_kick(write.pk, countdown=countdown)
-        waiting = UpstreamWrite.objects.filter(target_key=write.target_key, state=State.PENDING).values_list("pk", flat=True).first()
+        waiting = (
+            UpstreamWrite.objects.filter(target_key=write.target_key, state=State.PENDING)
+            .values_list("pk", flat=True)
+            .first()
+        )
         if waiting is not None:
             writes.write_kick(waiting)
 
@@ -101,7 +105,9 @@ def _failure(plan: Plan | None, exc: github.GitHubError) -> Result:
 
 def _execute(plan: Plan) -> github.Response:
     if plan.paginate_key:
-        return github.paginate_as_installation(plan.installation_id, plan.path, key=plan.paginate_key, max_pages=MAX_PAGES)
+        return github.paginate_as_installation(
+            plan.installation_id, plan.path, key=plan.paginate_key, max_pages=MAX_PAGES
+        )
     return github.as_installation(plan.installation_id, plan.method, plan.path, json=plan.body)
 
 

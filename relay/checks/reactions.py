@@ -38,7 +38,12 @@ def dispatch_reacted(dispatch_id: int) -> None:
     """A backend is expected on the PR head: its queued check run, and the gate for L4."""
     dispatch = Dispatch.objects.select_related("project", "delivery").get(pk=dispatch_id)
     project = dispatch.project
-    if dispatch.event_type != "pull_request" or not dispatch.pr_number or dispatch.delivery.action == "closed" or project.level not in UPSTREAM_LEVELS:
+    if (
+        dispatch.event_type != "pull_request"
+        or not dispatch.pr_number
+        or dispatch.delivery.action == "closed"
+        or project.level not in UPSTREAM_LEVELS
+    ):
         return
     if project.level == Level.L4:
         gate_check_run_refresh(dispatch.pr_number, dispatch.head_sha)
@@ -65,7 +70,12 @@ def job_reacted(job_run_id: int) -> None:
 
 def _pr_job(job: JobRun) -> bool:
     closing = job.dispatch is not None and job.dispatch.delivery.action == "closed"
-    return bool(job.pr_number) and job.event_type == "pull_request" and job.project.level in UPSTREAM_LEVELS and not closing
+    return (
+        bool(job.pr_number)
+        and job.event_type == "pull_request"
+        and job.project.level in UPSTREAM_LEVELS
+        and not closing
+    )
 
 
 @_logged
@@ -82,4 +92,3 @@ def delivery_reacted(delivery_pk: int, event: str, action: str, outcome: str) ->
         reruns.check_run_rerequested(delivery)
     elif event == "check_suite" and action == "rerequested":
         reruns.check_suite_rerequested(delivery)
-

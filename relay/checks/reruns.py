@@ -74,18 +74,30 @@ def check_suite_rerequested(delivery: Delivery) -> UpstreamWrite | None:
     suite = delivery.payload.get("check_suite") or {}
     if not suite.get("id") or not is_ours(suite.get("app")):
         return None
-    return write_enqueue(UpstreamWrite.Kind.SUITE_RERUN, f"suite:{delivery.pk}", label=f"re-run all checks of suite {suite['id']}", delivery=delivery)
+    return write_enqueue(
+        UpstreamWrite.Kind.SUITE_RERUN,
+        f"suite:{delivery.pk}",
+        label=f"re-run all checks of suite {suite['id']}",
+        delivery=delivery,
+    )
 
 
 def rerun_request(project: Project, run_id: str, kind: str, delivery: Delivery | None) -> UpstreamWrite:
     """One request per (repo, run) while one is unsent: "Re-run failed checks" clicks every
     failed check of the same run."""
-    unsent = UpstreamWrite.objects.filter(rerun__project=project, rerun__run_id=run_id, rerun__kind=kind, state__in=UpstreamWrite.UNSENT_STATES).first()
+    unsent = UpstreamWrite.objects.filter(
+        rerun__project=project, rerun__run_id=run_id, rerun__kind=kind, state__in=UpstreamWrite.UNSENT_STATES
+    ).first()
     if unsent is not None:
         return unsent
     request = RerunRequest.objects.create(project=project, run_id=run_id, kind=kind, delivery=delivery)
     what = "failed jobs of " if kind == "failed" else ""
-    return write_enqueue(UpstreamWrite.Kind.RERUN, f"rerun:{request.pk}", label=f"re-run {what}{project.full_name} run {run_id}", rerun=request)
+    return write_enqueue(
+        UpstreamWrite.Kind.RERUN,
+        f"rerun:{request.pk}",
+        label=f"re-run {what}{project.full_name} run {run_id}",
+        rerun=request,
+    )
 
 
 # --- sending ----------------------------------------------------------------------------------------
@@ -95,7 +107,13 @@ def suite_rerun_prepare(write: UpstreamWrite) -> Plan:
     """The outbox handler for "Re-run all checks": list the suite, then one re-run per run."""
     suite_id = write.delivery.payload["check_suite"]["id"]
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/check-suites/{suite_id}/check-runs?per_page=100"
-    return Plan("GET", path, upstream_installation_id(), paginate_key="check_runs", on_sent=lambda r: _suite_fan_out(write.delivery, r.json))
+    return Plan(
+        "GET",
+        path,
+        upstream_installation_id(),
+        paginate_key="check_runs",
+        on_sent=lambda r: _suite_fan_out(write.delivery, r.json),
+    )
 
 
 def _suite_fan_out(delivery: Delivery, check_runs: list[dict]) -> str:
@@ -115,7 +133,13 @@ def rerun_prepare(write: UpstreamWrite) -> Plan | Skip:
     repo = request.project.full_name
     suffix = "rerun-failed-jobs" if request.kind == "failed" else "rerun"
     path = f"/repos/{repo}/actions/runs/{request.run_id}/{suffix}"
-    return Plan("POST", path, installation_id_for(repo), on_sent=lambda r: _answered(request, "requested"), on_error=lambda exc: _refused(request, exc))
+    return Plan(
+        "POST",
+        path,
+        installation_id_for(repo),
+        on_sent=lambda r: _answered(request, "requested"),
+        on_error=lambda exc: _refused(request, exc),
+    )
 
 
 def _answered(request: RerunRequest, outcome: str) -> str:

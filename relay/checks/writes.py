@@ -20,7 +20,6 @@ logger = logging.getLogger(__name__)
 Kind, State, Outcome = UpstreamWrite.Kind, UpstreamWrite.State, UpstreamWriteAttempt.Outcome
 
 
-
 @dataclass
 class Plan:
     """One GitHub call. `on_sent` stores what came back (ids) and returns a note; `on_error` sees
@@ -58,7 +57,9 @@ def tried_before(write: UpstreamWrite) -> bool:
 
 def write_in_flight(target_key: str) -> bool:
     """Whether a write to this target is unsent or being sent (its body is not on GitHub yet)."""
-    return UpstreamWrite.objects.filter(target_key=target_key, state__in=[*UpstreamWrite.UNSENT_STATES, State.SENDING]).exists()
+    return UpstreamWrite.objects.filter(
+        target_key=target_key, state__in=[*UpstreamWrite.UNSENT_STATES, State.SENDING]
+    ).exists()
 
 
 def write_enqueue(kind: str, target_key: str, label: str = "", **targets) -> UpstreamWrite:
@@ -67,7 +68,9 @@ def write_enqueue(kind: str, target_key: str, label: str = "", **targets) -> Ups
     with transaction.atomic():
         older = UpstreamWrite.objects.filter(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES).first()
         due = timezone.now()
-        if older is not None and UpstreamWrite.objects.filter(pk=older.pk, state__in=UpstreamWrite.UNSENT_STATES).update(state=State.SUPERSEDED):
+        if older is not None and UpstreamWrite.objects.filter(
+            pk=older.pk, state__in=UpstreamWrite.UNSENT_STATES
+        ).update(state=State.SUPERSEDED):
             due = max(due, older.next_attempt_at) if older.state == State.RETRYING else due
         write = _create_unsent(kind, target_key, label[:600], due, targets)
     transaction.on_commit(lambda: write_kick(write.pk))
@@ -77,7 +80,9 @@ def write_enqueue(kind: str, target_key: str, label: str = "", **targets) -> Ups
 def _create_unsent(kind: str, target_key: str, label: str, due, targets: dict) -> UpstreamWrite:
     try:
         with transaction.atomic():
-            return UpstreamWrite.objects.create(kind=kind, target_key=target_key, target_label=label, next_attempt_at=due, **targets)
+            return UpstreamWrite.objects.create(
+                kind=kind, target_key=target_key, target_label=label, next_attempt_at=due, **targets
+            )
     except IntegrityError:
         # A concurrent enqueue made the unsent row first; it will compute the same latest truth.
         return UpstreamWrite.objects.get(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES)
@@ -87,5 +92,3 @@ def write_kick(write_pk: int, countdown: float = 0.0) -> None:
     from .outbox import WRITES
 
     WRITES.kick(write_pk, countdown)
-
-

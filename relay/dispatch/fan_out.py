@@ -18,7 +18,9 @@ def dispatches_create(delivery: Delivery, projects=None) -> int:
     """One dispatch row per eligible project; repos known not to have the App are marked so at
     once instead of failing on every event. Older heads of the same PR become moot. Nightly-only
     repos (allowlist `events: [nightly]`) take no PR or push dispatch."""
-    projects = [p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests]
+    projects = [
+        p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests
+    ]
     installed = installations.installed_names()
     now = timezone.now()
     rows = [_dispatch_row(delivery, p, installed, now) for p in projects]
@@ -46,9 +48,14 @@ def _dispatch_row(delivery: Delivery, project: Project, installed: set[str] | No
 def _supersede_older_heads(delivery: Delivery) -> None:
     if delivery.event != "pull_request" or not delivery.pr_number or not delivery.head_sha:
         return
-    stale = Dispatch.objects.filter(pr_number=delivery.pr_number, event_type="pull_request", state__in=Dispatch.OPEN_STATES)
+    stale = Dispatch.objects.filter(
+        pr_number=delivery.pr_number, event_type="pull_request", state__in=Dispatch.OPEN_STATES
+    )
     stale = stale.exclude(head_sha=delivery.head_sha).exclude(delivery=delivery)
-    stale.update(state=Dispatch.State.SUPERSEDED, last_error=f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})")
+    stale.update(
+        state=Dispatch.State.SUPERSEDED,
+        last_error=f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})",
+    )
 
 
 def _kick_fan_out(delivery_pk: int) -> None:
@@ -75,9 +82,14 @@ def dispatches_resend(delivery, projects, *, by: str) -> int:
         existing = Dispatch.objects.select_for_update().filter(delivery=delivery, project__in=projects)
         have = set(existing.values_list("project_id", flat=True))
         reopened = existing.exclude(state=Dispatch.State.SENDING).update(
-            state=Dispatch.State.PENDING, next_attempt_at=now, lease_expires_at=None, resent_at=now, resent_by=by[:150],
-            attempts_before_resend=F("attempts"), last_error=f"re-dispatched by {by}"[:2000],
-        )  # fmt: skip
+            state=Dispatch.State.PENDING,
+            next_attempt_at=now,
+            lease_expires_at=None,
+            resent_at=now,
+            resent_by=by[:150],
+            attempts_before_resend=F("attempts"),
+            last_error=f"re-dispatched by {by}"[:2000],
+        )
         created = dispatches_create(delivery, [p for p in projects if p.pk not in have])
     logger.info("%s re-dispatched delivery %s: %s reopened, %s new", by, delivery.delivery_id, reopened, created)
     return reopened + created

@@ -13,8 +13,20 @@ SAFETY_MARGIN_BYTES = 1024
 
 TEXT_LIMIT = 2000
 PR_KEYS = (
-    "number", "title", "state", "draft", "merged", "merge_commit_sha", "html_url", "user",
-    "labels", "head", "base", "created_at", "updated_at", "author_association",
+    "number",
+    "title",
+    "state",
+    "draft",
+    "merged",
+    "merge_commit_sha",
+    "html_url",
+    "user",
+    "labels",
+    "head",
+    "base",
+    "created_at",
+    "updated_at",
+    "author_association",
 )
 BRANCH_KEYS = ("label", "ref", "sha", "repo")
 REPO_KEYS = ("id", "name", "full_name", "owner", "private", "html_url", "default_branch")
@@ -85,7 +97,11 @@ def _pull_request(pr):
 
 
 def _essentials(payload: dict) -> dict:
-    out = {k: v for k, v in payload.items() if k not in ("pull_request", "repository", "sender", "organization", "commits", "installation")}
+    out = {
+        k: v
+        for k, v in payload.items()
+        if k not in ("pull_request", "repository", "sender", "organization", "commits", "installation")
+    }
     out["repository"] = _repo(payload.get("repository"))
     out["sender"] = _pick(payload.get("sender"), USER_KEYS)
     if "installation" in payload:
@@ -109,9 +125,20 @@ def _minimal(payload: dict) -> dict:
             "title": (pr.get("title") or "")[:200],
             "html_url": pr.get("html_url"),
             "labels": [_pick(label, ("name",)) for label in pr.get("labels") or []],
-            "head": {"sha": pr["head"].get("sha"), "ref": pr["head"].get("ref"), "repo": _pick(pr["head"].get("repo"), ("full_name",))},
-            "base": {"sha": pr["base"].get("sha"), "ref": pr["base"].get("ref"), "repo": _pick(pr["base"].get("repo"), ("full_name",))},
+            "head": {
+                "sha": pr["head"].get("sha"),
+                "ref": pr["head"].get("ref"),
+                "repo": _pick(pr["head"].get("repo"), ("full_name",)),
+            },
+            "base": {
+                "sha": pr["base"].get("sha"),
+                "ref": pr["base"].get("ref"),
+                "repo": _pick(pr["base"].get("repo"), ("full_name",)),
+            },
         }
     if isinstance(payload.get("head_commit"), dict):
-        out["head_commit"] = {"id": payload["head_commit"].get("id"), "message": (payload["head_commit"].get("message") or "")[:500]}
+        out["head_commit"] = {
+            "id": payload["head_commit"].get("id"),
+            "message": (payload["head_commit"].get("message") or "")[:500],
+        }
     return out

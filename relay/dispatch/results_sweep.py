@@ -38,11 +38,18 @@ def results_sweep(limit: int = 500, now=None) -> SweepReport:
 
 
 def jobs_supersede(limit: int) -> int:
-    open_jobs = list(JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, pr_number__isnull=False).only("pk", "pr_number", "head_sha")[:limit * 4])
+    open_jobs = list(
+        JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, pr_number__isnull=False).only(
+            "pk", "pr_number", "head_sha"
+        )[: limit * 4]
+    )
     heads = latest_heads(job.pr_number for job in open_jobs)
     stale = [job.pk for job in open_jobs if heads.get(job.pr_number, job.head_sha) != job.head_sha][:limit]
     changed = JobRun.objects.filter(pk__in=stale, status=JobRun.Status.IN_PROGRESS).update(
-        status=JobRun.Status.COMPLETED, conclusion=Conclusion.CANCELLED, ended_by=JobRun.EndedBy.SUPERSEDED, completed_at=timezone.now(),
+        status=JobRun.Status.COMPLETED,
+        conclusion=Conclusion.CANCELLED,
+        ended_by=JobRun.EndedBy.SUPERSEDED,
+        completed_at=timezone.now(),
     )
     _announce(stale if changed else [])
     return changed
@@ -53,8 +60,11 @@ def jobs_time_out(limit: int, now) -> int:
     ended = []
     for job in JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=cutoff)[:limit]:
         if JobRun.objects.filter(pk=job.pk, status=JobRun.Status.IN_PROGRESS).update(
-            status=JobRun.Status.COMPLETED, conclusion=Conclusion.TIMED_OUT, ended_by=JobRun.EndedBy.TIMED_OUT,
-            completed_at=now, execution_seconds=round((now - job.in_progress_at).total_seconds(), 3),
+            status=JobRun.Status.COMPLETED,
+            conclusion=Conclusion.TIMED_OUT,
+            ended_by=JobRun.EndedBy.TIMED_OUT,
+            completed_at=now,
+            execution_seconds=round((now - job.in_progress_at).total_seconds(), 3),
         ):
             ended.append(job.pk)
     _announce(ended)
@@ -87,13 +97,21 @@ def _announce(job_ids) -> None:
 def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:
     moot = dispatch.pr_number is not None and heads.get(dispatch.pr_number, dispatch.head_sha) != dispatch.head_sha
     return {
-        "delivery_key": dispatch.delivery.delivery_id, "project": dispatch.project, "run_id": NEVER_STARTED_RUN_ID,
-        "run_attempt": 1, "job_name": "",
+        "delivery_key": dispatch.delivery.delivery_id,
+        "project": dispatch.project,
+        "run_id": NEVER_STARTED_RUN_ID,
+        "run_attempt": 1,
+        "job_name": "",
         "defaults": {
-            "dispatch": dispatch, "event_type": dispatch.event_type, "workflow_name": "(no run started)",
-            "status": JobRun.Status.COMPLETED, "completed_at": now, "start_unknown": True,
+            "dispatch": dispatch,
+            "event_type": dispatch.event_type,
+            "workflow_name": "(no run started)",
+            "status": JobRun.Status.COMPLETED,
+            "completed_at": now,
+            "start_unknown": True,
             "conclusion": Conclusion.CANCELLED if moot else Conclusion.TIMED_OUT,
             "ended_by": JobRun.EndedBy.SUPERSEDED if moot else JobRun.EndedBy.NEVER_STARTED,
-            "head_sha": dispatch.head_sha, "pr_number": dispatch.pr_number,
+            "head_sha": dispatch.head_sha,
+            "pr_number": dispatch.pr_number,
         },
     }

@@ -34,7 +34,9 @@ class Dispatches(Outbox):
     def attempt(self, dispatch: Dispatch) -> Result:
         repo = dispatch.project.full_name
         try:
-            github.repository_dispatch(installation_id_for(repo), repo, dispatch.event_type, dispatch_client_payload(dispatch))
+            github.repository_dispatch(
+                installation_id_for(repo), repo, dispatch.event_type, dispatch_client_payload(dispatch)
+            )
         except github.NotInstalled as exc:
             return Result(Outcome.NOT_INSTALLED, exc.status, str(exc))
         except github.PermanentGitHubError as exc:

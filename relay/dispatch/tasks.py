@@ -15,7 +15,9 @@ logger = logging.getLogger(__name__)
 @shared_task(name="relay.delivery_fan_out", acks_late=True)
 def delivery_fan_out(delivery_pk: int) -> int:
     """One send task per pending dispatch row of a delivery; intake publishes only this one."""
-    ids = list(Dispatch.objects.filter(delivery_id=delivery_pk, state=Dispatch.State.PENDING).values_list("pk", flat=True))
+    ids = list(
+        Dispatch.objects.filter(delivery_id=delivery_pk, state=Dispatch.State.PENDING).values_list("pk", flat=True)
+    )
     for pk in ids:
         dispatch_send.apply_async(args=[pk])
     return len(ids)

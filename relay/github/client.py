@@ -74,7 +74,11 @@ def reset_http_client() -> None:
 
 
 def _default_headers() -> dict:
-    return {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION, "User-Agent": "crcr-hud-relay"}
+    return {
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": API_VERSION,
+        "User-Agent": "crcr-hud-relay",
+    }
 
 
 # --- authentication -------------------------------------------------------------------------------
@@ -149,7 +153,11 @@ def list_installations() -> list[dict]:
 
 
 def installation_repositories(installation_id: int) -> list[dict]:
-    pages = paginate("/installation/repositories?per_page=100", auth=f"token {installation_token(installation_id)}", key="repositories")
+    pages = paginate(
+        "/installation/repositories?per_page=100",
+        auth=f"token {installation_token(installation_id)}",
+        key="repositories",
+    )
     return pages
 
 
@@ -160,7 +168,9 @@ def paginate(path: str, *, auth: str, key: str | None = None, max_pages: int = 5
     return items
 
 
-def paginate_as_installation(installation_id: int, path: str, *, key: str | None = None, max_pages: int = 50) -> Response:
+def paginate_as_installation(
+    installation_id: int, path: str, *, key: str | None = None, max_pages: int = 50
+) -> Response:
     """Every page of a list, as the installation: one Response holding the last page's status
     and headers and the items of all pages (under `key` on each page, when given)."""
     items: list = []

@@ -21,7 +21,11 @@ def installed_names() -> set[str] | None:
     (then every dispatch is attempted and GitHub's 404 tells)."""
     if not RelayState.objects.filter(key=SYNCED_KEY).exists():
         return None
-    return set(InstalledRepo.objects.filter(installation__suspended=False).annotate(n=Lower("full_name")).values_list("n", flat=True))
+    return set(
+        InstalledRepo.objects.filter(installation__suspended=False)
+        .annotate(n=Lower("full_name"))
+        .values_list("n", flat=True)
+    )
 
 
 def installation_event_apply(event: str, payload: dict) -> None:
@@ -32,7 +36,9 @@ def installation_event_apply(event: str, payload: dict) -> None:
     if event == "installation" and action == "deleted":
         Installation.objects.filter(installation_id=data["id"]).delete()
     else:
-        inst = _installation_upsert(data, suspended=action == "suspend" or (bool(data.get("suspended_at")) and action != "unsuspend"))
+        inst = _installation_upsert(
+            data, suspended=action == "suspend" or (bool(data.get("suspended_at")) and action != "unsuspend")
+        )
         _repos_add(inst, payload.get("repositories") or payload.get("repositories_added") or [])
         _repos_remove(payload.get("repositories_removed") or [])
     transaction.on_commit(lambda: github.forget_installation_token(data["id"]))
@@ -56,7 +62,9 @@ def _repos_add(inst: Installation, repos: list[dict]) -> None:
         if "/" not in name:
             continue
         InstalledRepo.objects.filter(full_name__iexact=name).exclude(installation=inst).delete()
-        InstalledRepo.objects.update_or_create(full_name__iexact=name, defaults={"full_name": name, "repo_id": repo.get("id"), "installation": inst})
+        InstalledRepo.objects.update_or_create(
+            full_name__iexact=name, defaults={"full_name": name, "repo_id": repo.get("id"), "installation": inst}
+        )
 
 
 def _repos_remove(repos: list[dict]) -> None:
@@ -95,5 +103,7 @@ def installations_sync() -> int:
             inst = _installation_upsert(data, suspended=bool(data.get("suspended_at")))
             InstalledRepo.objects.filter(installation=inst).delete()
             _repos_add(inst, repos)
-        RelayState.objects.update_or_create(key=SYNCED_KEY, defaults={"value": {"repos": sum(len(r) for _, r in listed)}})
+        RelayState.objects.update_or_create(
+            key=SYNCED_KEY, defaults={"value": {"repos": sum(len(r) for _, r in listed)}}
+        )
     return sum(len(r) for _, r in listed)

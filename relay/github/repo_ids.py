@@ -8,9 +8,9 @@ renamed or recreated repository cannot report as the registered one."""
 
 from django.db import IntegrityError
 
+from ..models import InstalledRepo, Project
 from . import client as github
 from . import installations
-from ..models import InstalledRepo, Project
 
 
 class RepoUnknown(Exception):

@@ -33,7 +33,9 @@ def commit_exists(sha: str, *, fail_closed: bool) -> bool:
     except github.TransientGitHubError as exc:
         logger.warning("could not check upstream commit %s: %s", sha, exc)
         if fail_closed:
-            raise UpstreamUnavailable(f"GitHub is unavailable, cannot verify {sha} exists upstream; retry later") from exc
+            raise UpstreamUnavailable(
+                f"GitHub is unavailable, cannot verify {sha} exists upstream; retry later"
+            ) from exc
         return True
     soft_set(key, found, POSITIVE_TTL_SECONDS if found else NEGATIVE_TTL_SECONDS)
     return found
@@ -41,7 +43,9 @@ def commit_exists(sha: str, *, fail_closed: bool) -> bool:
 
 def _commit_lookup(sha: str) -> bool:
     try:
-        response = github.as_installation(upstream_installation_id(), "GET", f"/repos/{settings.CRCR_UPSTREAM_REPO}/commits/{sha}")
+        response = github.as_installation(
+            upstream_installation_id(), "GET", f"/repos/{settings.CRCR_UPSTREAM_REPO}/commits/{sha}"
+        )
     except github.PermanentGitHubError as exc:
         if exc.status in (404, 422):
             return False

@@ -38,14 +38,21 @@ def _push_commits(payload: dict, received_at) -> None:
         rows.append(_push_row(commit, branch, trunk, parent, received_at + timedelta(microseconds=index)))
         parent = commit["id"]
     unique = list({row.sha: row for row in rows}.values())  # a payload may repeat a commit id
-    _upsert(unique[-MAX_PUSH_COMMITS:], ["title", "author", "committed_at", "landed_at", "branch", "is_trunk", "parent_sha"])
+    _upsert(
+        unique[-MAX_PUSH_COMMITS:], ["title", "author", "committed_at", "landed_at", "branch", "is_trunk", "parent_sha"]
+    )
 
 
 def _push_row(commit: dict, branch: str, trunk: bool, parent: str, landed_at) -> UpstreamCommit:
     author = commit.get("author") or {}
     return UpstreamCommit(
-        sha=commit["id"][:40], title=_title(commit.get("message")), author=(author.get("username") or author.get("name") or "")[:100],
-        committed_at=_when(commit.get("timestamp")), landed_at=landed_at, branch=branch[:255], is_trunk=trunk,
+        sha=commit["id"][:40],
+        title=_title(commit.get("message")),
+        author=(author.get("username") or author.get("name") or "")[:100],
+        committed_at=_when(commit.get("timestamp")),
+        landed_at=landed_at,
+        branch=branch[:255],
+        is_trunk=trunk,
         parent_sha="" if set(parent) == {"0"} else parent[:40],
     )
 
@@ -53,13 +60,25 @@ def _push_row(commit: dict, branch: str, trunk: bool, parent: str, landed_at) ->
 def _pr_record(pr: dict, received_at) -> None:
     """Upsert the PR's author, labels and base; fields of the wrong type are left empty."""
     base, head = _mapping(pr.get("base")), _mapping(pr.get("head"))
-    labels = [str(label.get("name"))[:100] for label in _list(pr.get("labels")) if isinstance(label, dict) and label.get("name")]
+    labels = [
+        str(label.get("name"))[:100]
+        for label in _list(pr.get("labels"))
+        if isinstance(label, dict) and label.get("name")
+    ]
     state = "merged" if pr.get("merged") is True else str(pr.get("state") or "")[:16]
-    PullRequest.objects.update_or_create(number=pr["number"], defaults={
-        "title": _text(pr.get("title"), 300), "author": _text(_mapping(pr.get("user")).get("login"), 100), "labels": labels,
-        "base_sha": _text(base.get("sha"), 40), "base_ref": _text(base.get("ref"), 255), "head_sha": _text(head.get("sha"), 40),
-        "state": state, "updated_at": received_at,
-    })  # fmt: skip
+    PullRequest.objects.update_or_create(
+        number=pr["number"],
+        defaults={
+            "title": _text(pr.get("title"), 300),
+            "author": _text(_mapping(pr.get("user")).get("login"), 100),
+            "labels": labels,
+            "base_sha": _text(base.get("sha"), 40),
+            "base_ref": _text(base.get("ref"), 255),
+            "head_sha": _text(head.get("sha"), 40),
+            "state": state,
+            "updated_at": received_at,
+        },
+    )
 
 
 def _mapping(value) -> dict:
@@ -82,15 +101,21 @@ def _pr_head(payload: dict, received_at) -> None:
     if not sha or not isinstance(pr.get("number"), int):
         return
     row = UpstreamCommit(
-        sha=sha[:40], title=str(pr.get("title") or "")[:300], author=str((pr.get("user") or {}).get("login") or "")[:100],
-        committed_at=_when(pr.get("updated_at")), landed_at=received_at, branch=str((pr.get("head") or {}).get("ref") or "")[:255],
+        sha=sha[:40],
+        title=str(pr.get("title") or "")[:300],
+        author=str((pr.get("user") or {}).get("login") or "")[:100],
+        committed_at=_when(pr.get("updated_at")),
+        landed_at=received_at,
+        branch=str((pr.get("head") or {}).get("ref") or "")[:255],
         pr_number=pr["number"],
     )
     existing = UpstreamCommit.objects.filter(sha=row.sha).first()
     if existing is None:
         UpstreamCommit.objects.bulk_create([row], ignore_conflicts=True)
     elif existing.pr_number is None and not existing.is_trunk:
-        UpstreamCommit.objects.filter(pk=existing.pk).update(pr_number=row.pr_number, title=row.title, author=row.author)
+        UpstreamCommit.objects.filter(pk=existing.pk).update(
+            pr_number=row.pr_number, title=row.title, author=row.author
+        )
 
 
 def _upsert(rows: list[UpstreamCommit], fields: list[str]) -> None:

@@ -86,7 +86,9 @@ def webhook_intake(hook: WebhookRequest) -> IntakeResult:
         delivery, dispatch_count = _store(hook, route)
     except IntegrityError:
         return IntakeResult(200, {"ok": True, "status": "duplicate"})
-    return IntakeResult(202 if route.outcome != Delivery.Outcome.IGNORED else 200, _answer(delivery, route, dispatch_count))
+    return IntakeResult(
+        202 if route.outcome != Delivery.Outcome.IGNORED else 200, _answer(delivery, route, dispatch_count)
+    )
 
 
 def _answer(delivery: Delivery, route: Route, dispatch_count: int) -> dict:

@@ -67,7 +67,10 @@ def _decode(content_type: str, body: bytes) -> dict:
     elif media_type == "application/x-www-form-urlencoded":
         text = _form_payload(body)
     else:
-        raise WebhookRejected(415, f"unsupported content type {media_type or '(none)'}: use application/json or application/x-www-form-urlencoded")
+        raise WebhookRejected(
+            415,
+            f"unsupported content type {media_type or '(none)'}: use application/json or application/x-www-form-urlencoded",
+        )
     try:
         payload = json.loads(text)
     except RecursionError as exc:
@@ -92,7 +95,16 @@ def _storable(payload: dict, text) -> dict:
 
 
 def _repair(obj: dict) -> dict:
-    return {_text(k): (_text(v) if isinstance(v, str) else [_text(x) if isinstance(x, str) else x for x in v] if isinstance(v, list) else v) for k, v in obj.items()}
+    return {
+        _text(k): (
+            _text(v)
+            if isinstance(v, str)
+            else [_text(x) if isinstance(x, str) else x for x in v]
+            if isinstance(v, list)
+            else v
+        )
+        for k, v in obj.items()
+    }
 
 
 def _text(value: str) -> str:

@@ -25,16 +25,22 @@ class UpstreamCheckRun(models.Model):
     name = models.CharField(max_length=500)
     head_sha = models.CharField(max_length=40)
     pr_number = models.PositiveIntegerField(db_index=True)
-    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_check_runs")
+    project = models.ForeignKey(
+        "relay.Project", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_check_runs"
+    )
     workflow_name = models.CharField(max_length=255, blank=True)
     job_name = models.CharField(max_length=255, blank=True)
-    run_id = models.CharField(max_length=100, blank=True, help_text="the downstream run the check run shows now (re-runs go there)")
+    run_id = models.CharField(
+        max_length=100, blank=True, help_text="the downstream run the check run shows now (re-runs go there)"
+    )
     github_id = models.BigIntegerField(null=True, blank=True, unique=True)
     check_suite_id = models.BigIntegerField(null=True, blank=True)
     withdrawn = models.BooleanField(default=False, help_text="its ciflow/crcr label was removed: completed as neutral")
     last_status = models.CharField(max_length=16, blank=True, help_text="as last sent to GitHub")
     last_conclusion = models.CharField(max_length=16, blank=True)
-    sent_digest = models.CharField(max_length=64, blank=True, help_text="hash of the last body sent: unchanged bodies are not re-sent")
+    sent_digest = models.CharField(
+        max_length=64, blank=True, help_text="hash of the last body sent: unchanged bodies are not re-sent"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -59,7 +65,9 @@ class OncallComment(models.Model):
     project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="oncall_comments")
     comment_id = models.BigIntegerField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, blank=True, default="")
-    pinged_head_sha = models.CharField(max_length=40, blank=True, help_text="the head whose failure last pinged the oncalls")
+    pinged_head_sha = models.CharField(
+        max_length=40, blank=True, help_text="the head whose failure last pinged the oncalls"
+    )
     sent_digest = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -96,20 +104,34 @@ class UpstreamWrite(OutboxRow):
     UNSENT_STATES = (State.PENDING, State.RETRYING)
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    target_key = models.CharField(max_length=64, help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>")
+    target_key = models.CharField(
+        max_length=64, help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>"
+    )
     target_label = models.CharField(max_length=600, blank=True)
-    check_run = models.ForeignKey(UpstreamCheckRun, on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
+    check_run = models.ForeignKey(
+        UpstreamCheckRun, on_delete=models.CASCADE, null=True, blank=True, related_name="writes"
+    )
     comment = models.ForeignKey(OncallComment, on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
-    rerun = models.ForeignKey("relay.RerunRequest", on_delete=models.CASCADE, null=True, blank=True, related_name="writes")
-    delivery = models.ForeignKey("relay.Delivery", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_writes")
+    rerun = models.ForeignKey(
+        "relay.RerunRequest", on_delete=models.CASCADE, null=True, blank=True, related_name="writes"
+    )
+    delivery = models.ForeignKey(
+        "relay.Delivery", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_writes"
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     note = models.CharField(max_length=300, blank=True, help_text="what the last attempt did")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["target_key"], condition=Q(state__in=["pending", "retrying"]), name="upstream_write_one_unsent_per_target"),
-            models.UniqueConstraint(fields=["target_key"], condition=Q(state="sending"), name="upstream_write_one_sending_per_target"),
+            models.UniqueConstraint(
+                fields=["target_key"],
+                condition=Q(state__in=["pending", "retrying"]),
+                name="upstream_write_one_unsent_per_target",
+            ),
+            models.UniqueConstraint(
+                fields=["target_key"], condition=Q(state="sending"), name="upstream_write_one_sending_per_target"
+            ),
         ]
         indexes = [models.Index(fields=["state", "next_attempt_at"], name="upstream_write_due_idx")]
 
@@ -133,4 +155,3 @@ class UpstreamWriteAttempt(OutboxAttempt):
 
     class Meta(OutboxAttempt.Meta):
         constraints = [models.UniqueConstraint(fields=["write", "number"], name="upstream_write_attempt_number_unique")]
-

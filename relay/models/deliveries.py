@@ -29,7 +29,9 @@ class Delivery(models.Model):
     sender = models.CharField(max_length=100, blank=True)
     payload = models.JSONField(default=dict)
     payload_bytes = models.PositiveIntegerField(default=0)
-    payload_pruned_at = models.DateTimeField(null=True, blank=True, help_text="when retention cut the stored payload to what the relay still reads")
+    payload_pruned_at = models.DateTimeField(
+        null=True, blank=True, help_text="when retention cut the stored payload to what the relay still reads"
+    )
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -65,7 +67,9 @@ class Dispatch(OutboxRow):
     head_sha = models.CharField(max_length=40, blank=True)
     resent_at = models.DateTimeField(null=True, blank=True, help_text="when an operator last re-dispatched it")
     resent_by = models.CharField(max_length=150, blank=True)
-    attempts_before_resend = models.PositiveIntegerField(default=0, help_text="attempts made before the last re-dispatch (its retry budget starts after them)")
+    attempts_before_resend = models.PositiveIntegerField(
+        default=0, help_text="attempts made before the last re-dispatch (its retry budget starts after them)"
+    )
 
     class Meta:
         ordering = ["project__full_name"]

@@ -47,33 +47,43 @@ class ProjectQuerySet(models.QuerySet):
 class Project(models.Model):
     """A downstream repository registered with the relay (one allowlist entry)."""
 
-    objects = ProjectQuerySet.as_manager()
-
     full_name = models.CharField(max_length=140, help_text="owner/repo on GitHub")
-    github_repo_id = models.BigIntegerField(null=True, blank=True, unique=True, help_text="GitHub's numeric repository id, when known; OIDC identity is pinned to it")
+    github_repo_id = models.BigIntegerField(
+        null=True,
+        blank=True,
+        unique=True,
+        help_text="GitHub's numeric repository id, when known; OIDC identity is pinned to it",
+    )
     level = models.CharField(max_length=2, choices=Level.choices, default=Level.L1)
     device = models.CharField(max_length=60, blank=True, help_text="L3 label suffix: ciflow/crcr/<device>")
     oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
     events = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text='What it takes part in, as the allowlist says: ["pull_request"], ["nightly"] or both; empty: both (the allowlist default)',
     )
     ci_provider = models.CharField(max_length=16, choices=CIProvider.choices, default=CIProvider.GITHUB)
     hardware_kind = models.CharField(max_length=16, choices=HardwareKind.choices, default=HardwareKind.OTHER)
     display_name = models.CharField(max_length=80, blank=True)
-    is_reference = models.BooleanField(default=False, help_text="The baseline (OpenReg): a source of results, not a backend")
+    is_reference = models.BooleanField(
+        default=False, help_text="The baseline (OpenReg): a source of results, not a backend"
+    )
     reference_reports = models.BooleanField(
         default=False,
         help_text="The reference also reports its own runs through /github/callback, so the relay dispatches to it; "
         "otherwise its results come only from the upstream import and it is never dispatched to",
     )
-    is_health_probe = models.BooleanField(default=False, help_text="Relay self-test repo; kept out of product aggregates")
+    is_health_probe = models.BooleanField(
+        default=False, help_text="Relay self-test repo; kept out of product aggregates"
+    )
     active = models.BooleanField(default=True)
     position = models.PositiveIntegerField(default=0, help_text="Order within its level in allowlist.yml")
     require_callback_token = models.BooleanField(null=True, blank=True, help_text="Empty: required at L3 and L4")
     rate_limit_per_min = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the default (100/min)")
     buildkite_pipeline = models.CharField(
-        max_length=80, blank=True, help_text="Buildkite identity: <organization_id>/<pipeline_id> (UUIDs; slugs can be re-claimed)"
+        max_length=80,
+        blank=True,
+        help_text="Buildkite identity: <organization_id>/<pipeline_id> (UUIDs; slugs can be re-claimed)",
     )
     gitlab_project_id = models.CharField(max_length=40, blank=True, help_text="GitLab identity: numeric project id")
     gitlab_project_path = models.CharField(max_length=200, blank=True, help_text="GitLab identity: group/project path")
@@ -83,11 +93,15 @@ class Project(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = ProjectQuerySet.as_manager()
+
     class Meta:
         ordering = ["level", "position", "full_name"]
         constraints = [
             models.UniqueConstraint(Lower("full_name"), name="project_full_name_ci_unique"),
-            models.CheckConstraint(condition=~models.Q(level="L3") | ~models.Q(device=""), name="project_l3_has_device"),
+            models.CheckConstraint(
+                condition=~models.Q(level="L3") | ~models.Q(device=""), name="project_l3_has_device"
+            ),
         ]
 
     def __str__(self):
@@ -168,4 +182,8 @@ class RelayState(models.Model):
 
     key = models.CharField(max_length=64, primary_key=True)
     value = models.JSONField(default=dict)
+
     updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return self.key

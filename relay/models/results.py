@@ -41,7 +41,10 @@ class JobRun(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
     dispatch = models.ForeignKey(Dispatch, on_delete=models.SET_NULL, null=True, blank=True, related_name="job_runs")
-    delivery_key = models.CharField(max_length=100, help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)")
+    delivery_key = models.CharField(
+        max_length=100,
+        help_text="X-GitHub-Delivery of the dispatch; for a nightly/periodic self-report its delivery_id (the SHA tested, or a reporter's per-job key such as buildkite-<build>-<job id>)",
+    )
     event_type = models.CharField(max_length=32, default="pull_request")
     run_id = models.CharField(max_length=100)
     run_attempt = models.PositiveIntegerField(default=1)
@@ -74,7 +77,9 @@ class JobRun(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["delivery_key", "project", "run_id", "run_attempt", "job_name"], name="job_run_key_unique"),
+            models.UniqueConstraint(
+                fields=["delivery_key", "project", "run_id", "run_attempt", "job_name"], name="job_run_key_unique"
+            ),
         ]
         indexes = [
             models.Index(fields=["head_sha", "project"], name="jobrun_sha_project_idx"),
@@ -101,6 +106,9 @@ class FailedTest(models.Model):
     class Meta:
         ordering = ["id"]
 
+    def __str__(self):
+        return f"{self.classname}.{self.name}" if self.classname else self.name
+
 
 class UsedToken(models.Model):
     """An OIDC token's jti, remembered until it expires so it cannot be used twice."""
@@ -112,6 +120,9 @@ class UsedToken(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["issuer", "jti"], name="used_token_unique")]
+
+    def __str__(self):
+        return f"{self.issuer} {self.jti}"
 
 
 class RerunRequest(models.Model):
@@ -127,3 +138,6 @@ class RerunRequest(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project", "run_id"], name="rerun_project_run_idx")]
+
+    def __str__(self):
+        return f"{self.project} run {self.run_id} ({self.kind})"

@@ -12,7 +12,9 @@ class UpstreamCommit(models.Model):
     title = models.CharField(max_length=300, blank=True)
     author = models.CharField(max_length=100, blank=True)
     committed_at = models.DateTimeField(null=True, blank=True)
-    landed_at = models.DateTimeField(default=timezone.now, help_text="when the relay saw it pushed (or first saw the PR head)")
+    landed_at = models.DateTimeField(
+        default=timezone.now, help_text="when the relay saw it pushed (or first saw the PR head)"
+    )
     branch = models.CharField(max_length=255, blank=True)
     is_trunk = models.BooleanField(default=False)
     pr_number = models.PositiveIntegerField(null=True, blank=True)

@@ -69,12 +69,19 @@ def event_message(event: NotificationEvent, notification_id: int | None = None) 
     details = event.details or {}
     lines = list(details.get("lines", []))
     payload = {
-        "notification_id": notification_id, "event": {
-            "id": event.pk, "kind": event.kind, "key": event.key, "occurred_at": event.occurred_at.isoformat(),
-            "backend": event.project.full_name if event.project_id else None, "head_sha": event.head_sha or None,
-            "known_issue": event.issue_id, "tests": event.test_ids, "details": details,
+        "notification_id": notification_id,
+        "event": {
+            "id": event.pk,
+            "kind": event.kind,
+            "key": event.key,
+            "occurred_at": event.occurred_at.isoformat(),
+            "backend": event.project.full_name if event.project_id else None,
+            "head_sha": event.head_sha or None,
+            "known_issue": event.issue_id,
+            "tests": event.test_ids,
+            "details": details,
         },
-    }  # fmt: skip
+    }
     return channels.Message(event.kind, event.title, lines, payload, details.get("url") or _url("/"))
 
 

@@ -62,11 +62,15 @@ def issues_seen_again(occurrences: list[IssueOccurrence]) -> list[NotificationEv
         ):
             continue
         event = event_emit(
-            NotificationEvent.Kind.ISSUE_SEEN_AGAIN, f"issue_seen_again:{issue.pk}:{int(issue.resolved_at.timestamp())}",
+            NotificationEvent.Kind.ISSUE_SEEN_AGAIN,
+            f"issue_seen_again:{issue.pk}:{int(issue.resolved_at.timestamp())}",
             f"Resolved known issue #{issue.pk} seen again: {issue.title} ({occurrence.test_id} on {occurrence.project.full_name})",
-            project=occurrence.project, issue=issue, head_sha=occurrence.head_sha, test_ids=[occurrence.test_id],
+            project=occurrence.project,
+            issue=issue,
+            head_sha=occurrence.head_sha,
+            test_ids=[occurrence.test_id],
             details={"issue_url": issue.url, "resolved_at": issue.resolved_at.isoformat()},
-        )  # fmt: skip
+        )
         if event is not None:
             events.append(event)
     return events

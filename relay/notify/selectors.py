@@ -65,4 +65,9 @@ def events_recent(limit: int = 30) -> list[NotificationEvent]:
 
 def subscription_notifications(subscription: Subscription):
     """What was sent to one subscription, newest first, with every attempt (a queryset: the API pages it)."""
-    return Notification.objects.filter(subscription=subscription).select_related("event").prefetch_related("attempt_log").order_by("-id")
+    return (
+        Notification.objects.filter(subscription=subscription)
+        .select_related("event")
+        .prefetch_related("attempt_log")
+        .order_by("-id")
+    )

@@ -93,8 +93,12 @@ def _oncall_create(user, project: Project) -> None:
     try:
         with transaction.atomic():
             Subscription.objects.create(
-                user=user, project=project, name=f"{project.full_name} oncall", channel=Subscription.Channel.EMAIL, target=user.email,
+                user=user,
+                project=project,
+                name=f"{project.full_name} oncall",
+                channel=Subscription.Channel.EMAIL,
+                target=user.email,
                 origin=Subscription.Origin.ONCALL,
-            )  # fmt: skip
+            )
     except IntegrityError:
         pass  # made concurrently

@@ -118,9 +118,15 @@ def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
 
 def _occurrence(issue: KnownIssue, job: JobRun, subject: str) -> list[IssueOccurrence]:
     row, made = IssueOccurrence.objects.get_or_create(
-        issue=issue, job_run=job, test_id=subject[:1000],
-        defaults={"project_id": job.project_id, "head_sha": job.head_sha, "seen_at": job.completed_at or job.created_at},
-    )  # fmt: skip
+        issue=issue,
+        job_run=job,
+        test_id=subject[:1000],
+        defaults={
+            "project_id": job.project_id,
+            "head_sha": job.head_sha,
+            "seen_at": job.completed_at or job.created_at,
+        },
+    )
     return [row] if made else []
 
 
@@ -132,8 +138,9 @@ def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
     since = timezone.now() - timedelta(days=days)
     jobs = list(
         JobRun.objects.filter(status=JobRun.Status.COMPLETED, created_at__gte=since)
-        .exclude(conclusion__in=["success", "neutral", "skipped"]).order_by("-created_at")[:BACKFILL_MAX_JOBS]
-    )  # fmt: skip
+        .exclude(conclusion__in=["success", "neutral", "skipped"])
+        .order_by("-created_at")[:BACKFILL_MAX_JOBS]
+    )
     tests: dict[int, list] = {}
     for row in FailedTest.objects.filter(job_run_id__in=[j.pk for j in jobs]).only(
         "job_run_id", "name", "classname", "file", "message"

@@ -18,7 +18,9 @@ def _client(username: str, scopes: list[str]) -> APIClient:
     else:
         user = get_user_model().objects.create_user(username)
     if "write:projects" in scopes:
-        user.user_permissions.add(*Permission.objects.filter(content_type__app_label="relay", codename__in=["add_project", "change_project"]))
+        user.user_permissions.add(
+            *Permission.objects.filter(content_type__app_label="relay", codename__in=["add_project", "change_project"])
+        )
     _, raw = ApiToken.issue(user, f"{username}'s token", scopes)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")

@@ -18,7 +18,9 @@ def test_carol_imports_an_allowlist_and_anyone_exports_it(carol, api):
 
 
 def test_a_bad_allowlist_names_the_entry_and_imports_nothing(carol):
-    response = carol.put("/api/v1/allowlist", {"yaml": YAML + "  - 'not a repo'\n".replace("  -", "L5:\n  -")}, format="json")
+    response = carol.put(
+        "/api/v1/allowlist", {"yaml": YAML + "  - 'not a repo'\n".replace("  -", "L5:\n  -")}, format="json"
+    )
     bad = carol.put("/api/v1/allowlist", {"yaml": "L2:\n  - a/b\n  - A/B\n"}, format="json")
     assert bad.status_code == 400
     assert "A/B" in str(bad.json()["errors"]["yaml"])

@@ -49,7 +49,11 @@ def test_a_revoked_token_is_refused(alice):
 
 
 def test_alice_creates_a_project_and_its_level_is_audited(alice):
-    response = alice.post("/api/v1/projects/", {"full_name": "ROCm/pytorch", "level": "L3", "device": "rocm", "oncalls": ["rocm-ci"], "reason": "onboarding"}, format="json")
+    response = alice.post(
+        "/api/v1/projects/",
+        {"full_name": "ROCm/pytorch", "level": "L3", "device": "rocm", "oncalls": ["rocm-ci"], "reason": "onboarding"},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     change = LevelChange.objects.get()
     assert (change.from_level, change.to_level, change.reason) == ("", "L3", "onboarding")
@@ -69,7 +73,11 @@ def test_it_refuses_a_duplicate_name(alice):
 
 def test_alice_changes_a_level_with_a_reason(alice):
     ProjectFactory(full_name="intel/torch-xpu-ops", level="L2")
-    response = alice.post("/api/v1/projects/intel/torch-xpu-ops/level", {"level": "L4", "reason": "met readiness for 14 days"}, format="json")
+    response = alice.post(
+        "/api/v1/projects/intel/torch-xpu-ops/level",
+        {"level": "L4", "reason": "met readiness for 14 days"},
+        format="json",
+    )
     assert response.status_code == 200
     assert response.json()["level_history"][0]["to_level"] == "L4"
     assert LevelChange.objects.get().reason == "met readiness for 14 days"

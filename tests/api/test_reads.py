@@ -6,19 +6,31 @@ import pytest
 from django.utils import timezone
 
 from relay.models import FailedTest, JobRun, UpstreamCommit
-from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
+from tests.factories import DispatchFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def job(project, **fields):
-    defaults = {"project": project, "delivery_key": "d", "run_id": "1", "workflow_name": "ci", "status": "completed", "conclusion": "success", "head_sha": "a" * 40, "pr_number": 5}
+    defaults = {
+        "project": project,
+        "delivery_key": "d",
+        "run_id": "1",
+        "workflow_name": "ci",
+        "status": "completed",
+        "conclusion": "success",
+        "head_sha": "a" * 40,
+        "pr_number": 5,
+    }
     return JobRun.objects.create(**{**defaults, **fields})
 
 
 @pytest.fixture
 def jobs(db):
-    xpu, rocm = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4"), ProjectFactory(full_name="ROCm/pytorch", level="L3", device="rocm")
+    xpu, rocm = (
+        ProjectFactory(full_name="intel/torch-xpu-ops", level="L4"),
+        ProjectFactory(full_name="ROCm/pytorch", level="L3", device="rocm"),
+    )
     rows = [
         job(xpu, job_name="build"),
         job(xpu, job_name="test", conclusion="failure", run_id="2"),
@@ -26,15 +38,21 @@ def jobs(db):
         job(rocm, job_name="nightly", event_type="nightly", head_sha="c" * 40, pr_number=None),
     ]
     JobRun.objects.filter(pk=rows[0].pk).update(created_at=timezone.now() - timedelta(days=3))
-    FailedTest.objects.create(job_run=rows[1], name="test_add_xpu_float32", classname="TestOpsXPU", message="<script>x</script>")
+    FailedTest.objects.create(
+        job_run=rows[1], name="test_add_xpu_float32", classname="TestOpsXPU", message="<script>x</script>"
+    )
     return rows
 
 
 @pytest.mark.parametrize(
     "query, expected",
     [
-        ("sha=" + "a" * 40, {"build", "test"}), ("pr=6", {"test"}), ("backend=INTEL/torch-xpu-ops", {"build", "test"}),
-        ("level=L3", {"test", "nightly"}), ("status=in_progress", {"test"}), ("conclusion=failure", {"test"}),
+        ("sha=" + "a" * 40, {"build", "test"}),
+        ("pr=6", {"test"}),
+        ("backend=INTEL/torch-xpu-ops", {"build", "test"}),
+        ("level=L3", {"test", "nightly"}),
+        ("status=in_progress", {"test"}),
+        ("conclusion=failure", {"test"}),
         ("event_type=nightly", {"nightly"}),
     ],
 )
@@ -113,7 +131,16 @@ def test_anonymous_reads_are_throttled_per_client(api, settings, jobs):
 def test_the_api_root_lists_every_resource_with_its_url(api, path):
     response = api.get(path, HTTP_ACCEPT="application/json", follow=True)
     assert response.status_code == 200
-    assert set(response.json()) == {"projects", "deliveries", "dispatches", "jobs", "commits", "known-issues", "subscriptions", "allowlist"}
+    assert set(response.json()) == {
+        "projects",
+        "deliveries",
+        "dispatches",
+        "jobs",
+        "commits",
+        "known-issues",
+        "subscriptions",
+        "allowlist",
+    }
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
 

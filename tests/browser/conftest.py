@@ -48,18 +48,33 @@ EXTRA_BACKENDS = [
 ]
 AUTHORS = ["ezyang", "malfet", "albanD", "jansel", "huydhn", "atalman", "guangyey", "jeffdaily", "kulinseth", "zou3519"]
 TITLES = [
-    "[inductor] Fuse pointwise epilogues into mm templates", "Add privateuse1 hooks for stream priorities",
-    "[dynamo] Graph-break on unsupported generator.send", "Fix aten::_foreach_add for mixed dtypes",
-    "[MPS] Implement index_fill for complex", "[xpu] Enable SDPA flash backend", "Revert \"[aot] Cache joint graphs\"",
-    "[export] Preserve module call signatures", "Use accelerator API in DataLoader pin_memory", "[ROCm] Skip flaky rng test on gfx942",
-    "[c10d] Timeout watchdog for NCCL abort", "Deprecate torch.cuda.amp.autocast", "[profiler] Record privateuse1 kernel names",
-    "[BE] Remove dead TorchScript paths", "[quant] Fix per-channel observer on meta",
+    "[inductor] Fuse pointwise epilogues into mm templates",
+    "Add privateuse1 hooks for stream priorities",
+    "[dynamo] Graph-break on unsupported generator.send",
+    "Fix aten::_foreach_add for mixed dtypes",
+    "[MPS] Implement index_fill for complex",
+    "[xpu] Enable SDPA flash backend",
+    'Revert "[aot] Cache joint graphs"',
+    "[export] Preserve module call signatures",
+    "Use accelerator API in DataLoader pin_memory",
+    "[ROCm] Skip flaky rng test on gfx942",
+    "[c10d] Timeout watchdog for NCCL abort",
+    "Deprecate torch.cuda.amp.autocast",
+    "[profiler] Record privateuse1 kernel names",
+    "[BE] Remove dead TorchScript paths",
+    "[quant] Fix per-channel observer on meta",
 ]
-JOBS = {"default": [("ci", "build"), ("ci", "test (default, 1, 2)"), ("ci", "test (default, 2, 2)")],
-        "ecosystem": [("nightly-compat", "integration")]}
+JOBS = {
+    "default": [("ci", "build"), ("ci", "test (default, 1, 2)"), ("ci", "test (default, 2, 2)")],
+    "ecosystem": [("nightly-compat", "integration")],
+}
 TEST = ("TestBinaryUfuncs{dev}", "test_add_{dev}_float32")
 TEST2 = ("TestNNDeviceType{dev}", "test_conv2d_{dev}_float16")
-DEVICE_WORDS = {"reference": ("PRIVATEUSE1", "privateuse1"), "gpu": ("XPU", "xpu"), "npu": ("PRIVATEUSE1", "privateuse1")}
+DEVICE_WORDS = {
+    "reference": ("PRIVATEUSE1", "privateuse1"),
+    "gpu": ("XPU", "xpu"),
+    "npu": ("PRIVATEUSE1", "privateuse1"),
+}
 
 
 def seed_hud_store() -> dict:
@@ -70,7 +85,9 @@ def seed_hud_store() -> dict:
 
     seed_sandbox_registry()
     for position, (name, level, device, kind, label) in enumerate(EXTRA_BACKENDS, start=10):
-        Project.objects.create(full_name=name, level=level, device=device, hardware_kind=kind, display_name=label, position=position)
+        Project.objects.create(
+            full_name=name, level=level, device=device, hardware_kind=kind, display_name=label, position=position
+        )
     return _seed_commits(random.Random(7))
 
 
@@ -82,8 +99,17 @@ def _seed_commits(rng: random.Random) -> dict:
     now = timezone.now().replace(microsecond=0)
     # nightly-only repos take no PR or push work, so they have no results on these commits
     projects = [p for p in Project.objects.filter(is_health_probe=False) if p.takes_pull_requests]
-    commits = [UpstreamCommit(sha=f"{rng.getrandbits(160):040x}", title=f"{TITLES[i % len(TITLES)]} (#{151900 - i})", author=AUTHORS[i % len(AUTHORS)],
-                              landed_at=now - timedelta(minutes=37 * i), is_trunk=True, branch="main") for i in range(30)]
+    commits = [
+        UpstreamCommit(
+            sha=f"{rng.getrandbits(160):040x}",
+            title=f"{TITLES[i % len(TITLES)]} (#{151900 - i})",
+            author=AUTHORS[i % len(AUTHORS)],
+            landed_at=now - timedelta(minutes=37 * i),
+            is_trunk=True,
+            branch="main",
+        )
+        for i in range(30)
+    ]
     for child, parent in zip(commits, commits[1:]):
         child.parent_sha = parent.sha
     UpstreamCommit.objects.bulk_create(commits)
@@ -94,9 +120,25 @@ def _seed_commits(rng: random.Random) -> dict:
             _seed_cell(rng, index, commit.sha, project, now - timedelta(minutes=37 * index), rows, tests, dispatches)
     for index, sha in enumerate(pr_heads):
         for project in projects:
-            _seed_cell(rng, 40 + index, sha, project, now - timedelta(hours=3 - index), rows, tests, dispatches, pr_number=151999)
+            _seed_cell(
+                rng,
+                40 + index,
+                sha,
+                project,
+                now - timedelta(hours=3 - index),
+                rows,
+                tests,
+                dispatches,
+                pr_number=151999,
+            )
     _store(rows, tests, dispatches)
-    return {"commits": commits, "pr_number": 151999, "pr_heads": pr_heads, "upstream_broken": commits[4].sha, "shared": commits[7].sha}
+    return {
+        "commits": commits,
+        "pr_number": 151999,
+        "pr_heads": pr_heads,
+        "upstream_broken": commits[4].sha,
+        "shared": commits[7].sha,
+    }
 
 
 def _seed_pr(rng, now) -> list[str]:
@@ -104,14 +146,29 @@ def _seed_pr(rng, now) -> list[str]:
 
     shas = [f"{rng.getrandbits(160):040x}" for _ in range(3)]
     UpstreamCommit.objects.bulk_create(
-        UpstreamCommit(sha=sha, title="[xpu] Enable SDPA flash backend", author="guangyey", pr_number=151999, branch="xpu-sdpa",
-                       landed_at=now - timedelta(hours=3 - i)) for i, sha in enumerate(shas))
+        UpstreamCommit(
+            sha=sha,
+            title="[xpu] Enable SDPA flash backend",
+            author="guangyey",
+            pr_number=151999,
+            branch="xpu-sdpa",
+            landed_at=now - timedelta(hours=3 - i),
+        )
+        for i, sha in enumerate(shas)
+    )
     return shas
 
 
 def _seed_cell(rng, index, sha, project, when, rows, tests, dispatches, pr_number=None):
     if project.level == "L1":
-        dispatches.append((sha, project, "not_installed" if project.full_name.startswith("mthreads") and index % 3 else "sent", pr_number))
+        dispatches.append(
+            (
+                sha,
+                project,
+                "not_installed" if project.full_name.startswith("mthreads") and index % 3 else "sent",
+                pr_number,
+            )
+        )
         return
     if rng.random() < 0.08 and not project.is_reference:
         return  # this backend skipped the commit entirely: "~"
@@ -121,7 +178,17 @@ def _seed_cell(rng, index, sha, project, when, rows, tests, dispatches, pr_numbe
         if outcome.get("failed_tests"):
             tests.append((rows[-1], outcome["failed_tests"]))
         if outcome.get("retry"):
-            rows.append(_job_row(sha, project, workflow, job, {"conclusion": "success", "attempt": 2}, when + timedelta(minutes=40), pr_number))
+            rows.append(
+                _job_row(
+                    sha,
+                    project,
+                    workflow,
+                    job,
+                    {"conclusion": "success", "attempt": 2},
+                    when + timedelta(minutes=40),
+                    pr_number,
+                )
+            )
 
 
 def _outcome(rng, index, project, job) -> dict:
@@ -134,7 +201,10 @@ def _outcome(rng, index, project, job) -> dict:
     if index == 7 and "1, 2" in job and project.hardware_kind in ("reference", "gpu", "npu"):
         return {"conclusion": "failure", "failed_tests": [(TEST[0].format(dev=dev), TEST[1].format(dev=suffix))]}
     if index in (11, 41) and project.level == "L4" and "2, 2" in job:
-        return {"conclusion": "failure", "failed_tests": [(TEST2[0].format(dev=dev), TEST2[1].format(dev=suffix), "ACCELERATOR")]}
+        return {
+            "conclusion": "failure",
+            "failed_tests": [(TEST2[0].format(dev=dev), TEST2[1].format(dev=suffix), "ACCELERATOR")],
+        }
     if index == 15 and project.device == "rocm":
         return {"conclusion": "timed_out", "ended_by": "timed_out"}
     roll = rng.random()
@@ -150,14 +220,28 @@ def _job_row(sha, project, workflow, job, outcome, when, pr_number):
     attempt = outcome.get("attempt", 1)
     run_id = f"{abs(hash((sha, project.id, job))) % 10**10}"
     return JobRun(
-        project=project, delivery_key=f"{sha[:12]}-{project.id}", event_type="pull_request" if pr_number else "push", run_id=run_id,
-        run_attempt=attempt, workflow_name=workflow, job_name=job, status="in_progress" if in_progress else "completed",
-        conclusion="" if in_progress else outcome["conclusion"], ended_by=outcome.get("ended_by", ""), head_sha=sha, pr_number=pr_number,
-        workflow_url=f"https://github.com/{project.full_name}/actions/runs/{run_id}", check_run_id=str(int(run_id) + attempt),
+        project=project,
+        delivery_key=f"{sha[:12]}-{project.id}",
+        event_type="pull_request" if pr_number else "push",
+        run_id=run_id,
+        run_attempt=attempt,
+        workflow_name=workflow,
+        job_name=job,
+        status="in_progress" if in_progress else "completed",
+        conclusion="" if in_progress else outcome["conclusion"],
+        ended_by=outcome.get("ended_by", ""),
+        head_sha=sha,
+        pr_number=pr_number,
+        workflow_url=f"https://github.com/{project.full_name}/actions/runs/{run_id}",
+        check_run_id=str(int(run_id) + attempt),
         artifact_url="" if in_progress else f"https://github.com/{project.full_name}/actions/runs/{run_id}/artifacts",
-        queue_seconds=30 + (hash(job) % 400), execution_seconds=None if in_progress else 900 + (hash(sha) % 3000),
-        tests_total=None if in_progress else outcome.get("tests_total", 4200), tests_passed=None if in_progress else 4200 - len(outcome.get("failed_tests", [])),
-        tests_failed=len(outcome.get("failed_tests", [])) or None, created_at=when + timedelta(minutes=attempt - 1), in_progress_at=when,
+        queue_seconds=30 + (hash(job) % 400),
+        execution_seconds=None if in_progress else 900 + (hash(sha) % 3000),
+        tests_total=None if in_progress else outcome.get("tests_total", 4200),
+        tests_passed=None if in_progress else 4200 - len(outcome.get("failed_tests", [])),
+        tests_failed=len(outcome.get("failed_tests", [])) or None,
+        created_at=when + timedelta(minutes=attempt - 1),
+        in_progress_at=when,
     )
 
 
@@ -166,10 +250,31 @@ def _store(rows, tests, dispatches):
 
     JobRun.objects.bulk_create(rows)
     FailedTest.objects.bulk_create(
-        FailedTest(job_run=row, classname=t[0], name=t[1], hw_classification=t[2] if len(t) > 2 else "",
-                   message=f"AssertionError: Tensor-likes are not close!\nMismatched elements: 3 / 1024 (0.3%)")
-        for row, failed in tests for t in failed)
+        FailedTest(
+            job_run=row,
+            classname=t[0],
+            name=t[1],
+            hw_classification=t[2] if len(t) > 2 else "",
+            message="AssertionError: Tensor-likes are not close!\nMismatched elements: 3 / 1024 (0.3%)",
+        )
+        for row, failed in tests
+        for t in failed
+    )
     for sha, project, state, pr_number in dispatches:
-        delivery, _ = Delivery.objects.get_or_create(delivery_id=f"d-{sha[:16]}", defaults={
-            "event": "pull_request" if pr_number else "push", "outcome": "relayed", "head_sha": sha, "pr_number": pr_number})
-        Dispatch.objects.create(delivery=delivery, project=project, state=state, event_type=delivery.event, head_sha=sha, pr_number=pr_number)
+        delivery, _ = Delivery.objects.get_or_create(
+            delivery_id=f"d-{sha[:16]}",
+            defaults={
+                "event": "pull_request" if pr_number else "push",
+                "outcome": "relayed",
+                "head_sha": sha,
+                "pr_number": pr_number,
+            },
+        )
+        Dispatch.objects.create(
+            delivery=delivery,
+            project=project,
+            state=state,
+            event_type=delivery.event,
+            head_sha=sha,
+            pr_number=pr_number,
+        )

@@ -72,7 +72,9 @@ def test_the_page_fits_a_phone_and_is_screenshotted_in_both_themes(
     overflow = {}
     for view, viewport in VIEWS:
         for theme in THEMES:
-            context, page = open_page(browser, url, viewport, theme, login=admin_account if name in ("admin", "deliveries") else None)
+            context, page = open_page(
+                browser, url, viewport, theme, login=admin_account if name in ("admin", "deliveries") else None
+            )
             try:
                 page.screenshot(path=str(screenshots / f"{name}-{view}-{theme}.png"), full_page=True)
                 if view == "phone":

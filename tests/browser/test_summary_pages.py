@@ -18,7 +18,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def backends():
     """Two backends with a few days of PR results: one failing job with failed tests."""
-    xpu, npu = project("intel/torch-xpu-ops", level="L4", display_name="Intel XPU"), project("ascend/pytorch", level="L2")
+    xpu, npu = (
+        project("intel/torch-xpu-ops", level="L4", display_name="Intel XPU"),
+        project("ascend/pytorch", level="L2"),
+    )
     now = timezone.now()
     for day in range(4):
         sha = f"{day:x}" * 40
@@ -26,10 +29,19 @@ def backends():
         for backend in (xpu, npu):
             for name in ("build", "test-1", "test-2", "test-3"):
                 failing = backend is npu and day == 0 and name == "test-2"
-                ran = job(backend, "failure" if failing else "success", sha=sha, name=name, pr_number=100 + day,
-                          at=now - timedelta(days=day, hours=1), workflow_url=f"https://github.com/{backend.full_name}/actions/runs/{day}")
+                ran = job(
+                    backend,
+                    "failure" if failing else "success",
+                    sha=sha,
+                    name=name,
+                    pr_number=100 + day,
+                    at=now - timedelta(days=day, hours=1),
+                    workflow_url=f"https://github.com/{backend.full_name}/actions/runs/{day}",
+                )
                 if failing:
-                    FailedTest.objects.create(job_run=ran, name="test_conv2d_float16", classname="TestConvNPU", message="mismatch")
+                    FailedTest.objects.create(
+                        job_run=ran, name="test_conv2d_float16", classname="TestConvNPU", message="mismatch"
+                    )
     return xpu, npu
 
 
@@ -78,8 +90,17 @@ def test_a_nightly_only_repo_shows_on_the_nightly_tab_with_one_row_per_sha(live_
     UpstreamCommit.objects.create(sha=sha, title="Nightly head", is_trunk=True)
     for run_id, workflow, conclusion in (("5123", "ci", "failure"), ("5124", "ci-rocm", "success")):
         for name in ("Entrypoints Test (API Server): 🚀", 'Kernels "flash-attn: v3"'):
-            job(redhat, conclusion, sha=sha, name=name, event_type="nightly", run_id=run_id, workflow_name=workflow,
-                delivery_key=f"buildkite-{run_id}-{name}"[:100], at=now - timedelta(hours=2))  # fmt: skip
+            job(
+                redhat,
+                conclusion,
+                sha=sha,
+                name=name,
+                event_type="nightly",
+                run_id=run_id,
+                workflow_name=workflow,
+                delivery_key=f"buildkite-{run_id}-{name}"[:100],
+                at=now - timedelta(hours=2),
+            )
     tab.goto(f"{live_server.url}/crcr")
     assert tab.locator("table.backends a.repo", has_text="Red Hat").count() == 0
     tab.get_by_role("link", name="Nightly").first.click()

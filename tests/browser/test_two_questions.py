@@ -11,18 +11,30 @@ The story, on six trunk commits c0 … c5 (each the first parent of the next):
 * PR #4242 (base c5) fails `test_addmm` (already failing on trunk) and a new `test_sum` that
   the reference passes on the PR head (backend-only)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-T0 = datetime(2026, 11, 30, 8, tzinfo=timezone.utc)
-REF_CONV = {"classname": "test_nn.TestNNDeviceTypePRIVATEUSE1", "name": "test_conv2d_privateuse1_float32", "file": "test_nn.py"}
-XPU_CONV = {"classname": "test.test_nn.TestNNDeviceTypeXPU", "name": "test_conv2d_xpu_float32", "file": "test/test_nn.py"}
+T0 = datetime(2026, 11, 30, 8, tzinfo=UTC)
+REF_CONV = {
+    "classname": "test_nn.TestNNDeviceTypePRIVATEUSE1",
+    "name": "test_conv2d_privateuse1_float32",
+    "file": "test_nn.py",
+}
+XPU_CONV = {
+    "classname": "test.test_nn.TestNNDeviceTypeXPU",
+    "name": "test_conv2d_xpu_float32",
+    "file": "test/test_nn.py",
+}
 ROCM_CONV = {"classname": "TestNNDeviceTypeCUDA", "name": "test_conv2d_cuda_float32", "file": "test/test_nn.py"}
 XPU_ADDMM = {"classname": "test.test_ops.TestCommonXPU", "name": "test_addmm_xpu_float32", "file": "test/test_ops.py"}
-XPU_SUM = {"classname": "test.test_reductions.TestReductionsXPU", "name": "test_sum_xpu_float16", "file": "test/test_reductions.py"}
+XPU_SUM = {
+    "classname": "test.test_reductions.TestReductionsXPU",
+    "name": "test_sum_xpu_float16",
+    "file": "test/test_reductions.py",
+}
 PR, PR_HEAD = 4242, "e" * 40
 
 
@@ -30,21 +42,39 @@ PR, PR_HEAD = 4242, "e" * 40
 def story(transactional_db):
     from relay.models import Project, PullRequest, UpstreamCommit
 
-    reference = Project.objects.create(full_name="pytorch/openreg-ci", level="L2", is_reference=True, display_name="OpenReg",
-                                       hardware_kind="reference")
-    xpu = Project.objects.create(full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU", hardware_kind="gpu")
-    rocm = Project.objects.create(full_name="ROCm/pytorch", level="L3", device="rocm", display_name="AMD ROCm", hardware_kind="gpu")
+    reference = Project.objects.create(
+        full_name="pytorch/openreg-ci", level="L2", is_reference=True, display_name="OpenReg", hardware_kind="reference"
+    )
+    xpu = Project.objects.create(
+        full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU", hardware_kind="gpu"
+    )
+    rocm = Project.objects.create(
+        full_name="ROCm/pytorch", level="L3", device="rocm", display_name="AMD ROCm", hardware_kind="gpu"
+    )
     trunk, parent = [], ""
     for i in range(6):
-        trunk.append(UpstreamCommit.objects.create(sha=f"{i + 1:x}" * 40, title=f"Upstream change {i}", author="dev", is_trunk=True,
-                                                   branch="main", parent_sha=parent, landed_at=T0 + timedelta(hours=i)))
+        trunk.append(
+            UpstreamCommit.objects.create(
+                sha=f"{i + 1:x}" * 40,
+                title=f"Upstream change {i}",
+                author="dev",
+                is_trunk=True,
+                branch="main",
+                parent_sha=parent,
+                landed_at=T0 + timedelta(hours=i),
+            )
+        )
         parent = trunk[-1].sha
     for i, commit in enumerate(trunk):
         _reference_result(reference, commit.sha, i)
         _result(xpu, commit.sha, [XPU_CONV] if i == 3 else [XPU_ADDMM] if i >= 4 else [])
         _result(rocm, commit.sha, [ROCM_CONV] if i == 3 else [])
-    UpstreamCommit.objects.create(sha=PR_HEAD, title="Speed up reductions", author="alice", pr_number=PR, landed_at=T0 + timedelta(hours=7))
-    PullRequest.objects.create(number=PR, author="alice", labels=["ciflow/crcr/rocm"], base_sha=trunk[5].sha, head_sha=PR_HEAD)
+    UpstreamCommit.objects.create(
+        sha=PR_HEAD, title="Speed up reductions", author="alice", pr_number=PR, landed_at=T0 + timedelta(hours=7)
+    )
+    PullRequest.objects.create(
+        number=PR, author="alice", labels=["ciflow/crcr/rocm"], base_sha=trunk[5].sha, head_sha=PR_HEAD
+    )
     _result(xpu, PR_HEAD, [XPU_ADDMM, XPU_SUM], pr_number=PR)
     _reference_result(reference, PR_HEAD, 0, pr_number=PR)
     return {"trunk": trunk, "xpu": xpu, "rocm": rocm}
@@ -59,19 +89,37 @@ def _reference_result(reference, sha, index, pr_number=None):
 
 
 def _result(project, sha, failed, pr_number=None):
-    _job(project, sha, "failure" if failed else "success", failed, workflow="ci", job="test (default, 1, 1)", pr_number=pr_number)
+    _job(
+        project,
+        sha,
+        "failure" if failed else "success",
+        failed,
+        workflow="ci",
+        job="test (default, 1, 1)",
+        pr_number=pr_number,
+    )
 
 
 def _job(project, sha, conclusion, failed=(), workflow="pull", job="test (openreg, 1, 1, linux.2xlarge)", **fields):
     from relay.models import FailedTest, JobRun
 
     run = JobRun.objects.create(
-        project=project, delivery_key=f"{sha[:8]}-{project.pk}", event_type="pull_request" if fields.get("pr_number") else "push",
-        run_id=fields.pop("run_id", f"{project.pk}{sha[:6]}"), workflow_name=workflow, job_name=job, status="completed",
-        conclusion=conclusion, head_sha=sha, tests_total=None if fields.get("ended_by") else 500,
-        tests_failed=len(failed) or None, **fields,
+        project=project,
+        delivery_key=f"{sha[:8]}-{project.pk}",
+        event_type="pull_request" if fields.get("pr_number") else "push",
+        run_id=fields.pop("run_id", f"{project.pk}{sha[:6]}"),
+        workflow_name=workflow,
+        job_name=job,
+        status="completed",
+        conclusion=conclusion,
+        head_sha=sha,
+        tests_total=None if fields.get("ended_by") else 500,
+        tests_failed=len(failed) or None,
+        **fields,
     )
-    FailedTest.objects.bulk_create(FailedTest(job_run=run, message="AssertionError: Tensor-likes are not close!", **t) for t in failed)
+    FailedTest.objects.bulk_create(
+        FailedTest(job_run=run, message="AssertionError: Tensor-likes are not close!", **t) for t in failed
+    )
 
 
 def _cell(page, sha, project):
@@ -97,7 +145,9 @@ def test_an_upstream_break_reads_likely_upstream_on_every_backend_sharing_it(pag
     page.screenshot(path=str(screenshots / "two-questions-commit.png"), full_page=True)
 
 
-def test_a_backend_only_break_reads_backend_specific_and_names_its_first_failing_commit(page, live_server, story, screenshots):
+def test_a_backend_only_break_reads_backend_specific_and_names_its_first_failing_commit(
+    page, live_server, story, screenshots
+):
     trunk, xpu = story["trunk"], story["xpu"]
     page.goto(live_server.url + "/")
     page.wait_for_selector("#hud-grid td.c")
@@ -106,7 +156,11 @@ def test_a_backend_only_break_reads_backend_specific_and_names_its_first_failing
     streaks = page.locator("#hud-tip .streaks")
     streaks.wait_for()
     text = streaks.inner_text()
-    assert f"failing since {trunk[4].sha[:7]}" in text and f"last passed at {trunk[3].sha[:7]}" in text and "culprit" in text
+    assert (
+        f"failing since {trunk[4].sha[:7]}" in text
+        and f"last passed at {trunk[3].sha[:7]}" in text
+        and "culprit" in text
+    )
 
     page.goto(live_server.url + "/crcr/intel/torch-xpu-ops")
     failing_now = page.locator(".failing-now")

@@ -31,9 +31,19 @@ class Relay:
         self.gh.add_installation(installation_id=installation, account=repo.split("/")[0] + str(installation))
         repo_id = next(self._ids) + 100000
         self.gh.add_repo(repo, repo_id=repo_id, installation_id=installation)
-        return ProjectFactory(full_name=repo, level=level, device=device, oncalls=list(oncalls), github_repo_id=repo_id, **fields)
+        return ProjectFactory(
+            full_name=repo, level=level, device=device, oncalls=list(oncalls), github_repo_id=repo_id, **fields
+        )
 
-    def pr(self, action: str = "opened", number: int = 2, head: str = HEAD, labels=(), label: str | None = None, fork: bool = False) -> Delivery:
+    def pr(
+        self,
+        action: str = "opened",
+        number: int = 2,
+        head: str = HEAD,
+        labels=(),
+        label: str | None = None,
+        fork: bool = False,
+    ) -> Delivery:
         """A pull_request webhook, then every dispatch it made sent to the stand-in."""
         payload = copy.deepcopy(fixture_payload("pull_request.opened"))
         payload.update(action=action, number=number)
@@ -62,15 +72,41 @@ class Relay:
         assert response.status_code in (200, 202), response.content
         return response.json()
 
-    def report(self, project, status: str, conclusion: str | None = None, *, pr: int = 2, head: str = HEAD, job: str = "build",
-               attempt: str = "1", run_id: str = "4242", **extra) -> dict:  # fmt: skip
+    def report(
+        self,
+        project,
+        status: str,
+        conclusion: str | None = None,
+        *,
+        pr: int = 2,
+        head: str = HEAD,
+        job: str = "build",
+        attempt: str = "1",
+        run_id: str = "4242",
+        **extra,
+    ) -> dict:
         """One callback of a downstream job, as the existing action posts it."""
-        dispatch = Dispatch.objects.filter(project=project, pr_number=pr, head_sha=head, state="sent").latest("created_at", "id")
-        body = action_body(dispatching.dispatch_client_payload(dispatch), status, conclusion, run_id=run_id, attempt=attempt, job=job,
-                           url=f"https://github.com/{project.full_name}/actions/runs/{run_id}", **extra)  # fmt: skip
+        dispatch = Dispatch.objects.filter(project=project, pr_number=pr, head_sha=head, state="sent").latest(
+            "created_at", "id"
+        )
+        body = action_body(
+            dispatching.dispatch_client_payload(dispatch),
+            status,
+            conclusion,
+            run_id=run_id,
+            attempt=attempt,
+            job=job,
+            url=f"https://github.com/{project.full_name}/actions/runs/{run_id}",
+            **extra,
+        )
         token = self.oidc.mint(repository=project.full_name, repository_id=str(project.github_repo_id))
         with self.capture(execute=True):
-            response = self.client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+            response = self.client.post(
+                "/github/callback",
+                data=json.dumps(body),
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {token}",
+            )
         assert response.status_code == 200, response.content
         return response.json()
 
@@ -88,7 +124,11 @@ class Relay:
 
         sent = 0
         for _ in range(rounds):
-            due = list(UpstreamWrite.objects.filter(state__in=UpstreamWrite.UNSENT_STATES, next_attempt_at__lte=timezone.now()).values_list("pk", flat=True))
+            due = list(
+                UpstreamWrite.objects.filter(
+                    state__in=UpstreamWrite.UNSENT_STATES, next_attempt_at__lte=timezone.now()
+                ).values_list("pk", flat=True)
+            )
             if not due:
                 return sent
             for pk in due:
@@ -97,12 +137,18 @@ class Relay:
         raise AssertionError("upstream writes kept coming")
 
     def make_due(self) -> None:
-        UpstreamWrite.objects.filter(state__in=UpstreamWrite.UNSENT_STATES).update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+        UpstreamWrite.objects.filter(state__in=UpstreamWrite.UNSENT_STATES).update(
+            next_attempt_at=timezone.now() - timedelta(seconds=1)
+        )
 
     # --- what GitHub shows ---
 
     def check_runs(self, name: str | None = None, head: str | None = None) -> list[dict]:
-        return [r for r in self.gh.check_runs if (name is None or r["name"] == name) and (head is None or r["head_sha"] == head)]
+        return [
+            r
+            for r in self.gh.check_runs
+            if (name is None or r["name"] == name) and (head is None or r["head_sha"] == head)
+        ]
 
     def check_run(self, name: str, head: str = HEAD) -> dict:
         [run] = self.check_runs(name, head)
@@ -124,4 +170,3 @@ def relay(client, standin, oidc, post_webhook, django_capture_on_commit_callback
     monkeypatch.setattr(fan_out, "_kick_fan_out", lambda pk: None)
     settings.CRCR_PUBLIC_URL = "https://hud.example.org"
     return Relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks)
-

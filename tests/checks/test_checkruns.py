@@ -41,16 +41,26 @@ def test_a_job_check_run_is_created_in_progress_and_updated_in_place_when_it_com
     assert (running["status"], running["conclusion"]) == ("in_progress", None)
     assert running["external_id"] == f"4242:2:{XPU}"
     assert running["details_url"] == f"https://github.com/{XPU}/actions/runs/4242"
-    failed = [{"name": "test_add", "classname": "TestOps", "message": "AssertionError: 1 != 2\nmore"}, {"name": "test_mul"}]
-    relay.report(xpu, "completed", "failure", test_results={"passed": 10, "failed": 2, "skipped": 1}, failed_tests=failed)
+    failed = [
+        {"name": "test_add", "classname": "TestOps", "message": "AssertionError: 1 != 2\nmore"},
+        {"name": "test_mul"},
+    ]
+    relay.report(
+        xpu, "completed", "failure", test_results={"passed": 10, "failed": 2, "skipped": 1}, failed_tests=failed
+    )
     relay.drain()
     done = relay.check_run(JOB)
     assert done["id"] == running["id"], "updated in place, not a second check run"
     assert (done["status"], done["conclusion"]) == ("completed", "failure")
     assert done["output"]["title"] == "Failure: 2 of 13 tests failed"
-    assert "`TestOps.test_add`: `AssertionError: 1 != 2`" in done["output"]["summary"] and "`test_mul`" in done["output"]["summary"]
+    assert (
+        "`TestOps.test_add`: `AssertionError: 1 != 2`" in done["output"]["summary"]
+        and "`test_mul`" in done["output"]["summary"]
+    )
     assert "| 10 | 2 | 1 | 13 |" in done["output"]["summary"]
-    assert len(relay.writes_to("POST", r"/repos/pytorch/pytorch/check-runs")) == 3, "backend, gate and job: one create each"
+    assert len(relay.writes_to("POST", r"/repos/pytorch/pytorch/check-runs")) == 3, (
+        "backend, gate and job: one create each"
+    )
     assert relay.writes_to("PATCH", rf"/repos/pytorch/pytorch/check-runs/{running['id']}")
 
 
@@ -111,7 +121,11 @@ def test_a_backend_that_never_starts_ends_timed_out_once_through_the_sweeper(rel
     relay.sweep_results(hours_later=8)
     relay.drain()
     [backend] = relay.check_runs(f"crcr/{XPU}")
-    assert (backend["status"], backend["conclusion"], backend["output"]["title"]) == ("completed", "timed_out", "Never started")
+    assert (backend["status"], backend["conclusion"], backend["output"]["title"]) == (
+        "completed",
+        "timed_out",
+        "Never started",
+    )
     assert relay.check_run("crcr/gate")["conclusion"] == "failure"
 
 
@@ -153,7 +167,10 @@ def test_a_github_5xx_during_a_check_run_update_is_retried_and_ends_right(relay,
     assert (relay.check_run(JOB)["conclusion"]) == "success"
     write.refresh_from_db()
     assert write.state == "sent"
-    assert list(write.attempt_log.values_list("outcome", "status_code", "method")) == [("transient", 502, "PATCH"), ("sent", 200, "PATCH")]
+    assert list(write.attempt_log.values_list("outcome", "status_code", "method")) == [
+        ("transient", 502, "PATCH"),
+        ("sent", 200, "PATCH"),
+    ]
 
 
 def test_a_re_run_attempt_updates_the_same_check_run(relay, xpu):
@@ -174,8 +191,12 @@ def test_summary_and_title_stay_within_githubs_limits(relay, xpu):
     relay.pr("opened")
     relay.report(xpu, "in_progress", job="x" * 240)
     job = JobRun.objects.get()
-    job.failed_tests.bulk_create([job.failed_tests.model(job_run=job, name=f"test_{i}_" + "n" * 600, message="m" * 900) for i in range(200)])
-    JobRun.objects.filter(pk=job.pk).update(status="completed", conclusion="failure", tests_failed=200, tests_total=99999)
+    job.failed_tests.bulk_create(
+        [job.failed_tests.model(job_run=job, name=f"test_{i}_" + "n" * 600, message="m" * 900) for i in range(200)]
+    )
+    JobRun.objects.filter(pk=job.pk).update(
+        status="completed", conclusion="failure", tests_failed=200, tests_total=99999
+    )
     row = UpstreamCheckRun.objects.get(kind="job")
     body = check_run_body(row)
     assert len(body["output"]["summary"]) <= SUMMARY_LIMIT and len(body["output"]["title"]) <= TITLE_LIMIT

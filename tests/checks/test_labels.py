@@ -58,7 +58,11 @@ def test_a_label_added_after_the_run_backfills_the_finished_result(relay, rocm):
     label(relay, "labeled", labels=[LABEL])
     relay.drain()
     run = relay.check_run(JOB)
-    assert (run["status"], run["conclusion"], run["output"]["title"]) == ("completed", "failure", "Failure: 1 of 4 tests failed")
+    assert (run["status"], run["conclusion"], run["output"]["title"]) == (
+        "completed",
+        "failure",
+        "Failure: 1 of 4 tests failed",
+    )
 
 
 def test_removing_the_label_completes_open_check_runs_as_neutral_with_a_note(relay, rocm):

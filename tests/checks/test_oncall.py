@@ -25,12 +25,21 @@ def comments(relay) -> list[dict]:
 
 def test_a_failing_backend_pings_its_oncalls_in_one_marked_comment(relay, xpu):
     relay.pr("opened")
-    relay.report(xpu, "completed", "failure", test_results={"passed": 5, "failed": 2}, failed_tests=[{"name": "test_add", "classname": "TestOps"}, {"name": "test_mul"}])
+    relay.report(
+        xpu,
+        "completed",
+        "failure",
+        test_results={"passed": 5, "failed": 2},
+        failed_tests=[{"name": "test_add", "classname": "TestOps"}, {"name": "test_mul"}],
+    )
     relay.drain()
     [comment] = comments(relay)
     assert comment["issue_number"] == 2 and comment["body"].startswith(MARKER)
     assert "@xpu-oncall @intel-pt-ci please investigate" in comment["body"]
-    assert "| [`xpu-ci / build`](https://github.com/intel/torch-xpu-ops/actions/runs/4242) | failure | 1 | 2 of 7: `TestOps.test_add`<br>`test_mul` |" in comment["body"]
+    assert (
+        "| [`xpu-ci / build`](https://github.com/intel/torch-xpu-ops/actions/runs/4242) | failure | 1 | 2 of 7: `TestOps.test_add`<br>`test_mul` |"
+        in comment["body"]
+    )
     assert OncallComment.objects.get().comment_id == comment["id"]
 
 
@@ -133,7 +142,9 @@ def test_two_jobs_failing_at_the_same_moment_while_two_workers_send_yield_one_co
     def fail(job):
         body = json.dumps(action_body(payload, "completed", "failure", job=job))
         barrier.wait()
-        Client().post("/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {tokens[job]}")
+        Client().post(
+            "/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {tokens[job]}"
+        )
         connection.close()
 
     def work():
@@ -144,7 +155,12 @@ def test_two_jobs_failing_at_the_same_moment_while_two_workers_send_yield_one_co
                 outbox.write_send(pk)
         connection.close()
 
-    threads = [threading.Thread(target=fail, args=("build",)), threading.Thread(target=fail, args=("test",)), threading.Thread(target=work), threading.Thread(target=work)]
+    threads = [
+        threading.Thread(target=fail, args=("build",)),
+        threading.Thread(target=fail, args=("test",)),
+        threading.Thread(target=work),
+        threading.Thread(target=work),
+    ]
     [t.start() for t in threads]
     [t.join(timeout=60) for t in threads]
     relay.drain()

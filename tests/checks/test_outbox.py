@@ -113,7 +113,9 @@ def test_the_sweeper_picks_up_unkicked_retrying_and_abandoned_writes_only(gate_r
     assert write.pk not in outbox.writes_due(10), "the kick has its fair chance first"
     UpstreamWrite.objects.filter(pk=write.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=2))
     assert outbox.writes_due(10) == [write.pk]
-    UpstreamWrite.objects.filter(pk=write.pk).update(state="sending", lease_expires_at=timezone.now() + timedelta(seconds=60))
+    UpstreamWrite.objects.filter(pk=write.pk).update(
+        state="sending", lease_expires_at=timezone.now() + timedelta(seconds=60)
+    )
     assert outbox.writes_due(10) == []
 
 
@@ -143,7 +145,10 @@ def test_the_tasks_have_stable_names_and_the_beat_sweeps_every_minute():
     from crcr.celery import app
     from relay.checks import tasks
 
-    assert (tasks.upstream_write_send.name, tasks.upstream_write_sweep.name) == ("relay.upstream_write_send", "relay.upstream_write_sweep")
+    assert (tasks.upstream_write_send.name, tasks.upstream_write_sweep.name) == (
+        "relay.upstream_write_send",
+        "relay.upstream_write_sweep",
+    )
     entries = {e["task"]: e["schedule"] for e in app.conf.beat_schedule.values()}
     assert entries["relay.upstream_write_sweep"] == 60.0
 

@@ -38,10 +38,16 @@ def test_a_reaction_runs_inline_when_the_broker_is_down(settings, monkeypatch, d
 def test_a_message_queued_under_the_old_single_reaction_task_still_runs(monkeypatch):
     ran = []
     monkeypatch.setattr(reactions, "delivery_reacted", lambda *args: ran.append(args))
-    tasks.upstream_react(kind="delivery", ids={"delivery_pk": 5, "event": "pull_request", "action": "opened", "outcome": "relayed"})
+    tasks.upstream_react(
+        kind="delivery", ids={"delivery_pk": 5, "event": "pull_request", "action": "opened", "outcome": "relayed"}
+    )
     assert ran == [(5, "pull_request", "opened", "relayed")]
 
 
 def test_the_reaction_tasks_keep_their_registered_names():
     assert {tasks.dispatch_react.name, tasks.job_react.name, tasks.delivery_react.name, tasks.upstream_react.name} == {
-        "relay.dispatch_react", "relay.job_react", "relay.delivery_react", "relay.upstream_react"}
+        "relay.dispatch_react",
+        "relay.job_react",
+        "relay.delivery_react",
+        "relay.upstream_react",
+    }

@@ -20,7 +20,9 @@ def xpu(relay):
 
 def rerequest_check_run(relay, run: dict, app_id: int = 1001) -> dict:
     payload = fixture_payload("check_run.rerequested")
-    payload["check_run"].update(id=run["id"], name=run["name"], external_id=run["external_id"], head_sha=HEAD, pull_requests=[])
+    payload["check_run"].update(
+        id=run["id"], name=run["name"], external_id=run["external_id"], head_sha=HEAD, pull_requests=[]
+    )
     payload["check_run"]["app"]["id"] = app_id
     return relay.webhook("check_run", payload)
 
@@ -40,7 +42,10 @@ def test_rerunning_one_check_run_reruns_the_downstream_runs_failed_jobs(relay, x
     relay.drain()
     assert [(r["repo"], r["run_id"], r["kind"]) for r in relay.gh.reruns] == [(XPU, 4242, "failed")]
     [call] = relay.writes_to("POST", rf"/repos/{XPU}/actions/runs/4242/rerun-failed-jobs")
-    assert call.headers["authorization"] != relay.gh.requests("POST", r"/repos/pytorch/pytorch/check-runs")[0].headers["authorization"], "the downstream repo's own token"
+    assert (
+        call.headers["authorization"]
+        != relay.gh.requests("POST", r"/repos/pytorch/pytorch/check-runs")[0].headers["authorization"]
+    ), "the downstream repo's own token"
     request = RerunRequest.objects.get()
     assert (request.project, request.run_id, request.kind, request.outcome) == (xpu, "4242", "failed", "requested")
 
@@ -64,7 +69,10 @@ def test_rerun_all_checks_reruns_every_distinct_downstream_run_once(relay, xpu):
     relay.drain()
     assert rerequest_suite(relay, relay.check_run(JOB)["check_suite"]["id"])["status"] == "recorded"
     relay.drain()
-    assert sorted((r["repo"], r["run_id"], r["kind"]) for r in relay.gh.reruns) == [(XPU, 4242, "all"), (ROCM, 777, "all")]
+    assert sorted((r["repo"], r["run_id"], r["kind"]) for r in relay.gh.reruns) == [
+        (XPU, 4242, "all"),
+        (ROCM, 777, "all"),
+    ]
     suite = UpstreamWrite.objects.get(kind="suite_rerun")
     assert suite.state == "sent" and "2 downstream run(s)" in suite.note
 

@@ -21,7 +21,9 @@ def client_module():
 def huge_junit_write(path: Path, failures: int, message_bytes: int, stack_bytes: int, passes: int = 0) -> Path:
     """A pytest-style report far beyond the relay's caps: many failures with long texts."""
     message, stack = "x" * message_bytes, "    frame\n" * (stack_bytes // 10)
-    cases = [f'<testcase classname="test.test_ops.TestCommonXPU" name="test_pass_{i}" time="0.010"/>' for i in range(passes)]
+    cases = [
+        f'<testcase classname="test.test_ops.TestCommonXPU" name="test_pass_{i}" time="0.010"/>' for i in range(passes)
+    ]
     cases += [
         f'<testcase classname="test.test_ops.TestCommonXPU" name="test_case_{i}" file="test/test_ops.py" time="0.020">'
         f'<failure message="AssertionError: {message}">{stack}</failure></testcase>'
@@ -31,6 +33,7 @@ def huge_junit_write(path: Path, failures: int, message_bytes: int, stack_bytes:
     path.write_text(
         '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">'
         f'<testsuite name="pytest" errors="0" failures="{failures}" skipped="0" tests="{failures + passes}">'
-        + "".join(cases) + "</testsuite></testsuites>"
+        + "".join(cases)
+        + "</testsuite></testsuites>"
     )
     return path

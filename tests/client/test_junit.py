@@ -18,7 +18,10 @@ def read(*names):
 
 
 def completed_body():
-    return {"delivery_id": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "workflow": {"status": "completed", "failed_tests": []}}
+    return {
+        "delivery_id": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+        "workflow": {"status": "completed", "failed_tests": []},
+    }
 
 
 # --- counting ----------------------------------------------------------------------------------
@@ -34,8 +37,10 @@ def test_failures_and_errors_both_count_as_failed_and_skips_and_xfails_as_skippe
     summary = read("pytest_failing.xml")
     assert summary.counts() == {"passed": 2, "failed": 3, "skipped": 2, "total": 7}
     assert [test.name for test in summary.failures] == [
-        "test_batchnorm_eval_xpu_float16", "test_embedding_bag_xpu_int64", "test_lstm_xpu_float64",
-    ]  # fmt: skip
+        "test_batchnorm_eval_xpu_float16",
+        "test_embedding_bag_xpu_int64",
+        "test_lstm_xpu_float64",
+    ]
 
 
 def test_a_test_that_failed_once_and_passed_on_rerun_counts_as_passed():
@@ -69,7 +74,11 @@ def test_a_recursive_pattern_finds_the_reports_of_every_shard(tmp_path):
 
 def test_a_failed_test_keeps_its_name_class_file_message_stack_trace_and_hardware_verdict():
     failure = read("pytest_failing.xml").failures[0]
-    assert (failure.name, failure.classname, failure.file) == ("test_batchnorm_eval_xpu_float16", "test.test_nn.TestNNDeviceTypeXPU", "test/test_nn.py")
+    assert (failure.name, failure.classname, failure.file) == (
+        "test_batchnorm_eval_xpu_float16",
+        "test.test_nn.TestNNDeviceTypeXPU",
+        "test/test_nn.py",
+    )
     assert failure.message.startswith("AssertionError: Tensor-likes are not close!")
     assert failure.stacktrace.endswith("test/test_nn.py:5133: AssertionError")
     assert failure.hw_classification == "HW"
@@ -99,7 +108,9 @@ def test_a_huge_report_counts_every_failure_but_details_only_the_first_1000(tmp_
     assert summary.counts() == {"passed": 5, "failed": 1200, "skipped": 0, "total": 1205}
     assert len(summary.failures) == 1000
     assert (summary.failures[0].name, summary.failures[-1].name) == ("test_case_0", "test_case_999")
-    assert all(len(test.message.encode()) <= 1024 and len(test.stacktrace.encode()) <= 4096 for test in summary.failures)
+    assert all(
+        len(test.message.encode()) <= 1024 and len(test.stacktrace.encode()) <= 4096 for test in summary.failures
+    )
     assert summary.failures[0].message.endswith("… [truncated]")
 
 
@@ -132,7 +143,9 @@ def test_1000_long_failures_are_shortened_to_fit_the_relays_2_mb_limit(tmp_path)
 
 
 def test_when_even_short_details_do_not_fit_the_list_loses_its_tail():
-    long_named = [crcr.FailedTest(name=f"test_{i}_" + "n" * 990, classname="c" * 1000, file="f" * 1000) for i in range(1000)]
+    long_named = [
+        crcr.FailedTest(name=f"test_{i}_" + "n" * 990, classname="c" * 1000, file="f" * 1000) for i in range(1000)
+    ]
     data, listed = crcr.body_encode(completed_body(), long_named)
     assert len(data) <= 2 * 1024 * 1024
     assert 0 < listed < 1000

@@ -69,12 +69,20 @@ def github_job(tmp_path, live_server, standin, oidc, dispatch) -> dict:
     event.write_text(json.dumps({"action": "pull_request", "client_payload": dispatch_client_payload(dispatch)}))
     request_url, request_token = standin.actions_request_token(repository=REPO, repository_id=str(REPO_ID))
     return {
-        **PLAIN_ENV, "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "repository_dispatch", "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_WORKFLOW": "xpu-ci", "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1", "GITHUB_JOB": "test",
-        "GITHUB_REPOSITORY": REPO, "GITHUB_SERVER_URL": "https://github.com",
-        "ACTIONS_ID_TOKEN_REQUEST_URL": request_url, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": request_token,
+        **PLAIN_ENV,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "repository_dispatch",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKFLOW": "xpu-ci",
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_JOB": "test",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "ACTIONS_ID_TOKEN_REQUEST_URL": request_url,
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN": request_token,
         "CRCR_CALLBACK_URL": f"{live_server.url}/github/callback",
-    }  # fmt: skip
+    }
 
 
 # --- a job's life ----------------------------------------------------------------------------------
@@ -87,19 +95,42 @@ def test_a_job_that_reports_its_start_and_end_shows_up_with_its_failed_tests(git
     assert job.status == "in_progress" and 85 <= job.queue_seconds <= 150
 
     reports(tmp_path, "pytest_failing.xml", "pytest_passing.xml")
-    done = run_client(github_job, "completed", "--conclusion", "failure", "--junit", "reports/*.xml", "--artifact-url", ARTIFACTS,
-                      "--env", "device=xpu", "--env", "driver=1.6.32224", cwd=tmp_path)  # fmt: skip
+    done = run_client(
+        github_job,
+        "completed",
+        "--conclusion",
+        "failure",
+        "--junit",
+        "reports/*.xml",
+        "--artifact-url",
+        ARTIFACTS,
+        "--env",
+        "device=xpu",
+        "--env",
+        "driver=1.6.32224",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "6 passed, 3 failed, 2 skipped, 3 failed tests listed" in done.stdout
     job.refresh_from_db()
-    assert (job.status, job.conclusion, job.run_id, job.run_attempt, job.job_name) == ("completed", "failure", "4242", 1, "test")
+    assert (job.status, job.conclusion, job.run_id, job.run_attempt, job.job_name) == (
+        "completed",
+        "failure",
+        "4242",
+        1,
+        "test",
+    )
     assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (6, 3, 2, 11)
     assert [(t.name, t.hw_classification) for t in job.failed_tests.all()] == [
-        ("test_batchnorm_eval_xpu_float16", "HW"), ("test_embedding_bag_xpu_int64", ""), ("test_lstm_xpu_float64", ""),
-    ]  # fmt: skip
+        ("test_batchnorm_eval_xpu_float16", "HW"),
+        ("test_embedding_bag_xpu_int64", ""),
+        ("test_lstm_xpu_float64", ""),
+    ]
     assert job.failed_tests.first().message.startswith("AssertionError: Tensor-likes are not close!")
     assert job.environment == {"device": "xpu", "driver": "1.6.32224"}
-    assert job.artifact_url == ARTIFACTS and job.workflow_url == "https://github.com/intel/torch-xpu-ops/actions/runs/4242"
+    assert (
+        job.artifact_url == ARTIFACTS and job.workflow_url == "https://github.com/intel/torch-xpu-ops/actions/runs/4242"
+    )
     assert job.execution_seconds is not None
 
 
@@ -120,28 +151,49 @@ def test_it_sends_the_same_request_shape_as_the_existing_action(github_job, disp
     expected = action_body(sent, "completed", "success", run_id="4242", job="test")
     assert list(body) == list(expected) and body["callback_token"] == expected["callback_token"]
     assert list(body["workflow"]) == list(expected["workflow"])
-    assert {k: v for k, v in body["workflow"].items() if k != "completed_at"} == {k: v for k, v in expected["workflow"].items() if k != "completed_at"}
+    assert {k: v for k, v in body["workflow"].items() if k != "completed_at"} == {
+        k: v for k, v in expected["workflow"].items() if k != "completed_at"
+    }
 
 
 def test_a_huge_report_is_capped_to_what_the_relay_keeps(github_job, tmp_path):
-    huge_junit_write(tmp_path / "reports" / "huge.xml", failures=1200, message_bytes=3000, stack_bytes=10_000, passes=20)
+    huge_junit_write(
+        tmp_path / "reports" / "huge.xml", failures=1200, message_bytes=3000, stack_bytes=10_000, passes=20
+    )
     done = run_client(github_job, "completed", "--conclusion", "failure", "--junit", "reports/**/*.xml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     job = JobRun.objects.get()
     assert (job.tests_failed, job.tests_passed) == (1200, 20)
     assert job.failed_tests.count() == 1000
-    assert all(len(test.message.encode()) <= 1024 and len(test.stacktrace.encode()) <= 4096 for test in job.failed_tests.all())
+    assert all(
+        len(test.message.encode()) <= 1024 and len(test.stacktrace.encode()) <= 4096 for test in job.failed_tests.all()
+    )
 
 
 def test_a_nightly_run_reports_itself_without_a_dispatch(github_job, standin):
     standin.add_repo("pytorch/pytorch", repo_id=65600975, installation_id=77)
     standin.add_commit("pytorch/pytorch", NIGHTLY_SHA)
     schedule = {key: value for key, value in github_job.items() if key != "GITHUB_EVENT_PATH"}
-    done = run_client({**schedule, "GITHUB_EVENT_NAME": "schedule"}, "completed", "--event-type", "nightly", "--delivery-id", NIGHTLY_SHA,
-                      "--conclusion", "success", "--test-results", '{"passed": 1200, "failed": 0, "skipped": 31}')  # fmt: skip
+    done = run_client(
+        {**schedule, "GITHUB_EVENT_NAME": "schedule"},
+        "completed",
+        "--event-type",
+        "nightly",
+        "--delivery-id",
+        NIGHTLY_SHA,
+        "--conclusion",
+        "success",
+        "--test-results",
+        '{"passed": 1200, "failed": 0, "skipped": 31}',
+    )
     assert done.returncode == 0, done.stderr
     job = JobRun.objects.get()
-    assert (job.event_type, job.delivery_key, job.head_sha, job.tests_total) == ("nightly", NIGHTLY_SHA, NIGHTLY_SHA, 1231)
+    assert (job.event_type, job.delivery_key, job.head_sha, job.tests_total) == (
+        "nightly",
+        NIGHTLY_SHA,
+        NIGHTLY_SHA,
+        1231,
+    )
 
 
 # --- what the step's exit code says --------------------------------------------------------------
@@ -213,20 +265,29 @@ def test_a_self_report_needs_both_its_event_type_and_the_sha_it_tested(github_jo
 
 def buildkite_project(oidc):
     """A Buildkite-run backend registered by its organization and pipeline UUIDs."""
-    claims = oidc.claims("buildkite", "pytorch-cross-repo-ci-relay", 300, organization_slug="vllm-project", pipeline_slug="ci-xpu")
+    claims = oidc.claims(
+        "buildkite", "pytorch-cross-repo-ci-relay", 300, organization_slug="vllm-project", pipeline_slug="ci-xpu"
+    )
     pipeline = f"{claims['organization_id']}/{claims['pipeline_id']}"
-    project = ProjectFactory(full_name="vllm-project/vllm-xpu-ci", github_repo_id=None, ci_provider="buildkite", buildkite_pipeline=pipeline)
+    project = ProjectFactory(
+        full_name="vllm-project/vllm-xpu-ci", github_repo_id=None, ci_provider="buildkite", buildkite_pipeline=pipeline
+    )
     return DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=30))
 
 
 def buildkite_env(live_server, dispatch) -> dict:
     return {
-        **PLAIN_ENV, "BUILDKITE": "true", "BUILDKITE_PIPELINE_SLUG": "ci-xpu", "BUILDKITE_BUILD_NUMBER": "1187",
+        **PLAIN_ENV,
+        "BUILDKITE": "true",
+        "BUILDKITE_PIPELINE_SLUG": "ci-xpu",
+        "BUILDKITE_BUILD_NUMBER": "1187",
         "BUILDKITE_BUILD_URL": "https://buildkite.com/vllm-project/ci-xpu/builds/1187",
-        "BUILDKITE_JOB_ID": "0193a8a2-6f49-4d0c-9d1e-7c54a1f0b2c3", "BUILDKITE_LABEL": ":pytorch: XPU tests",
-        "BUILDKITE_RETRY_COUNT": "1", "CRCR_CLIENT_PAYLOAD": json.dumps(dispatch_client_payload(dispatch)),
+        "BUILDKITE_JOB_ID": "0193a8a2-6f49-4d0c-9d1e-7c54a1f0b2c3",
+        "BUILDKITE_LABEL": ":pytorch: XPU tests",
+        "BUILDKITE_RETRY_COUNT": "1",
+        "CRCR_CLIENT_PAYLOAD": json.dumps(dispatch_client_payload(dispatch)),
         "CRCR_CALLBACK_URL": f"{live_server.url}/github/callback",
-    }  # fmt: skip
+    }
 
 
 def test_a_buildkite_job_reports_with_the_token_its_step_provides(live_server, oidc, tmp_path):
@@ -235,13 +296,22 @@ def test_a_buildkite_job_reports_with_the_token_its_step_provides(live_server, o
     mint = lambda: oidc.mint(kind="buildkite", organization_slug="vllm-project", pipeline_slug="ci-xpu")  # noqa: E731
     assert run_client({**env, "CRCR_OIDC_TOKEN": mint()}, "in-progress").returncode == 0
     reports(tmp_path, "unittest_nested.xml")
-    done = run_client({**env, "BK_OIDC": mint(), "BUILDKITE_COMMAND_EXIT_STATUS": "1"}, "completed", "--token-env", "BK_OIDC",
-                      "--junit", "reports/*.xml", cwd=tmp_path)  # fmt: skip
+    done = run_client(
+        {**env, "BK_OIDC": mint(), "BUILDKITE_COMMAND_EXIT_STATUS": "1"},
+        "completed",
+        "--token-env",
+        "BK_OIDC",
+        "--junit",
+        "reports/*.xml",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     job = JobRun.objects.get()
     assert (job.status, job.conclusion, job.run_id, job.run_attempt) == ("completed", "failure", "1187", 2)
     assert (job.job_name, job.check_run_id) == (":pytorch: XPU tests", "0193a8a2-6f49-4d0c-9d1e-7c54a1f0b2c3")
-    assert job.workflow_url == "https://buildkite.com/vllm-project/ci-xpu/builds/1187#0193a8a2-6f49-4d0c-9d1e-7c54a1f0b2c3"
+    assert (
+        job.workflow_url == "https://buildkite.com/vllm-project/ci-xpu/builds/1187#0193a8a2-6f49-4d0c-9d1e-7c54a1f0b2c3"
+    )
     assert [test.name for test in job.failed_tests.all()] == ["test_storage_xpu", "test_deterministic_index_put_xpu"]
 
 
@@ -267,7 +337,22 @@ print(json.load(urllib.request.urlopen(request))["value"])
     assert done.returncode == 0, done.stderr
     assert JobRun.objects.get().status == "completed"
     logged = [json.loads(line) for line in calls.read_text().splitlines()]
-    assert logged == [["oidc", "request-token", "--audience", "pytorch-cross-repo-ci-relay", "--lifetime", "300", "--claim", "organization_id,pipeline_id"]] * 2
+    assert (
+        logged
+        == [
+            [
+                "oidc",
+                "request-token",
+                "--audience",
+                "pytorch-cross-repo-ci-relay",
+                "--lifetime",
+                "300",
+                "--claim",
+                "organization_id,pipeline_id",
+            ]
+        ]
+        * 2
+    )
 
 
 # --- GitLab --------------------------------------------------------------------------------------
@@ -275,18 +360,31 @@ print(json.load(urllib.request.urlopen(request))["value"])
 
 @pytest.fixture
 def gitlab_job(live_server, oidc) -> dict:
-    project = ProjectFactory(full_name="gitlab-org/torch-npu-ci", github_repo_id=None, ci_provider="gitlab", gitlab_project_id="4002")
-    dispatch = DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=30))
+    project = ProjectFactory(
+        full_name="gitlab-org/torch-npu-ci", github_repo_id=None, ci_provider="gitlab", gitlab_project_id="4002"
+    )
+    dispatch = DispatchFactory(
+        project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=30)
+    )
     return {
-        **PLAIN_ENV, "GITLAB_CI": "true", "CI_PROJECT_PATH": "gitlab-org/torch-npu-ci", "CI_PIPELINE_ID": "918273",
-        "CI_JOB_ID": "5550001", "CI_JOB_NAME": "npu-tests", "CI_JOB_URL": "https://gitlab.com/gitlab-org/torch-npu-ci/-/jobs/5550001",
-        "CRCR_CLIENT_PAYLOAD": json.dumps(dispatch_client_payload(dispatch)), "CRCR_CALLBACK_URL": f"{live_server.url}/github/callback",
-    }  # fmt: skip
+        **PLAIN_ENV,
+        "GITLAB_CI": "true",
+        "CI_PROJECT_PATH": "gitlab-org/torch-npu-ci",
+        "CI_PIPELINE_ID": "918273",
+        "CI_JOB_ID": "5550001",
+        "CI_JOB_NAME": "npu-tests",
+        "CI_JOB_URL": "https://gitlab.com/gitlab-org/torch-npu-ci/-/jobs/5550001",
+        "CRCR_CLIENT_PAYLOAD": json.dumps(dispatch_client_payload(dispatch)),
+        "CRCR_CALLBACK_URL": f"{live_server.url}/github/callback",
+    }
 
 
 def gitlab_tokens(oidc) -> dict:
     """The job's two `id_tokens`: one for each call, as the relay takes every token once."""
-    return {name: oidc.mint(kind="gitlab", project_path="gitlab-org/torch-npu-ci") for name in ("CRCR_TOKEN_START", "CRCR_TOKEN_END")}
+    return {
+        name: oidc.mint(kind="gitlab", project_path="gitlab-org/torch-npu-ci")
+        for name in ("CRCR_TOKEN_START", "CRCR_TOKEN_END")
+    }
 
 
 def test_a_gitlab_job_reports_with_one_id_token_per_call_and_its_status_as_conclusion(gitlab_job, oidc):
@@ -295,7 +393,13 @@ def test_a_gitlab_job_reports_with_one_id_token_per_call_and_its_status_as_concl
     done = run_client({**env, "CI_JOB_STATUS": "failed"}, "completed", "--token-env", "CRCR_TOKEN_END")
     assert done.returncode == 0, done.stderr
     job = JobRun.objects.get()
-    assert (job.status, job.conclusion, job.run_id, job.job_name, job.check_run_id) == ("completed", "failure", "5550001", "npu-tests", "5550001")
+    assert (job.status, job.conclusion, job.run_id, job.job_name, job.check_run_id) == (
+        "completed",
+        "failure",
+        "5550001",
+        "npu-tests",
+        "5550001",
+    )
 
 
 def test_a_retried_gitlab_job_is_recorded_as_a_new_run_not_a_contradiction(gitlab_job, oidc):
@@ -303,7 +407,10 @@ def test_a_retried_gitlab_job_is_recorded_as_a_new_run_not_a_contradiction(gitla
     assert run_client(first, "completed", "--token-env", "CRCR_TOKEN_END").returncode == 0
     retry = {**gitlab_job, **gitlab_tokens(oidc), "CI_JOB_ID": "5550002"}
     assert run_client(retry, "in-progress", "--token-env", "CRCR_TOKEN_START").returncode == 0
-    assert sorted(JobRun.objects.values_list("run_id", "status")) == [("5550001", "completed"), ("5550002", "in_progress")]
+    assert sorted(JobRun.objects.values_list("run_id", "status")) == [
+        ("5550001", "completed"),
+        ("5550002", "in_progress"),
+    ]
 
 
 def test_a_provided_token_used_for_a_second_call_is_refused_with_exit_5(gitlab_job, oidc):
@@ -338,7 +445,9 @@ class FlakyRelay:
             return self.script.pop(0) if self.script else None
 
     def forward(self, body: bytes, authorization: str):
-        request = Request(self.relay_url, data=body, headers={"Content-Type": "application/json", "Authorization": authorization})
+        request = Request(
+            self.relay_url, data=body, headers={"Content-Type": "application/json", "Authorization": authorization}
+        )
         try:
             with urlopen(request, timeout=30) as response:
                 return response.status, response.read()
@@ -433,7 +542,12 @@ def test_an_unreachable_relay_is_retried_until_max_time_then_exits_6(github_job)
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     began = time.monotonic()
-    done = run_client({**github_job, "CRCR_CALLBACK_URL": f"http://127.0.0.1:{closed_port}/github/callback"}, "in-progress", "--max-time", "3")
+    done = run_client(
+        {**github_job, "CRCR_CALLBACK_URL": f"http://127.0.0.1:{closed_port}/github/callback"},
+        "in-progress",
+        "--max-time",
+        "3",
+    )
     assert done.returncode == 6
     assert "no answer from" in done.stderr and "--max-time ran out" in done.stderr
     assert time.monotonic() - began < 10
@@ -445,23 +559,61 @@ def test_an_unreachable_relay_is_retried_until_max_time_then_exits_6(github_job)
 def action_run(env: dict, cwd: Path, **inputs: str) -> subprocess.CompletedProcess:
     """The action's one step as the runner runs it: bash, with the inputs in its environment."""
     script = yaml.safe_load(ACTION.read_text())["runs"]["steps"][0]["run"]
-    step_env = {f"CRCR_IN_{name.upper()}": inputs.get(name, "") for name in (
-        "status", "conclusion", "junit", "artifact_url", "environment", "job_name", "event_type",
-        "delivery_id", "test_results", "callback_url", "audience", "max_time", "check_run_id")}  # fmt: skip
-    return subprocess.run(["bash", "-c", script], env={**env, **step_env, "CRCR_CLIENT": str(CLIENT)}, cwd=cwd,
-                          capture_output=True, text=True, timeout=90)  # fmt: skip
+    step_env = {
+        f"CRCR_IN_{name.upper()}": inputs.get(name, "")
+        for name in (
+            "status",
+            "conclusion",
+            "junit",
+            "artifact_url",
+            "environment",
+            "job_name",
+            "event_type",
+            "delivery_id",
+            "test_results",
+            "callback_url",
+            "audience",
+            "max_time",
+            "check_run_id",
+        )
+    }
+    return subprocess.run(
+        ["bash", "-c", script],
+        env={**env, **step_env, "CRCR_CLIENT": str(CLIENT)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
 
 
 def test_the_composite_action_reports_a_matrix_leg_start_and_end(github_job, tmp_path):
-    leg = {"job_name": "test (xpu, 1/2)", "check_run_id": "31337", "environment": "device=xpu\n  sdk=2025.2  \n", "max_time": "60"}
+    leg = {
+        "job_name": "test (xpu, 1/2)",
+        "check_run_id": "31337",
+        "environment": "device=xpu\n  sdk=2025.2  \n",
+        "max_time": "60",
+    }
     started = action_run(github_job, tmp_path, status="in_progress", **leg)
     assert started.returncode == 0, started.stderr
     reports(tmp_path, "pytest_failing.xml", "pytest_passing.xml")
-    done = action_run(github_job, tmp_path, status="completed", conclusion="failure", artifact_url=ARTIFACTS,
-                      junit="reports/pytest_failing.xml\n reports/pytest_passing.xml\n", **leg)  # fmt: skip
+    done = action_run(
+        github_job,
+        tmp_path,
+        status="completed",
+        conclusion="failure",
+        artifact_url=ARTIFACTS,
+        junit="reports/pytest_failing.xml\n reports/pytest_passing.xml\n",
+        **leg,
+    )
     assert done.returncode == 0, done.stderr
     job = JobRun.objects.get()
-    assert (job.job_name, job.check_run_id, job.status, job.conclusion) == ("test (xpu, 1/2)", "31337", "completed", "failure")
+    assert (job.job_name, job.check_run_id, job.status, job.conclusion) == (
+        "test (xpu, 1/2)",
+        "31337",
+        "completed",
+        "failure",
+    )
     assert (job.tests_total, job.failed_tests.count(), job.environment) == (11, 3, {"device": "xpu", "sdk": "2025.2"})
 
 
@@ -481,6 +633,8 @@ def test_the_help_documents_every_exit_code():
 
 def test_the_client_is_python_3_8_syntax_and_imports_only_the_standard_library():
     tree = ast.parse(CLIENT.read_text(), feature_version=(3, 8))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= sys.stdlib_module_names

@@ -7,7 +7,14 @@ import pytest
 from django.utils import timezone
 
 from hud.baseline import baseline_marks, commit_baseline
-from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+from tests.factories import (
+    DeliveryFactory,
+    DispatchFactory,
+    FailedTestFactory,
+    JobRunFactory,
+    ProjectFactory,
+    UpstreamCommitFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +24,9 @@ PARENT = "b" * 40
 
 @pytest.fixture
 def reference():
-    return ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, hardware_kind="reference", display_name="OpenReg")
+    return ProjectFactory(
+        full_name="pytorch/openreg-ci", is_reference=True, hardware_kind="reference", display_name="OpenReg"
+    )
 
 
 @pytest.fixture
@@ -39,13 +48,21 @@ def commit():
 def run(project, conclusion="success", sha=SHA, tests_total=100, failed=(), **fields):
     """One job attempt; `failed` are (classname, name), (classname, name, hw_classification) or
     dicts of FailedTest fields (name, classname, file, …) as a producer sent them."""
-    job = JobRunFactory(project=project, head_sha=sha, conclusion=conclusion, tests_total=tests_total,
-                        tests_failed=len(failed) or None, **fields)
+    job = JobRunFactory(
+        project=project,
+        head_sha=sha,
+        conclusion=conclusion,
+        tests_total=tests_total,
+        tests_failed=len(failed) or None,
+        **fields,
+    )
     for test in failed:
         if isinstance(test, dict):
             FailedTestFactory(job_run=job, **{"file": "", "hw_classification": "", **test})
         else:
-            FailedTestFactory(job_run=job, classname=test[0], name=test[1], hw_classification=test[2] if len(test) > 2 else "")
+            FailedTestFactory(
+                job_run=job, classname=test[0], name=test[1], hw_classification=test[2] if len(test) > 2 else ""
+            )
     return job
 
 
@@ -118,11 +135,14 @@ def test_a_reference_failing_tests_is_upstream_broken_too(reference, xpu, commit
     assert baseline.upstream_broken and baseline.upstream_broken_tests == 1
 
 
-@pytest.mark.parametrize("fields", [
-    {"conclusion": "timed_out", "ended_by": "timed_out"},
-    {"conclusion": "cancelled"},
-    {"conclusion": "", "ended_by": "never_started", "run_id": "-"},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"conclusion": "timed_out", "ended_by": "timed_out"},
+        {"conclusion": "cancelled"},
+        {"conclusion": "", "ended_by": "never_started", "run_id": "-"},
+    ],
+)
 def test_a_reference_that_did_not_run_means_no_baseline_never_upstream_broken(reference, xpu, commit, fields):
     run(reference, **fields)
     run(xpu, "failure", failed=[XPU_ADD])
@@ -206,7 +226,15 @@ def test_new_vs_parent_is_unknown_when_the_parent_has_no_result(reference, xpu, 
 
 def test_hardware_classified_backend_only_failures_rank_first(reference, xpu, commit):
     run(reference, "success")
-    run(xpu, "failure", failed=[("TestAXPU", "test_a_xpu"), ("TestZXPU", "test_z_xpu", "ACCELERATOR"), ("TestYXPU", "test_y_xpu", "generic")])
+    run(
+        xpu,
+        "failure",
+        failed=[
+            ("TestAXPU", "test_a_xpu"),
+            ("TestZXPU", "test_z_xpu", "ACCELERATOR"),
+            ("TestYXPU", "test_y_xpu", "generic"),
+        ],
+    )
     ranked = commit_baseline(SHA).for_backend(xpu.id).backend_only
     assert [t.test_id for t in ranked] == ["TestY.test_y", "TestZ.test_z", "TestA.test_a"]
     assert [t.ranked_first for t in ranked] == [True, True, False]
@@ -217,7 +245,11 @@ def test_it_lists_tests_failing_on_several_backends(reference, xpu, rocm, commit
     run(xpu, "failure", failed=[XPU_MUL, XPU_ADD])
     run(rocm, "failure", failed=[ROCM_MUL])
     (multi,) = commit_baseline(SHA).multi_backend
-    assert multi.test_id == "TestFoo.test_mul_float32" and sorted(multi.backends) == ["AMD ROCm", "Intel XPU"] and not multi.reference_fails
+    assert (
+        multi.test_id == "TestFoo.test_mul_float32"
+        and sorted(multi.backends) == ["AMD ROCm", "Intel XPU"]
+        and not multi.reference_fails
+    )
     assert commit_baseline(SHA).for_backend(xpu.id).backend_only[1].also_failing_on == ["AMD ROCm"]
 
 
@@ -242,16 +274,30 @@ def test_grid_marks_cost_a_constant_number_of_queries(reference, xpu, rocm, djan
 # --- test identity across producers -------------------------------------------------------------
 
 # The reference as PyTorch's CI reports it (JUnit written from inside test/).
-PYTORCH_JUNIT = {"classname": "test_nn.TestNNDeviceTypePRIVATEUSE1", "name": "test_conv2d_backward_privateuse1_bfloat16", "file": "test_nn.py"}
+PYTORCH_JUNIT = {
+    "classname": "test_nn.TestNNDeviceTypePRIVATEUSE1",
+    "name": "test_conv2d_backward_privateuse1_bfloat16",
+    "file": "test_nn.py",
+}
 # A backend running pytest from its checkout's root, reported by our client.
-PYTEST_ROOT = {"classname": "test.test_nn.TestNNDeviceTypeXPU", "name": "test_conv2d_backward_xpu_bfloat16", "file": "test/test_nn.py"}
+PYTEST_ROOT = {
+    "classname": "test.test_nn.TestNNDeviceTypeXPU",
+    "name": "test_conv2d_backward_xpu_bfloat16",
+    "file": "test/test_nn.py",
+}
 # The sandbox's and many reporters' shape: the bare class, the file beside it.
-BARE_CLASS = {"classname": "TestNNDeviceTypeCUDA", "name": "test_conv2d_backward_cuda_bfloat16", "file": "test/test_nn.py"}
+BARE_CLASS = {
+    "classname": "TestNNDeviceTypeCUDA",
+    "name": "test_conv2d_backward_cuda_bfloat16",
+    "file": "test/test_nn.py",
+}
 # A reporter that sends only the class and method.
 NO_MODULE = {"classname": "TestNNDeviceTypeXPU", "name": "test_conv2d_backward_xpu_bfloat16"}
 
 
-@pytest.mark.parametrize("backend_test", [PYTEST_ROOT, BARE_CLASS, NO_MODULE], ids=["pytest-root", "bare-class", "no-module"])
+@pytest.mark.parametrize(
+    "backend_test", [PYTEST_ROOT, BARE_CLASS, NO_MODULE], ids=["pytest-root", "bare-class", "no-module"]
+)
 def test_an_upstream_break_is_shared_whatever_shape_each_producer_reports(reference, xpu, commit, backend_test):
     run(reference, "failure", failed=[PYTORCH_JUNIT])
     run(xpu, "failure", failed=[backend_test])
@@ -271,14 +317,25 @@ def test_failing_on_several_backends_says_the_reference_fails_it_too(reference, 
 
 
 def test_a_module_less_test_is_not_matched_when_two_modules_have_that_class_and_method(reference, xpu, commit):
-    other_module = {**PYTORCH_JUNIT, "classname": "test_nn_extra.TestNNDeviceTypePRIVATEUSE1", "file": "test_nn_extra.py"}
+    other_module = {
+        **PYTORCH_JUNIT,
+        "classname": "test_nn_extra.TestNNDeviceTypePRIVATEUSE1",
+        "file": "test_nn_extra.py",
+    }
     run(reference, "failure", failed=[PYTORCH_JUNIT, other_module])
     run(xpu, "failure", failed=[NO_MODULE])
     comparison = commit_baseline(SHA).for_backend(xpu.id)
-    assert comparison.shared == [] and comparison.not_comparable[0].test_id == "TestNNDeviceType.test_conv2d_backward_bfloat16"
+    assert (
+        comparison.shared == []
+        and comparison.not_comparable[0].test_id == "TestNNDeviceType.test_conv2d_backward_bfloat16"
+    )
 
 
 def test_a_test_in_another_module_is_a_different_test(reference, xpu, commit):
     run(reference, "failure", failed=[PYTORCH_JUNIT])
-    run(xpu, "failure", failed=[{**PYTEST_ROOT, "classname": "test.test_ops.TestNNDeviceTypeXPU", "file": "test/test_ops.py"}])
+    run(
+        xpu,
+        "failure",
+        failed=[{**PYTEST_ROOT, "classname": "test.test_ops.TestNNDeviceTypeXPU", "file": "test/test_ops.py"}],
+    )
     assert baseline_marks([SHA]) == {(SHA, xpu.id): "backend"}

@@ -1,6 +1,6 @@
 """Since which commit: the last pass, the first failure and the suspects between them."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -9,7 +9,7 @@ from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, Up
 
 pytestmark = pytest.mark.django_db
 
-T0 = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -22,15 +22,24 @@ def trunk():
     """Six trunk pushes c0 (oldest) … c5, each the first parent of the next."""
     commits, parent = [], ""
     for i in range(6):
-        commit = UpstreamCommitFactory(sha=f"{i:x}" * 40, is_trunk=True, parent_sha=parent, landed_at=T0 + timedelta(hours=i))
+        commit = UpstreamCommitFactory(
+            sha=f"{i:x}" * 40, is_trunk=True, parent_sha=parent, landed_at=T0 + timedelta(hours=i)
+        )
         commits.append(commit)
         parent = commit.sha
     return commits
 
 
 def result(project, commit, conclusion, tests=(), job="test", **fields):
-    job_run = JobRunFactory(project=project, head_sha=commit.sha, conclusion=conclusion, job_name=job, tests_total=100,
-                            tests_failed=len(tests) or None, **fields)
+    job_run = JobRunFactory(
+        project=project,
+        head_sha=commit.sha,
+        conclusion=conclusion,
+        job_name=job,
+        tests_total=100,
+        tests_failed=len(tests) or None,
+        **fields,
+    )
     for classname, name, file in tests:
         FailedTestFactory(job_run=job_run, classname=classname, name=name, file=file)
     return job_run
@@ -103,7 +112,9 @@ def test_streaks_can_start_from_an_older_commit(xpu, trunk):
 
 
 def test_the_chain_follows_first_parents_not_landing_order(trunk):
-    stray = UpstreamCommitFactory(sha="f" * 40, is_trunk=True, parent_sha="", landed_at=T0 + timedelta(hours=4, minutes=30))
+    stray = UpstreamCommitFactory(
+        sha="f" * 40, is_trunk=True, parent_sha="", landed_at=T0 + timedelta(hours=4, minutes=30)
+    )
     chain = trunk_chain()
     assert chain == list(reversed(trunk)) and stray not in chain  # a push off the first-parent line
 

@@ -44,8 +44,15 @@ def history(project, minutes: list[float], job: str = "test", now=None):
 
 def running(project, for_minutes: float, job: str = "test", sha: str = SHA, now=None):
     now = now or timezone.now()
-    return JobRunFactory(project=project, job_name=job, head_sha=sha, status="in_progress", conclusion="",
-                         in_progress_at=now - timedelta(minutes=for_minutes), created_at=now - timedelta(minutes=for_minutes))  # fmt: skip
+    return JobRunFactory(
+        project=project,
+        job_name=job,
+        head_sha=sha,
+        status="in_progress",
+        conclusion="",
+        in_progress_at=now - timedelta(minutes=for_minutes),
+        created_at=now - timedelta(minutes=for_minutes),
+    )
 
 
 # --- the rule ----------------------------------------------------------------------------------------

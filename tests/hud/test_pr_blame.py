@@ -22,7 +22,9 @@ def world():
     xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L3", device="xpu", display_name="Intel XPU")
     UpstreamCommitFactory(sha=BASE, is_trunk=True)
     UpstreamCommitFactory(sha=HEAD, is_trunk=False, pr_number=42)
-    pr = PullRequest.objects.create(number=42, author="alice", labels=["ciflow/crcr/xpu", "module: nn"], base_sha=BASE, head_sha=HEAD)
+    pr = PullRequest.objects.create(
+        number=42, author="alice", labels=["ciflow/crcr/xpu", "module: nn"], base_sha=BASE, head_sha=HEAD
+    )
     return reference, xpu, pr
 
 
@@ -41,7 +43,9 @@ def test_a_failure_the_base_already_has_is_not_the_prs(world):
     reference, xpu, pr = world
     result(xpu, BASE, "failure", [CONV])
     result(xpu, HEAD, "failure", [CONV], pr_number=42)
-    assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {"test_nn.TestNNDeviceType.test_conv2d_float32": ALREADY}
+    assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {
+        "test_nn.TestNNDeviceType.test_conv2d_float32": ALREADY
+    }
 
 
 def test_a_new_failure_the_reference_shares_is_new_in_this_pr(world):

@@ -1,13 +1,13 @@
 """Level readiness: the rfcs#102 criteria, one verdict each (no database)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from hud.readiness import readiness
 from hud.tallies.histograms import EDGES
 from hud.tallies.tally import Tally
 from relay.verdicts import State
 
-NOW = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=60)
 
 
@@ -59,7 +59,10 @@ def test_it_needs_an_end_to_end_median_under_three_hours():
 
 
 def test_it_needs_fewer_than_one_percent_of_jobs_running_over_three_hours():
-    assert criteria(readiness("L2", tally(execution=4 * 3600, e2e=60), tally(), LONG_AGO, LONG_AGO, NOW))["overrun"].met is False
+    assert (
+        criteria(readiness("L2", tally(execution=4 * 3600, e2e=60), tally(), LONG_AGO, LONG_AGO, NOW))["overrun"].met
+        is False
+    )
 
 
 def test_it_needs_a_month_at_level_and_two_weeks_of_data_for_promotion_only():

@@ -6,10 +6,18 @@ import pytest
 from django.utils import timezone
 
 from hud.selectors_backend import (
-    backend_find, cell_detail, dashboard_build, environment_latest, heads_in_window, matrix_build, run_url, shard_groups, shard_of,
+    backend_find,
+    cell_detail,
+    dashboard_build,
+    environment_latest,
+    heads_in_window,
+    matrix_build,
+    run_url,
+    shard_groups,
+    shard_of,
 )
-from relay.verdicts import State
 from relay.models import FailedTest, LevelChange, UpstreamCommit
+from relay.verdicts import State
 from tests.hud.test_selectors_summary import NOW, fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +84,14 @@ def test_it_drills_into_a_cell_with_every_attempt_and_the_failed_tests():
     backend = project()
     UpstreamCommit.objects.create(sha="a" * 40, title="Fix the thing", pr_number=12)
     job(backend, "failure", attempt=1, at=NOW - timedelta(hours=3))
-    latest = job(backend, "failure", attempt=2, at=NOW - timedelta(hours=2), workflow_url="https://github.com/o/r/actions/runs/5", check_run_id="99")
+    latest = job(
+        backend,
+        "failure",
+        attempt=2,
+        at=NOW - timedelta(hours=2),
+        workflow_url="https://github.com/o/r/actions/runs/5",
+        check_run_id="99",
+    )
     FailedTest.objects.create(job_run=latest, name="test_add", classname="TestOps", message="boom")
     detail = cell_detail(backend, "pr", "a" * 40, "build", grouped=True)
     member = detail.members[0]
@@ -107,7 +122,9 @@ def test_it_shows_the_latest_environment_the_backend_reported():
 
 def test_it_builds_the_dashboard_with_cards_and_readiness():
     backend = project(level="L3")
-    LevelChange.objects.create(project=backend, to_level="L3", changed_by="t", changed_at=timezone.now() - timedelta(days=40))
+    LevelChange.objects.create(
+        project=backend, to_level="L3", changed_by="t", changed_at=timezone.now() - timedelta(days=40)
+    )
     job(backend, "success")
     dash = dashboard_build(backend, "7d", "pr", 1, grouped=True, now=NOW)
     cards = {card.title: card for card in dash.cards}

@@ -28,12 +28,22 @@ NOW = timezone.now()
 @pytest.fixture
 def backends():
     return {
-        "ref": ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, hardware_kind="reference", display_name="OpenReg", position=5),
+        "ref": ProjectFactory(
+            full_name="pytorch/openreg-ci",
+            is_reference=True,
+            hardware_kind="reference",
+            display_name="OpenReg",
+            position=5,
+        ),
         "xpu": ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU"),
         "rocm": ProjectFactory(full_name="ROCm/pytorch", level="L3", device="rocm", display_name="AMD ROCm"),
         "mps": ProjectFactory(full_name="pytorch-mps/mps-ci", level="L2", display_name="Apple MPS"),
-        "vllm": ProjectFactory(full_name="vllm-project/vllm", level="L2", hardware_kind="ecosystem", display_name="vLLM"),
-        "sgl": ProjectFactory(full_name="sgl-project/sglang", level="L1", hardware_kind="ecosystem", display_name="SGLang"),
+        "vllm": ProjectFactory(
+            full_name="vllm-project/vllm", level="L2", hardware_kind="ecosystem", display_name="vLLM"
+        ),
+        "sgl": ProjectFactory(
+            full_name="sgl-project/sglang", level="L1", hardware_kind="ecosystem", display_name="SGLang"
+        ),
     }
 
 
@@ -46,7 +56,13 @@ def run(project, sha, conclusion="success", **fields):
 
 
 def dispatch(project, sha, state="sent", pr_number=None):
-    return DispatchFactory(project=project, delivery=DeliveryFactory(head_sha=sha, pr_number=pr_number), head_sha=sha, pr_number=pr_number, state=state)
+    return DispatchFactory(
+        project=project,
+        delivery=DeliveryFactory(head_sha=sha, pr_number=pr_number),
+        head_sha=sha,
+        pr_number=pr_number,
+        state=state,
+    )
 
 
 def filters(query: str = "") -> GridFilters:
@@ -287,12 +303,15 @@ def test_the_hud_shows_the_very_verdict_the_relay_writes_to_the_check_run(backen
     assert (hud["state"], hud["title"], hud["blocking"]) == (relay["state"], relay["title"], relay["blocking"])
 
 
-@pytest.mark.parametrize("fields, state", [
-    ({"conclusion": "failure"}, "failure"),
-    ({"conclusion": "timed_out", "ended_by": "timed_out"}, "failure"),
-    ({"conclusion": "cancelled"}, "failure"),
-    ({"conclusion": "cancelled", "ended_by": "superseded"}, "skipped"),
-])
+@pytest.mark.parametrize(
+    "fields, state",
+    [
+        ({"conclusion": "failure"}, "failure"),
+        ({"conclusion": "timed_out", "ended_by": "timed_out"}, "failure"),
+        ({"conclusion": "cancelled"}, "failure"),
+        ({"conclusion": "cancelled", "ended_by": "superseded"}, "skipped"),
+    ],
+)
 def test_the_gate_fails_on_failed_timed_out_or_cancelled_but_not_superseded_work(backends, fields, state):
     run(backends["xpu"], "4" * 40, pr_number=7, **fields)
     verdict = gate_verdict("4" * 40, 7)

@@ -39,16 +39,38 @@ def project(name: str | None = None, level: str = "L2", **extra) -> Project:
     return Project.objects.create(full_name=name, level=level, device="dev" if level == "L3" else "", **extra)
 
 
-def job(proj: Project, conclusion: str = "success", *, sha: str = "a" * 40, name: str = "build", attempt: int = 1,
-        at=None, status: str = "completed", ended_by: str = "", event_type: str = "pull_request", **extra) -> JobRun:
+def job(
+    proj: Project,
+    conclusion: str = "success",
+    *,
+    sha: str = "a" * 40,
+    name: str = "build",
+    attempt: int = 1,
+    at=None,
+    status: str = "completed",
+    ended_by: str = "",
+    event_type: str = "pull_request",
+    **extra,
+) -> JobRun:
     at = at or NOW - timedelta(hours=2)
     fields = {
-        "project": proj, "delivery_key": extra.pop("delivery_key", sha), "event_type": event_type, "run_id": extra.pop("run_id", "77"),
-        "run_attempt": attempt, "job_name": name, "workflow_name": extra.pop("workflow_name", "ci"), "status": status,
-        "conclusion": conclusion if status == "completed" else "", "ended_by": ended_by, "head_sha": sha,
-        "pr_number": extra.pop("pr_number", 12 if event_type == "pull_request" else None), "created_at": at,
-        "in_progress_at": at, "completed_at": at + timedelta(minutes=20) if status == "completed" else None,
-        "queue_seconds": extra.pop("queue_seconds", 120.0), "execution_seconds": extra.pop("execution_seconds", 1200.0 if status == "completed" else None),
+        "project": proj,
+        "delivery_key": extra.pop("delivery_key", sha),
+        "event_type": event_type,
+        "run_id": extra.pop("run_id", "77"),
+        "run_attempt": attempt,
+        "job_name": name,
+        "workflow_name": extra.pop("workflow_name", "ci"),
+        "status": status,
+        "conclusion": conclusion if status == "completed" else "",
+        "ended_by": ended_by,
+        "head_sha": sha,
+        "pr_number": extra.pop("pr_number", 12 if event_type == "pull_request" else None),
+        "created_at": at,
+        "in_progress_at": at,
+        "completed_at": at + timedelta(minutes=20) if status == "completed" else None,
+        "queue_seconds": extra.pop("queue_seconds", 120.0),
+        "execution_seconds": extra.pop("execution_seconds", 1200.0 if status == "completed" else None),
     }
     fields.update(extra)
     return JobRun.objects.create(**fields)
@@ -109,21 +131,42 @@ def test_it_keeps_a_retry_that_crosses_midnight_in_one_verdict_on_the_first_day(
 def test_it_matches_the_python_policy_on_a_random_mix_of_jobs():
     backend = project()
     jobs = _random_jobs(backend, random.Random(5), count=120)
-    expected = rates([v for sha in {j.head_sha for j in jobs} for v in job_verdicts([j for j in jobs if j.head_sha == sha])])
+    expected = rates(
+        [v for sha in {j.head_sha for j in jobs} for v in job_verdicts([j for j in jobs if j.head_sha == sha])]
+    )
     assert tally_of(backend).rates == expected
 
 
 def _random_jobs(backend: Project, rng: random.Random, count: int) -> list:
     jobs = []
-    outcomes = [("success", ""), ("failure", ""), ("cancelled", ""), ("timed_out", "timed_out"), ("cancelled", "superseded"),
-                ("neutral", ""), ("skipped", ""), ("stale", ""), ("action_required", "")]
+    outcomes = [
+        ("success", ""),
+        ("failure", ""),
+        ("cancelled", ""),
+        ("timed_out", "timed_out"),
+        ("cancelled", "superseded"),
+        ("neutral", ""),
+        ("skipped", ""),
+        ("stale", ""),
+        ("action_required", ""),
+    ]
     for i in range(count):
         sha, name = rng.choice("abc") * 40, rng.choice(["build", "test-1", "test-2", "lint"])
         attempt = 1 + sum(1 for j in jobs if j.head_sha == sha and j.job_name == name)
         conclusion, ended_by = rng.choice(outcomes)
         status = "in_progress" if rng.random() < 0.1 else "completed"
-        jobs.append(job(backend, conclusion, sha=sha, name=name, attempt=attempt, status=status, ended_by=ended_by,
-                        at=NOW - timedelta(hours=5) + timedelta(seconds=i)))
+        jobs.append(
+            job(
+                backend,
+                conclusion,
+                sha=sha,
+                name=name,
+                attempt=attempt,
+                status=status,
+                ended_by=ended_by,
+                at=NOW - timedelta(hours=5) + timedelta(seconds=i),
+            )
+        )
     return jobs
 
 
@@ -186,7 +229,11 @@ def test_it_keeps_the_health_probe_out_of_product_rows():
 
 
 def test_it_leaves_nightly_only_repos_out_of_the_pull_request_tab_and_shows_them_in_the_nightly_one():
-    both, nightly_only, pr_only = project("both/ci"), project("TorchedHat/pytorch-redhat-ci", events=["nightly"]), project("pr/ci", events=["pull_request"])
+    both, nightly_only, pr_only = (
+        project("both/ci"),
+        project("TorchedHat/pytorch-redhat-ci", events=["nightly"]),
+        project("pr/ci", events=["pull_request"]),
+    )
     job(nightly_only, event_type="nightly", sha="b" * 40)
 
     def listed(tab):
@@ -207,8 +254,16 @@ def test_it_says_in_words_when_a_backend_is_stale_or_has_no_data():
 
 def test_it_shows_l1_backends_as_dispatches_without_results():
     listener = project("listen/only", level="L1")
-    delivery = Delivery.objects.create(delivery_id="d1", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=1))
-    Dispatch.objects.create(delivery=delivery, project=listener, state="sent", event_type="pull_request", created_at=NOW - timedelta(hours=1))
+    delivery = Delivery.objects.create(
+        delivery_id="d1", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=1)
+    )
+    Dispatch.objects.create(
+        delivery=delivery,
+        project=listener,
+        state="sent",
+        event_type="pull_request",
+        created_at=NOW - timedelta(hours=1),
+    )
     section = summary_build("7d", "pr", NOW).sections[0]
     assert section.level == "L1" and not section.rows
     assert (section.chips[0].project, section.chips[0].dispatched) == (listener, 1)
@@ -221,17 +276,23 @@ def _cards(result) -> dict:
 def test_it_calls_a_silent_relay_no_data_not_healthy():
     project()
     cards = _cards(summary_build("7d", "pr", NOW))
-    assert {key: card.state for key, card in cards.items()} == {k: "no_data" for k in ("probe", "deliveries", "dispatch", "callbacks", "sweeper")}
+    assert {key: card.state for key, card in cards.items()} == dict.fromkeys(
+        ("probe", "deliveries", "dispatch", "callbacks", "sweeper"), "no_data"
+    )
 
 
 def test_it_calls_a_relay_silent_past_its_staleness_window_degraded():
-    Delivery.objects.create(delivery_id="old", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=3))
+    Delivery.objects.create(
+        delivery_id="old", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=3)
+    )
     cards = _cards(summary_build("7d", "pr", NOW))
     assert cards["deliveries"].state == "degraded" and "stale after" in cards["deliveries"].freshness
 
 
 def test_it_calls_fresh_deliveries_healthy():
-    Delivery.objects.create(delivery_id="new", event="pull_request", outcome="relayed", received_at=NOW - timedelta(minutes=5))
+    Delivery.objects.create(
+        delivery_id="new", event="pull_request", outcome="relayed", received_at=NOW - timedelta(minutes=5)
+    )
     assert _cards(summary_build("7d", "pr", NOW))["deliveries"].state == "healthy"
 
 
@@ -256,7 +317,10 @@ def test_it_passes_the_probe_only_on_the_conclusions_its_jobs_expect():
 
 def test_it_caches_hot_buckets_for_minutes_and_settled_ones_for_a_day():
     hour = buckets._floor_hour(NOW)
-    newest, older = Bucket(hour, hour + timedelta(hours=1)), Bucket(hour - timedelta(hours=5), hour - timedelta(hours=4))
+    newest, older = (
+        Bucket(hour, hour + timedelta(hours=1)),
+        Bucket(hour - timedelta(hours=5), hour - timedelta(hours=4)),
+    )
     settled = Bucket(hour - timedelta(days=5), hour - timedelta(days=4))
     assert 60 <= buckets._bucket_ttl(newest, NOW) <= 75
     assert 120 <= buckets._bucket_ttl(older, NOW) <= 255

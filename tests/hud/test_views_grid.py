@@ -27,9 +27,19 @@ def world():
     commit = UpstreamCommitFactory(sha="a" * 40, title="Fix the add kernel (#100)", parent_sha=parent.sha)
     head = UpstreamCommitFactory(sha="c" * 40, is_trunk=False, pr_number=100, title="Fix the add kernel")
     JobRunFactory(project=ref, head_sha=commit.sha, conclusion="success", tests_total=50)
-    job = JobRunFactory(project=xpu, head_sha=commit.sha, conclusion="failure", job_name="test-ops", tests_total=50, tests_failed=1,
-                        check_run_id="123456", artifact_url="https://example.com/artifacts/1")
-    FailedTestFactory(job_run=job, classname="TestFooXPU", name="test_add_xpu_float32", message="AssertionError: tensors differ")
+    job = JobRunFactory(
+        project=xpu,
+        head_sha=commit.sha,
+        conclusion="failure",
+        job_name="test-ops",
+        tests_total=50,
+        tests_failed=1,
+        check_run_id="123456",
+        artifact_url="https://example.com/artifacts/1",
+    )
+    FailedTestFactory(
+        job_run=job, classname="TestFooXPU", name="test_add_xpu_float32", message="AssertionError: tensors differ"
+    )
     JobRunFactory(project=rocm, head_sha=commit.sha, status="in_progress", conclusion="")
     JobRunFactory(project=xpu, head_sha=head.sha, pr_number=100, conclusion="success")
     DispatchFactory(project=sgl, delivery=DeliveryFactory(head_sha=commit.sha), head_sha=commit.sha, state="sent")
@@ -41,24 +51,29 @@ def world():
 
 def test_the_grid_shows_commits_backends_glyphs_marks_and_a_legend(client, world):
     html = client.get("/").content.decode()
-    assert "Fix the add kernel (#100)" in html and 'href="/pr/100"' in html and 'href="/commit/' + "a" * 40 + '"' in html
+    assert (
+        "Fix the add kernel (#100)" in html and 'href="/pr/100"' in html and 'href="/commit/' + "a" * 40 + '"' in html
+    )
     assert "OpenReg" in html and "Intel XPU" in html and "SGLang" in html
     assert 'class="c s-failure"' in html and "mk-backend" in html
     assert 'class="hud-legend"' in html and "superseded by a newer head" in html
     assert "https://github.com/pytorch/pytorch/commit/" + "a" * 40 in html
 
 
-@pytest.mark.parametrize("query, present, absent", [
-    ("level=L1", ["SGLang"], ["Intel XPU"]),
-    ("device=rocm", ["AMD ROCm"], ["Intel XPU"]),
-    ("hw=ecosystem", ["SGLang"], ["AMD ROCm"]),
-    ("name=xpu", ["Intel XPU"], ["AMD ROCm"]),
-    ("name=^intel&regex=1", ["Intel XPU"], ["SGLang"]),
-    ("hide_green=1", ["Intel XPU"], ["SGLang"]),
-    ("failures=1", ["Fix the add kernel (#100)"], ["Parent commit"]),
-    ("heads=pr", ["Fix the add kernel"], ["Parent commit"]),
-    ("expand=intel/torch-xpu-ops", ["ci / test-ops", "▼"], []),
-])
+@pytest.mark.parametrize(
+    "query, present, absent",
+    [
+        ("level=L1", ["SGLang"], ["Intel XPU"]),
+        ("device=rocm", ["AMD ROCm"], ["Intel XPU"]),
+        ("hw=ecosystem", ["SGLang"], ["AMD ROCm"]),
+        ("name=xpu", ["Intel XPU"], ["AMD ROCm"]),
+        ("name=^intel&regex=1", ["Intel XPU"], ["SGLang"]),
+        ("hide_green=1", ["Intel XPU"], ["SGLang"]),
+        ("failures=1", ["Fix the add kernel (#100)"], ["Parent commit"]),
+        ("heads=pr", ["Fix the add kernel"], ["Parent commit"]),
+        ("expand=intel/torch-xpu-ops", ["ci / test-ops", "▼"], []),
+    ],
+)
 def test_each_grid_filter(client, world, query, present, absent):
     html = client.get("/?" + query).content.decode()
     for text in present:
@@ -182,8 +197,17 @@ def test_a_50_commit_by_40_backend_grid_takes_a_fixed_handful_of_queries(client,
     projects = [ProjectFactory(level=("L4", "L3", "L2", "L2", "L1")[i % 5], is_reference=i == 2) for i in range(40)]
     commits = [UpstreamCommitFactory() for _ in range(50)]
     JobRun.objects.bulk_create(
-        JobRunFactory.build(project=p, head_sha=c.sha, job_name=f"shard-{j}", conclusion="failure" if (i + j) % 37 == 0 else "success", tests_total=100)
-        for c in commits for i, p in enumerate(projects) if p.level != "L1" for j in range(6)
+        JobRunFactory.build(
+            project=p,
+            head_sha=c.sha,
+            job_name=f"shard-{j}",
+            conclusion="failure" if (i + j) % 37 == 0 else "success",
+            tests_total=100,
+        )
+        for c in commits
+        for i, p in enumerate(projects)
+        if p.level != "L1"
+        for j in range(6)
     )
     with django_assert_max_num_queries(10):
         assert client.get("/").status_code == 200

@@ -78,7 +78,14 @@ def test_it_answers_an_unknown_backend_with_a_404_page(client):
 
 def test_it_renders_the_backend_dashboard_with_matrix_links_and_readiness(client):
     backend = project("Intel/torch-xpu-ops", level="L3")
-    job(backend, "failure", at=recent(), sha="c" * 40, workflow_url="https://github.com/intel/torch-xpu-ops/actions/runs/4", check_run_id="8")
+    job(
+        backend,
+        "failure",
+        at=recent(),
+        sha="c" * 40,
+        workflow_url="https://github.com/intel/torch-xpu-ops/actions/runs/4",
+        check_run_id="8",
+    )
     page = client.get("/crcr/intel/torch-xpu-ops?range=24h").content.decode()
     assert "Level readiness" in page and "Keeps level · 7 days" in page
     assert "https://github.com/pytorch/pytorch/commit/" + "c" * 40 in page
@@ -98,7 +105,9 @@ def test_it_keeps_the_shard_toggle_in_the_url(client):
 
 def test_it_serves_a_cell_drill_down_as_an_htmx_fragment(client):
     backend = project("a/b")
-    failed = job(backend, "failure", at=recent(), workflow_url="https://github.com/a/b/actions/runs/4", check_run_id="8")
+    failed = job(
+        backend, "failure", at=recent(), workflow_url="https://github.com/a/b/actions/runs/4", check_run_id="8"
+    )
     FailedTest.objects.create(job_run=failed, name="test_matmul", message="mismatch")
     response = client.get(f"/crcr/a/b?cell={'a' * 40}:build", HTTP_HX_TARGET="cell-detail", **HTMX)
     body = response.content.decode()
@@ -118,7 +127,9 @@ def test_it_renders_the_metrics_page_with_plotly_figures_as_json(client):
     job(backend, "success", at=recent())
     page = client.get("/crcr/metrics?range=7d&level=L2").content.decode()
     assert "vendor/plotly-basic.min.js" in page and "js/hud-charts.js" in page
-    figure = json.loads(re.search(r'<script id="figure-pass-rate" type="application/json">(.*?)</script>', page, re.S).group(1))
+    figure = json.loads(
+        re.search(r'<script id="figure-pass-rate" type="application/json">(.*?)</script>', page, re.S).group(1)
+    )
     assert figure["data"][0]["name"] == "a/b" and figure["data"][0]["y"][-1] == 100.0
 
 
@@ -154,7 +165,11 @@ def test_it_renders_a_failed_cell_query_in_the_cell_slot(client, monkeypatch):
     monkeypatch.setattr(views_summary, "cell_detail", broken)
     response = client.get(f"/crcr/a/b?cell={'a' * 40}:build", HTTP_HX_TARGET="cell-detail", **HTMX)
     body = response.content.decode()
-    assert response.status_code == 503 and body.lstrip().startswith('<section id="cell-detail"') and "Could not load this cell" in body
+    assert (
+        response.status_code == 503
+        and body.lstrip().startswith('<section id="cell-detail"')
+        and "Could not load this cell" in body
+    )
 
 
 def test_it_renders_failed_metrics_as_an_error_with_status_503(client, monkeypatch):

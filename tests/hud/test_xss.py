@@ -17,7 +17,12 @@ HOSTILE = [
     "<b onmouseover=alert('name')>",
     "<iframe src=//evil.example>",
 ]
-HOSTILE_URLS = ["javascript:alert('run')", "data:text/html,<script>alert(1)</script>", "//evil.example/x", " javascript:alert(2)"]
+HOSTILE_URLS = [
+    "javascript:alert('run')",
+    "data:text/html,<script>alert(1)</script>",
+    "//evil.example/x",
+    " javascript:alert(2)",
+]
 
 
 @pytest.fixture
@@ -28,20 +33,47 @@ def hostile():
     UpstreamCommitFactory(sha="c" * 40, is_trunk=False, pr_number=7, title=HOSTILE[0])
     JobRunFactory(project=ref, head_sha=SHA, conclusion="success", tests_total=3, workflow_name=HOSTILE[2])
     jobs = [
-        JobRunFactory(project=xpu, head_sha=sha, pr_number=7, conclusion="failure", workflow_name=HOSTILE[2], job_name=HOSTILE[5],
-                      workflow_url=url, artifact_url=url, check_run_id="1", tests_total=3, tests_failed=1)
+        JobRunFactory(
+            project=xpu,
+            head_sha=sha,
+            pr_number=7,
+            conclusion="failure",
+            workflow_name=HOSTILE[2],
+            job_name=HOSTILE[5],
+            workflow_url=url,
+            artifact_url=url,
+            check_run_id="1",
+            tests_total=3,
+            tests_failed=1,
+        )
         for sha, url in ((SHA, HOSTILE_URLS[0]), ("c" * 40, HOSTILE_URLS[1]))
     ]
     for job in jobs:
-        FailedTestFactory(job_run=job, name=HOSTILE[0], classname=HOSTILE[1], message=HOSTILE[3], hw_classification=HOSTILE[5])
-    JobRunFactory(project=xpu, head_sha=SHA, conclusion="failure", job_name="x", workflow_url=HOSTILE_URLS[2], artifact_url=HOSTILE_URLS[3])
+        FailedTestFactory(
+            job_run=job, name=HOSTILE[0], classname=HOSTILE[1], message=HOSTILE[3], hw_classification=HOSTILE[5]
+        )
+    JobRunFactory(
+        project=xpu,
+        head_sha=SHA,
+        conclusion="failure",
+        job_name="x",
+        workflow_url=HOSTILE_URLS[2],
+        artifact_url=HOSTILE_URLS[3],
+    )
     return {"ref": ref, "xpu": xpu}
 
 
 def pages(client, hostile) -> dict[str, str]:
     urls = [
-        "/", "/?expand=intel/torch-xpu-ops", "/?heads=pr", "/?name=" + HOSTILE[0], "/?name=" + HOSTILE[1] + "&regex=1",
-        f"/commit/{SHA}", "/pr/7", f"/?tip={SHA}.{hostile['xpu'].id}", f"/?tip=cccccccccccc.{hostile['xpu'].id}",
+        "/",
+        "/?expand=intel/torch-xpu-ops",
+        "/?heads=pr",
+        "/?name=" + HOSTILE[0],
+        "/?name=" + HOSTILE[1] + "&regex=1",
+        f"/commit/{SHA}",
+        "/pr/7",
+        f"/?tip={SHA}.{hostile['xpu'].id}",
+        f"/?tip=cccccccccccc.{hostile['xpu'].id}",
     ]
     return {url: client.get(url).content.decode() for url in urls}
 
@@ -64,7 +96,9 @@ def test_only_http_urls_become_links(client, hostile):
     for url, html in pages(client, hostile).items():
         hrefs = re.findall(r'(?:href|src)="([^"]*)"', html)
         for href in hrefs:
-            assert href.startswith(("/", "?", "#", "https://", "http://")) and not href.startswith("//"), f"{href!r} on {url}"
+            assert href.startswith(("/", "?", "#", "https://", "http://")) and not href.startswith("//"), (
+                f"{href!r} on {url}"
+            )
 
 
 def test_no_inline_script_carries_data(client, hostile):

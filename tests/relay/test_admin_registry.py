@@ -23,7 +23,9 @@ def browser(alice):
 
 @pytest.fixture
 def xpu():
-    return project_create("intel/torch-xpu-ops", "L2", by="ops", reason="onboarding", display_name="Intel XPU", oncalls=["xpu-oncall"])
+    return project_create(
+        "intel/torch-xpu-ops", "L2", by="ops", reason="onboarding", display_name="Intel XPU", oncalls=["xpu-oncall"]
+    )
 
 
 def change_url(project: Project) -> str:
@@ -34,12 +36,23 @@ def form_data(project: Project, **changes) -> dict:
     """The change form as the browser posts it: every field, plus the history inline's management form."""
     history = project.level_changes.count()
     data = {
-        "full_name": project.full_name, "display_name": project.display_name, "github_repo_id": project.github_repo_id or "",
-        "level": project.level, "device": project.device, "level_change_reason": "", "oncalls": ", ".join(project.oncalls),
-        "position": project.position, "hardware_kind": project.hardware_kind, "ci_provider": project.ci_provider,
-        "require_callback_token": "unknown", "rate_limit_per_min": "", "active": "on",
-        "level_changes-TOTAL_FORMS": history, "level_changes-INITIAL_FORMS": history,
-        "level_changes-MIN_NUM_FORMS": 0, "level_changes-MAX_NUM_FORMS": 1000,
+        "full_name": project.full_name,
+        "display_name": project.display_name,
+        "github_repo_id": project.github_repo_id or "",
+        "level": project.level,
+        "device": project.device,
+        "level_change_reason": "",
+        "oncalls": ", ".join(project.oncalls),
+        "position": project.position,
+        "hardware_kind": project.hardware_kind,
+        "ci_provider": project.ci_provider,
+        "require_callback_token": "unknown",
+        "rate_limit_per_min": "",
+        "active": "on",
+        "level_changes-TOTAL_FORMS": history,
+        "level_changes-INITIAL_FORMS": history,
+        "level_changes-MIN_NUM_FORMS": 0,
+        "level_changes-MAX_NUM_FORMS": 1000,
     }
     return {**data, **changes}
 
@@ -50,12 +63,19 @@ def post(browser: Client, url: str, data: dict):
 
 
 def test_it_changes_a_level_with_a_reason_and_audits_it_under_the_admins_username(browser, xpu):
-    response = post(browser, change_url(xpu), form_data(xpu, level="L4", level_change_reason="merge-blocking from today"))
+    response = post(
+        browser, change_url(xpu), form_data(xpu, level="L4", level_change_reason="merge-blocking from today")
+    )
     assert response.status_code == 302
     xpu.refresh_from_db()
     change = xpu.level_changes.first()
     assert xpu.level == "L4"
-    assert (change.from_level, change.to_level, change.changed_by, change.reason) == ("L2", "L4", "alice", "merge-blocking from today")
+    assert (change.from_level, change.to_level, change.changed_by, change.reason) == (
+        "L2",
+        "L4",
+        "alice",
+        "merge-blocking from today",
+    )
 
 
 def test_it_refuses_a_level_change_without_a_reason(browser, xpu):
@@ -75,7 +95,9 @@ def test_it_saves_other_fields_without_a_reason_or_an_audit_row(browser, xpu):
 
 
 def test_it_refuses_l3_without_a_device_and_an_oncall_that_is_not_a_handle(browser, xpu):
-    response = post(browser, change_url(xpu), form_data(xpu, level="L3", level_change_reason="try", oncalls="not a handle"))
+    response = post(
+        browser, change_url(xpu), form_data(xpu, level="L3", level_change_reason="try", oncalls="not a handle")
+    )
     assert response.status_code == 200
     assert "is not a GitHub handle" in response.content.decode()
     assert "An L3 project needs a device" in response.content.decode()
@@ -103,9 +125,17 @@ def test_it_enforces_csrf_on_the_change_form(browser, xpu):
 
 def test_it_records_the_initial_level_when_a_project_is_added(browser):
     data = {
-        "full_name": "ROCm/pytorch", "display_name": "AMD ROCm", "level": "L3", "device": "rocm", "oncalls": "rocm-ci",
-        "level_change_reason": "onboarding", "position": 0, "hardware_kind": "gpu", "ci_provider": "github",
-        "require_callback_token": "unknown", "active": "on",
+        "full_name": "ROCm/pytorch",
+        "display_name": "AMD ROCm",
+        "level": "L3",
+        "device": "rocm",
+        "oncalls": "rocm-ci",
+        "level_change_reason": "onboarding",
+        "position": 0,
+        "hardware_kind": "gpu",
+        "ci_provider": "github",
+        "require_callback_token": "unknown",
+        "active": "on",
     }
     response = post(browser, reverse("admin:relay_project_add"), data)
     assert response.status_code == 302
@@ -114,7 +144,14 @@ def test_it_records_the_initial_level_when_a_project_is_added(browser):
 
 
 def test_it_refuses_to_add_a_repository_that_is_not_owner_and_repo(browser):
-    data = {"full_name": "rocm", "level": "L2", "position": 0, "hardware_kind": "gpu", "ci_provider": "github", "require_callback_token": "unknown"}
+    data = {
+        "full_name": "rocm",
+        "level": "L2",
+        "position": 0,
+        "hardware_kind": "gpu",
+        "ci_provider": "github",
+        "require_callback_token": "unknown",
+    }
     response = post(browser, reverse("admin:relay_project_add"), data)
     assert response.status_code == 200 and not Project.objects.exists()
 

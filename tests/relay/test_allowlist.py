@@ -21,7 +21,13 @@ def hud_read(text: str) -> dict[str, tuple[str, str, list[str], list[str]]]:
     def read(value):
         meta = value if isinstance(value, dict) else {"oncalls": value}
         oncalls = meta.get("oncalls")
-        oncalls = [] if oncalls is None else [o.strip() for o in oncalls.split(",")] if isinstance(oncalls, str) else [str(o) for o in oncalls]
+        oncalls = (
+            []
+            if oncalls is None
+            else [o.strip() for o in oncalls.split(",")]
+            if isinstance(oncalls, str)
+            else [str(o) for o in oncalls]
+        )
         # a leading @ is dropped on our side (handles are stored bare); compare without it
         return [o.removeprefix("@") for o in oncalls if o], list(meta.get("events") or ["pull_request", "nightly"])
 
@@ -36,7 +42,10 @@ def hud_read(text: str) -> dict[str, tuple[str, str, list[str], list[str]]]:
 
 
 def as_hud_reads(entries) -> dict:
-    return {e.full_name: (e.level, e.device, list(e.oncalls), list(e.events or ("pull_request", "nightly"))) for e in entries}
+    return {
+        e.full_name: (e.level, e.device, list(e.oncalls), list(e.events or ("pull_request", "nightly")))
+        for e in entries
+    }
 
 
 def upstream_read(text: str) -> dict[str, tuple[str, str, list[str]]]:
@@ -66,7 +75,11 @@ def errors_of(text: str) -> list[str]:
 
 def test_it_reads_the_sample_allowlist():
     entries = parse_allowlist(SAMPLE)
-    assert [e.full_name for e in entries if e.level == "L1"] == ["sgl-project/sglang", "deepspeedai/DeepSpeed", "pytorch/ao"]
+    assert [e.full_name for e in entries if e.level == "L1"] == [
+        "sgl-project/sglang",
+        "deepspeedai/DeepSpeed",
+        "pytorch/ao",
+    ]
     assert Entry("vllm-project/vllm", "L2", "", ("vllm-ci", "khluu"), 1) in entries
     assert Entry("Ascend/pytorch", "L3", "npu", ("ascend-ci",), 1) in entries
     assert Entry("ROCm/pytorch", "L4", "", ("rocm-ci-oncall",), 0) in entries
@@ -118,7 +131,13 @@ def test_it_records_the_device_for_l3_entries_only():
 def test_it_numbers_positions_within_each_level_and_across_l3_devices():
     entries = parse_allowlist(SAMPLE)
     assert [(e.level, e.position) for e in entries if e.level in ("L2", "L3")] == [
-        ("L2", 0), ("L2", 1), ("L2", 2), ("L2", 3), ("L3", 0), ("L3", 1), ("L3", 2),
+        ("L2", 0),
+        ("L2", 1),
+        ("L2", 2),
+        ("L2", 3),
+        ("L3", 0),
+        ("L3", 1),
+        ("L3", 2),
     ]
 
 
@@ -150,7 +169,9 @@ def test_it_refuses_an_empty_device_name(key):
 
 @pytest.mark.parametrize("value", ["", " []", " a/b"])
 def test_it_refuses_a_device_whose_value_is_not_a_mapping(value):
-    assert errors_of(f"L3:\n  xpu:{value}\n")[0].startswith("L3 device 'xpu': must be a mapping of owner/repo to oncalls")
+    assert errors_of(f"L3:\n  xpu:{value}\n")[0].startswith(
+        "L3 device 'xpu': must be a mapping of owner/repo to oncalls"
+    )
 
 
 def test_it_refuses_a_device_that_differs_only_in_case_from_another():
@@ -159,7 +180,10 @@ def test_it_refuses_a_device_that_differs_only_in_case_from_another():
 
 
 def test_it_refuses_a_mapping_item_with_more_than_one_key():
-    assert "entry 1 ({'a/b': 'x', 'c/d': 'y'}): a mapping item must have exactly one key" in errors_of("L2:\n  - {a/b: x, c/d: y}\n")[0]
+    assert (
+        "entry 1 ({'a/b': 'x', 'c/d': 'y'}): a mapping item must have exactly one key"
+        in errors_of("L2:\n  - {a/b: x, c/d: y}\n")[0]
+    )
 
 
 @pytest.mark.parametrize("item", ["3", "~", "[a/b]", "true"])
@@ -169,7 +193,18 @@ def test_it_refuses_an_item_that_is_neither_text_nor_a_mapping(item):
 
 @pytest.mark.parametrize(
     "name",
-    ["foo", "a/b/c", "-owner/repo", "owner/..", "owner/.", "own er/repo", "owner/re po", "o" * 40 + "/r", "o/" + "r" * 101, "o/r@x"],
+    [
+        "foo",
+        "a/b/c",
+        "-owner/repo",
+        "owner/..",
+        "owner/.",
+        "own er/repo",
+        "owner/re po",
+        "o" * 40 + "/r",
+        "o/" + "r" * 101,
+        "o/r@x",
+    ],
 )
 def test_it_refuses_a_repository_that_is_not_a_github_owner_and_repo(name):
     [error] = errors_of(f"L2:\n  - c/d\n  - {name!r}\n")
@@ -179,7 +214,9 @@ def test_it_refuses_a_repository_that_is_not_a_github_owner_and_repo(name):
 
 @pytest.mark.parametrize("handle", ["-alice", "al ice", "al_ice", "a" * 40, "team/name"])
 def test_it_refuses_an_oncall_that_is_not_a_github_handle(handle):
-    assert errors_of(f"L2:\n  - o/r: [ok, {handle!r}]\n") == [f"L2 entry 1 ('o/r'): oncall {handle!r} is not a GitHub handle"]
+    assert errors_of(f"L2:\n  - o/r: [ok, {handle!r}]\n") == [
+        f"L2 entry 1 ('o/r'): oncall {handle!r} is not a GitHub handle"
+    ]
 
 
 def test_it_refuses_an_oncall_that_yaml_reads_as_a_boolean_and_says_to_quote_it():
@@ -188,7 +225,9 @@ def test_it_refuses_an_oncall_that_yaml_reads_as_a_boolean_and_says_to_quote_it(
 
 
 def test_it_refuses_oncalls_written_as_a_mapping():
-    assert "oncalls must be a comma-separated string or a list" in errors_of("L2:\n  - o/r:\n      oncalls: {a: b}\n")[0]
+    assert (
+        "oncalls must be a comma-separated string or a list" in errors_of("L2:\n  - o/r:\n      oncalls: {a: b}\n")[0]
+    )
 
 
 # --- per-entry metadata (test-infra #8855/#8856, pytorch/pytorch #197864) -------------------------
@@ -214,10 +253,16 @@ def test_it_leaves_events_empty_when_absent_which_means_both():
     assert meta.oncalls == ("x", "y")
 
 
-@pytest.mark.parametrize(("events", "problem"), [
-    ("[push]", "unsupported event 'push'"), ("[]", "events must be a non-empty list"), ("nightly", "events must be a non-empty list"),
-    ("[nightly, nightly]", "events lists 'nightly' twice"), ("[1]", "unsupported event 1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("events", "problem"),
+    [
+        ("[push]", "unsupported event 'push'"),
+        ("[]", "events must be a non-empty list"),
+        ("nightly", "events must be a non-empty list"),
+        ("[nightly, nightly]", "events lists 'nightly' twice"),
+        ("[1]", "unsupported event 1"),
+    ],
+)
 def test_it_refuses_events_the_hud_parser_refuses(events, problem):
     [error] = errors_of(f"L2:\n  - o/r:\n      events: {events}\n")
     assert error.startswith("L2 entry 1 ('o/r'): ") and problem in error
@@ -229,10 +274,14 @@ def test_it_refuses_an_unknown_metadata_field_and_names_it():
 
 
 def test_it_writes_an_entry_with_events_in_the_metadata_shape_and_others_in_the_older_shapes():
-    text = render_allowlist([
-        Entry("a/b", "L2", oncalls=("x", "y"), events=("nightly",)), Entry("c/d", "L2", oncalls=("z",), position=1),
-        Entry("e/f", "L3", "xpu", (), 0, ("pull_request",)), Entry("g/h", "L3", "xpu", ("w",), 1),
-    ])  # fmt: skip
+    text = render_allowlist(
+        [
+            Entry("a/b", "L2", oncalls=("x", "y"), events=("nightly",)),
+            Entry("c/d", "L2", oncalls=("z",), position=1),
+            Entry("e/f", "L3", "xpu", (), 0, ("pull_request",)),
+            Entry("g/h", "L3", "xpu", ("w",), 1),
+        ]
+    )
     assert "L2:\n  - a/b:\n      events: [nightly]\n      oncalls: [x, y]\n  - c/d: z\n" in text
     assert "L3:\n  xpu:\n    e/f:\n      events: [pull_request]\n    g/h: [w]\n" in text
 
@@ -246,16 +295,23 @@ def test_it_round_trips_a_file_mixing_every_accepted_shape():
 
 def test_it_refuses_a_duplicate_that_differs_only_in_case_and_names_both_occurrences():
     errors = errors_of("L1:\n  - pytorch/ao\nL3:\n  xpu:\n    PyTorch/AO: []\n")
-    assert errors == ["L3 device 'xpu' entry 1 ('PyTorch/AO'): duplicate of L1 entry 1 ('pytorch/ao') (repositories compare case-insensitively)"]
+    assert errors == [
+        "L3 device 'xpu' entry 1 ('PyTorch/AO'): duplicate of L1 entry 1 ('pytorch/ao') (repositories compare case-insensitively)"
+    ]
 
 
 def test_it_refuses_a_duplicate_within_one_level():
-    assert errors_of("L2:\n  - a/b\n  - c/d: x\n  - a/b/\n")[0].startswith("L2 entry 3 ('a/b/'): duplicate of L2 entry 1 ('a/b')")
+    assert errors_of("L2:\n  - a/b\n  - c/d: x\n  - a/b/\n")[0].startswith(
+        "L2 entry 3 ('a/b/'): duplicate of L2 entry 1 ('a/b')"
+    )
 
 
 def test_it_refuses_a_duplicate_yaml_key_that_loaders_would_silently_collapse():
     [error] = errors_of("L3:\n  xpu:\n    a/b: [x]\n    a/b: [y]\n")
-    assert error == "invalid YAML at line 4, column 5: while constructing a mapping: found duplicate key 'a/b' (first at line 3)"
+    assert (
+        error
+        == "invalid YAML at line 4, column 5: while constructing a mapping: found duplicate key 'a/b' (first at line 3)"
+    )
 
 
 def test_it_refuses_invalid_yaml_and_names_the_line():
@@ -282,7 +338,9 @@ def test_it_writes_list_level_oncalls_as_a_comma_string_and_bare_repositories_wi
 
 
 def test_it_writes_l3_grouped_by_device_with_oncalls_as_lists():
-    text = render_allowlist([Entry("a/b", "L3", "xpu", ("x", "y")), Entry("c/d", "L3", "npu", (), 1), Entry("e/f", "L3", "xpu", (), 2)])
+    text = render_allowlist(
+        [Entry("a/b", "L3", "xpu", ("x", "y")), Entry("c/d", "L3", "npu", (), 1), Entry("e/f", "L3", "xpu", (), 2)]
+    )
     assert "L3:\n  xpu:\n    a/b: [x, y]\n    e/f: []\n  npu:\n    c/d: []\n" in text
 
 
@@ -301,7 +359,9 @@ def test_it_quotes_handles_that_yaml_would_read_as_something_else(handle):
 
 def test_its_output_of_the_sample_reads_the_same_under_the_upstream_relay_rules():
     entries = parse_allowlist(SAMPLE)
-    assert upstream_read(render_allowlist(entries)) == {e.full_name: (e.level, e.device, list(e.oncalls)) for e in entries}
+    assert upstream_read(render_allowlist(entries)) == {
+        e.full_name: (e.level, e.device, list(e.oncalls)) for e in entries
+    }
 
 
 def test_it_round_trips_the_sample():
@@ -316,7 +376,9 @@ handles = st.one_of(st.sampled_from(TRICKY), st.from_regex(r"[A-Za-z0-9][A-Za-z0
 owners = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}", fullmatch=True)
 repos = st.from_regex(r"[A-Za-z0-9._-]{1,100}", fullmatch=True).filter(lambda r: r not in {".", ".."})
 names = st.builds(lambda o, r: f"{o}/{r}", owners, repos)
-devices = st.one_of(st.sampled_from(["xpu", "npu", "0123", "on"]), st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,37}", fullmatch=True))
+devices = st.one_of(
+    st.sampled_from(["xpu", "npu", "0123", "on"]), st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,37}", fullmatch=True)
+)
 
 
 @st.composite
@@ -328,7 +390,11 @@ def allowlists(draw):
     for name in full_names:
         level = draw(st.sampled_from(list(by_level)))
         device = draw(st.sampled_from(device_pool)) if level == "L3" else ""
-        events = draw(st.sampled_from([(), (), ("nightly",), ("pull_request",), ("pull_request", "nightly"), ("nightly", "pull_request")]))
+        events = draw(
+            st.sampled_from(
+                [(), (), ("nightly",), ("pull_request",), ("pull_request", "nightly"), ("nightly", "pull_request")]
+            )
+        )
         by_level[level].append((device, name, tuple(draw(st.lists(handles, max_size=3))), events))
     by_level["L3"].sort(key=lambda item: device_pool.index(item[0]))
     return [Entry(n, level, d, o, i, e) for level, items in by_level.items() for i, (d, n, o, e) in enumerate(items)]

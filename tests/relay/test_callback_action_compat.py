@@ -14,7 +14,10 @@ from relay.models import JobRun
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not shutil.which("curl"), reason="curl is not installed"),
+]
 REPO, REPO_ID = "intel/torch-xpu-ops", 123456
 
 
@@ -23,9 +26,20 @@ def action_post(url: str, token: str, body: dict, tmp_path) -> subprocess.Comple
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body))
     command = [
-        "curl", "-sS", "--fail-with-body", "--max-time", "10", "-X", "POST",
-        "-H", "Content-Type: application/json", "-H", f"Authorization: Bearer {token}",
-        "--data", f"@{path}", url.rstrip("/"),
+        "curl",
+        "-sS",
+        "--fail-with-body",
+        "--max-time",
+        "10",
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        f"Authorization: Bearer {token}",
+        "--data",
+        f"@{path}",
+        url.rstrip("/"),
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=30)
 
@@ -50,7 +64,12 @@ def test_the_actions_requests_are_accepted_and_its_steps_stay_green(live_server,
 def test_a_rejected_callback_fails_the_step_with_curls_exit_22(live_server, oidc, payload, tmp_path):
     token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
     action_post(f"{live_server.url}/github/callback", token, action_body(payload, "completed", "success"), tmp_path)
-    again = action_post(f"{live_server.url}/github/callback", oidc.mint(repository=REPO, repository_id=str(REPO_ID)), action_body(payload, "in_progress"), tmp_path)
+    again = action_post(
+        f"{live_server.url}/github/callback",
+        oidc.mint(repository=REPO, repository_id=str(REPO_ID)),
+        action_body(payload, "in_progress"),
+        tmp_path,
+    )
     assert again.returncode == 22
     assert "already completed" in again.stdout
 

@@ -18,7 +18,11 @@ REPO, REPO_ID = "intel/torch-xpu-ops", 123456
 @pytest.fixture
 def base(db):
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
-    return action_body(dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "completed", "failure")
+    return action_body(
+        dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())),
+        "completed",
+        "failure",
+    )
 
 
 @pytest.fixture
@@ -26,7 +30,9 @@ def post(client, oidc):
     def send(body):
         data = body if isinstance(body, (bytes, str)) else json.dumps(body)
         token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
-        return client.post("/github/callback", data=data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client.post(
+            "/github/callback", data=data, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
 
     return send
 
@@ -116,7 +122,9 @@ def test_test_results_may_arrive_as_json_text_from_the_action_input(post, base):
 
 
 def test_every_github_conclusion_is_accepted(post, base):
-    for index, conclusion in enumerate(["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required", "stale"]):
+    for index, conclusion in enumerate(
+        ["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required", "stale"]
+    ):
         body = mutate(base, ("workflow", "conclusion"), conclusion)
         body["workflow"]["job_name"] = f"job-{index}"
         assert post(body).status_code == 200, conclusion

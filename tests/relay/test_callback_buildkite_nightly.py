@@ -21,8 +21,15 @@ pytestmark = pytest.mark.django_db
 ORG, PIPELINE = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10", "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 NIGHTLY_SHA = "3f1c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a"
 # Buildkite job states → GitHub conclusions, as the reporter maps them.
-CONCLUSION = {"passed": "success", "failed": "failure", "broken": "failure", "canceled": "cancelled", "timed_out": "timed_out",
-              "skipped": "skipped", "not_run": "skipped"}  # fmt: skip
+CONCLUSION = {
+    "passed": "success",
+    "failed": "failure",
+    "broken": "failure",
+    "canceled": "cancelled",
+    "timed_out": "timed_out",
+    "skipped": "skipped",
+    "not_run": "skipped",
+}
 LABELS = [
     ':pytest: Basic Correctness Test "torch.compile"',
     "Entrypoints Test (API Server): 🚀 :docker:",
@@ -37,11 +44,17 @@ def buildkite_build(number: int, commit: str, states: list[str]) -> dict:
     slug, jobs (script jobs with UUIDs, labels, states, web URLs, times) plus a waiter pseudo-job."""
     start = "2026-12-02T03:10:11.123Z"
     jobs = [
-        {"id": str(uuid.uuid4()), "type": "script", "name": LABELS[i % len(LABELS)] + (f" #{i}" if i >= len(LABELS) else ""),
-         "state": state, "web_url": f"https://buildkite.com/vllm/ci/builds/{number}#job-{i}",
-         "started_at": None if state == "not_run" else start, "finished_at": "2026-12-02T04:02:55.456Z"}
+        {
+            "id": str(uuid.uuid4()),
+            "type": "script",
+            "name": LABELS[i % len(LABELS)] + (f" #{i}" if i >= len(LABELS) else ""),
+            "state": state,
+            "web_url": f"https://buildkite.com/vllm/ci/builds/{number}#job-{i}",
+            "started_at": None if state == "not_run" else start,
+            "finished_at": "2026-12-02T04:02:55.456Z",
+        }
         for i, state in enumerate(states)
-    ]  # fmt: skip
+    ]
     jobs.append({"id": str(uuid.uuid4()), "type": "waiter", "state": "passed"})
     return {"number": number, "commit": commit, "pipeline": {"slug": "ci"}, "jobs": jobs}
 
@@ -64,7 +77,7 @@ def reporter_bodies(build: dict) -> list[dict]:
                 "started_at": job["started_at"],
                 "completed_at": job["finished_at"],
             },
-        }  # fmt: skip
+        }
         for job in build["jobs"]
         if job.get("type") == "script" and job.get("state") in CONCLUSION
     ]
@@ -75,8 +88,14 @@ def vllm(standin, oidc):
     standin.add_installation(installation_id=1, account="pytorch")
     standin.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=1)
     standin.add_commit(UPSTREAM, NIGHTLY_SHA, message="nightly base")
-    return ProjectFactory(full_name="vllm-project/vllm", level="L2", ci_provider="buildkite", buildkite_pipeline=f"{ORG}/{PIPELINE}",
-                          oidc_required_claims={"build_branch": ["main", "nightly"]}, events=["nightly"])  # fmt: skip
+    return ProjectFactory(
+        full_name="vllm-project/vllm",
+        level="L2",
+        ci_provider="buildkite",
+        buildkite_pipeline=f"{ORG}/{PIPELINE}",
+        oidc_required_claims={"build_branch": ["main", "nightly"]},
+        events=["nightly"],
+    )
 
 
 @pytest.fixture
@@ -169,8 +188,18 @@ def test_it_refuses_a_build_from_a_branch_the_pipeline_does_not_allow(vllm, repo
 
 
 def test_the_existing_actions_nightly_shape_still_keys_by_its_sha(vllm, report):
-    body = {"delivery_id": NIGHTLY_SHA.upper(), "event_type": "nightly", "payload": {"head_sha": NIGHTLY_SHA},
-            "workflow": {"status": "completed", "conclusion": "success", "run_id": "88", "name": "nightly", "job_name": "build"}}  # fmt: skip
+    body = {
+        "delivery_id": NIGHTLY_SHA.upper(),
+        "event_type": "nightly",
+        "payload": {"head_sha": NIGHTLY_SHA},
+        "workflow": {
+            "status": "completed",
+            "conclusion": "success",
+            "run_id": "88",
+            "name": "nightly",
+            "job_name": "build",
+        },
+    }
     assert report(body).status_code == 200
     assert JobRun.objects.get().delivery_key == NIGHTLY_SHA
 

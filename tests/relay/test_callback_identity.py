@@ -18,7 +18,9 @@ REPO, REPO_ID = "intel/torch-xpu-ops", 123456
 @pytest.fixture
 def body(db):
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
-    return action_body(dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "in_progress")
+    return action_body(
+        dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "in_progress"
+    )
 
 
 @pytest.fixture
@@ -39,7 +41,9 @@ def test_a_well_formed_github_token_is_accepted(post, body, oidc):
 
 
 def test_a_bare_token_without_the_bearer_prefix_is_accepted(client, body, oidc):
-    response = client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=good(oidc))
+    response = client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=good(oidc)
+    )
     assert response.status_code == 200
 
 
@@ -61,8 +65,22 @@ def test_a_bare_token_without_the_bearer_prefix_is_accepted(client, body, oidc):
         (lambda o: good(o, omit=("exp",)), "exp"),
         (lambda o: good(o, omit=("repository",)), "repository"),
     ],
-    ids=["missing", "garbage", "wrong-aud", "real-github-issuer-not-configured", "wrong-iss", "alg-none",
-         "hs256-with-public-key", "expired", "nbf-future", "iat-future", "unknown-kid", "no-jti", "no-exp", "no-repository"],
+    ids=[
+        "missing",
+        "garbage",
+        "wrong-aud",
+        "real-github-issuer-not-configured",
+        "wrong-iss",
+        "alg-none",
+        "hs256-with-public-key",
+        "expired",
+        "nbf-future",
+        "iat-future",
+        "unknown-kid",
+        "no-jti",
+        "no-exp",
+        "no-repository",
+    ],
 )
 def test_a_forged_or_broken_token_is_refused_with_401(post, body, oidc, forge, needle):
     response = post(body, forge(oidc))
@@ -107,14 +125,21 @@ def test_jwks_is_found_through_the_discovery_document_when_not_configured(post, 
 @pytest.fixture
 def vllm(db):
     return ProjectFactory(
-        full_name="vllm-project/vllm", level="L2", ci_provider="buildkite",
+        full_name="vllm-project/vllm",
+        level="L2",
+        ci_provider="buildkite",
         buildkite_pipeline="018b5ec5-0000-4000-8000-000000000001/018cdabc-0000-4000-8000-000000000002",
         oidc_required_claims={"build_branch": ["main"]},
     )
 
 
 def buildkite(oidc, **claims):
-    return oidc.mint(kind="buildkite", organization_id="018b5ec5-0000-4000-8000-000000000001", pipeline_id="018cdabc-0000-4000-8000-000000000002", **claims)
+    return oidc.mint(
+        kind="buildkite",
+        organization_id="018b5ec5-0000-4000-8000-000000000001",
+        pipeline_id="018cdabc-0000-4000-8000-000000000002",
+        **claims,
+    )
 
 
 def test_a_buildkite_pipeline_maps_to_its_repo_by_uuid(post, vllm, oidc):
@@ -126,7 +151,9 @@ def test_a_buildkite_pipeline_maps_to_its_repo_by_uuid(post, vllm, oidc):
 
 def test_a_buildkite_fork_branch_cannot_report_as_the_repo(post, vllm, oidc):
     dispatch = DispatchFactory(project=vllm, state="sent", sent_at=timezone.now())
-    response = post(action_body(dispatch_client_payload(dispatch), "in_progress"), buildkite(oidc, build_branch="attacker:main"))
+    response = post(
+        action_body(dispatch_client_payload(dispatch), "in_progress"), buildkite(oidc, build_branch="attacker:main")
+    )
     assert response.status_code == 403
     assert "build_branch" in response.json()["detail"]
 
@@ -138,8 +165,16 @@ def test_an_unregistered_buildkite_pipeline_is_refused_with_403(post, body, oidc
 
 
 def test_a_gitlab_project_maps_by_id_and_path(post, oidc):
-    project = ProjectFactory(full_name="gl-org/torch-npu", level="L2", ci_provider="gitlab", gitlab_project_id="4002", gitlab_project_path="gl-org/torch-npu")
-    body = action_body(dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "in_progress")
+    project = ProjectFactory(
+        full_name="gl-org/torch-npu",
+        level="L2",
+        ci_provider="gitlab",
+        gitlab_project_id="4002",
+        gitlab_project_path="gl-org/torch-npu",
+    )
+    body = action_body(
+        dispatch_client_payload(DispatchFactory(project=project, state="sent", sent_at=timezone.now())), "in_progress"
+    )
     assert post(body, oidc.mint(kind="gitlab", project_path="gl-org/torch-npu")).json()["status"] == "in_progress"
     body["workflow"]["job_name"] = "moved"
     assert post(body, oidc.mint(kind="gitlab", project_path="someone/else")).status_code == 403

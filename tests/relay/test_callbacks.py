@@ -35,8 +35,15 @@ def payload(dispatch):
 @pytest.fixture
 def call(client, oidc):
     def send(body, token=None, **claims):
-        token = token or oidc.mint(repository=claims.pop("repository", REPO), repository_id=str(claims.pop("repository_id", REPO_ID)), **claims)
-        return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        token = token or oidc.mint(
+            repository=claims.pop("repository", REPO), repository_id=str(claims.pop("repository_id", REPO_ID)), **claims
+        )
+        return client.post(
+            "/github/callback",
+            data=json.dumps(body),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
 
     return send
 
@@ -108,14 +115,26 @@ def test_it_leaves_a_rerun_queue_time_empty_when_the_rerun_request_is_unknown(ca
 def test_it_measures_a_rerun_queue_time_from_the_rerun_request(call, payload, dispatch):
     from relay.models import RerunRequest
 
-    RerunRequest.objects.create(project=dispatch.project, run_id="4242", kind="failed", requested_at=timezone.now() - timedelta(seconds=40))
+    RerunRequest.objects.create(
+        project=dispatch.project, run_id="4242", kind="failed", requested_at=timezone.now() - timedelta(seconds=40)
+    )
     call(action_body(payload, "in_progress", attempt="2"))
     assert 39 <= JobRun.objects.get().queue_seconds <= 60
 
 
 def test_it_stores_failed_tests_with_caps_and_the_environment(call, payload):
-    failed = [{"name": f"test_{i}", "classname": "TestOps", "message": "m" * 1100, "stacktrace": "s" * (9000 if i < 5 else 10)} for i in range(1200)]
-    body = action_body(payload, "completed", "failure", failed_tests=failed, environment={"device": "xpu", "torch_version": "2.12.0a0"})
+    failed = [
+        {
+            "name": f"test_{i}",
+            "classname": "TestOps",
+            "message": "m" * 1100,
+            "stacktrace": "s" * (9000 if i < 5 else 10),
+        }
+        for i in range(1200)
+    ]
+    body = action_body(
+        payload, "completed", "failure", failed_tests=failed, environment={"device": "xpu", "torch_version": "2.12.0a0"}
+    )
     assert call(body).status_code == 200
     job = JobRun.objects.get()
     assert job.failed_tests_truncated and job.failed_tests.count() == 1000
@@ -125,7 +144,9 @@ def test_it_stores_failed_tests_with_caps_and_the_environment(call, payload):
 
 
 def test_it_refuses_a_body_over_2_mb(call, payload):
-    response = call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t", "message": "x" * 2_200_000}]))
+    response = call(
+        action_body(payload, "completed", "failure", failed_tests=[{"name": "t", "message": "x" * 2_200_000}])
+    )
     assert response.status_code == 413
 
 
@@ -159,7 +180,12 @@ def test_it_refuses_a_callback_token_issued_for_another_repo(call, payload, disp
 
 
 def test_it_refuses_a_forged_callback_token(call, payload):
-    assert call(action_body({**payload, "callback_token": payload["callback_token"][:-4] + "AAAA"}, "in_progress")).status_code == 403
+    assert (
+        call(
+            action_body({**payload, "callback_token": payload["callback_token"][:-4] + "AAAA"}, "in_progress")
+        ).status_code
+        == 403
+    )
 
 
 def test_it_requires_the_callback_token_at_l3_and_l4(call, payload, project):
@@ -171,7 +197,9 @@ def test_it_requires_the_callback_token_at_l3_and_l4(call, payload, project):
 
 
 def test_it_accepts_no_callback_token_at_l2_like_the_existing_action(call, payload):
-    assert call(action_body({k: v for k, v in payload.items() if k != "callback_token"}, "in_progress")).status_code == 200
+    assert (
+        call(action_body({k: v for k, v in payload.items() if k != "callback_token"}, "in_progress")).status_code == 200
+    )
 
 
 def test_it_refuses_a_replayed_token_for_another_callback(call, payload, oidc):
@@ -226,7 +254,12 @@ def test_exactly_one_of_two_concurrent_identical_callbacks_wins(client, oidc, se
         from django.test import Client
 
         barrier.wait()
-        answers.append(Client().post("/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}").json().get("status"))
+        answers.append(
+            Client()
+            .post("/github/callback", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+            .json()
+            .get("status")
+        )
 
     threads = [threading.Thread(target=send, args=(t,)) for t in tokens]
     [t.start() for t in threads]

@@ -70,7 +70,10 @@ def test_it_retries_after_a_500_and_then_sends(installed, dispatch):
     assert dispatching.dispatch_send(dispatch.pk) is None, "not due yet: nothing to claim"
     make_due(dispatch)
     assert dispatching.dispatch_send(dispatch.pk) == "sent"
-    assert list(refresh(dispatch).attempt_log.values_list("outcome", "status_code")) == [("transient", 500), ("sent", 204)]
+    assert list(refresh(dispatch).attempt_log.values_list("outcome", "status_code")) == [
+        ("transient", 500),
+        ("sent", 204),
+    ]
 
 
 def test_it_honours_retry_after_on_429(installed, dispatch):

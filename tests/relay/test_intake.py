@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from relay.models import Delivery, Dispatch, InstalledRepo, Installation, RelayState
+from relay.models import Delivery, Dispatch, Installation, InstalledRepo, RelayState
 from tests.conftest import fixture_payload, sign
 from tests.factories import ProjectFactory
 
@@ -18,7 +18,9 @@ def backends(db):
     return [ProjectFactory(level=level) for level in ("L1", "L2", "L3", "L4")] + [ProjectFactory(active=False)]
 
 
-def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_project(post_webhook, backends, django_capture_on_commit_callbacks, monkeypatch):
+def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_project(
+    post_webhook, backends, django_capture_on_commit_callbacks, monkeypatch
+):
     from relay import tasks
 
     kicks = []
@@ -45,22 +47,34 @@ def test_it_answers_a_redelivery_as_duplicate_and_dispatches_nothing_again(post_
 
 
 def test_it_refuses_a_missing_signature(client, relay_settings):
-    response = client.post("/github/webhook", data=b"{}", content_type="application/json", HTTP_X_GITHUB_EVENT="ping", HTTP_X_GITHUB_DELIVERY="x")
+    response = client.post(
+        "/github/webhook",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_X_GITHUB_EVENT="ping",
+        HTTP_X_GITHUB_DELIVERY="x",
+    )
     assert response.status_code == 401
     assert "X-Hub-Signature-256" in response.json()["detail"]
 
 
 def test_it_refuses_a_sha1_signature_alone(client, relay_settings):
     response = client.post(
-        "/github/webhook", data=b"{}", content_type="application/json",
-        HTTP_X_GITHUB_EVENT="ping", HTTP_X_GITHUB_DELIVERY="x", HTTP_X_HUB_SIGNATURE="sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59",
+        "/github/webhook",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_X_GITHUB_EVENT="ping",
+        HTTP_X_GITHUB_DELIVERY="x",
+        HTTP_X_HUB_SIGNATURE="sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59",
     )
     assert response.status_code == 401
     assert "SHA-1" in response.json()["detail"]
 
 
 def test_it_refuses_a_bad_signature_and_stores_nothing(post_webhook, backends):
-    response = post_webhook("pull_request", fixture_payload("pull_request.opened"), HTTP_X_HUB_SIGNATURE_256="sha256=" + "0" * 64)
+    response = post_webhook(
+        "pull_request", fixture_payload("pull_request.opened"), HTTP_X_HUB_SIGNATURE_256="sha256=" + "0" * 64
+    )
     assert response.status_code == 401
     assert response.json() == {"detail": "bad signature"}
     assert not Delivery.objects.exists()
@@ -155,7 +169,9 @@ def test_it_records_but_does_not_dispatch_tags_and_deletions(post_webhook, backe
     assert not Dispatch.objects.exists()
 
 
-@pytest.mark.parametrize("event, fixture", [("pull_request", "pull_request.labeled"), ("pull_request", "pull_request.unlabeled")])
+@pytest.mark.parametrize(
+    "event, fixture", [("pull_request", "pull_request.labeled"), ("pull_request", "pull_request.unlabeled")]
+)
 def test_it_records_crcr_label_changes_without_dispatching(post_webhook, backends, event, fixture):
     payload = fixture_payload(fixture)
     payload["label"]["name"] = "ciflow/crcr/xpu"
@@ -216,7 +232,9 @@ def test_it_answers_without_calling_github(post_webhook, backends, settings):
     assert post_webhook("pull_request", fixture_payload("pull_request.opened")).status_code == 202
 
 
-def test_it_stays_up_when_the_broker_is_down_at_intake(post_webhook, backends, monkeypatch, django_capture_on_commit_callbacks):
+def test_it_stays_up_when_the_broker_is_down_at_intake(
+    post_webhook, backends, monkeypatch, django_capture_on_commit_callbacks
+):
     from relay import tasks
 
     def broker_down(*args, **kwargs):
@@ -234,12 +252,18 @@ def test_it_stores_one_set_of_dispatches_for_concurrent_duplicate_deliveries(rel
     from django.test import Client
 
     body = json.dumps(fixture_payload("pull_request.opened")).encode()
-    headers = {"HTTP_X_GITHUB_EVENT": "pull_request", "HTTP_X_GITHUB_DELIVERY": "race", "HTTP_X_HUB_SIGNATURE_256": sign(body)}
+    headers = {
+        "HTTP_X_GITHUB_EVENT": "pull_request",
+        "HTTP_X_GITHUB_DELIVERY": "race",
+        "HTTP_X_HUB_SIGNATURE_256": sign(body),
+    }
     statuses, barrier = [], threading.Barrier(4)
 
     def send():
         barrier.wait()
-        statuses.append(Client().post("/github/webhook", data=body, content_type="application/json", **headers).status_code)
+        statuses.append(
+            Client().post("/github/webhook", data=body, content_type="application/json", **headers).status_code
+        )
 
     threads = [threading.Thread(target=send) for _ in range(4)]
     [t.start() for t in threads]
@@ -252,8 +276,23 @@ def test_it_stores_one_set_of_dispatches_for_concurrent_duplicate_deliveries(rel
 def test_it_records_pushed_trunk_commits_with_their_first_parents(post_webhook, backends):
     from relay.models import UpstreamCommit
 
-    commits = [{"id": c * 40, "message": f"Fix {c}\n\nlong body", "timestamp": "2026-12-01T10:00:00Z", "author": {"name": "A", "username": "alice"}} for c in "abc"]
-    payload = {**fixture_payload("push"), "ref": "refs/heads/main", "deleted": False, "before": "f" * 40, "after": "c" * 40, "commits": commits}
+    commits = [
+        {
+            "id": c * 40,
+            "message": f"Fix {c}\n\nlong body",
+            "timestamp": "2026-12-01T10:00:00Z",
+            "author": {"name": "A", "username": "alice"},
+        }
+        for c in "abc"
+    ]
+    payload = {
+        **fixture_payload("push"),
+        "ref": "refs/heads/main",
+        "deleted": False,
+        "before": "f" * 40,
+        "after": "c" * 40,
+        "commits": commits,
+    }
     payload["repository"]["default_branch"] = "main"
     post_webhook("push", payload)
     rows = {c.sha[0]: c for c in UpstreamCommit.objects.all()}
@@ -274,7 +313,11 @@ def test_it_records_a_pr_head(post_webhook, backends):
 def test_a_nightly_only_repo_gets_no_pr_or_push_dispatch(post_webhook, backends, event):
     nightly = ProjectFactory(level="L2", events=["nightly"])
     pr_only = ProjectFactory(level="L2", events=["pull_request"])
-    payload = fixture_payload("pull_request.opened") if event == "pull_request" else {**fixture_payload("push"), "ref": "refs/heads/main", "deleted": False, "after": "c" * 40}
+    payload = (
+        fixture_payload("pull_request.opened")
+        if event == "pull_request"
+        else {**fixture_payload("push"), "ref": "refs/heads/main", "deleted": False, "after": "c" * 40}
+    )
     assert post_webhook(event, payload).status_code == 202
     dispatched = set(Dispatch.objects.values_list("project__full_name", flat=True))
     assert nightly.full_name not in dispatched and pr_only.full_name in dispatched

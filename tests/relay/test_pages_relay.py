@@ -52,7 +52,12 @@ def test_healthz_is_degraded_not_ok_without_a_worker_heartbeat(client):
 def test_admin_redispatches_a_delivery_to_chosen_repos(admin_client, django_capture_on_commit_callbacks):
     dispatch = DispatchFactory(state="failed")
     other = ProjectFactory()
-    data = {"action": "redispatch", "_selected_action": [dispatch.delivery.pk], "apply": "1", "projects": [dispatch.project.pk, other.pk]}
+    data = {
+        "action": "redispatch",
+        "_selected_action": [dispatch.delivery.pk],
+        "apply": "1",
+        "projects": [dispatch.project.pk, other.pk],
+    }
     response = admin_client.post("/admin/relay/delivery/", data)
     assert response.status_code == 302
     states = dict(Dispatch.objects.values_list("project_id", "state"))

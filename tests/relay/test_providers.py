@@ -98,9 +98,15 @@ def test_it_writes_the_string_form_without_claims_and_the_mapping_form_with_them
         ]
     )
     assert text.splitlines()[1:] == [
-        "providers:", "  buildkite:", "    repo_map:", f"      {VLLM_KEY}:", "        repo: vllm-project/vllm", "        required_claims:",
-        "          build_branch: [main, nightly]", f"      {REDHAT_KEY}: o/r",
-    ]  # fmt: skip
+        "providers:",
+        "  buildkite:",
+        "    repo_map:",
+        f"      {VLLM_KEY}:",
+        "        repo: vllm-project/vllm",
+        "        required_claims:",
+        "          build_branch: [main, nightly]",
+        f"      {REDHAT_KEY}: o/r",
+    ]
 
 
 def test_it_round_trips_the_shipped_file():

@@ -42,8 +42,17 @@ def openreg_job(name="test (openreg, 1, 1, linux.2xlarge)", conclusion="failure"
 
 
 def test_it_imports_the_openreg_job_with_per_test_results_linked_upstream(upstream, reference):
-    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(), {"name": "linux-jammy-py3.10 / test (default, 1, 5)", "conclusion": "success"}],
-                                    artifacts=[{"name": "test-reports-test-openreg-1-1-linux.2xlarge_{job_id}", "data": zipped("openreg-shard1.xml", "openreg-shard2.xml")}])  # fmt: skip
+    run = upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job(), {"name": "linux-jammy-py3.10 / test (default, 1, 5)", "conclusion": "success"}],
+        artifacts=[
+            {
+                "name": "test-reports-test-openreg-1-1-linux.2xlarge_{job_id}",
+                "data": zipped("openreg-shard1.xml", "openreg-shard2.xml"),
+            }
+        ],
+    )
     result = reference_import(SHA)
     assert (result.jobs, result.with_tests) == (1, 1)
     job = JobRun.objects.get()
@@ -51,19 +60,35 @@ def test_it_imports_the_openreg_job_with_per_test_results_linked_upstream(upstre
     assert job.workflow_url.startswith(f"https://github.com/{UPSTREAM}/actions/runs/{run.id}/job/")
     assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (5, 3, 1, 9)
     names = {t.name: t.hw_classification for t in job.failed_tests.all()}
-    assert names == {"test_noncontiguous_samples_matmul_privateuse1_float16": "GENERIC", "test_storage_resize_privateuse1": "ACCELERATOR", "test_conv2d_backward_privateuse1_bfloat16": ""}
+    assert names == {
+        "test_noncontiguous_samples_matmul_privateuse1_float16": "GENERIC",
+        "test_storage_resize_privateuse1": "ACCELERATOR",
+        "test_conv2d_backward_privateuse1_bfloat16": "",
+    }
 
 
 def test_the_download_redirect_is_followed_without_our_token(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()], artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard2.xml")}])
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job()],
+        artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard2.xml")}],
+    )
     reference_import(SHA)
     blob = upstream.requests("GET", r"/_blobs/.*")[0]
     assert "authorization" not in blob.headers
 
 
 def test_several_matching_jobs_each_get_their_own_reports(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job("test (openreg, 1, 2, linux.2xlarge)"), openreg_job("test (openreg, 2, 2, linux.2xlarge)", "success")],
-                              artifacts=[{"name": "test-reports-openreg-2_{job_id}", "data": zipped("openreg-shard2.xml")}])  # fmt: skip
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[
+            openreg_job("test (openreg, 1, 2, linux.2xlarge)"),
+            openreg_job("test (openreg, 2, 2, linux.2xlarge)", "success"),
+        ],
+        artifacts=[{"name": "test-reports-openreg-2_{job_id}", "data": zipped("openreg-shard2.xml")}],
+    )
     result = reference_import(SHA)
     assert (result.jobs, result.with_tests) == (2, 1)
     shard2 = JobRun.objects.get(job_name__contains="2, 2")
@@ -71,7 +96,12 @@ def test_several_matching_jobs_each_get_their_own_reports(upstream, reference):
 
 
 def test_the_latest_attempt_of_a_rerun_wins(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, run_attempt=2, jobs=[openreg_job(run_attempt=1), openreg_job(conclusion="success", run_attempt=2)])
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        run_attempt=2,
+        jobs=[openreg_job(run_attempt=1), openreg_job(conclusion="success", run_attempt=2)],
+    )
     reference_import(SHA)
     job = JobRun.objects.get()
     assert (job.run_attempt, job.conclusion) == (2, "success")
@@ -83,18 +113,27 @@ def test_runs_are_read_across_pages(upstream, reference):
         upstream.add_workflow_run(UPSTREAM, SHA, name="lint", jobs=[{"name": "lintrunner", "conclusion": "success"}])
     assert reference_import(SHA).jobs == 1
     assert len(upstream.requests("GET", rf"/repos/{UPSTREAM}/actions/runs")) == 2
-    assert len(upstream.requests("GET", rf"/repos/{UPSTREAM}/actions/runs/\d+/jobs")) == 1, "only the pull/trunk workflows are read"
+    assert len(upstream.requests("GET", rf"/repos/{UPSTREAM}/actions/runs/\d+/jobs")) == 1, (
+        "only the pull/trunk workflows are read"
+    )
 
 
 def test_an_expired_artifact_leaves_a_job_level_result_and_says_so(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()], artifacts=[{"name": "test-reports_{job_id}", "data": b"", "expired": True}])
+    upstream.add_workflow_run(
+        UPSTREAM, SHA, jobs=[openreg_job()], artifacts=[{"name": "test-reports_{job_id}", "data": b"", "expired": True}]
+    )
     result = reference_import(SHA)
     assert result.with_tests == 0 and "expired" in result.summary
     assert JobRun.objects.get().tests_total is None
 
 
 def test_malformed_junit_is_skipped_and_named(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()], artifacts=[{"name": "test-reports_{job_id}", "data": zipped("malformed.xml", "openreg-shard2.xml")}])
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job()],
+        artifacts=[{"name": "test-reports_{job_id}", "data": zipped("malformed.xml", "openreg-shard2.xml")}],
+    )
     result = reference_import(SHA)
     assert "malformed.xml" in result.summary
     assert JobRun.objects.get().tests_total == 3
@@ -107,7 +146,12 @@ def test_a_github_5xx_is_retried(upstream, reference):
 
 
 def test_importing_twice_changes_nothing(upstream, reference):
-    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()], artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard1.xml")}])
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job()],
+        artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard1.xml")}],
+    )
     reference_import(SHA)
     reference_import(SHA)
     assert JobRun.objects.count() == 1 and JobRun.objects.get().failed_tests.count() == 2
@@ -123,7 +167,16 @@ def test_the_sweep_picks_recent_commits_without_a_finished_reference(reference):
 
     UpstreamCommit.objects.create(sha=SHA, is_trunk=True)
     UpstreamCommit.objects.create(sha="cd" * 20, is_trunk=True)
-    JobRun.objects.create(project=reference, delivery_key="cd" * 20, run_id="1", workflow_name="pull", status="completed", conclusion="success", ended_by="imported", head_sha="cd" * 20)
+    JobRun.objects.create(
+        project=reference,
+        delivery_key="cd" * 20,
+        run_id="1",
+        workflow_name="pull",
+        status="completed",
+        conclusion="success",
+        ended_by="imported",
+        head_sha="cd" * 20,
+    )
     from django.core.cache import cache
 
     cache.clear()

@@ -19,8 +19,13 @@ pytestmark = pytest.mark.django_db
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml").read_text()
 MISSION_SYSTEMS = {
-    "intel/torch-xpu-ops", "ROCm/pytorch", "pytorch-mps/mps-ci", "quic/ai-engine-direct-torch",
-    "vllm-project/vllm", "sgl-project/sglang", "huggingface/transformers",
+    "intel/torch-xpu-ops",
+    "ROCm/pytorch",
+    "pytorch-mps/mps-ci",
+    "quic/ai-engine-direct-torch",
+    "vllm-project/vllm",
+    "sgl-project/sglang",
+    "huggingface/transformers",
 }
 
 
@@ -56,7 +61,12 @@ def test_it_audits_a_level_change_with_who_why_and_from_what():
     change = project_set_level(p, "L3", by="alice", reason="ready for check runs", device="xpu")
     p.refresh_from_db()
     assert (p.level, p.device) == ("L3", "xpu")
-    assert (change.from_level, change.to_level, change.changed_by, change.reason) == ("L2", "L3", "alice", "ready for check runs")
+    assert (change.from_level, change.to_level, change.changed_by, change.reason) == (
+        "L2",
+        "L3",
+        "alice",
+        "ready for check runs",
+    )
 
 
 def test_it_writes_no_audit_row_when_the_level_is_unchanged():
@@ -98,11 +108,18 @@ def test_it_audits_the_initial_level_of_every_imported_project():
 
 
 def test_it_updates_a_level_through_an_audited_change_and_keeps_the_rows_other_fields():
-    ProjectFactory(full_name="ROCm/pytorch", level="L2", github_repo_id=42, display_name="AMD ROCm", hardware_kind="gpu")
+    ProjectFactory(
+        full_name="ROCm/pytorch", level="L2", github_repo_id=42, display_name="AMD ROCm", hardware_kind="gpu"
+    )
     result = allowlist_import(SAMPLE, by="ops", reason="promote ROCm")
     rocm = project("ROCm/pytorch")
     assert result.updated == ["ROCm/pytorch"]
-    assert (rocm.level, rocm.oncalls, rocm.github_repo_id, rocm.display_name) == ("L4", ["rocm-ci-oncall"], 42, "AMD ROCm")
+    assert (rocm.level, rocm.oncalls, rocm.github_repo_id, rocm.display_name) == (
+        "L4",
+        ["rocm-ci-oncall"],
+        42,
+        "AMD ROCm",
+    )
     change = rocm.level_changes.get()
     assert (change.from_level, change.to_level, change.changed_by, change.reason) == ("L2", "L4", "ops", "promote ROCm")
 
@@ -136,7 +153,12 @@ def test_it_leaves_absent_reference_and_probe_projects_untouched():
     assert sorted(result.kept) == ["pytorch/crcr-health-probe", "pytorch/openreg-ci"]
     for before in (reference, probe):
         after = Project.objects.get(pk=before.pk)
-        assert (after.active, after.level, after.oncalls, after.updated_at) == (True, "L2", before.oncalls, before.updated_at)
+        assert (after.active, after.level, after.oncalls, after.updated_at) == (
+            True,
+            "L2",
+            before.oncalls,
+            before.updated_at,
+        )
 
 
 def test_it_reactivates_a_project_that_reappears():
@@ -209,11 +231,15 @@ def test_it_exports_an_empty_registry_as_four_empty_levels():
 
 def test_the_seed_covers_the_seven_mission_systems_the_reference_and_the_probe():
     projects = seed_sandbox_registry()
-    assert MISSION_SYSTEMS <= {p.full_name for p in projects}
+    assert {p.full_name for p in projects} >= MISSION_SYSTEMS
     assert len(projects) == 10 and all(p.display_name and p.github_repo_id for p in projects)
     [reference] = [p for p in projects if p.is_reference]
     [probe] = [p for p in projects if p.is_health_probe]
-    assert (reference.hardware_kind, probe.hardware_kind, probe.level) == (HardwareKind.REFERENCE, HardwareKind.PROBE, "L2")
+    assert (reference.hardware_kind, probe.hardware_kind, probe.level) == (
+        HardwareKind.REFERENCE,
+        HardwareKind.PROBE,
+        "L2",
+    )
     assert project("vllm-project/vllm").ci_provider == CIProvider.BUILDKITE
 
 

@@ -15,8 +15,14 @@ HOURS = timedelta(hours=1)
 
 def job(dispatch, **fields):
     defaults = {
-        "project": dispatch.project, "dispatch": dispatch, "delivery_key": dispatch.delivery.delivery_id, "run_id": "1",
-        "workflow_name": "ci", "status": "in_progress", "in_progress_at": timezone.now(), "head_sha": dispatch.head_sha,
+        "project": dispatch.project,
+        "dispatch": dispatch,
+        "delivery_key": dispatch.delivery.delivery_id,
+        "run_id": "1",
+        "workflow_name": "ci",
+        "status": "in_progress",
+        "in_progress_at": timezone.now(),
+        "head_sha": dispatch.head_sha,
         "pr_number": dispatch.pr_number,
     }
     return JobRun.objects.create(**{**defaults, **fields})

@@ -64,7 +64,9 @@ def wait_for(condition, timeout=10.0):
 
 
 def test_a_childs_output_goes_to_its_log_file_not_the_terminal_and_errors_are_counted(quiet_supervisor, tmp_path):
-    script = "print('GET / 200'); print('2026-12-02 10:00:00 ERROR relay boom'); print('Traceback (most recent call last):')"
+    script = (
+        "print('GET / 200'); print('2026-12-02 10:00:00 ERROR relay boom'); print('Traceback (most recent call last):')"
+    )
     child = quiet_supervisor.spawn("worker", [sys.executable, "-c", script], None)
     child.wait(timeout=10)
     assert wait_for(lambda: child.crcr_errors == 2)
@@ -142,8 +144,13 @@ def test_the_embedded_broker_connects_without_kombus_no_hostname_warning(caplog,
     connection of every process, once a second in `make run`'s output."""
     from kombu import Connection
 
-    folders = {key: str(tmp_path) for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")}
-    with caplog.at_level("WARNING", logger="kombu.connection"), Connection("crcrfs://", transport_options=folders) as connection:
+    folders = {
+        key: str(tmp_path) for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
+    }
+    with (
+        caplog.at_level("WARNING", logger="kombu.connection"),
+        Connection("crcrfs://", transport_options=folders) as connection,
+    ):
         connection.default_channel.queue_declare(queue="q")
         assert connection.info()["hostname"] is None
     assert "No hostname" not in caplog.text

@@ -20,8 +20,22 @@ def test_one_sandbox_night_fills_the_nightly_view_with_one_row_per_sha(live_serv
     standin.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=1)
     standin.add_commit(UPSTREAM, SHA, message="nightly head")
     seed_sandbox_registry()
-    projects = json.loads(json.dumps(list(Project.objects.values("full_name", "github_repo_id", "level", "ci_provider", "is_reference",
-                                                                  "is_health_probe", "buildkite_pipeline", "events"))))  # fmt: skip
+    projects = json.loads(
+        json.dumps(
+            list(
+                Project.objects.values(
+                    "full_name",
+                    "github_repo_id",
+                    "level",
+                    "ci_provider",
+                    "is_reference",
+                    "is_health_probe",
+                    "buildkite_pipeline",
+                    "events",
+                )
+            )
+        )
+    )
     runners = Runners(standin, live_server.url, projects)
     Nightlies(runners, projects).run(SHA)
     nightly = JobRun.objects.filter(event_type="nightly", head_sha=SHA)

@@ -4,10 +4,21 @@ the beat schedule still find them."""
 from crcr.celery import app
 
 NAMES_QUEUED_BY_EARLIER_RELEASES = {
-    "relay.delivery_fan_out", "relay.dispatch_send", "relay.dispatch_sweep", "relay.installations_sync", "relay.heartbeat",
-    "relay.results_sweep", "relay.reference_import_sweep", "relay.upstream_write_send", "relay.upstream_write_sweep",
-    "relay.upstream_react", "relay.issue_occurrences_record", "relay.notification_send", "relay.notification_sweep",
-    "relay.notification_digests", "hud.notification_events_detect",
+    "relay.delivery_fan_out",
+    "relay.dispatch_send",
+    "relay.dispatch_sweep",
+    "relay.installations_sync",
+    "relay.heartbeat",
+    "relay.results_sweep",
+    "relay.reference_import_sweep",
+    "relay.upstream_write_send",
+    "relay.upstream_write_sweep",
+    "relay.upstream_react",
+    "relay.issue_occurrences_record",
+    "relay.notification_send",
+    "relay.notification_sweep",
+    "relay.notification_digests",
+    "hud.notification_events_detect",
 }
 
 

@@ -22,13 +22,21 @@ def test_the_same_test_on_every_device_gets_one_id(name, classname):
 
 
 def test_it_keeps_dtype_and_parameter_suffixes():
-    assert normalize_test_id("test_conv_True_stride2_xpu_float16", "TestConvXPU") == "TestConv.test_conv_True_stride2_float16"
-    assert normalize_test_id("test_add_xpu_float32", "TestFooXPU") != normalize_test_id("test_add_xpu_float64", "TestFooXPU")
+    assert (
+        normalize_test_id("test_conv_True_stride2_xpu_float16", "TestConvXPU")
+        == "TestConv.test_conv_True_stride2_float16"
+    )
+    assert normalize_test_id("test_add_xpu_float32", "TestFooXPU") != normalize_test_id(
+        "test_add_xpu_float64", "TestFooXPU"
+    )
 
 
 def test_it_keeps_the_module_path_of_the_class_without_the_test_directory():
     assert normalize_test_id("test_add_xpu", "test.test_ops.TestFooXPU") == "test_ops.TestFoo.test_add"
-    assert normalize_test_id("test_add_xpu", "distributed.test_c10d.TestFooXPU") == "distributed.test_c10d.TestFoo.test_add"
+    assert (
+        normalize_test_id("test_add_xpu", "distributed.test_c10d.TestFooXPU")
+        == "distributed.test_c10d.TestFoo.test_add"
+    )
 
 
 def test_names_that_merely_contain_a_device_word_are_not_mangled():

@@ -1,11 +1,11 @@
 """The one verdict policy."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from relay.verdicts import State, cell_state, dispatch_cell_state, job_verdicts, rates
 
-T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -21,7 +21,9 @@ class Job:
 
 
 def test_the_latest_attempt_decides():
-    verdicts = job_verdicts([Job("success", run_attempt=1), Job("failure", run_attempt=2, created_at=T0 + timedelta(minutes=5))])
+    verdicts = job_verdicts(
+        [Job("success", run_attempt=1), Job("failure", run_attempt=2, created_at=T0 + timedelta(minutes=5))]
+    )
     assert [v.state for v in verdicts] == [State.FAILURE]
 
 
@@ -33,7 +35,10 @@ def test_attempt_2_decides_even_when_a_late_attempt_1_arrives_after_it():
 
 
 def test_across_runs_the_run_first_seen_last_decides_whatever_its_attempt_number():
-    old_run = [Job("failure", run_id="7", run_attempt=1, created_at=T0), Job("failure", run_id="7", run_attempt=2, created_at=T0 + timedelta(minutes=1))]
+    old_run = [
+        Job("failure", run_id="7", run_attempt=1, created_at=T0),
+        Job("failure", run_id="7", run_attempt=2, created_at=T0 + timedelta(minutes=1)),
+    ]
     redispatched = Job("success", run_id="9", run_attempt=1, created_at=T0 + timedelta(minutes=2))
     (verdict,) = job_verdicts([*old_run, redispatched])
     assert verdict.job is redispatched and verdict.attempts == 3
@@ -53,7 +58,9 @@ def test_superseded_work_counts_nowhere():
 
 
 def test_timeouts_and_never_started_are_infrastructure_failures():
-    verdicts = job_verdicts([Job("timed_out", ended_by="timed_out"), Job("timed_out", ended_by="never_started", job_name="x")])
+    verdicts = job_verdicts(
+        [Job("timed_out", ended_by="timed_out"), Job("timed_out", ended_by="never_started", job_name="x")]
+    )
     assert {v.state for v in verdicts} == {State.TIMED_OUT, State.NEVER_STARTED}
     assert rates(verdicts).infra == 2 and rates(verdicts).pass_rate == 0
 
@@ -74,8 +81,11 @@ def test_l1_cells_show_dispatch_outcomes_only():
 
 def test_pass_rates_use_latest_attempts_and_report_first_attempt_rate_beside():
     jobs = [
-        Job("failure", job_name="a"), Job("success", job_name="a", run_attempt=2, created_at=T0 + timedelta(minutes=1)),
-        Job("success", job_name="b"), Job("failure", job_name="c"), Job(status="in_progress", conclusion="", job_name="d"),
+        Job("failure", job_name="a"),
+        Job("success", job_name="a", run_attempt=2, created_at=T0 + timedelta(minutes=1)),
+        Job("success", job_name="b"),
+        Job("failure", job_name="c"),
+        Job(status="in_progress", conclusion="", job_name="d"),
     ]
     result = rates(job_verdicts(jobs))
     assert (result.passed, result.failed, result.pending) == (2, 1, 1)
@@ -85,14 +95,23 @@ def test_pass_rates_use_latest_attempts_and_report_first_attempt_rate_beside():
 def test_the_health_probe_passes_only_on_its_expected_conclusions():
     """pytorch/crcr-test's convention (reference/hud.md): xfail, xcancel, xtimeout in the job name."""
     jobs = [
-        Job("failure", job_name="l2-xfail"), Job("cancelled", job_name="l2-xcancel"), Job("timed_out", job_name="l2-xtimeout"),
-        Job("success", job_name="ok"), Job("success", job_name="L3 XCANCEL (probe)"), Job("failure", job_name="l4-xtimeout"),
+        Job("failure", job_name="l2-xfail"),
+        Job("cancelled", job_name="l2-xcancel"),
+        Job("timed_out", job_name="l2-xtimeout"),
+        Job("success", job_name="ok"),
+        Job("success", job_name="L3 XCANCEL (probe)"),
+        Job("failure", job_name="l4-xtimeout"),
         Job("timed_out", job_name="smoke"),
     ]
     states = {v.job.job_name: v.state for v in job_verdicts(jobs, probe=True)}
     assert states == {
-        "l2-xfail": State.SUCCESS, "l2-xcancel": State.SUCCESS, "l2-xtimeout": State.SUCCESS, "ok": State.SUCCESS,
-        "L3 XCANCEL (probe)": State.FAILURE, "l4-xtimeout": State.FAILURE, "smoke": State.FAILURE,
+        "l2-xfail": State.SUCCESS,
+        "l2-xcancel": State.SUCCESS,
+        "l2-xtimeout": State.SUCCESS,
+        "ok": State.SUCCESS,
+        "L3 XCANCEL (probe)": State.FAILURE,
+        "l4-xtimeout": State.FAILURE,
+        "smoke": State.FAILURE,
     }
 
 

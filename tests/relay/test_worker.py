@@ -2,7 +2,6 @@
 real dispatches to the stand-in: the happy path, a broker outage at intake, and a worker killed
 with SIGKILL in the middle of a send."""
 
-import json
 import os
 import signal
 import subprocess
@@ -45,12 +44,33 @@ def world(standin, relay_settings):
 class Worker:
     def __init__(self, standin, **extra_env):
         env = {
-            **os.environ, "DATABASE_URL": database_url(), "GITHUB_API_URL": standin.url, "GITHUB_APP_ID": "1001",
-            "GITHUB_APP_PRIVATE_KEY": standin.app_private_key_pem, "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET,
-            "CRCR_VAR_DIR": str(settings.VAR_DIR), "SECRET_KEY": settings.SECRET_KEY, **extra_env,
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "GITHUB_API_URL": standin.url,
+            "GITHUB_APP_ID": "1001",
+            "GITHUB_APP_PRIVATE_KEY": standin.app_private_key_pem,
+            "GITHUB_WEBHOOK_SECRET": WEBHOOK_SECRET,
+            "CRCR_VAR_DIR": str(settings.VAR_DIR),
+            "SECRET_KEY": settings.SECRET_KEY,
+            **extra_env,
         }
-        command = [sys.executable, "-m", "celery", "-A", "crcr", "worker", "--pool", "threads", "--concurrency", "4",
-                   "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "crcr",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "4",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "INFO",
+        ]
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def kill(self) -> None:
@@ -95,10 +115,16 @@ def test_a_real_worker_sends_every_dispatch_of_a_webhook(world, workers, post_we
     assert sorted(d["repo"].lower() for d in world.dispatches) == sorted(r.lower() for r in REPOS)
 
 
-def test_dispatches_accepted_while_the_broker_is_down_are_sent_by_the_sweeper(world, workers, post_webhook, monkeypatch):
+def test_dispatches_accepted_while_the_broker_is_down_are_sent_by_the_sweeper(
+    world, workers, post_webhook, monkeypatch
+):
     from relay import tasks
 
-    monkeypatch.setattr(tasks.delivery_fan_out, "apply_async", lambda *a, **k: (_ for _ in ()).throw(ConnectionRefusedError("broker down")))
+    monkeypatch.setattr(
+        tasks.delivery_fan_out,
+        "apply_async",
+        lambda *a, **k: (_ for _ in ()).throw(ConnectionRefusedError("broker down")),
+    )
     assert post_webhook("pull_request", fixture_payload("pull_request.opened")).status_code == 202
     assert Dispatch.objects.filter(state="pending").count() == len(REPOS)
     monkeypatch.undo()

@@ -33,7 +33,9 @@ REDIS_SERVER = shutil.which("redis-server")
 
 
 def pg_bin() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0
+    )
     if found:
         return found[-1].parent
     initdb = shutil.which("initdb")
@@ -75,9 +77,26 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
-        command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no"]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        command = [
+            REDIS_SERVER,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+            "--logfile",
+            str(self.dir / "redis.log"),
+            "--daemonize",
+            "no",
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         if not wait_until(self.ping, 15, 0.05):
             raise RuntimeError(f"redis-server on {self.port} did not start: {self.log()}")
         return self
@@ -117,20 +136,30 @@ class PostgresServer:
             self.as_owner = ["runuser", "-u", "postgres", "--"]
         os.chmod(self.dir, 0o755)
         (self.dir / OWNER_FILE).write_text(str(os.getpid()))  # lets a later session reap it if this one is killed
-        self._tool("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C")
+        self._tool(
+            "initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"
+        )
 
     def _tool(self, tool: str, *args, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        result = subprocess.run([*self.as_owner, str(self.bin / tool), *args], capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(
+            [*self.as_owner, str(self.bin / tool), *args], capture_output=True, text=True, timeout=timeout
+        )
         if check and result.returncode != 0:
-            raise RuntimeError(f"{tool} failed ({result.returncode}): {result.stdout[-1500:]} {result.stderr[-1500:]} {self.log()}")
+            raise RuntimeError(
+                f"{tool} failed ({result.returncode}): {result.stdout[-1500:]} {result.stderr[-1500:]} {self.log()}"
+            )
         return result
 
     def start(self) -> "PostgresServer":
         # fsync off is safe here: only the server process is ever crashed, never the OS, and WAL is
         # still written to the kernel at every commit (synchronous_commit stays on).
-        options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
-                   "-c max_connections=200 -c shared_buffers=64MB")  # fmt: skip
-        self._tool("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "server.log"), "-w", "-t", "60", "start")
+        options = (
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
+            "-c max_connections=200 -c shared_buffers=64MB"
+        )
+        self._tool(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "server.log"), "-w", "-t", "60", "start"
+        )
         return self
 
     def stop(self, mode: str = "fast") -> None:
@@ -148,7 +177,9 @@ class PostgresServer:
         postmaster = self.data / "postmaster.pid"
         if postmaster.exists():
             try:
-                os.kill(int(postmaster.read_text().split()[0]), signal.SIGQUIT)  # the server we started: immediate shutdown
+                os.kill(
+                    int(postmaster.read_text().split()[0]), signal.SIGQUIT
+                )  # the server we started: immediate shutdown
             except (OSError, ValueError, IndexError):
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -160,8 +191,15 @@ class PostgresServer:
         import psycopg
         from psycopg.rows import dict_row
 
-        return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=database, autocommit=True,
-                               connect_timeout=5, row_factory=dict_row)  # fmt: skip
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.port,
+            user="postgres",
+            dbname=database,
+            autocommit=True,
+            connect_timeout=5,
+            row_factory=dict_row,
+        )
 
     def query(self, database: str, sql: str, params=()) -> list[dict]:
         with self.connect(database) as conn:
@@ -204,8 +242,16 @@ def base_env(var_dir: Path, database_url: str, redis_url: str | None = None) -> 
     # DJANGO_ALLOW_ASYNC_UNSAFE is set by the browser tests for themselves; no server gets it.
     dropped = ("DATABASE_URL", "REDIS_URL", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")
     env = {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith(("GITHUB_", "CRCR_"))}
-    env.update(DJANGO_SETTINGS_MODULE="crcr.settings", DATABASE_URL=database_url, CRCR_VAR_DIR=str(var_dir), CRCR_SANDBOX="0",
-               SECRET_KEY=SECRET_KEY, PYTHONUNBUFFERED="1", LOG_LEVEL="INFO", CRCR_UPSTREAM_REPO=UPSTREAM)  # fmt: skip
+    env.update(
+        DJANGO_SETTINGS_MODULE="crcr.settings",
+        DATABASE_URL=database_url,
+        CRCR_VAR_DIR=str(var_dir),
+        CRCR_SANDBOX="0",
+        SECRET_KEY=SECRET_KEY,
+        PYTHONUNBUFFERED="1",
+        LOG_LEVEL="INFO",
+        CRCR_UPSTREAM_REPO=UPSTREAM,
+    )
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
@@ -223,8 +269,14 @@ def pg_server():
     try:
         server.query("postgres", "CREATE DATABASE crcr_template")
         var_dir = Path(tempfile.mkdtemp(prefix="crcr-reliability-migrate-"))
-        result = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, capture_output=True, text=True,
-                                env=base_env(var_dir, server.url("crcr_template")), timeout=240)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=base_env(var_dir, server.url("crcr_template")),
+            timeout=240,
+        )
         shutil.rmtree(var_dir, ignore_errors=True)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         yield server
@@ -319,8 +371,14 @@ class Stack:
     def _spawn(self, name: str, args: list[str], extra_env: dict | None = None) -> subprocess.Popen:
         log = (self.var_dir / f"{name}.log").open("ab")
         self._logs.append(log)
-        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env={**self.env, **(extra_env or {})},
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env={**self.env, **(extra_env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.processes[name] = process
         return process
 
@@ -328,8 +386,27 @@ class Stack:
         import httpx
 
         port = free_port()
-        self._spawn("web", ["-m", "gunicorn", "crcr.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-                            "--threads", str(threads), "--timeout", "90", "--graceful-timeout", "5", "--keep-alive", "10"], extra_env)  # fmt: skip
+        self._spawn(
+            "web",
+            [
+                "-m",
+                "gunicorn",
+                "crcr.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+                "--threads",
+                str(threads),
+                "--timeout",
+                "90",
+                "--graceful-timeout",
+                "5",
+                "--keep-alive",
+                "10",
+            ],
+            extra_env,
+        )
         self.url = f"http://127.0.0.1:{port}"
         if not wait_until(lambda: httpx.get(f"{self.url}/healthz", timeout=5).status_code in (200, 503), 60, 0.3):
             raise RuntimeError(f"gunicorn did not come up:\n{self.log('web')}")
@@ -338,9 +415,28 @@ class Stack:
     def worker(self, concurrency: int = 8, wait: bool = True, **extra_env) -> subprocess.Popen:
         self._workers += 1
         name = f"worker{self._workers}"
-        process = self._spawn(name, ["-m", "celery", "-A", "crcr", "worker", "--pool", "threads", "--concurrency", str(concurrency),
-                                     "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO",
-                                     "-n", f"{name}-{os.getpid()}@%h"], extra_env)  # fmt: skip
+        process = self._spawn(
+            name,
+            [
+                "-m",
+                "celery",
+                "-A",
+                "crcr",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel",
+                "INFO",
+                "-n",
+                f"{name}-{os.getpid()}@%h",
+            ],
+            extra_env,
+        )
         self._worker_env[name] = {"concurrency": concurrency, **extra_env}
         if wait and not wait_until(lambda: " ready." in self.log(name, 10**6) or process.poll() is not None, 60, 0.2):
             raise RuntimeError(f"the Celery worker did not come up:\n{self.log(name)}")
@@ -358,8 +454,14 @@ class Stack:
                     process = self.processes[name]
                     if process.poll() is not None and not options.get("_done"):
                         options["_done"] = True
-                        self.restarts.append({"worker": name, "exit": process.returncode, "at": time.time(),
-                                              "why": _last_error_line(self.log(name, 20_000))})  # fmt: skip
+                        self.restarts.append(
+                            {
+                                "worker": name,
+                                "exit": process.returncode,
+                                "at": time.time(),
+                                "why": _last_error_line(self.log(name, 20_000)),
+                            }
+                        )
                         self.worker(wait=False, **{k: v for k, v in options.items() if not k.startswith("_")})
 
         threading.Thread(target=watch, name="supervisor", daemon=True).start()
@@ -415,10 +517,14 @@ def _last_error_line(log: str) -> str:
 def relay_env(var_dir: Path, database_url: str, redis_url: str | None, github, issuers=None, **extra) -> dict:
     env = base_env(var_dir, database_url, redis_url)
     env.update(
-        GITHUB_API_URL=github.url, GITHUB_APP_ID=str(github.app_id), GITHUB_APP_PRIVATE_KEY=github.app_private_key_pem,
-        GITHUB_WEBHOOK_SECRET=WEBHOOK_SECRET, CRCR_OIDC_ISSUERS=json.dumps((issuers or github).oidc.issuers_config()),
-        CRCR_OIDC_JWKS_COOLDOWN_SECONDS="0", GITHUB_HTTP_TIMEOUT="10",
-    )  # fmt: skip
+        GITHUB_API_URL=github.url,
+        GITHUB_APP_ID=str(github.app_id),
+        GITHUB_APP_PRIVATE_KEY=github.app_private_key_pem,
+        GITHUB_WEBHOOK_SECRET=WEBHOOK_SECRET,
+        CRCR_OIDC_ISSUERS=json.dumps((issuers or github).oidc.issuers_config()),
+        CRCR_OIDC_JWKS_COOLDOWN_SECONDS="0",
+        GITHUB_HTTP_TIMEOUT="10",
+    )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -441,8 +547,15 @@ def stack_factory(tmp_path):
 
 
 def seed(env: dict, spec: dict, timeout: float = 180) -> dict:
-    result = subprocess.run([sys.executable, str(Path(__file__).resolve()), "seed"], cwd=ROOT, env=env, input=json.dumps(spec),
-                            capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "seed"],
+        cwd=ROOT,
+        env=env,
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -462,18 +575,48 @@ def _seed_main(spec: dict) -> dict:
     with transaction.atomic():
         projects = [Project.objects.create(**fields) for fields in spec.get("projects", [])]
         deliveries = Delivery.objects.bulk_create(
-            [Delivery(delivery_id=d["delivery_id"], event=d.get("event", "push"), action=d.get("action", ""), outcome="relayed",
-                      repo_full_name=UPSTREAM, pr_number=d.get("pr_number"), head_sha=d["head_sha"], ref="refs/heads/main",
-                      payload=d.get("payload") or {}, received_at=now) for d in spec.get("deliveries", [])],
+            [
+                Delivery(
+                    delivery_id=d["delivery_id"],
+                    event=d.get("event", "push"),
+                    action=d.get("action", ""),
+                    outcome="relayed",
+                    repo_full_name=UPSTREAM,
+                    pr_number=d.get("pr_number"),
+                    head_sha=d["head_sha"],
+                    ref="refs/heads/main",
+                    payload=d.get("payload") or {},
+                    received_at=now,
+                )
+                for d in spec.get("deliveries", [])
+            ],
             batch_size=1000,
-        )  # fmt: skip
+        )
         targets = projects if spec.get("dispatch_all", True) else []
         Dispatch.objects.bulk_create(
-            [Dispatch(delivery=d, project=p, state="sent", attempts=1, sent_at=now, event_type=d.event, pr_number=d.pr_number,
-                      head_sha=d.head_sha, next_attempt_at=now, created_at=now) for d in deliveries for p in targets],
+            [
+                Dispatch(
+                    delivery=d,
+                    project=p,
+                    state="sent",
+                    attempts=1,
+                    sent_at=now,
+                    event_type=d.event,
+                    pr_number=d.pr_number,
+                    head_sha=d.head_sha,
+                    next_attempt_at=now,
+                    created_at=now,
+                )
+                for d in deliveries
+                for p in targets
+            ],
             batch_size=2000,
-        )  # fmt: skip
-    return {"projects": {p.full_name: p.pk for p in projects}, "deliveries": len(deliveries), "dispatches": len(deliveries) * len(targets)}
+        )
+    return {
+        "projects": {p.full_name: p.pk for p in projects},
+        "deliveries": len(deliveries),
+        "dispatches": len(deliveries) * len(targets),
+    }
 
 
 # --- talking to the relay like GitHub and downstream CI do ------------------------------------------
@@ -489,41 +632,110 @@ def signed(body: bytes, secret: str = WEBHOOK_SECRET) -> str:
 
 def webhook_request(event: str, payload: dict, delivery_id: str) -> tuple[dict, bytes]:
     body = json.dumps(payload).encode()
-    headers = {"Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id,
-               "X-Hub-Signature-256": signed(body), "User-Agent": "GitHub-Hookshot/reliability"}  # fmt: skip
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id,
+        "X-Hub-Signature-256": signed(body),
+        "User-Agent": "GitHub-Hookshot/reliability",
+    }
     return headers, body
 
 
 def push_payload(sha: str, before: str = "0" * 40, title: str = "Reliability commit") -> dict:
     return {
-        "ref": "refs/heads/main", "before": before, "after": sha, "created": False, "deleted": False, "forced": False,
-        "repository": {"id": UPSTREAM_ID, "full_name": UPSTREAM, "name": "pytorch", "default_branch": "main", "owner": {"login": "pytorch"}},
+        "ref": "refs/heads/main",
+        "before": before,
+        "after": sha,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "repository": {
+            "id": UPSTREAM_ID,
+            "full_name": UPSTREAM,
+            "name": "pytorch",
+            "default_branch": "main",
+            "owner": {"login": "pytorch"},
+        },
         "sender": {"login": "pytorchbot"},
-        "head_commit": {"id": sha, "message": title, "timestamp": "2026-12-02T10:00:00Z", "author": {"name": "bot", "username": "pytorchbot"}},
-        "commits": [{"id": sha, "message": title, "timestamp": "2026-12-02T10:00:00Z", "author": {"name": "bot", "username": "pytorchbot"}}],
-    }  # fmt: skip
+        "head_commit": {
+            "id": sha,
+            "message": title,
+            "timestamp": "2026-12-02T10:00:00Z",
+            "author": {"name": "bot", "username": "pytorchbot"},
+        },
+        "commits": [
+            {
+                "id": sha,
+                "message": title,
+                "timestamp": "2026-12-02T10:00:00Z",
+                "author": {"name": "bot", "username": "pytorchbot"},
+            }
+        ],
+    }
 
 
 def pr_payload(number: int, head_sha: str, action: str = "opened", title: str = "Reliability PR", labels=()) -> dict:
-    repo = {"id": UPSTREAM_ID, "full_name": UPSTREAM, "name": "pytorch", "default_branch": "main", "owner": {"login": "pytorch"}}
+    repo = {
+        "id": UPSTREAM_ID,
+        "full_name": UPSTREAM,
+        "name": "pytorch",
+        "default_branch": "main",
+        "owner": {"login": "pytorch"},
+    }
     return {
-        "action": action, "number": number, "repository": repo, "sender": {"login": "contributor"},
+        "action": action,
+        "number": number,
+        "repository": repo,
+        "sender": {"login": "contributor"},
         "pull_request": {
-            "number": number, "title": title, "state": "open", "user": {"login": "contributor"}, "labels": [{"name": n} for n in labels],
+            "number": number,
+            "title": title,
+            "state": "open",
+            "user": {"login": "contributor"},
+            "labels": [{"name": n} for n in labels],
             "head": {"sha": head_sha, "ref": f"feature-{number}", "repo": {"full_name": UPSTREAM, "id": UPSTREAM_ID}},
-            "base": {"ref": "main", "sha": "0" * 40, "repo": repo}, "updated_at": "2026-12-02T10:00:00Z",
+            "base": {"ref": "main", "sha": "0" * 40, "repo": repo},
+            "updated_at": "2026-12-02T10:00:00Z",
         },
-    }  # fmt: skip
+    }
 
 
-def callback_body(delivery_id: str, status: str, *, run_id: str, job: str, conclusion: str | None = None, event_type: str = "push",
-                  head_sha: str = "", pr_number: int | None = None, callback_token: str | None = None, **workflow_extra) -> dict:  # fmt: skip
+def callback_body(
+    delivery_id: str,
+    status: str,
+    *,
+    run_id: str,
+    job: str,
+    conclusion: str | None = None,
+    event_type: str = "push",
+    head_sha: str = "",
+    pr_number: int | None = None,
+    callback_token: str | None = None,
+    **workflow_extra,
+) -> dict:
     """What the cross-repo-ci-relay-callback action (plus our optional fields) posts."""
-    payload = {"after": head_sha} if event_type == "push" else {"number": pr_number, "pull_request": {"number": pr_number, "head": {"sha": head_sha}}}
-    body = {"event_type": event_type, "delivery_id": delivery_id, "payload": payload,
-            "workflow": {"schema_version": "1", "status": status, "conclusion": conclusion if status == "completed" else None,
-                         "name": "reliability-ci", "run_id": run_id, "run_attempt": "1", "job_name": job,
-                         "url": f"https://ci.example.org/runs/{run_id}", **workflow_extra}}  # fmt: skip
+    payload = (
+        {"after": head_sha}
+        if event_type == "push"
+        else {"number": pr_number, "pull_request": {"number": pr_number, "head": {"sha": head_sha}}}
+    )
+    body = {
+        "event_type": event_type,
+        "delivery_id": delivery_id,
+        "payload": payload,
+        "workflow": {
+            "schema_version": "1",
+            "status": status,
+            "conclusion": conclusion if status == "completed" else None,
+            "name": "reliability-ci",
+            "run_id": run_id,
+            "run_attempt": "1",
+            "job_name": job,
+            "url": f"https://ci.example.org/runs/{run_id}",
+            **workflow_extra,
+        },
+    }
     if callback_token:
         body["callback_token"] = callback_token
     return body
@@ -567,10 +779,19 @@ class Traffic:
                 data = response.json()
             except ValueError:
                 data = {"raw": response.text[:300]}
-            answer = Answer(kind, key, response.status_code, data if isinstance(data, dict) else {"raw": data},
-                            {k.lower(): v for k, v in response.headers.items()}, at, time.monotonic() - started)  # fmt: skip
+            answer = Answer(
+                kind,
+                key,
+                response.status_code,
+                data if isinstance(data, dict) else {"raw": data},
+                {k.lower(): v for k, v in response.headers.items()},
+                at,
+                time.monotonic() - started,
+            )
         except httpx.HTTPError as exc:
-            answer = Answer(kind, key, None, at=at, elapsed=time.monotonic() - started, error=f"{exc.__class__.__name__}: {exc}")
+            answer = Answer(
+                kind, key, None, at=at, elapsed=time.monotonic() - started, error=f"{exc.__class__.__name__}: {exc}"
+            )
         with self._lock:
             self.answers.append(answer)
         return answer
@@ -580,7 +801,11 @@ class Traffic:
         return self.post("webhook", delivery_id, "/github/webhook", body, headers)
 
     def callback(self, key: str, body: dict, token: str) -> Answer:
-        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}", "User-Agent": "crcr-reliability"}
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {token}",
+            "User-Agent": "crcr-reliability",
+        }
         return self.post("callback", key, "/github/callback", json.dumps(body).encode(), headers)
 
     def run(self, fn, items, threads: int) -> list:
@@ -604,7 +829,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def report(name: str, **measured) -> None:
     """Measured numbers, printed (shown with -s or -rA) and appended to var/reliability/results.jsonl."""
-    line = json.dumps({"scenario": name, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **measured}, default=str)
+    line = json.dumps(
+        {"scenario": name, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **measured}, default=str
+    )
     print(f"\n[reliability] {line}")
     out = ROOT / "var" / "reliability"
     out.mkdir(parents=True, exist_ok=True)

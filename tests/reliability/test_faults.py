@@ -25,8 +25,19 @@ import httpx
 import pytest
 
 from .conftest import (
-    UPSTREAM, UPSTREAM_ID, Traffic, callback_body, percentile, pr_payload, push_payload, relay_env, report, seed, sha_for, wait_until,
-)  # fmt: skip
+    UPSTREAM,
+    UPSTREAM_ID,
+    Traffic,
+    callback_body,
+    percentile,
+    pr_payload,
+    push_payload,
+    relay_env,
+    report,
+    seed,
+    sha_for,
+    wait_until,
+)
 
 # --- shared pieces ------------------------------------------------------------------------------------
 
@@ -38,7 +49,15 @@ def downstream(github, count: int, prefix: str, level: str = "L2", first_id: int
     for i in range(count):
         name = f"{prefix}-org-{i}/torch-backend"
         github.add_repo(name, repo_id=first_id + i, installation_id=7)
-        repos.append({"full_name": name, "github_repo_id": first_id + i, "level": level, "hardware_kind": "gpu", "rate_limit_per_min": 100_000})
+        repos.append(
+            {
+                "full_name": name,
+                "github_repo_id": first_id + i,
+                "level": level,
+                "hardware_kind": "gpu",
+                "rate_limit_per_min": 100_000,
+            }
+        )
     return repos
 
 
@@ -87,14 +106,33 @@ class MixedLoad:
         repos = [self.repos[k % len(self.repos)], self.repos[(k + 1) % len(self.repos)]]
         jobs = []
         for repo in repos:
-            tokens = {s: self.issuers.oidc.mint(repository=repo["full_name"], repository_id=str(repo["github_repo_id"]), lifetime=1800)
-                      for s in ("in_progress", "completed")}  # fmt: skip
-            jobs.append({"repo": repo["full_name"], "run_id": str(1_000_000 + k), "job": "test", "tokens": tokens, "answers": {}})
+            tokens = {
+                s: self.issuers.oidc.mint(
+                    repository=repo["full_name"], repository_id=str(repo["github_repo_id"]), lifetime=1800
+                )
+                for s in ("in_progress", "completed")
+            }
+            jobs.append(
+                {
+                    "repo": repo["full_name"],
+                    "run_id": str(1_000_000 + k),
+                    "job": "test",
+                    "tokens": tokens,
+                    "answers": {},
+                }
+            )
         return {"k": k, "delivery": delivery, "sha": sha_for(delivery), "jobs": jobs}
 
     def send(self, unit: dict, job: dict, status: str):
-        body = callback_body(unit["delivery"], status, run_id=job["run_id"], job=job["job"], conclusion="success", head_sha=unit["sha"],
-                             test_results={"passed": 10, "failed": 0})  # fmt: skip
+        body = callback_body(
+            unit["delivery"],
+            status,
+            run_id=job["run_id"],
+            job=job["job"],
+            conclusion="success",
+            head_sha=unit["sha"],
+            test_results={"passed": 10, "failed": 0},
+        )
         return self.traffic.callback(f"{unit['delivery']}:{job['repo']}:{status}", body, job["tokens"][status])
 
     def retry_unanswered(self) -> Counter:
@@ -116,12 +154,21 @@ class MixedLoad:
 def store(pg_server, database: str) -> dict:
     q = lambda sql: pg_server.query(database, sql)  # noqa: E731
     return {
-        "deliveries": {r["delivery_id"]: r["n"] for r in q("SELECT d.delivery_id, count(x.id) AS n FROM relay_delivery d "
-                                                          "LEFT JOIN relay_dispatch x ON x.delivery_id = d.id GROUP BY d.delivery_id")},
-        "dispatch_states": {r["state"]: r["n"] for r in q("SELECT state, count(*) AS n FROM relay_dispatch GROUP BY state")},
-        "jobs": q("SELECT j.delivery_key, p.full_name, j.status, j.conclusion, j.start_unknown, j.tests_passed FROM relay_jobrun j "
-                  "JOIN relay_project p ON p.id = j.project_id"),
-    }  # fmt: skip
+        "deliveries": {
+            r["delivery_id"]: r["n"]
+            for r in q(
+                "SELECT d.delivery_id, count(x.id) AS n FROM relay_delivery d "
+                "LEFT JOIN relay_dispatch x ON x.delivery_id = d.id GROUP BY d.delivery_id"
+            )
+        },
+        "dispatch_states": {
+            r["state"]: r["n"] for r in q("SELECT state, count(*) AS n FROM relay_dispatch GROUP BY state")
+        },
+        "jobs": q(
+            "SELECT j.delivery_key, p.full_name, j.status, j.conclusion, j.start_unknown, j.tests_passed FROM relay_jobrun j "
+            "JOIN relay_project p ON p.id = j.project_id"
+        ),
+    }
 
 
 def all_dispatches_sent(pg_server, database: str, expected: int) -> bool:
@@ -139,12 +186,17 @@ def assert_store_complete(pg_server, database: str, load: MixedLoad, repos: list
     now["deliveries"] = {d: n for d, n in now["deliveries"].items() if d.startswith(load.prefix + "-")}
     now["jobs"] = [j for j in now["jobs"] if j["delivery_key"].startswith(load.prefix + "-")]
     want = {u["delivery"] for u in load.units}
-    assert set(now["deliveries"]) == want, f"missing {sorted(want - set(now['deliveries']))[:5]}, extra {sorted(set(now['deliveries']) - want)[:5]}"
+    assert set(now["deliveries"]) == want, (
+        f"missing {sorted(want - set(now['deliveries']))[:5]}, extra {sorted(set(now['deliveries']) - want)[:5]}"
+    )
     assert set(now["deliveries"].values()) == {len(repos)}, "a delivery without all of its dispatch rows"
     jobs = {(j["delivery_key"], j["full_name"]): j for j in now["jobs"]}
     assert len(jobs) == len(now["jobs"]) == 2 * len(load.units)
     assert {(u["delivery"], job["repo"]) for u in load.units for job in u["jobs"]} == set(jobs)
-    assert all((j["status"], j["conclusion"], j["start_unknown"], j["tests_passed"]) == ("completed", "success", False, 10) for j in jobs.values())
+    assert all(
+        (j["status"], j["conclusion"], j["start_unknown"], j["tests_passed"]) == ("completed", "success", False, 10)
+        for j in jobs.values()
+    )
     return now
 
 
@@ -155,8 +207,15 @@ def assert_store_complete(pg_server, database: str, load: MixedLoad, repos: list
 @pytest.mark.timeout(240)
 def test_redis_stopped_mid_load(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
     repos = downstream(github, 5, "redis")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10,
-                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10)
+    env = relay_env(
+        tmp_path,
+        pg_server.url(pg_database),
+        redis_server.url,
+        github,
+        CRCR_SWEEP_GRACE_SECONDS=2,
+        CRCR_DISPATCH_LEASE_SECONDS=10,
+        CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10,
+    )
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -204,13 +263,23 @@ def test_redis_stopped_mid_load(pg_server, pg_database, redis_server, github, st
     # `restarts`) may repeat only what it had in flight: at most its concurrency.
     assert repeated <= (8 * len(stack.restarts)), f"sent twice: {[k for k, v in sent.items() if v > 1][:5]}"
     report(
-        "redis-stopped", units=len(load.units), webhooks=len(webhooks), callbacks=len(callbacks), outage_seconds=round(up_at - down_at, 1),
-        webhooks_during_outage=len(outage_hooks), callbacks_during_outage=len(outage_calls),
-        webhook_max_ms_during_outage=round(max(a.elapsed for a in outage_hooks) * 1000), webhook_p50_ms_during_outage=round(percentile([a.elapsed for a in outage_hooks], 0.5) * 1000),
-        callback_max_ms_during_outage=round(max(a.elapsed for a in outage_calls) * 1000), degraded_header_on=f"{len(outage_calls)}/{len(outage_calls)}",
-        dispatches_sent=sum(sent.values()), repeated=repeated, healthz_during_outage=health.json()["status"], probes=probes,
+        "redis-stopped",
+        units=len(load.units),
+        webhooks=len(webhooks),
+        callbacks=len(callbacks),
+        outage_seconds=round(up_at - down_at, 1),
+        webhooks_during_outage=len(outage_hooks),
+        callbacks_during_outage=len(outage_calls),
+        webhook_max_ms_during_outage=round(max(a.elapsed for a in outage_hooks) * 1000),
+        webhook_p50_ms_during_outage=round(percentile([a.elapsed for a in outage_hooks], 0.5) * 1000),
+        callback_max_ms_during_outage=round(max(a.elapsed for a in outage_calls) * 1000),
+        degraded_header_on=f"{len(outage_calls)}/{len(outage_calls)}",
+        dispatches_sent=sum(sent.values()),
+        repeated=repeated,
+        healthz_during_outage=health.json()["status"],
+        probes=probes,
         worker_restarts=stack.restarts,
-    )  # fmt: skip
+    )
 
 
 def redis_probes(traffic: Traffic, github, repos) -> dict:
@@ -218,8 +287,15 @@ def redis_probes(traffic: Traffic, github, repos) -> dict:
     token) and a nightly self-report (cached upstream-commit check), sent while Redis is down;
     the last two also have their own quick tests below."""
     pr = traffic.webhook("pull_request", pr_payload(900, sha_for("redis-pr-900")), "probe-pr-900")
-    installation = traffic.webhook("installation", {"action": "created", "installation": {"id": 99, "account": {"login": "probe"}},
-                                                    "repositories": [{"full_name": "probe/repo", "id": 1}]}, "probe-installation")  # fmt: skip
+    installation = traffic.webhook(
+        "installation",
+        {
+            "action": "created",
+            "installation": {"id": 99, "account": {"login": "probe"}},
+            "repositories": [{"full_name": "probe/repo", "id": 1}],
+        },
+        "probe-installation",
+    )
     token = github.oidc.mint(repository=repos[0]["full_name"], repository_id=str(repos[0]["github_repo_id"]))
     body = callback_body("f" * 40, "completed", run_id="77", job="nightly", conclusion="success", event_type="nightly")
     nightly = traffic.callback("probe-nightly", body, token)
@@ -231,8 +307,13 @@ def dead_redis_cache(settings, transactional_db):
     """The relay's cache pointed at a Redis port nobody listens on (what a stopped Redis looks like)."""
     from .conftest import free_port
 
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
-                                   "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}  # fmt: skip
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
     return settings
 
 
@@ -244,10 +325,19 @@ def test_an_installation_webhook_is_accepted_while_redis_is_down(dead_redis_cach
     from tests.conftest import WEBHOOK_SECRET, webhook_headers
 
     dead_redis_cache.GITHUB_WEBHOOK_SECRET = WEBHOOK_SECRET
-    body = json.dumps({"action": "created", "installation": {"id": 99, "account": {"login": "probe"}},
-                       "repositories": [{"full_name": "probe/repo", "id": 1}]}).encode()  # fmt: skip
-    response = Client(raise_request_exception=False).post("/github/webhook", data=body, content_type="application/json",
-                                                          **webhook_headers("installation", body, "inst-redis-down"))  # fmt: skip
+    body = json.dumps(
+        {
+            "action": "created",
+            "installation": {"id": 99, "account": {"login": "probe"}},
+            "repositories": [{"full_name": "probe/repo", "id": 1}],
+        }
+    ).encode()
+    response = Client(raise_request_exception=False).post(
+        "/github/webhook",
+        data=body,
+        content_type="application/json",
+        **webhook_headers("installation", body, "inst-redis-down"),
+    )
     assert Delivery.objects.filter(delivery_id="inst-redis-down").exists()
     assert response.status_code in (200, 202), f"{response.status_code}: the stored delivery was answered as a failure"
 
@@ -267,8 +357,9 @@ def test_a_nightly_self_report_is_answered_while_redis_is_down(standin, oidc, de
     project = ProjectFactory(full_name="nightly/backend", github_repo_id=4242, level="L2")
     body = callback_body(sha, "completed", run_id="77", job="nightly", conclusion="success", event_type="nightly")
     token = oidc.mint(repository=project.full_name, repository_id="4242")
-    response = Client(raise_request_exception=False).post("/github/callback", data=json.dumps(body), content_type="application/json",
-                                                          HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+    response = Client(raise_request_exception=False).post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code in (200, 503), f"{response.status_code}: {response.content[:300]!r}"
     if response.status_code == 503:
         assert response.headers.get("Retry-After")
@@ -281,8 +372,15 @@ def test_a_nightly_self_report_is_answered_while_redis_is_down(standin, oidc, de
 @pytest.mark.timeout(300)
 def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
     repos = downstream(github, 5, "pg")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=10,
-                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10)
+    env = relay_env(
+        tmp_path,
+        pg_server.url(pg_database),
+        redis_server.url,
+        github,
+        CRCR_SWEEP_GRACE_SECONDS=2,
+        CRCR_DISPATCH_LEASE_SECONDS=10,
+        CRCR_UPSTREAM_WRITE_LEASE_SECONDS=10,
+    )
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -306,7 +404,9 @@ def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, git
     outage = [a for a in answers if down_at <= a.at and a.at + a.elapsed <= up_at]
     assert [a for a in answers if a.status is None or a.status >= 500 and a.status != 503] == [], "a 500 or no answer"
     unavailable = [a for a in answers if a.status == 503]
-    assert len([a for a in outage if a.status == 503]) >= 5, f"expected 503s while PostgreSQL was down: {Counter(a.status for a in outage)}"
+    assert len([a for a in outage if a.status == 503]) >= 5, (
+        f"expected 503s while PostgreSQL was down: {Counter(a.status for a in outage)}"
+    )
     assert all(a.headers.get("retry-after") for a in unavailable), "a 503 without Retry-After"
     assert max(a.elapsed for a in outage) < 10, "a request hung on the dead database"
     assert health.status_code == 503 and health.json()["status"] == "down"
@@ -319,8 +419,10 @@ def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, git
     assert accepted <= set(before_retry["deliveries"]), "a webhook answered 202 was lost"
 
     retried = load.retry_unanswered()
-    retries = traffic.answers[len(answers):]
-    assert retries and [a for a in retries if a.status not in (200, 202)] == [], Counter((a.status, a.body.get("detail", "")[:80]) for a in retries)
+    retries = traffic.answers[len(answers) :]
+    assert retries and [a for a in retries if a.status not in (200, 202)] == [], Counter(
+        (a.status, a.body.get("detail", "")[:80]) for a in retries
+    )
     assert_store_complete(pg_server, pg_database, load, repos)
     assert wait_until(lambda: all_dispatches_sent(pg_server, pg_database, len(load.units) * len(repos)), 120, 1), (
         f"{store(pg_server, pg_database)['dispatch_states']}\n{stack.logs()}"
@@ -334,11 +436,18 @@ def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, git
     assert {name: p.pid for name, p in stack.processes.items()} == pids and all(stack.alive(n) for n in pids)
     assert wait_until(lambda: httpx.get(f"{stack.url}/healthz", timeout=10).json()["checks"]["database"]["ok"], 30, 1)
     report(
-        "postgresql-restarted", units=len(load.units), requests=len(answers), outage_seconds=round(up_at - down_at, 1),
-        answered_503=len(unavailable), answered_500=0, outage_max_ms=round(max(a.elapsed for a in outage) * 1000),
-        retried=dict(retried), dispatches_sent=sum(sent.values()), resent_twice=sum(1 for v in sent.values() if v > 1),
+        "postgresql-restarted",
+        units=len(load.units),
+        requests=len(answers),
+        outage_seconds=round(up_at - down_at, 1),
+        answered_503=len(unavailable),
+        answered_500=0,
+        outage_max_ms=round(max(a.elapsed for a in outage) * 1000),
+        retried=dict(retried),
+        dispatches_sent=sum(sent.values()),
+        resent_twice=sum(1 for v in sent.values() if v > 1),
         healthz_during_outage=health.status_code,
-    )  # fmt: skip
+    )
 
 
 # --- a worker killed mid-fan-out -------------------------------------------------------------------
@@ -346,10 +455,19 @@ def test_postgresql_restarted_mid_load(pg_server, pg_database, redis_server, git
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_a_worker_killed_with_sigkill_mid_fan_out(pg_server, pg_database, redis_server, github, stack_factory, tmp_path):
+def test_a_worker_killed_with_sigkill_mid_fan_out(
+    pg_server, pg_database, redis_server, github, stack_factory, tmp_path
+):
     repos = downstream(github, 10, "kill")
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, CRCR_SWEEP_GRACE_SECONDS=2, CRCR_DISPATCH_LEASE_SECONDS=5,
-                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=5)
+    env = relay_env(
+        tmp_path,
+        pg_server.url(pg_database),
+        redis_server.url,
+        github,
+        CRCR_SWEEP_GRACE_SECONDS=2,
+        CRCR_DISPATCH_LEASE_SECONDS=5,
+        CRCR_UPSTREAM_WRITE_LEASE_SECONDS=5,
+    )
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
@@ -374,15 +492,22 @@ def test_a_worker_killed_with_sigkill_mid_fan_out(pg_server, pg_database, redis_
         f"{store(pg_server, pg_database)['dispatch_states']}\n{stack.logs()}"
     )
     sent = standin_deliveries(github)
-    assert set(sent) == {(d, r["full_name"].lower()) for d in deliveries for r in repos}, "a dispatch never reached GitHub"
+    assert set(sent) == {(d, r["full_name"].lower()) for d in deliveries for r in repos}, (
+        "a dispatch never reached GitHub"
+    )
     twice = sum(v - 1 for v in sent.values())
     # At-least-once: only a send that was in flight (its POST already at GitHub) when the worker
     # died can be repeated, so repeats are bounded by the worker's concurrency.
     assert twice <= states_at_kill.get("sending", 0), f"{twice} repeated dispatches, {states_at_kill} at the kill"
     report(
-        "worker-sigkill", dispatches=expected, states_at_kill=states_at_kill, received_by_github_at_kill=received_at_kill,
-        delivered=len(sent), repeated=twice, worker1_exit=stack.processes["worker1"].returncode,
-    )  # fmt: skip
+        "worker-sigkill",
+        dispatches=expected,
+        states_at_kill=states_at_kill,
+        received_by_github_at_kill=received_at_kill,
+        delivered=len(sent),
+        repeated=twice,
+        worker1_exit=stack.processes["worker1"].returncode,
+    )
 
 
 # --- GitHub down -------------------------------------------------------------------------------------
@@ -395,21 +520,37 @@ def test_github_down_for_a_while(pg_server, pg_database, redis_server, github, i
     github.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=1)
     repos = downstream(github, 2, "ghl2") + downstream(github, 2, "ghl4", level="L4", first_id=721_000)
     base, cap = 1.0, 4.0
-    env = relay_env(tmp_path, pg_server.url(pg_database), redis_server.url, github, issuers, CRCR_SWEEP_GRACE_SECONDS=1,
-                    CRCR_DISPATCH_LEASE_SECONDS=15, CRCR_DISPATCH_BACKOFF_BASE_SECONDS=base, CRCR_DISPATCH_BACKOFF_MAX_SECONDS=cap,
-                    CRCR_UPSTREAM_WRITE_LEASE_SECONDS=15, CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS=base,
-                    CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS=cap)  # fmt: skip
+    env = relay_env(
+        tmp_path,
+        pg_server.url(pg_database),
+        redis_server.url,
+        github,
+        issuers,
+        CRCR_SWEEP_GRACE_SECONDS=1,
+        CRCR_DISPATCH_LEASE_SECONDS=15,
+        CRCR_DISPATCH_BACKOFF_BASE_SECONDS=base,
+        CRCR_DISPATCH_BACKOFF_MAX_SECONDS=cap,
+        CRCR_UPSTREAM_WRITE_LEASE_SECONDS=15,
+        CRCR_UPSTREAM_WRITE_BACKOFF_BASE_SECONDS=base,
+        CRCR_UPSTREAM_WRITE_BACKOFF_MAX_SECONDS=cap,
+    )
     seed(env, {"projects": repos})
     stack = stack_factory(env)
     traffic = Traffic(stack.web())
     stack.worker()
     stack.beat(interval=1.0, tasks=("relay.dispatch_sweep", "relay.upstream_write_sweep"))
     q = lambda sql: pg_server.query(pg_database, sql)  # noqa: E731
-    unsent_writes = lambda: q("SELECT count(*) AS n FROM relay_upstreamwrite WHERE state IN ('pending', 'retrying', 'sending')")[0]["n"]  # noqa: E731
+
+    def unsent_writes():
+        return q("SELECT count(*) AS n FROM relay_upstreamwrite WHERE state IN ('pending', 'retrying', 'sending')")[0][
+            "n"
+        ]
 
     head_a = sha_for("gh-head-a")
     assert traffic.webhook("pull_request", pr_payload(11, head_a), "gh-pr-11").status == 202
-    assert wait_until(lambda: all_dispatches_sent(pg_server, pg_database, 4) and unsent_writes() == 0, 60, 0.5), stack.logs()
+    assert wait_until(lambda: all_dispatches_sent(pg_server, pg_database, 4) and unsent_writes() == 0, 60, 0.5), (
+        stack.logs()
+    )
     tokens = {d["repo"].lower(): d["client_payload"]["callback_token"] for d in github.dispatches}
 
     port = urlsplit(github.url).port
@@ -422,16 +563,29 @@ def test_github_down_for_a_while(pg_server, pg_database, redis_server, github, i
     for n, repo in enumerate(l4):
         conclusion = "failure" if n == 0 else "success"
         for status in ("in_progress", "completed"):
-            body = callback_body("gh-pr-11", status, run_id=f"55{n}", job="build", conclusion=conclusion, event_type="pull_request",
-                                 head_sha=head_a, pr_number=11, callback_token=tokens[repo["full_name"].lower()])  # fmt: skip
+            body = callback_body(
+                "gh-pr-11",
+                status,
+                run_id=f"55{n}",
+                job="build",
+                conclusion=conclusion,
+                event_type="pull_request",
+                head_sha=head_a,
+                pr_number=11,
+                callback_token=tokens[repo["full_name"].lower()],
+            )
             token = issuers.oidc.mint(repository=repo["full_name"], repository_id=str(repo["github_repo_id"]))
             answer = traffic.callback(f"gh-{repo['full_name']}-{status}", body, token)
             assert answer.status == 200, answer
     time.sleep(9)
     during = {r["state"]: r["n"] for r in q("SELECT state, count(*) AS n FROM relay_dispatch GROUP BY state")}
-    writes_during = {r["state"]: r["n"] for r in q("SELECT state, count(*) AS n FROM relay_upstreamwrite GROUP BY state")}
+    writes_during = {
+        r["state"]: r["n"] for r in q("SELECT state, count(*) AS n FROM relay_upstreamwrite GROUP BY state")
+    }
     assert during.get("retrying", 0) + during.get("sending", 0) + during.get("pending", 0) == 8, during
-    assert sum(writes_during.get(s, 0) for s in ("pending", "retrying", "sending")) >= 1, f"no check-run write waiting on GitHub: {writes_during}"
+    assert sum(writes_during.get(s, 0) for s in ("pending", "retrying", "sending")) >= 1, (
+        f"no check-run write waiting on GitHub: {writes_during}"
+    )
     # When it comes back, the first two dispatch POSTs meet a secondary rate limit with Retry-After.
     github.fail("POST", r"/repos/[^/]+/[^/]+/dispatches", status=403, retry_after=3, times=2)
     github.start(port=port)
@@ -450,16 +604,26 @@ def test_github_down_for_a_while(pg_server, pg_database, redis_server, github, i
         assert (run["status"], run["conclusion"]) == ("completed", "failure" if n == 0 else "success")
     assert ("crcr/gate", head_b) in runs and ("crcr/gate", head_a) in runs
 
-    dispatch_attempts = q("SELECT dispatch_id AS row, number, started_at, duration_ms, status_code, outcome, retry_at FROM relay_dispatchattempt")
-    write_attempts = q("SELECT write_id AS row, number, started_at, duration_ms, status_code, outcome, retry_at FROM relay_upstreamwriteattempt")
+    dispatch_attempts = q(
+        "SELECT dispatch_id AS row, number, started_at, duration_ms, status_code, outcome, retry_at FROM relay_dispatchattempt"
+    )
+    write_attempts = q(
+        "SELECT write_id AS row, number, started_at, duration_ms, status_code, outcome, retry_at FROM relay_upstreamwriteattempt"
+    )
     checked_dispatch = backoff_respected(dispatch_attempts, base, cap)
     checked_writes = backoff_respected(write_attempts, base, cap)
     assert checked_dispatch["retries"] >= 8 and checked_writes["retries"] >= 1
     assert checked_dispatch["retry_after_honoured"] >= 1, "no attempt met the Retry-After fault"
     report(
-        "github-down", outage_seconds=round(up_at - down_at, 1), dispatches_delivered=len(sent), check_runs=len(runs),
-        dispatch_attempts=len(dispatch_attempts), write_attempts=len(write_attempts), dispatch_backoff=checked_dispatch, write_backoff=checked_writes,
-    )  # fmt: skip
+        "github-down",
+        outage_seconds=round(up_at - down_at, 1),
+        dispatches_delivered=len(sent),
+        check_runs=len(runs),
+        dispatch_attempts=len(dispatch_attempts),
+        write_attempts=len(write_attempts),
+        dispatch_backoff=checked_dispatch,
+        write_backoff=checked_writes,
+    )
 
 
 def backoff_respected(attempts: list[dict], base: float, cap: float) -> dict:
@@ -481,11 +645,20 @@ def backoff_respected(attempts: list[dict], base: float, cap: float) -> dict:
             ended = earlier["started_at"] + timedelta(milliseconds=earlier["duration_ms"])
             wait = (earlier["retry_at"] - ended).total_seconds()
             step = min(cap, base * 2 ** (earlier["number"] - 1))
-            assert later["started_at"] + slack >= earlier["retry_at"], f"attempt {later['number']} started before its backoff ran out"
+            assert later["started_at"] + slack >= earlier["retry_at"], (
+                f"attempt {later['number']} started before its backoff ran out"
+            )
             if earlier["status_code"] in (403, 429):
                 assert wait >= 3 - 0.1, f"Retry-After 3 s not honoured: waited {wait:.2f} s"
                 honoured += 1
             else:
-                assert step / 2 - 0.1 <= wait <= step + 0.5, f"attempt {earlier['number']}: backoff {wait:.2f} s outside [{step / 2}, {step}]"
+                assert step / 2 - 0.1 <= wait <= step + 0.5, (
+                    f"attempt {earlier['number']}: backoff {wait:.2f} s outside [{step / 2}, {step}]"
+                )
             waits.append(round(wait, 2))
-    return {"rows": len(by_row), "retries": retries, "retry_after_honoured": honoured, "max_wait_s": max(waits, default=0)}
+    return {
+        "rows": len(by_row),
+        "retries": retries,
+        "retry_after_honoured": honoured,
+        "max_wait_s": max(waits, default=0),
+    }

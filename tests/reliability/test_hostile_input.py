@@ -22,53 +22,129 @@ from .conftest import callback_body
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(180)]
 SECRET = "hostile-input-webhook-secret"
-BOUNDED = settings(max_examples=300, deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])  # fmt: skip
-
+BOUNDED = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 
 
 # --- building blocks ------------------------------------------------------------------------------
 
-HOSTILE_TEXT = st.sampled_from(["\x00", "\ud800", "\udfff", "\u202e", "<script>", "'; DROP TABLE relay_jobrun; --", "\n", " ", "9" * 400])
-text = st.one_of(st.text(max_size=30), st.text(alphabet=st.characters(), max_size=8).flatmap(lambda t: HOSTILE_TEXT.map(lambda h: t + h)))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**70), max_value=2**70),
-                    st.floats(allow_nan=True, allow_infinity=True), text)  # fmt: skip
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=15)
+HOSTILE_TEXT = st.sampled_from(
+    ["\x00", "\ud800", "\udfff", "\u202e", "<script>", "'; DROP TABLE relay_jobrun; --", "\n", " ", "9" * 400]
+)
+text = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet=st.characters(), max_size=8).flatmap(lambda t: HOSTILE_TEXT.map(lambda h: t + h)),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    text,
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=15,
+)
 timestamps = st.one_of(
     st.datetimes().map(lambda d: d.isoformat() + "Z"),
-    st.builds(lambda y, mo, d, h, mi: f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:00+00:00",
-              st.integers(0, 9999), st.integers(0, 19), st.integers(0, 40), st.integers(0, 30), st.integers(0, 70)),  # fmt: skip
+    st.builds(
+        lambda y, mo, d, h, mi: f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:00+00:00",
+        st.integers(0, 9999),
+        st.integers(0, 19),
+        st.integers(0, 40),
+        st.integers(0, 30),
+        st.integers(0, 70),
+    ),
     json_values,
 )
-urls = st.one_of(st.sampled_from(["https://ci.example.org/run/1", "javascript:alert(1)", "http://", "//evil", "ftp://x/y", "http://127.0.0.1:1/a"]),
-                 text, json_values)  # fmt: skip
-counts = st.one_of(st.integers(min_value=-5, max_value=2**64), st.floats(allow_nan=True, allow_infinity=True), text, json_values)
-failed_test = st.one_of(st.fixed_dictionaries({"name": text}, optional={k: st.one_of(text, json_values) for k in
-                                               ("classname", "file", "message", "stacktrace", "hw_classification")}), json_values)  # fmt: skip
+urls = st.one_of(
+    st.sampled_from(
+        [
+            "https://ci.example.org/run/1",
+            "javascript:alert(1)",
+            "http://",
+            "//evil",
+            "ftp://x/y",
+            "http://127.0.0.1:1/a",
+        ]
+    ),
+    text,
+    json_values,
+)
+counts = st.one_of(
+    st.integers(min_value=-5, max_value=2**64), st.floats(allow_nan=True, allow_infinity=True), text, json_values
+)
+failed_test = st.one_of(
+    st.fixed_dictionaries(
+        {"name": text},
+        optional={
+            k: st.one_of(text, json_values) for k in ("classname", "file", "message", "stacktrace", "hw_classification")
+        },
+    ),
+    json_values,
+)
 workflows = st.fixed_dictionaries(
     {"status": st.one_of(st.sampled_from(["in_progress", "completed"]), json_values)},
     optional={
-        "name": st.one_of(text, json_values), "run_id": st.one_of(st.integers(), text, json_values),
-        "run_attempt": st.one_of(st.integers(-3, 10**6), st.floats(allow_nan=True, allow_infinity=True), text, json_values),
-        "job_name": st.one_of(text, json_values), "conclusion": st.one_of(st.sampled_from(["success", "failure", "bogus", " success "]), json_values),
-        "url": urls, "artifact_url": urls, "check_run_id": st.one_of(st.integers(), text, json_values),
-        "started_at": timestamps, "completed_at": timestamps,
-        "test_results": st.one_of(st.dictionaries(st.sampled_from(["passed", "failed", "skipped", "total"]), counts), text, json_values),
+        "name": st.one_of(text, json_values),
+        "run_id": st.one_of(st.integers(), text, json_values),
+        "run_attempt": st.one_of(
+            st.integers(-3, 10**6), st.floats(allow_nan=True, allow_infinity=True), text, json_values
+        ),
+        "job_name": st.one_of(text, json_values),
+        "conclusion": st.one_of(st.sampled_from(["success", "failure", "bogus", " success "]), json_values),
+        "url": urls,
+        "artifact_url": urls,
+        "check_run_id": st.one_of(st.integers(), text, json_values),
+        "started_at": timestamps,
+        "completed_at": timestamps,
+        "test_results": st.one_of(
+            st.dictionaries(st.sampled_from(["passed", "failed", "skipped", "total"]), counts), text, json_values
+        ),
         "failed_tests": st.one_of(st.lists(failed_test, max_size=4), json_values),
-        "environment": st.one_of(st.dictionaries(st.one_of(st.text(max_size=70), st.just("x" * 65)), st.one_of(text, json_values), max_size=5), json_values),
+        "environment": st.one_of(
+            st.dictionaries(
+                st.one_of(st.text(max_size=70), st.just("x" * 65)), st.one_of(text, json_values), max_size=5
+            ),
+            json_values,
+        ),
     },
-)  # fmt: skip
+)
 VALID_WORKFLOW = {
-    "status": "completed", "conclusion": "failure", "name": "ci", "run_id": "42", "run_attempt": "1", "job_name": "test",
-    "url": "https://ci.example.org/runs/42", "artifact_url": "https://ci.example.org/runs/42/logs", "check_run_id": "7",
-    "started_at": "2026-12-02T10:00:00Z", "completed_at": "2026-12-02T10:30:00+00:00",
-    "test_results": {"passed": 10, "failed": 1, "skipped": 0}, "failed_tests": [{"name": "test_x", "classname": "T", "message": "boom"}],
+    "status": "completed",
+    "conclusion": "failure",
+    "name": "ci",
+    "run_id": "42",
+    "run_attempt": "1",
+    "job_name": "test",
+    "url": "https://ci.example.org/runs/42",
+    "artifact_url": "https://ci.example.org/runs/42/logs",
+    "check_run_id": "7",
+    "started_at": "2026-12-02T10:00:00Z",
+    "completed_at": "2026-12-02T10:30:00+00:00",
+    "test_results": {"passed": 10, "failed": 1, "skipped": 0},
+    "failed_tests": [{"name": "test_x", "classname": "T", "message": "boom"}],
     "environment": {"device": "xpu", "driver": "1.0"},
-}  # fmt: skip
+}
 FIELD_PATHS = [(k,) for k in VALID_WORKFLOW] + [
-    ("test_results", "passed"), ("test_results", "total"), ("failed_tests", 0), ("failed_tests", 0, "name"), ("failed_tests", 0, "message"),
-    ("failed_tests", 0, "stacktrace"), ("failed_tests", 0, "classname"), ("failed_tests", 0, "hw_classification"), ("environment", "driver"),
-]  # fmt: skip
+    ("test_results", "passed"),
+    ("test_results", "total"),
+    ("failed_tests", 0),
+    ("failed_tests", 0, "name"),
+    ("failed_tests", 0, "message"),
+    ("failed_tests", 0, "stacktrace"),
+    ("failed_tests", 0, "classname"),
+    ("failed_tests", 0, "hw_classification"),
+    ("environment", "driver"),
+]
 hostile_values = st.one_of(text, scalars, timestamps, urls, counts, json_values)
 
 
@@ -86,12 +162,20 @@ def patched(patches) -> dict:
     return workflow
 
 
-patched_workflows = st.lists(st.tuples(st.sampled_from(FIELD_PATHS), hostile_values), min_size=1, max_size=3).map(patched)
+patched_workflows = st.lists(st.tuples(st.sampled_from(FIELD_PATHS), hostile_values), min_size=1, max_size=3).map(
+    patched
+)
 callback_bodies = st.one_of(
     patched_workflows.map(lambda w: {"delivery_id": "d", "event_type": "push", "workflow": w}),
-    st.fixed_dictionaries({"workflow": workflows}, optional={"delivery_id": st.one_of(text, json_values), "event_type": st.one_of(
-        st.sampled_from(["push", "pull_request", "nightly", "periodic"]), json_values), "payload": json_values,
-        "callback_token": st.one_of(text, json_values)}),  # fmt: skip
+    st.fixed_dictionaries(
+        {"workflow": workflows},
+        optional={
+            "delivery_id": st.one_of(text, json_values),
+            "event_type": st.one_of(st.sampled_from(["push", "pull_request", "nightly", "periodic"]), json_values),
+            "payload": json_values,
+            "callback_token": st.one_of(text, json_values),
+        },
+    ),
     json_values,
 )
 
@@ -115,8 +199,11 @@ def test_the_callback_parser_returns_a_report_or_raises_bad_callback(body):
 
 
 @BOUNDED
-@given(raw=st.one_of(st.binary(max_size=200), json_values.map(lambda v: json.dumps(v).encode()),
-                     st.text(max_size=50).map(str.encode)))  # fmt: skip
+@given(
+    raw=st.one_of(
+        st.binary(max_size=200), json_values.map(lambda v: json.dumps(v).encode()), st.text(max_size=50).map(str.encode)
+    )
+)
 @example(raw=b"[" * 100_000)  # deeper than Python's recursion limit, well under the 2 MB cap
 @example(raw=b'{"workflow": {"run_attempt": 1e400}}')
 def test_the_callback_body_decoder_returns_an_object_or_raises_bad_callback(raw):
@@ -135,16 +222,35 @@ def webhook_headers(event, delivery, content_type, signature):
 
 @BOUNDED
 @given(
-    body=st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode()),
-                   json_values.map(lambda v: b"payload=" + json.dumps(v).encode().replace(b"&", b"%26"))),  # fmt: skip
+    body=st.one_of(
+        st.binary(max_size=300),
+        json_values.map(lambda v: json.dumps(v).encode()),
+        json_values.map(lambda v: b"payload=" + json.dumps(v).encode().replace(b"&", b"%26")),
+    ),
     event=st.one_of(st.none(), st.sampled_from(["push", "pull_request", "ping", " ", ""]), st.text(max_size=20)),
     delivery=st.one_of(st.none(), st.text(max_size=120)),
-    content_type=st.one_of(st.none(), st.sampled_from(["application/json", "application/x-www-form-urlencoded", "APPLICATION/JSON; charset=utf-8",
-                                                       "text/plain", ""]), st.text(max_size=30)),  # fmt: skip
+    content_type=st.one_of(
+        st.none(),
+        st.sampled_from(
+            [
+                "application/json",
+                "application/x-www-form-urlencoded",
+                "APPLICATION/JSON; charset=utf-8",
+                "text/plain",
+                "",
+            ]
+        ),
+        st.text(max_size=30),
+    ),
     sign=st.sampled_from(["good", "bad", "missing", "sha1-only"]),
 )
 def test_the_webhook_reader_returns_a_request_or_raises_webhook_rejected(body, event, delivery, content_type, sign):
-    signature = {"good": signature_expected(SECRET, body), "bad": "sha256=" + "0" * 64, "missing": None, "sha1-only": None}[sign]
+    signature = {
+        "good": signature_expected(SECRET, body),
+        "bad": "sha256=" + "0" * 64,
+        "missing": None,
+        "sha1-only": None,
+    }[sign]
     headers = webhook_headers(event, delivery, content_type, signature)
     if sign == "sha1-only":
         headers["X-Hub-Signature"] = "sha1=" + "0" * 40
@@ -165,18 +271,45 @@ def test_a_deeply_nested_signed_webhook_is_refused_not_crashed():
     assert refused.value.status == 400
 
 
-handles = st.one_of(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,10}", fullmatch=True), text, st.integers(), st.booleans(), st.none())
-repo_names = st.one_of(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,8}/[A-Za-z0-9._-]{1,12}", fullmatch=True), text, st.integers(), st.none())
-oncalls = st.one_of(st.none(), handles, st.lists(handles, max_size=3), st.builds(", ".join, st.lists(st.text(string.ascii_letters, max_size=6), max_size=3)))
-list_items = st.one_of(repo_names, st.dictionaries(repo_names.filter(lambda n: n is not None and not isinstance(n, bool)), oncalls, min_size=1, max_size=2), json_values)
+handles = st.one_of(
+    st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,10}", fullmatch=True), text, st.integers(), st.booleans(), st.none()
+)
+repo_names = st.one_of(
+    st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,8}/[A-Za-z0-9._-]{1,12}", fullmatch=True), text, st.integers(), st.none()
+)
+oncalls = st.one_of(
+    st.none(),
+    handles,
+    st.lists(handles, max_size=3),
+    st.builds(", ".join, st.lists(st.text(string.ascii_letters, max_size=6), max_size=3)),
+)
+list_items = st.one_of(
+    repo_names,
+    st.dictionaries(
+        repo_names.filter(lambda n: n is not None and not isinstance(n, bool)), oncalls, min_size=1, max_size=2
+    ),
+    json_values,
+)
 allowlist_docs = st.one_of(
-    st.fixed_dictionaries({}, optional={
-        "L1": st.one_of(st.lists(list_items, max_size=4), json_values), "L2": st.one_of(st.lists(list_items, max_size=4), json_values),
-        "L4": st.one_of(st.lists(list_items, max_size=4), json_values),
-        "L3": st.one_of(st.dictionaries(st.one_of(st.from_regex(r"[a-z]{1,6}", fullmatch=True), text, st.integers()),
-                                        st.one_of(st.dictionaries(repo_names.filter(lambda n: isinstance(n, str)), oncalls, max_size=3), json_values),
-                                        max_size=3), json_values),
-    }),  # fmt: skip
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "L1": st.one_of(st.lists(list_items, max_size=4), json_values),
+            "L2": st.one_of(st.lists(list_items, max_size=4), json_values),
+            "L4": st.one_of(st.lists(list_items, max_size=4), json_values),
+            "L3": st.one_of(
+                st.dictionaries(
+                    st.one_of(st.from_regex(r"[a-z]{1,6}", fullmatch=True), text, st.integers()),
+                    st.one_of(
+                        st.dictionaries(repo_names.filter(lambda n: isinstance(n, str)), oncalls, max_size=3),
+                        json_values,
+                    ),
+                    max_size=3,
+                ),
+                json_values,
+            ),
+        },
+    ),
     json_values,
 )
 
@@ -189,9 +322,24 @@ def yaml_text(doc) -> str:
 
 
 @BOUNDED
-@given(text_in=st.one_of(allowlist_docs.map(yaml_text), st.text(max_size=200),
-                         st.sampled_from(["L1: [a/b, a/b]", "L3:\n  x:\n    a/b: [c]\n  X:\n    c/d: []", "L1: !!python/object:os.system x",
-                                          "L2:\n - a/b\nL2:\n - c/d", "{[1]: 2}", "&a [*a]", "L1: *undefined", "\t- tab"])))  # fmt: skip
+@given(
+    text_in=st.one_of(
+        allowlist_docs.map(yaml_text),
+        st.text(max_size=200),
+        st.sampled_from(
+            [
+                "L1: [a/b, a/b]",
+                "L3:\n  x:\n    a/b: [c]\n  X:\n    c/d: []",
+                "L1: !!python/object:os.system x",
+                "L2:\n - a/b\nL2:\n - c/d",
+                "{[1]: 2}",
+                "&a [*a]",
+                "L1: *undefined",
+                "\t- tab",
+            ]
+        ),
+    )
+)
 @example(text_in="[" * 10_000)
 def test_the_allowlist_parser_returns_entries_or_raises_allowlist_error(text_in):
     try:
@@ -211,7 +359,9 @@ def callback_world(transactional_db, oidc):
     from tests.factories import ProjectFactory
 
     project = ProjectFactory(full_name="hostile/backend", github_repo_id=4242, level="L2", rate_limit_per_min=1_000_000)
-    delivery = Delivery.objects.create(delivery_id="hostile-delivery", event="push", outcome="relayed", head_sha="a" * 40)
+    delivery = Delivery.objects.create(
+        delivery_id="hostile-delivery", event="push", outcome="relayed", head_sha="a" * 40
+    )
     Dispatch.objects.create(delivery=delivery, project=project, event_type="push", head_sha="a" * 40, state="sent")
     runs = itertools.count(1)
 
@@ -220,12 +370,15 @@ def callback_world(transactional_db, oidc):
 
         if raw is None:
             if body is None:
-                body = callback_body("hostile-delivery", "in_progress", run_id=str(next(runs)), job="test", head_sha="a" * 40)
+                body = callback_body(
+                    "hostile-delivery", "in_progress", run_id=str(next(runs)), job="test", head_sha="a" * 40
+                )
                 body["workflow"].update(workflow_patch or {})
             raw = json.dumps(body, allow_nan=True).encode()
         token = oidc.mint(repository="hostile/backend", repository_id="4242")
-        return Client(raise_request_exception=False).post("/github/callback", data=raw, content_type="application/json",
-                                                          HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        return Client(raise_request_exception=False).post(
+            "/github/callback", data=raw, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
 
     return post
 
@@ -244,8 +397,11 @@ HOSTILE_WORKFLOWS = [
     pytest.param({"test_results": {"passed": 2**40}}, id="a test count beyond 32 bits"),
     pytest.param({"test_results": {"passed": 10**30}}, id="a test count beyond 64 bits"),
     pytest.param({"run_id": "9" * 100, "job_name": "j" * 255, "name": "w" * 255}, id="every field at its length limit"),
-    pytest.param({"environment": {"k" * 64: "v" * 500}, "failed_tests": [{"name": "n" * 5000, "message": "m" * 10_000}]}, id="over-long values are cut"),
-]  # fmt: skip
+    pytest.param(
+        {"environment": {"k" * 64: "v" * 500}, "failed_tests": [{"name": "n" * 5000, "message": "m" * 10_000}]},
+        id="over-long values are cut",
+    ),
+]
 
 
 @pytest.mark.parametrize("patch", HOSTILE_WORKFLOWS)
@@ -322,14 +478,21 @@ def test_the_read_api_conforms_to_its_schema(case, api_store):
 
 
 EDGE_READS = [
-    "/api/v1/jobs/99999999999999999999/", "/api/v1/jobs/?pr=99999999999999999999", "/api/v1/deliveries/?pr=1e400",
+    "/api/v1/jobs/99999999999999999999/",
+    "/api/v1/jobs/?pr=99999999999999999999",
+    "/api/v1/deliveries/?pr=1e400",
     "/api/v1/jobs/?since=9999-12-31T23:59:59-23:59",
-    "/api/v1/jobs/?until=0001-01-01T00:00:00%2B23:59", "/api/v1/jobs/?run_id=%00",
-    "/api/v1/projects/a%00b/", "/api/v1/commits/?branch=%00", "/api/v1/jobs/?cursor=%00%00", "/api/v1/jobs/?page_size=99999999999999999999",
+    "/api/v1/jobs/?until=0001-01-01T00:00:00%2B23:59",
+    "/api/v1/jobs/?run_id=%00",
+    "/api/v1/projects/a%00b/",
+    "/api/v1/commits/?branch=%00",
+    "/api/v1/jobs/?cursor=%00%00",
+    "/api/v1/jobs/?page_size=99999999999999999999",
     "/api/v1/prs/99999999999999999999/",
     "/api/v1/prs/99999999999999999999/gate/",
-    "/pr/99999999999999999999", "/?name=%00",
-]  # fmt: skip
+    "/pr/99999999999999999999",
+    "/?name=%00",
+]
 
 
 @pytest.mark.parametrize("url", EDGE_READS)

@@ -36,24 +36,45 @@ def admin_client(db):
     user = get_user_model().objects.create_superuser("csrf-admin", "csrf@example.org", ADMIN_PASSWORD)
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    return {"client": client, "user": user, "project": ProjectFactory(full_name="csrf/backend", level="L2"),
-            "delivery": DeliveryFactory(delivery_id="csrf-delivery")}  # fmt: skip
+    return {
+        "client": client,
+        "user": user,
+        "project": ProjectFactory(full_name="csrf/backend", level="L2"),
+        "delivery": DeliveryFactory(delivery_id="csrf-delivery"),
+    }
 
 
 def admin_posts(world) -> dict[str, dict]:
     project, delivery = world["project"], world["delivery"]
     return {
-        "/admin/relay/project/add/": {"full_name": "csrf/new", "level": "L1", "hardware_kind": "gpu", "ci_provider": "github", "position": "0",
-                                       "level_change_reason": "csrf probe", "oncalls": "[]", "oidc_required_claims": "{}"},
-        f"/admin/relay/project/{project.pk}/change/": {"full_name": project.full_name, "level": "L4", "level_change_reason": "csrf probe"},
+        "/admin/relay/project/add/": {
+            "full_name": "csrf/new",
+            "level": "L1",
+            "hardware_kind": "gpu",
+            "ci_provider": "github",
+            "position": "0",
+            "level_change_reason": "csrf probe",
+            "oncalls": "[]",
+            "oidc_required_claims": "{}",
+        },
+        f"/admin/relay/project/{project.pk}/change/": {
+            "full_name": project.full_name,
+            "level": "L4",
+            "level_change_reason": "csrf probe",
+        },
         "/admin/relay/project/": {"action": "deactivate_selected", "_selected_action": [str(project.pk)]},
         f"/admin/relay/project/{project.pk}/delete/": {"post": "yes"},
-        "/admin/relay/delivery/": {"action": "redispatch", "_selected_action": [str(delivery.pk)], "apply": "1", "projects": [str(project.pk)]},
+        "/admin/relay/delivery/": {
+            "action": "redispatch",
+            "_selected_action": [str(delivery.pk)],
+            "apply": "1",
+            "projects": [str(project.pk)],
+        },
         "/admin/api/apitoken/add/": {"user": str(world["user"].pk), "name": "csrf probe", "scopes": '["admin"]'},
         "/admin/auth/user/add/": {"username": "csrf-new-admin", "password1": "x" * 20, "password2": "x" * 20},
         f"/admin/auth/user/{world['user'].pk}/password/": {"password1": "y" * 20, "password2": "y" * 20},
         "/admin/logout/": {},
-    }  # fmt: skip
+    }
 
 
 def test_every_admin_form_refuses_a_post_without_the_csrf_token(admin_client):
@@ -61,7 +82,7 @@ def test_every_admin_form_refuses_a_post_without_the_csrf_token(admin_client):
 
     client = admin_client["client"]
     answers = {url: client.post(url, data).status_code for url, data in admin_posts(admin_client).items()}
-    assert answers == {url: 403 for url in answers}, answers
+    assert answers == dict.fromkeys(answers, 403), answers
     project = Project.objects.get(pk=admin_client["project"].pk)
     assert (project.level, project.active) == ("L2", True) and not Project.objects.filter(full_name="csrf/new").exists()
     assert not Dispatch.objects.filter(delivery=admin_client["delivery"]).exists()
@@ -82,8 +103,14 @@ def test_admin_forms_work_with_the_token_so_the_refusals_are_about_csrf(admin_cl
     client = admin_client["client"]
     page = client.get("/admin/relay/project/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
-    response = client.post("/admin/relay/project/", {"action": "deactivate_selected", "_selected_action": [str(admin_client["project"].pk)],
-                                                     "csrfmiddlewaretoken": token})  # fmt: skip
+    response = client.post(
+        "/admin/relay/project/",
+        {
+            "action": "deactivate_selected",
+            "_selected_action": [str(admin_client["project"].pk)],
+            "csrfmiddlewaretoken": token,
+        },
+    )
     assert response.status_code == 302
     assert Project.objects.get(pk=admin_client["project"].pk).active is False
 
@@ -181,7 +208,11 @@ def drain_writes(capture) -> int:
 
     sent = 0
     for _ in range(20):
-        due = list(UpstreamWrite.objects.filter(state__in=UpstreamWrite.UNSENT_STATES, next_attempt_at__lte=timezone.now()).values_list("pk", flat=True))
+        due = list(
+            UpstreamWrite.objects.filter(
+                state__in=UpstreamWrite.UNSENT_STATES, next_attempt_at__lte=timezone.now()
+            ).values_list("pk", flat=True)
+        )
         if not due:
             break
         for pk in due:
@@ -192,10 +223,14 @@ def drain_writes(capture) -> int:
 
 def post_callback(client, oidc, project, body: dict, token: str | None = None):
     token = token or oidc.mint(repository=project.full_name, repository_id=str(project.github_repo_id))
-    return client.post("/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
-def test_artifact_and_log_urls_are_never_fetched_by_the_server(client, relayed, standin, oidc, listener, django_capture_on_commit_callbacks):
+def test_artifact_and_log_urls_are_never_fetched_by_the_server(
+    client, relayed, standin, oidc, listener, django_capture_on_commit_callbacks
+):
     from relay.dispatch import sending as dispatching
     from relay.dispatch.results_sweep import results_sweep
     from relay.models import Dispatch, JobRun
@@ -206,10 +241,20 @@ def test_artifact_and_log_urls_are_never_fetched_by_the_server(client, relayed, 
         dispatch = Dispatch.objects.get(delivery=delivery, project=project)
         echoed = dispatching.dispatch_client_payload(dispatch)
         for status in ("in_progress", "completed"):
-            body = {**echoed, "workflow": callback_body(delivery.delivery_id, status, run_id=f"31{n}", job="test", conclusion="failure")["workflow"]}
-            body["workflow"].update(url=listener.url(f"/logs/{n}/{status}"), artifact_url=listener.url(f"/artifacts/{n}.zip"),
-                                    failed_tests=[{"name": "test_x", "message": f"see {listener.url('/trace')}", "file": listener.url("/file.py")}],
-                                    environment={"log": listener.url("/env-log")})  # fmt: skip
+            body = {
+                **echoed,
+                "workflow": callback_body(
+                    delivery.delivery_id, status, run_id=f"31{n}", job="test", conclusion="failure"
+                )["workflow"],
+            }
+            body["workflow"].update(
+                url=listener.url(f"/logs/{n}/{status}"),
+                artifact_url=listener.url(f"/artifacts/{n}.zip"),
+                failed_tests=[
+                    {"name": "test_x", "message": f"see {listener.url('/trace')}", "file": listener.url("/file.py")}
+                ],
+                environment={"log": listener.url("/env-log")},
+            )
             with django_capture_on_commit_callbacks(execute=True):
                 response = post_callback(client, oidc, project, body)
             assert response.status_code == 200, response.content
@@ -218,13 +263,25 @@ def test_artifact_and_log_urls_are_never_fetched_by_the_server(client, relayed, 
         results_sweep()
     assert JobRun.objects.filter(artifact_url__startswith=listener.url("/")).count() == 2
     l4 = relayed["projects"][0]
-    pages = ["/", f"/commit/{head}", f"/pr/{delivery.pr_number}", "/crcr", f"/crcr/{l4.full_name}", "/crcr/metrics", "/relay/deliveries",
-             "/api/v1/jobs/", f"/api/v1/jobs/{JobRun.objects.filter(project=l4).first().pk}/", f"/api/v1/commits/{head}/"]  # fmt: skip
+    pages = [
+        "/",
+        f"/commit/{head}",
+        f"/pr/{delivery.pr_number}",
+        "/crcr",
+        f"/crcr/{l4.full_name}",
+        "/crcr/metrics",
+        "/relay/deliveries",
+        "/api/v1/jobs/",
+        f"/api/v1/jobs/{JobRun.objects.filter(project=l4).first().pk}/",
+        f"/api/v1/commits/{head}/",
+    ]
     statuses = {url: client.get(url).status_code for url in pages}
     assert all(code < 500 for code in statuses.values()), statuses
     assert listener.connections == [], f"the server fetched a reported URL: {listener.connections[:3]}"
     # The check runs written upstream carry the reported links as links, nothing more.
-    writes = standin.requests("POST", r"/repos/pytorch/pytorch/check-runs.*") + standin.requests("PATCH", r"/repos/pytorch/pytorch/check-runs.*")
+    writes = standin.requests("POST", r"/repos/pytorch/pytorch/check-runs.*") + standin.requests(
+        "PATCH", r"/repos/pytorch/pytorch/check-runs.*"
+    )
     assert any(listener.url("/logs/0/completed") in json.dumps(r.json) for r in writes)
 
 
@@ -260,8 +317,17 @@ def everything_logged():
         lg.setLevel(level)
 
 
-def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything_logged, post_webhook, settings, monkeypatch,
-                                      django_capture_on_commit_callbacks):  # fmt: skip
+def test_secrets_never_reach_the_logs(
+    client,
+    relayed,
+    standin,
+    oidc,
+    everything_logged,
+    post_webhook,
+    settings,
+    monkeypatch,
+    django_capture_on_commit_callbacks,
+):
     from django.contrib.auth import get_user_model
 
     from api.models import ApiToken
@@ -303,7 +369,10 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
     delivery = relayed["delivery"]
     l4, l2 = relayed["projects"]
     echoed = dispatching.dispatch_client_payload(Dispatch.objects.get(delivery=delivery, project=l4))
-    accepted = {**echoed, "workflow": callback_body(delivery.delivery_id, "in_progress", run_id="77", job="t")["workflow"]}
+    accepted = {
+        **echoed,
+        "workflow": callback_body(delivery.delivery_id, "in_progress", run_id="77", job="t")["workflow"],
+    }
     with django_capture_on_commit_callbacks(execute=True):
         first = token(l4)
         assert post_callback(client, oidc, l4, accepted, first).status_code == 200
@@ -322,9 +391,22 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
     _, revoked_raw = ApiToken.issue(admin, "revoked", ["admin"])
     ApiToken.objects.filter(name="revoked").update(revoked_at="2026-01-01T00:00:00Z")
     api_body = json.dumps({"full_name": "sec-org/api-new", "level": "L1", "reason": "security test"})
-    assert client.post("/api/v1/projects/", data=api_body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 201
+    assert (
+        client.post(
+            "/api/v1/projects/", data=api_body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+        ).status_code
+        == 201
+    )
     for bad_token in (revoked_raw, raw[:-3] + "xyz"):
-        assert client.post("/api/v1/projects/", data=api_body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {bad_token}").status_code == 401
+        assert (
+            client.post(
+                "/api/v1/projects/",
+                data=api_body,
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Bearer {bad_token}",
+            ).status_code
+            == 401
+        )
 
     installation_tokens = list(standin.world.tokens)
     key_lines = [line for line in standin.app_private_key_pem.splitlines() if len(line) >= 40]
@@ -338,7 +420,11 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
     }
     assert minted_jwts and installation_tokens and len(oidc_tokens) >= 5 and len(everything_logged.lines) > 20
     logged = "\n".join(everything_logged.lines)
-    leaks = {kind: sum(value in logged for value in values) for kind, values in secrets_to_find.items() if any(value in logged for value in values)}
+    leaks = {
+        kind: sum(value in logged for value in values)
+        for kind, values in secrets_to_find.items()
+        if any(value in logged for value in values)
+    }
     assert not leaks, f"secrets in the logs: {leaks}"
 
 
@@ -347,9 +433,23 @@ def test_secrets_never_reach_the_logs(client, relayed, standin, oidc, everything
 
 def test_check_deploy_is_clean_with_production_settings(tmp_path):
     env = base_env(tmp_path, f"sqlite:///{tmp_path / 'deploy.sqlite3'}")
-    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(64), ALLOWED_HOSTS="hud.example.org", SECURE_SSL_REDIRECT="1", SECURE_COOKIES="1",
-               SECURE_HSTS_SECONDS="31536000", BEHIND_TLS_PROXY="1", CRCR_PUBLIC_URL="https://hud.example.org")  # fmt: skip
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=90)  # fmt: skip
+    env.update(
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(64),
+        ALLOWED_HOSTS="hud.example.org",
+        SECURE_SSL_REDIRECT="1",
+        SECURE_COOKIES="1",
+        SECURE_HSTS_SECONDS="31536000",
+        BEHIND_TLS_PROXY="1",
+        CRCR_PUBLIC_URL="https://hud.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

@@ -17,19 +17,32 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 MARK = "window.__xss=(window.__xss||0)+1"
 HOSTILE = [
     f"<script>{MARK};alert('script')</script>",
-    f"\"><img src=x data-xss=1 onerror=\"{MARK};alert('img')\">",
+    f'"><img src=x data-xss=1 onerror="{MARK};alert(\'img\')">',
     f"'><svg data-xss=1 onload={MARK};alert('svg')>",
-    f"</title></textarea></pre></script><iframe data-xss=1 srcdoc=\"<script>parent.{MARK}</script>\"></iframe>",
+    f'</title></textarea></pre></script><iframe data-xss=1 srcdoc="<script>parent.{MARK}</script>"></iframe>',
     f"<a data-xss=1 href=javascript:{MARK}>link</a><b data-xss=1 onmouseover={MARK}>hover</b>",
     f"`;{MARK};alert('tpl');//${{{MARK}}}",
 ]
-URLS = [f"javascript:{MARK};alert('url')", "JaVaScRiPt:alert(1)", " javascript:alert(2)", "data:text/html,<script>alert(3)</script>",
-        "vbscript:msgbox(4)"]  # fmt: skip
+URLS = [
+    f"javascript:{MARK};alert('url')",
+    "JaVaScRiPt:alert(1)",
+    " javascript:alert(2)",
+    "data:text/html,<script>alert(3)</script>",
+    "vbscript:msgbox(4)",
+]
 SHA = "d" * 40
 PR_HEAD = "e" * 40
 PR = 4242
@@ -79,42 +92,151 @@ def hostile_store(transactional_db, monkeypatch):
     except ImportError:
         pass
     now = timezone.now()
-    reference = create(Project, full_name="pytorch/openreg-ci", level="L2", is_reference=True, hardware_kind="reference",
-                                       display_name=hostile(0), github_repo_id=8001)  # fmt: skip
-    backend = create(Project, full_name="xss-org/torch-backend", level="L4", device="xpu", hardware_kind="gpu", display_name=hostile(1),
-                                     github_repo_id=8002, oncalls=[hostile(2)])  # fmt: skip
-    l3 = create(Project, full_name="xss-org/l3-backend", level="L3", device="npu", hardware_kind="npu", display_name=hostile(3), github_repo_id=8003)
+    reference = create(
+        Project,
+        full_name="pytorch/openreg-ci",
+        level="L2",
+        is_reference=True,
+        hardware_kind="reference",
+        display_name=hostile(0),
+        github_repo_id=8001,
+    )
+    backend = create(
+        Project,
+        full_name="xss-org/torch-backend",
+        level="L4",
+        device="xpu",
+        hardware_kind="gpu",
+        display_name=hostile(1),
+        github_repo_id=8002,
+        oncalls=[hostile(2)],
+    )
+    l3 = create(
+        Project,
+        full_name="xss-org/l3-backend",
+        level="L3",
+        device="npu",
+        hardware_kind="npu",
+        display_name=hostile(3),
+        github_repo_id=8003,
+    )
     create(LevelChange, project=backend, from_level="L3", to_level="L4", changed_by=hostile(4), reason=hostile(5))
-    create(UpstreamCommit, sha=SHA, title=hostile(0) + " (#1)", author=hostile(1), branch="main", is_trunk=True, landed_at=now - timedelta(hours=1))
-    create(UpstreamCommit, sha=PR_HEAD, title=hostile(2), author=hostile(3), branch=hostile(4), pr_number=PR, landed_at=now - timedelta(minutes=30))
+    create(
+        UpstreamCommit,
+        sha=SHA,
+        title=hostile(0) + " (#1)",
+        author=hostile(1),
+        branch="main",
+        is_trunk=True,
+        landed_at=now - timedelta(hours=1),
+    )
+    create(
+        UpstreamCommit,
+        sha=PR_HEAD,
+        title=hostile(2),
+        author=hostile(3),
+        branch=hostile(4),
+        pr_number=PR,
+        landed_at=now - timedelta(minutes=30),
+    )
     delivery = create(
         Delivery,
-        delivery_id="xss-delivery", event="pull_request", action="labeled", outcome="relayed", reason=hostile(5)[:200], repo_full_name="pytorch/pytorch",
-        pr_number=PR, head_sha=PR_HEAD, ref=hostile(0)[:255], label=hostile(1)[:100], sender=hostile(2)[:100],
-        payload={"action": "labeled", "number": PR, "pull_request": {"number": PR, "title": hostile(3), "head": {"sha": PR_HEAD, "ref": hostile(4)},
-                                                                     "labels": [{"name": hostile(5)}], "user": {"login": hostile(0)}}},
-    )  # fmt: skip
-    push = create(Delivery, delivery_id=hostile(1)[:100], event="push", outcome="relayed", head_sha=SHA, ref="refs/heads/main", sender=hostile(3)[:100],
-                                   payload={"after": SHA, "head_commit": {"message": hostile(4)}})  # fmt: skip
+        delivery_id="xss-delivery",
+        event="pull_request",
+        action="labeled",
+        outcome="relayed",
+        reason=hostile(5)[:200],
+        repo_full_name="pytorch/pytorch",
+        pr_number=PR,
+        head_sha=PR_HEAD,
+        ref=hostile(0)[:255],
+        label=hostile(1)[:100],
+        sender=hostile(2)[:100],
+        payload={
+            "action": "labeled",
+            "number": PR,
+            "pull_request": {
+                "number": PR,
+                "title": hostile(3),
+                "head": {"sha": PR_HEAD, "ref": hostile(4)},
+                "labels": [{"name": hostile(5)}],
+                "user": {"login": hostile(0)},
+            },
+        },
+    )
+    push = create(
+        Delivery,
+        delivery_id=hostile(1)[:100],
+        event="push",
+        outcome="relayed",
+        head_sha=SHA,
+        ref="refs/heads/main",
+        sender=hostile(3)[:100],
+        payload={"after": SHA, "head_commit": {"message": hostile(4)}},
+    )
     for i, project in enumerate((reference, backend, l3)):
         for d, sha in ((delivery, PR_HEAD), (push, SHA)):
-            dispatch = create(Dispatch, delivery=d, project=project, state="retrying" if i == 1 else "sent", event_type=d.event, head_sha=sha,
-                                               pr_number=d.pr_number, last_error=hostile(i + 2), attempts=1, sent_at=now)  # fmt: skip
-            create(DispatchAttempt, dispatch=dispatch, number=1, outcome="transient", error=hostile(i), status_code=502, retry_at=now)
+            dispatch = create(
+                Dispatch,
+                delivery=d,
+                project=project,
+                state="retrying" if i == 1 else "sent",
+                event_type=d.event,
+                head_sha=sha,
+                pr_number=d.pr_number,
+                last_error=hostile(i + 2),
+                attempts=1,
+                sent_at=now,
+            )
+            create(
+                DispatchAttempt,
+                dispatch=dispatch,
+                number=1,
+                outcome="transient",
+                error=hostile(i),
+                status_code=502,
+                retry_at=now,
+            )
             for j, conclusion in enumerate(("failure", "success")):
                 job = create(
                     JobRun,
-                    project=project, dispatch=dispatch, delivery_key=d.delivery_id, event_type=d.event, run_id=f"{i}{j}{d.pk}", run_attempt=1,
-                    workflow_name=hostile(i + j), job_name=hostile(i + j + 1), status="completed", conclusion=conclusion, head_sha=sha,
-                    pr_number=d.pr_number, workflow_url=URLS[(i + j) % len(URLS)], artifact_url=URLS[(i + j + 1) % len(URLS)],
-                    check_run_id=str(100 + i), tests_total=10, tests_passed=9 if conclusion == "failure" else 10, tests_failed=1 if conclusion == "failure" else 0,
-                    environment={"device": hostile(i), "driver": hostile(i + 1), hostile(j)[:60]: "v"}, created_at=now - timedelta(minutes=20),
-                    in_progress_at=now - timedelta(minutes=20), completed_at=now - timedelta(minutes=5), queue_seconds=30, execution_seconds=900,
+                    project=project,
+                    dispatch=dispatch,
+                    delivery_key=d.delivery_id,
+                    event_type=d.event,
+                    run_id=f"{i}{j}{d.pk}",
+                    run_attempt=1,
+                    workflow_name=hostile(i + j),
+                    job_name=hostile(i + j + 1),
+                    status="completed",
+                    conclusion=conclusion,
+                    head_sha=sha,
+                    pr_number=d.pr_number,
+                    workflow_url=URLS[(i + j) % len(URLS)],
+                    artifact_url=URLS[(i + j + 1) % len(URLS)],
+                    check_run_id=str(100 + i),
+                    tests_total=10,
+                    tests_passed=9 if conclusion == "failure" else 10,
+                    tests_failed=1 if conclusion == "failure" else 0,
+                    environment={"device": hostile(i), "driver": hostile(i + 1), hostile(j)[:60]: "v"},
+                    created_at=now - timedelta(minutes=20),
+                    in_progress_at=now - timedelta(minutes=20),
+                    completed_at=now - timedelta(minutes=5),
+                    queue_seconds=30,
+                    execution_seconds=900,
                     body={"workflow": {"name": hostile(i)}},
-                )  # fmt: skip
+                )
                 if conclusion == "failure":
-                    create(FailedTest, job_run=job, name=hostile(i), classname=hostile(i + 1), file=hostile(i + 2), message=hostile(i + 3),
-                                              stacktrace=hostile(i + 4), hw_classification=hostile(i + 5)[:32])  # fmt: skip
+                    create(
+                        FailedTest,
+                        job_run=job,
+                        name=hostile(i),
+                        classname=hostile(i + 1),
+                        file=hostile(i + 2),
+                        message=hostile(i + 3),
+                        stacktrace=hostile(i + 4),
+                        hw_classification=hostile(i + 5)[:32],
+                    )
     _upstream_writes(now)
     admin = get_user_model().objects.create_superuser("xss-admin", "xss@example.org", ADMIN_PASSWORD)
     ApiToken.issue(admin, hostile(2)[:100], ["read"])
@@ -127,19 +249,53 @@ def _upstream_writes(now):
         from relay.models import UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
     except ImportError:
         return
-    run = create(UpstreamCheckRun, kind="job", pr_number=PR, head_sha=PR_HEAD, name=f"crcr/xss-org/torch-backend/{hostile(0)}"[:200])
-    write = create(UpstreamWrite, kind="check_run_create", target_key=f"check:{run.pk}", target_label=hostile(1), check_run=run,
-                                         state="retrying", last_error=hostile(2), note=hostile(3)[:300], next_attempt_at=now)  # fmt: skip
-    create(UpstreamWriteAttempt, write=write, number=1, outcome="transient", error=hostile(4), path=hostile(5), status_code=502)
+    run = create(
+        UpstreamCheckRun,
+        kind="job",
+        pr_number=PR,
+        head_sha=PR_HEAD,
+        name=f"crcr/xss-org/torch-backend/{hostile(0)}"[:200],
+    )
+    write = create(
+        UpstreamWrite,
+        kind="check_run_create",
+        target_key=f"check:{run.pk}",
+        target_label=hostile(1),
+        check_run=run,
+        state="retrying",
+        last_error=hostile(2),
+        note=hostile(3)[:300],
+        next_attempt_at=now,
+    )
+    create(
+        UpstreamWriteAttempt,
+        write=write,
+        number=1,
+        outcome="transient",
+        error=hostile(4),
+        path=hostile(5),
+        status_code=502,
+    )
 
 
 def pages(store) -> list[str]:
     backend = store["backend"]
     return [
-        "/", f"/?expand={backend.full_name}", "/?heads=pr", f"/?tip={SHA}.{backend.pk}", f"/?tip={PR_HEAD[:12]}.{backend.pk}",
-        f"/?name={HOSTILE[0]}", f"/commit/{SHA}", f"/commit/{PR_HEAD}", f"/pr/{PR}", "/crcr", "/crcr?range=30d&event=pr",
-        f"/crcr/{backend.full_name}", "/crcr/pytorch/openreg-ci", "/crcr/metrics",
-    ]  # fmt: skip
+        "/",
+        f"/?expand={backend.full_name}",
+        "/?heads=pr",
+        f"/?tip={SHA}.{backend.pk}",
+        f"/?tip={PR_HEAD[:12]}.{backend.pk}",
+        f"/?name={HOSTILE[0]}",
+        f"/commit/{SHA}",
+        f"/commit/{PR_HEAD}",
+        f"/pr/{PR}",
+        "/crcr",
+        "/crcr?range=30d&event=pr",
+        f"/crcr/{backend.full_name}",
+        "/crcr/pytorch/openreg-ci",
+        "/crcr/metrics",
+    ]
 
 
 STAFF_PAGES = ["/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/deliveries?event={HOSTILE[1]}"]
@@ -147,9 +303,15 @@ STAFF_PAGES = ["/relay/deliveries", "/relay/deliveries?view=writes", f"/relay/de
 
 
 ADMIN_PAGES = [
-    "/admin/", "/admin/relay/project/", "/admin/relay/project/{backend}/change/", "/admin/relay/levelchange/", "/admin/relay/delivery/",
-    "/admin/relay/delivery/{delivery}/change/", "/admin/relay/dispatchattempt/", "/admin/api/apitoken/",
-]  # fmt: skip
+    "/admin/",
+    "/admin/relay/project/",
+    "/admin/relay/project/{backend}/change/",
+    "/admin/relay/levelchange/",
+    "/admin/relay/delivery/",
+    "/admin/relay/delivery/{delivery}/change/",
+    "/admin/relay/dispatchattempt/",
+    "/admin/api/apitoken/",
+]
 
 INSPECT = """() => {
   const bad = [];
@@ -193,8 +355,15 @@ def visit(page, url: str, dialogs: list) -> dict:
         pass
     page.evaluate(POKE)
     page.wait_for_timeout(150)
-    shown = page.evaluate("() => document.body.innerText.includes(\"<script>window.__xss\") || document.body.innerText.includes(\"data-xss=1\")")
-    return {"url": url, "status": response.status if response else None, "problems": page.evaluate(INSPECT), "shown_as_text": shown}
+    shown = page.evaluate(
+        '() => document.body.innerText.includes("<script>window.__xss") || document.body.innerText.includes("data-xss=1")'
+    )
+    return {
+        "url": url,
+        "status": response.status if response else None,
+        "problems": page.evaluate(INSPECT),
+        "shown_as_text": shown,
+    }
 
 
 def test_hostile_data_never_runs_in_any_page(live_server, chromium, hostile_store):
@@ -218,7 +387,9 @@ def test_hostile_data_never_runs_in_any_page(live_server, chromium, hostile_stor
     injected = [(r["url"], r["problems"]) for r in results if r["problems"]]
     assert not dialogs, f"a dialog fired: {dialogs[:5]}"
     assert not injected, f"hostile data became markup or script: {injected[:6]}"
-    assert not [r for r in results if r["status"] != 200], f"pages that did not load: {[(r['url'], r['status']) for r in results if r['status'] != 200]}"
+    assert not [r for r in results if r["status"] != 200], (
+        f"pages that did not load: {[(r['url'], r['status']) for r in results if r['status'] != 200]}"
+    )
     # The data did reach the pages (as text): otherwise the checks above prove nothing.
     assert sum(r["shown_as_text"] for r in results) >= 8, [(r["url"], r["shown_as_text"]) for r in results]
 
@@ -233,4 +404,9 @@ def test_the_detector_sees_injected_script(chromium):
     page.wait_for_timeout(300)
     problems = page.evaluate(INSPECT)
     context.close()
-    assert dialogs and any("injected element" in p for p in problems) and any("a[href]" in p for p in problems) and any("script ran" in p for p in problems)
+    assert (
+        dialogs
+        and any("injected element" in p for p in problems)
+        and any("a[href]" in p for p in problems)
+        and any("script ran" in p for p in problems)
+    )

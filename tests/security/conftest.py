@@ -70,8 +70,17 @@ class KeyServer:
 
     def claims(self, **overrides) -> dict:
         now = int(time.time())
-        return {"iss": self.url, "aud": AUDIENCE, "iat": now, "nbf": now, "exp": now + 300, "jti": str(uuid.uuid4()),
-                "repository": "sec-org/backend", "repository_id": "9100", **overrides}  # fmt: skip
+        return {
+            "iss": self.url,
+            "aud": AUDIENCE,
+            "iat": now,
+            "nbf": now,
+            "exp": now + 300,
+            "jti": str(uuid.uuid4()),
+            "repository": "sec-org/backend",
+            "repository_id": "9100",
+            **overrides,
+        }
 
     def mint(self, alg: str, kid: str, signer=None, **claims) -> str:
         """A token signed with `signer` (default: the key that fits `alg`) under header `kid`."""

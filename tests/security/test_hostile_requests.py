@@ -11,8 +11,8 @@ import pytest
 from django.db import OperationalError
 from rest_framework.test import APIClient
 
-from relay.intake.payload_shape import BY_EVENT, COMMON
 from relay.github.softcache import pause_reset
+from relay.intake.payload_shape import BY_EVENT, COMMON
 from tests.conftest import fixture_payload
 from tests.factories import DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
@@ -45,8 +45,21 @@ def cursor(text: str) -> str:
     return quote(base64.b64encode(text.encode()).decode())
 
 
-@pytest.mark.parametrize("raw", ["p=abc", "p=99999999999999999999999999", "p=-99999999999999999999999", "p=1e5", "p=",
-                                 "p=2026-13-45T99:00:00", "o=abc&p=1", "r=1&p=x", "p=%00", "p=" + "9" * 5000])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "p=abc",
+        "p=99999999999999999999999999",
+        "p=-99999999999999999999999",
+        "p=1e5",
+        "p=",
+        "p=2026-13-45T99:00:00",
+        "o=abc&p=1",
+        "r=1&p=x",
+        "p=%00",
+        "p=" + "9" * 5000,
+    ],
+)
 def test_a_crafted_cursor_is_a_404_on_every_list(world, operator, raw):
     for url in LISTS:
         response = operator.get(f"{url}?cursor={cursor(raw)}")
@@ -62,8 +75,17 @@ def test_a_real_cursor_still_pages(world, operator):
 
 # --- wrongly typed webhook fields ----------------------------------------------------------------------
 
-FIXTURES = ["pull_request.opened", "pull_request.labeled", "pull_request.synchronize", "push", "check_run.rerequested",
-            "check_suite.rerequested", "installation.created", "installation_repositories.added", "installation_repositories.removed"]  # fmt: skip
+FIXTURES = [
+    "pull_request.opened",
+    "pull_request.labeled",
+    "pull_request.synchronize",
+    "push",
+    "check_run.rerequested",
+    "check_suite.rerequested",
+    "installation.created",
+    "installation_repositories.added",
+    "installation_repositories.removed",
+]
 HOSTILE = [None, "x", 2**70, True, [None], {"a": None}]
 
 
@@ -126,8 +148,16 @@ def test_every_wrongly_typed_field_of_a_signed_webhook_is_a_4xx_or_handled(
     assert answered > 800, answered
 
 
-@pytest.mark.parametrize("path, value", [("pull_request.labels", "bug"), ("pull_request.head", None), ("sender.login", None),
-                                         ("pull_request.number", "5"), ("repository.id", "65600975")])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        ("pull_request.labels", "bug"),
+        ("pull_request.head", None),
+        ("sender.login", None),
+        ("pull_request.number", "5"),
+        ("repository.id", "65600975"),
+    ],
+)
 def test_the_reviewers_examples_are_refused_naming_the_field(post_webhook, world, path, value):
     from relay.models import Delivery
 
@@ -144,8 +174,13 @@ def test_the_reviewers_examples_are_refused_naming_the_field(post_webhook, world
 
 @pytest.fixture
 def redis_down(settings):
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0",
-                                   "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}  # fmt: skip
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
     pause_reset()
     yield
     pause_reset()
@@ -156,15 +191,41 @@ def test_every_api_read_and_summary_page_answers_while_redis_is_down(world, oper
     # A job still running: the grid then asks the (cached) overdue expectations too.
     from django.utils import timezone
 
-    JobRunFactory(project=project, head_sha=commit.sha, pr_number=5, status="in_progress", conclusion="", run_id="running",
-                  in_progress_at=timezone.now())  # fmt: skip
-    reads = [*LISTS, f"/api/v1/projects/{project.full_name}/", f"/api/v1/jobs/{job.pk}/", f"/api/v1/jobs/{job.pk}/failed-tests",
-             f"/api/v1/commits/{commit.sha}/", f"/api/v1/commits/{commit.sha}/baseline", "/api/v1/prs/5", "/api/v1/prs/5/gate",
-             "/api/v1/allowlist", f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/", "/api/schema/"]  # fmt: skip
+    JobRunFactory(
+        project=project,
+        head_sha=commit.sha,
+        pr_number=5,
+        status="in_progress",
+        conclusion="",
+        run_id="running",
+        in_progress_at=timezone.now(),
+    )
+    reads = [
+        *LISTS,
+        f"/api/v1/projects/{project.full_name}/",
+        f"/api/v1/jobs/{job.pk}/",
+        f"/api/v1/jobs/{job.pk}/failed-tests",
+        f"/api/v1/commits/{commit.sha}/",
+        f"/api/v1/commits/{commit.sha}/baseline",
+        "/api/v1/prs/5",
+        "/api/v1/prs/5/gate",
+        "/api/v1/allowlist",
+        f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/",
+        "/api/schema/",
+    ]
     for url in reads:
         assert APIClient().get(url).status_code < 500 if "deliveries" not in url else True, url
         assert operator.get(url).status_code == 200, url
-    for page in ("/crcr", f"/crcr/{project.full_name}", "/crcr/metrics", "/", "/?heads=pr", "/pr/5", f"/commit/{commit.sha}", "/healthz"):
+    for page in (
+        "/crcr",
+        f"/crcr/{project.full_name}",
+        "/crcr/metrics",
+        "/",
+        "/?heads=pr",
+        "/pr/5",
+        f"/commit/{commit.sha}",
+        "/healthz",
+    ):
         assert client.get(page).status_code in (200, 503) and client.get(page).status_code != 500, page
     assert client.get("/crcr").status_code == 200
 
@@ -176,9 +237,16 @@ def broken(*args, **kwargs):
     raise OperationalError(SECRET_TEXT)
 
 
-@pytest.mark.parametrize("target, url", [("hud.views_grid.grid_page", "/"), ("hud.views_grid.pr_page", "/pr/5"),
-                                         ("hud.views_grid.commit_detail", "/commit/" + "a" * 40), ("hud.views_summary.summary_page", "/crcr"),
-                                         ("hud.views_grid.cell_tooltip", "/?tip=1:" + "a" * 40)])  # fmt: skip
+@pytest.mark.parametrize(
+    "target, url",
+    [
+        ("hud.views_grid.grid_page", "/"),
+        ("hud.views_grid.pr_page", "/pr/5"),
+        ("hud.views_grid.commit_detail", "/commit/" + "a" * 40),
+        ("hud.views_summary.summary_page", "/crcr"),
+        ("hud.views_grid.cell_tooltip", "/?tip=1:" + "a" * 40),
+    ],
+)
 def test_a_database_error_on_a_hud_page_says_so_without_its_text(client, world, monkeypatch, target, url):
     module, name = target.rsplit(".", 1)
     monkeypatch.setattr(f"{module}.{name}", broken, raising=False)

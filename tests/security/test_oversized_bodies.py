@@ -33,8 +33,26 @@ def gunicorn(tmp_path_factory):
     }
     env.update(CRCR_VAR_DIR=str(var), DATABASE_URL=f"sqlite:///{var / 'db.sqlite3'}", PYTHONUNBUFFERED="1")
     log = (var / "gunicorn.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "crcr.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-                                "--threads", "4", "--timeout", "30"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "crcr.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+            "--timeout",
+            "30",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -65,8 +83,14 @@ def post_all_then_read(port: int, path: str, size: int) -> bytes:
         return answer
 
 
-@pytest.mark.parametrize("path, size", [("/github/callback", 15 * 1024 * 1024), ("/github/callback", 3 * 1024 * 1024),
-                                        ("/github/webhook", 30 * 1024 * 1024)])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, size",
+    [
+        ("/github/callback", 15 * 1024 * 1024),
+        ("/github/callback", 3 * 1024 * 1024),
+        ("/github/webhook", 30 * 1024 * 1024),
+    ],
+)
 def test_an_oversized_body_is_answered_413_after_the_client_has_sent_it(gunicorn, path, size):
     answer = post_all_then_read(gunicorn, path, size)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]

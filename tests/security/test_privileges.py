@@ -59,8 +59,18 @@ def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(
     dispatch = DispatchFactory(state="sent", attempts=3)
     for number in (1, 2, 3):
         DispatchAttempt.objects.create(dispatch=dispatch, number=number, outcome="transient" if number < 3 else "sent")
-    jobs = [JobRun.objects.create(project=dispatch.project, dispatch=dispatch, delivery_key=dispatch.delivery.delivery_id, run_id=str(n),
-                                  workflow_name="ci", status="completed", conclusion="failure") for n in range(91)]  # fmt: skip
+    jobs = [
+        JobRun.objects.create(
+            project=dispatch.project,
+            dispatch=dispatch,
+            delivery_key=dispatch.delivery.delivery_id,
+            run_id=str(n),
+            workflow_name="ci",
+            status="completed",
+            conclusion="failure",
+        )
+        for n in range(91)
+    ]
     other = ProjectFactory(full_name="new/backend")
     with django_capture_on_commit_callbacks(execute=False):
         assert redispatch_post(admin_client, dispatch, dispatch.project, other).status_code == 302

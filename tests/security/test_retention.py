@@ -22,20 +22,46 @@ BIG = "x" * 1_000_000
 
 
 def pr_payload(labels=("ciflow/crcr/xpu",)) -> dict:
-    return {"action": "labeled", "number": 42, "blob": BIG, "repository": {"full_name": "pytorch/pytorch"},
-            "pull_request": {"number": 42, "title": BIG, "head": {"sha": "ab" * 20, "ref": "feature"}, "labels": [{"name": n} for n in labels]}}  # fmt: skip
+    return {
+        "action": "labeled",
+        "number": 42,
+        "blob": BIG,
+        "repository": {"full_name": "pytorch/pytorch"},
+        "pull_request": {
+            "number": 42,
+            "title": BIG,
+            "head": {"sha": "ab" * 20, "ref": "feature"},
+            "labels": [{"name": n} for n in labels],
+        },
+    }
 
 
 @pytest.fixture
 def old(db):
     now = timezone.now()
-    delivery = DeliveryFactory(event="pull_request", action="labeled", pr_number=42, head_sha="ab" * 20, payload=pr_payload(),
-                               received_at=now - timedelta(days=40))  # fmt: skip
+    delivery = DeliveryFactory(
+        event="pull_request",
+        action="labeled",
+        pr_number=42,
+        head_sha="ab" * 20,
+        payload=pr_payload(),
+        received_at=now - timedelta(days=40),
+    )
     dispatch = DispatchFactory(delivery=delivery, state="sent", attempts=1)
     DispatchAttempt.objects.create(dispatch=dispatch, number=1, outcome="sent", status_code=204)
-    job = JobRun.objects.create(project=dispatch.project, dispatch=dispatch, delivery_key=delivery.delivery_id, run_id="1", workflow_name="ci",
-                                status="completed", conclusion="failure", tests_failed=1, tests_total=9, completed_at=now - timedelta(days=40),
-                                body={"workflow": {"name": "ci", "log": BIG}})  # fmt: skip
+    job = JobRun.objects.create(
+        project=dispatch.project,
+        dispatch=dispatch,
+        delivery_key=delivery.delivery_id,
+        run_id="1",
+        workflow_name="ci",
+        status="completed",
+        conclusion="failure",
+        tests_failed=1,
+        tests_total=9,
+        completed_at=now - timedelta(days=40),
+        body={"workflow": {"name": "ci", "log": BIG}},
+    )
     FailedTest.objects.create(job_run=job, name="test_add", message="boom")
     return delivery, dispatch, job
 

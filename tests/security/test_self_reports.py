@@ -58,6 +58,9 @@ def test_a_self_report_on_a_commit_that_later_becomes_a_pr_head_never_shows_on_t
     UpstreamCommit.objects.create(sha=PR_HEAD, pr_number=77)
     assert jobs_for_commits([PR_HEAD], [l4.pk]) == []
     pr = client.get("/api/v1/prs/77").json()
-    assert all(cell.get("state") in (None, "none", "not_dispatched", "no_results") or not cell.get("jobs")
-               for head in pr.get("heads", []) for cell in head.get("cells", []))  # fmt: skip
+    assert all(
+        cell.get("state") in (None, "none", "not_dispatched", "no_results") or not cell.get("jobs")
+        for head in pr.get("heads", [])
+        for cell in head.get("cells", [])
+    )
     assert "nightly" not in client.get("/pr/77").content.decode()

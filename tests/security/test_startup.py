@@ -36,8 +36,17 @@ def run_manage(tmp_path, *args, **env) -> subprocess.CompletedProcess:
 # --- SECRET_KEY ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", [None, "", "change-me", "dev-only-insecure-secret-key-change-me-in-production-0123456789",
-                                 "django-insecure-abcdefghijklmnopqrstuvwxyz0123456789", "short-key"])  # fmt: skip
+@pytest.mark.parametrize(
+    "key",
+    [
+        None,
+        "",
+        "change-me",
+        "dev-only-insecure-secret-key-change-me-in-production-0123456789",
+        "django-insecure-abcdefghijklmnopqrstuvwxyz0123456789",
+        "short-key",
+    ],
+)
 def test_production_refuses_to_start_without_a_real_secret_key(tmp_path, key):
     env = {"CRCR_SANDBOX": "0"} | ({"SECRET_KEY": key} if key is not None else {})
     result = run_manage(tmp_path, "check", **env)
@@ -74,8 +83,15 @@ def test_the_compose_file_carries_no_placeholder_secret_and_never_runs_the_sandb
 # --- partial GitHub App credentials -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("given", [("GITHUB_APP_ID", "GITHUB_WEBHOOK_SECRET"), ("GITHUB_APP_PRIVATE_KEY",), ("GITHUB_APP_ID",),
-                                   ("GITHUB_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY")])  # fmt: skip
+@pytest.mark.parametrize(
+    "given",
+    [
+        ("GITHUB_APP_ID", "GITHUB_WEBHOOK_SECRET"),
+        ("GITHUB_APP_PRIVATE_KEY",),
+        ("GITHUB_APP_ID",),
+        ("GITHUB_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY"),
+    ],
+)
 def test_partial_app_credentials_are_a_startup_error_not_sandbox_mode(tmp_path, given):
     values = {"GITHUB_APP_ID": "1001", "GITHUB_APP_PRIVATE_KEY": PRIVATE_KEY, "GITHUB_WEBHOOK_SECRET": "whsec"}
     result = run_manage(tmp_path, "check", SECRET_KEY=REAL_KEY, **{name: values[name] for name in given})
@@ -87,8 +103,16 @@ def test_credentials_given_as_files_count_as_given(tmp_path):
     (tmp_path / "app.pem").write_text(PRIVATE_KEY)
     (tmp_path / "hook").write_text("whsec\n")
     script = "from django.conf import settings; print(settings.CRCR_SANDBOX, settings.GITHUB_WEBHOOK_SECRET)"
-    result = run_manage(tmp_path, "shell", "-c", script, SECRET_KEY=REAL_KEY, GITHUB_APP_ID="1001",
-                        GITHUB_APP_PRIVATE_KEY_FILE=str(tmp_path / "app.pem"), GITHUB_WEBHOOK_SECRET_FILE=str(tmp_path / "hook"))  # fmt: skip
+    result = run_manage(
+        tmp_path,
+        "shell",
+        "-c",
+        script,
+        SECRET_KEY=REAL_KEY,
+        GITHUB_APP_ID="1001",
+        GITHUB_APP_PRIVATE_KEY_FILE=str(tmp_path / "app.pem"),
+        GITHUB_WEBHOOK_SECRET_FILE=str(tmp_path / "hook"),
+    )
     assert result.returncode == 0 and result.stdout.split()[-2:] == ["False", "whsec"], result.stderr
 
 

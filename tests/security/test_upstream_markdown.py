@@ -20,10 +20,21 @@ from tests.factories import DispatchFactory, ProjectFactory
 pytestmark = pytest.mark.django_db
 HEAD = "ab" * 20
 HOSTILE = [
-    "@pytorch/everyone please look", "[click](https://evil.example/x)", "![img](https://evil.example/i.png)", "<img src=x onerror=alert(1)>",
-    "https://evil.example/bare", "`@pytorch/everyone`", "``` @pytorch/core ```", "a | b | @ezyang", "line\n@pytorch/everyone\n# heading",
-    "</code>@pytorch/everyone<code>", "**bold** _em_ ~~s~~ :tada:", "\\`@someone\\`", "<!-- x -->@a", "[x]: https://evil.example/ref",
-]  # fmt: skip
+    "@pytorch/everyone please look",
+    "[click](https://evil.example/x)",
+    "![img](https://evil.example/i.png)",
+    "<img src=x onerror=alert(1)>",
+    "https://evil.example/bare",
+    "`@pytorch/everyone`",
+    "``` @pytorch/core ```",
+    "a | b | @ezyang",
+    "line\n@pytorch/everyone\n# heading",
+    "</code>@pytorch/everyone<code>",
+    "**bold** _em_ ~~s~~ :tada:",
+    "\\`@someone\\`",
+    "<!-- x -->@a",
+    "[x]: https://evil.example/ref",
+]
 
 
 def outside_code(markdown: str) -> str:
@@ -58,10 +69,20 @@ def failing_l4(db, settings):
     jobs = []
     for n, hostile in enumerate(HOSTILE):
         job = JobRun.objects.create(
-            project=project, dispatch=dispatch, delivery_key=dispatch.delivery.delivery_id, run_id=f"{n} {hostile}"[:100], workflow_name=hostile,
-            job_name=hostile, status="completed", conclusion="failure", head_sha=HEAD, pr_number=7, tests_failed=1, tests_total=2,
-            workflow_url=f"https://ci.example.org/runs/{n}?q=(x)[y]<z> \"w\"",
-        )  # fmt: skip
+            project=project,
+            dispatch=dispatch,
+            delivery_key=dispatch.delivery.delivery_id,
+            run_id=f"{n} {hostile}"[:100],
+            workflow_name=hostile,
+            job_name=hostile,
+            status="completed",
+            conclusion="failure",
+            head_sha=HEAD,
+            pr_number=7,
+            tests_failed=1,
+            tests_total=2,
+            workflow_url=f'https://ci.example.org/runs/{n}?q=(x)[y]<z> "w"',
+        )
         FailedTest.objects.create(job_run=job, name=hostile, classname=hostile, message=hostile)
         jobs.append(job)
     return project, jobs

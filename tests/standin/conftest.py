@@ -53,7 +53,9 @@ def bearer(token: str) -> dict:
 
 
 def mint_token(api: httpx.Client, stand: StandIn, installation_id: int = 11, **body) -> str:
-    response = api.post(f"/app/installations/{installation_id}/access_tokens", headers=bearer(app_jwt(stand)), json=body or None)
+    response = api.post(
+        f"/app/installations/{installation_id}/access_tokens", headers=bearer(app_jwt(stand)), json=body or None
+    )
     assert response.status_code == 201, response.text
     return response.json()["token"]
 

@@ -1,6 +1,6 @@
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from devtools.standin.keys import SigningKey
 
@@ -74,7 +74,7 @@ def test_it_mints_an_installation_token_valid_for_an_hour(gh, api, installed):
     body = response.json()
     assert re.fullmatch(r"ghs_[A-Za-z0-9]{36}", body["token"])
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", body["expires_at"])
-    expires = datetime.strptime(body["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    expires = datetime.strptime(body["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert abs(expires.timestamp() - (time.time() + 3600)) < 5
     assert body["permissions"]["contents"] == "write"
     assert body["repository_selection"] == "selected"
@@ -86,7 +86,9 @@ def test_it_answers_404_when_minting_for_an_unknown_installation(gh, api):
 
 def test_it_scopes_a_token_to_the_repositories_asked_for(gh, api, installed):
     gh.add_repo("intel/other", repo_id=124, installation_id=11)
-    response = api.post("/app/installations/11/access_tokens", headers=bearer(app_jwt(gh)), json={"repositories": ["other"]})
+    response = api.post(
+        "/app/installations/11/access_tokens", headers=bearer(app_jwt(gh)), json={"repositories": ["other"]}
+    )
     assert [r["full_name"] for r in response.json()["repositories"]] == ["intel/other"]
     token = response.json()["token"]
     dispatch = {"event_type": "pull_request", "client_payload": {}}

@@ -81,7 +81,11 @@ def test_it_updates_a_check_run(gh, api, upstream_token):
     response = api.patch(f"{RUNS}/{run['id']}", json=body, headers=upstream_token)
     assert response.status_code == 200
     updated = response.json()
-    assert (updated["status"], updated["conclusion"], updated["output"]["title"]) == ("completed", "failure", "1 failed")
+    assert (updated["status"], updated["conclusion"], updated["output"]["title"]) == (
+        "completed",
+        "failure",
+        "1 failed",
+    )
     assert gh.check_runs[0]["conclusion"] == "failure"
 
 
@@ -121,7 +125,9 @@ def test_it_paginates_runs_for_a_ref(api, upstream_token):
 
 def test_it_lists_runs_of_a_check_suite(api, upstream_token):
     run = _create(api, upstream_token).json()
-    body = api.get(f"/repos/{UPSTREAM}/check-suites/{run['check_suite']['id']}/check-runs", headers=upstream_token).json()
+    body = api.get(
+        f"/repos/{UPSTREAM}/check-suites/{run['check_suite']['id']}/check-runs", headers=upstream_token
+    ).json()
     assert [r["id"] for r in body["check_runs"]] == [run["id"]]
     assert api.get(f"/repos/{UPSTREAM}/check-suites/1/check-runs", headers=upstream_token).status_code == 404
 

@@ -14,7 +14,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _start(state_dir: Path) -> tuple[subprocess.Popen, dict]:
-    command = [sys.executable, "-m", "devtools.standin", "--port", "0", "--state-dir", str(state_dir), "--app-id", "4242"]
+    command = [
+        sys.executable,
+        "-m",
+        "devtools.standin",
+        "--port",
+        "0",
+        "--state-dir",
+        str(state_dir),
+        "--app-id",
+        "4242",
+    ]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     info_path, deadline = state_dir / "standin.json", time.monotonic() + 15
     while not info_path.exists():

@@ -35,7 +35,9 @@ def test_it_answers_404_for_an_unknown_repo(api, upstream_token):
 
 def test_it_answers_the_bare_sha_for_the_sha_media_type(gh, api, upstream_token):
     _seed(gh)
-    response = api.get(f"/repos/{UPSTREAM}/commits/{SHA[:10]}", headers={**upstream_token, "Accept": "application/vnd.github.sha"})
+    response = api.get(
+        f"/repos/{UPSTREAM}/commits/{SHA[:10]}", headers={**upstream_token, "Accept": "application/vnd.github.sha"}
+    )
     assert response.status_code == 200
     assert response.text == SHA
     assert response.headers["content-type"].startswith("text/plain")

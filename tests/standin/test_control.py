@@ -11,7 +11,10 @@ DISPATCH = f"/repos/{DOWNSTREAM}/dispatches"
 
 def test_it_seeds_installations_repos_and_commits_over_http(gh, api):
     assert api.post("/_standin/installations", json={"installation_id": 21, "account": "amd"}).status_code == 201
-    assert api.post("/_standin/repos", json={"full_name": "amd/rocm", "repo_id": 5, "installation_id": 21}).status_code == 201
+    assert (
+        api.post("/_standin/repos", json={"full_name": "amd/rocm", "repo_id": 5, "installation_id": 21}).status_code
+        == 201
+    )
     body = {"repo": "amd/rocm", "sha": SHA, "parents": [], "message": "m", "author": "bob"}
     assert api.post("/_standin/commits", json=body).status_code == 201
     assert gh.world.repos["amd/rocm"]["installation_id"] == 21

@@ -31,11 +31,17 @@ def test_it_answers_404_for_a_repo_the_app_is_not_installed_on(gh, api, downstre
 
 
 def test_it_answers_404_for_a_repo_of_another_installation(api, downstream_token):
-    assert api.post(f"/repos/{UPSTREAM}/dispatches", json={"event_type": "push"}, headers=downstream_token).status_code == 404
+    assert (
+        api.post(f"/repos/{UPSTREAM}/dispatches", json={"event_type": "push"}, headers=downstream_token).status_code
+        == 404
+    )
 
 
 def test_it_answers_404_for_an_unknown_repo(api, downstream_token):
-    assert api.post("/repos/nobody/nothing/dispatches", json={"event_type": "push"}, headers=downstream_token).status_code == 404
+    assert (
+        api.post("/repos/nobody/nothing/dispatches", json={"event_type": "push"}, headers=downstream_token).status_code
+        == 404
+    )
 
 
 def test_it_needs_contents_write(gh, api, installed):
@@ -69,14 +75,22 @@ def test_it_rejects_a_client_payload_that_is_not_an_object(api, downstream_token
 
 def test_it_rejects_more_than_ten_top_level_keys(api, downstream_token):
     _rejected(api, downstream_token, {"event_type": "push", "client_payload": {str(i): i for i in range(11)}})
-    assert api.post(URL, json={"event_type": "push", "client_payload": {str(i): i for i in range(10)}},
-                    headers=downstream_token).status_code == 204  # fmt: skip
+    assert (
+        api.post(
+            URL, json={"event_type": "push", "client_payload": {str(i): i for i in range(10)}}, headers=downstream_token
+        ).status_code
+        == 204
+    )
 
 
 def test_it_rejects_a_client_payload_over_64_kb(api, downstream_token):
     padding = 65536 - len('{"k":""}')
-    assert api.post(URL, json={"event_type": "push", "client_payload": {"k": "x" * padding}},
-                    headers=downstream_token).status_code == 204  # fmt: skip
+    assert (
+        api.post(
+            URL, json={"event_type": "push", "client_payload": {"k": "x" * padding}}, headers=downstream_token
+        ).status_code
+        == 204
+    )
     _rejected(api, downstream_token, {"event_type": "push", "client_payload": {"k": "x" * (padding + 1)}})
 
 

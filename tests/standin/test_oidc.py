@@ -13,8 +13,14 @@ def _jwks_uri(gh, kind: str) -> str:
 
 def _verify(gh, token: str, kind: str = "github") -> dict:
     key = jwt.PyJWKClient(_jwks_uri(gh, kind)).get_signing_key_from_jwt(token)
-    return jwt.decode(token, key, algorithms=["RS256"], audience=AUDIENCE, issuer=gh.oidc.issuer(kind),
-                      options={"require": ["iss", "aud", "exp", "iat", "nbf", "jti", "sub"], "strict_aud": True})  # fmt: skip
+    return jwt.decode(
+        token,
+        key,
+        algorithms=["RS256"],
+        audience=AUDIENCE,
+        issuer=gh.oidc.issuer(kind),
+        options={"require": ["iss", "aud", "exp", "iat", "nbf", "jti", "sub"], "strict_aud": True},
+    )
 
 
 def _kids(gh, kind: str = "github") -> list[str]:

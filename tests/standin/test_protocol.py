@@ -2,8 +2,14 @@
 
 from .conftest import DOWNSTREAM, app_jwt, bearer
 
-RATE_HEADERS = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-used", "x-ratelimit-reset",
-                "x-ratelimit-resource", "x-github-request-id")  # fmt: skip
+RATE_HEADERS = (
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-used",
+    "x-ratelimit-reset",
+    "x-ratelimit-resource",
+    "x-github-request-id",
+)
 
 
 def test_it_sends_rate_limit_headers_on_every_response(gh, api):

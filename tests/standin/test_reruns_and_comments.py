@@ -5,7 +5,10 @@ def test_it_reruns_a_workflow_run(gh, api, downstream_token):
     response = api.post(f"/repos/{DOWNSTREAM}/actions/runs/42/rerun", headers=downstream_token)
     assert (response.status_code, response.json()) == (201, {})
     api.post(f"/repos/{DOWNSTREAM}/actions/runs/43/rerun-failed-jobs", headers=downstream_token)
-    assert [(r["repo"], r["run_id"], r["kind"]) for r in gh.reruns] == [(DOWNSTREAM, 42, "all"), (DOWNSTREAM, 43, "failed")]
+    assert [(r["repo"], r["run_id"], r["kind"]) for r in gh.reruns] == [
+        (DOWNSTREAM, 42, "all"),
+        (DOWNSTREAM, 43, "failed"),
+    ]
 
 
 def test_it_refuses_to_rerun_a_running_workflow(gh, api, downstream_token):
@@ -33,10 +36,14 @@ def test_it_creates_an_issue_comment_as_the_bot(gh, api, upstream_token):
 
 def test_it_edits_an_issue_comment(gh, api, upstream_token):
     comment = api.post(f"/repos/{UPSTREAM}/issues/5/comments", json={"body": "v1"}, headers=upstream_token).json()
-    response = api.patch(f"/repos/{UPSTREAM}/issues/comments/{comment['id']}", json={"body": "v2"}, headers=upstream_token)
+    response = api.patch(
+        f"/repos/{UPSTREAM}/issues/comments/{comment['id']}", json={"body": "v2"}, headers=upstream_token
+    )
     assert (response.status_code, response.json()["body"]) == (200, "v2")
     assert gh.comments[0]["body"] == "v2"
-    assert api.patch(f"/repos/{UPSTREAM}/issues/comments/1", json={"body": "x"}, headers=upstream_token).status_code == 404
+    assert (
+        api.patch(f"/repos/{UPSTREAM}/issues/comments/1", json={"body": "x"}, headers=upstream_token).status_code == 404
+    )
 
 
 def test_it_rejects_a_comment_without_a_body(api, upstream_token):

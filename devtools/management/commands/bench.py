@@ -10,7 +10,7 @@ import signal
 import time
 import traceback
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -21,7 +21,9 @@ FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory")
 
 
 class Command(BaseCommand):
-    help = "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory) against a dedicated database."
+    help = (
+        "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory) against a dedicated database."
+    )
     requires_system_checks = []
 
     def add_arguments(self, parser):
@@ -29,11 +31,20 @@ class Command(BaseCommand):
         parser.add_argument("--quick", action="store_true", help="a fast smoke run: 100 k job rows, 10 s of callbacks")
         parser.add_argument("--tiny", action="store_true", help="a seconds-long run for tests (a few thousand rows)")
         parser.add_argument("--out", default=str(BENCH_DIR / "results.json"), help="where to write the results (JSON)")
-        parser.add_argument("--web-workers", type=int, default=None, help="gunicorn workers (default as `make run`: 2 with Redis, else 1)")
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=None,
+            help="gunicorn workers (default as `make run`: 2 with Redis, else 1)",
+        )
         parser.add_argument("--web-threads", type=int, default=8)
         parser.add_argument("--worker-concurrency", type=int, default=16)
-        parser.add_argument("--callback-clients", type=int, default=None, help="concurrent callback clients (default 8)")
-        parser.add_argument("--db-name", default="crcr_bench", help="benchmark database name (PostgreSQL) / file stem (SQLite)")
+        parser.add_argument(
+            "--callback-clients", type=int, default=None, help="concurrent callback clients (default 8)"
+        )
+        parser.add_argument(
+            "--db-name", default="crcr_bench", help="benchmark database name (PostgreSQL) / file stem (SQLite)"
+        )
         parser.add_argument("--drop", action="store_true", help="drop the benchmark database afterwards")
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
@@ -56,8 +67,18 @@ class Command(BaseCommand):
         target = target_for(os.environ, options["db_name"])
         self.stdout.write(f"bench: {target.label}; figures: {', '.join(options['only'])}; profile: {_profile(options)}")
         target_prepare(target, log=self.stdout.write)
-        argv = ["--only", ",".join(options["only"]), "--out", str(Path(options["out"]).resolve()), "--db-name", options["db_name"],
-                "--web-threads", str(options["web_threads"]), "--worker-concurrency", str(options["worker_concurrency"])]  # fmt: skip
+        argv = [
+            "--only",
+            ",".join(options["only"]),
+            "--out",
+            str(Path(options["out"]).resolve()),
+            "--db-name",
+            options["db_name"],
+            "--web-threads",
+            str(options["web_threads"]),
+            "--worker-concurrency",
+            str(options["worker_concurrency"]),
+        ]
         if options["web_workers"]:
             argv += ["--web-workers", str(options["web_workers"])]
         if options["callback_clients"]:
@@ -92,7 +113,7 @@ class Command(BaseCommand):
         config = ServiceConfig(workers, options["web_threads"], options["worker_concurrency"])
         log_dir = BENCH_DIR / f"logs-{target.slug}"
         log = self.stdout.write
-        started_at, started = datetime.now(timezone.utc), time.monotonic()
+        started_at, started = datetime.now(UTC), time.monotonic()
         standin = StandIn(app_id=APP_ID).start()
         services = Services(target, config, standin, log_dir, log)
         bench = figures.Bench(profile, services, standin, log)
@@ -117,7 +138,11 @@ class Command(BaseCommand):
         config_doc = configuration(target, config.describe(), profile.name, calibration)
         out = Path(options["out"])
         suffix = "" if profile.name == "full" else f"-{profile.name}"
-        extra = [out.with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")] if out.name == "results.json" else []
+        extra = (
+            [out.with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")]
+            if out.name == "results.json"
+            else []
+        )
         results_write(bench.results, config_doc, started_at, time.monotonic() - started, out, extra)
         log("")
         log(table(bench.results, config_doc))
@@ -139,8 +164,16 @@ class Command(BaseCommand):
             bench.begin()
             result = seed(jobs, reset=True, page_commits=p.page_commits)
             bench.store = {"jobs": result.jobs}
-            bench.add(f"seed_{size}", f"seed {result.jobs:,} job rows (bench_seed)", result.total_seconds, "s", "", None,
-                      **{k: v for k, v in vars(result).items() if k != "seconds"}, phases=result.seconds)  # fmt: skip
+            bench.add(
+                f"seed_{size}",
+                f"seed {result.jobs:,} job rows (bench_seed)",
+                result.total_seconds,
+                "s",
+                "",
+                None,
+                **{k: v for k, v in vars(result).items() if k != "seconds"},
+                phases=result.seconds,
+            )
             services.start_web()
             if "grid" in only:
                 grid_ms[size] = figures.grid(bench, size)
@@ -152,8 +185,14 @@ class Command(BaseCommand):
         if grid_ms.get("small") and grid_ms.get("large"):
             bench.machine = {}
             ratio = round(grid_ms["large"] / grid_ms["small"], 3)
-            bench.add("grid_render_ratio", f"grid render {p.large_jobs // 1000:,} k / {p.small_jobs // 1000:,} k rows", ratio, "×", "≤ 2",
-                      ratio <= 2)  # fmt: skip
+            bench.add(
+                "grid_render_ratio",
+                f"grid render {p.large_jobs // 1000:,} k / {p.small_jobs // 1000:,} k rows",
+                ratio,
+                "×",
+                "≤ 2",
+                ratio <= 2,
+            )
 
     def relay(self, bench, only) -> None:
         from devtools.bench import figures
@@ -189,4 +228,3 @@ def _interrupt(signum, frame):
 
 def _profile(options) -> str:
     return "tiny" if options["tiny"] else "quick" if options["quick"] else "full"
-

@@ -19,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=1, help="random seed (same seed, same history)")
         parser.add_argument("--trunk-per-day", type=float, default=115.0, help="trunk commits per day (default 115)")
         parser.add_argument("--pr-heads-per-day", type=float, default=230.0, help="PR heads per day (default 230)")
-        parser.add_argument("--reset", action="store_true", help="empty every relay table first (projects, deliveries, jobs, ...)")
+        parser.add_argument(
+            "--reset", action="store_true", help="empty every relay table first (projects, deliveries, jobs, ...)"
+        )
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the result as JSON")
 
     def handle(self, *args, jobs, seed: int, trunk_per_day, pr_heads_per_day, reset, as_json: bool, **options):
@@ -27,7 +29,14 @@ class Command(BaseCommand):
             raise CommandError("--jobs must not be negative")
         say = (lambda text: None) if as_json else (lambda text: self.stdout.write(text))
         try:
-            result = seed_history(jobs, seed=seed, reset=reset, progress=say, trunk_per_day=trunk_per_day, pr_heads_per_day=pr_heads_per_day)
+            result = seed_history(
+                jobs,
+                seed=seed,
+                reset=reset,
+                progress=say,
+                trunk_per_day=trunk_per_day,
+                pr_heads_per_day=pr_heads_per_day,
+            )
         except SeedRefused as exc:
             raise CommandError(str(exc)) from exc
         if as_json:
@@ -38,7 +47,9 @@ class Command(BaseCommand):
             f"{result.pr_heads:,} PR heads, {result.dispatches:,} dispatches, {result.projects} projects over {result.span_days} days "
             f"in {result.total_seconds} s ({', '.join(f'{k} {v} s' for k, v in result.seconds.items())})"
         )
-        self.stdout.write("Note: cached HUD tallies (cache) still describe the old data until they expire or the cache is cleared.")
+        self.stdout.write(
+            "Note: cached HUD tallies (cache) still describe the old data until they expire or the cache is cleared."
+        )
 
 
 def _json(data) -> str:

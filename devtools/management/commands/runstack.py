@@ -41,7 +41,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--logs", action="store_true", help="also stream every process's full log here (LOG_LEVEL set does the same)")
+        parser.add_argument(
+            "--logs",
+            action="store_true",
+            help="also stream every process's full log here (LOG_LEVEL set does the same)",
+        )
 
     def handle(self, *args, port, host, logs, **options):
         self.verbose = logs or bool(os.environ.get("LOG_LEVEL"))
@@ -49,7 +53,9 @@ class Command(BaseCommand):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.children: list[subprocess.Popen] = []
         relay_url = f"http://{host}:{port}"
-        self.say(f"CRCR HUD · {'sandbox mode (no GitHub App credentials: simulated GitHub and CI)' if settings.CRCR_SANDBOX else 'production mode'}")
+        self.say(
+            f"CRCR HUD · {'sandbox mode (no GitHub App credentials: simulated GitHub and CI)' if settings.CRCR_SANDBOX else 'production mode'}"
+        )
         self.prepare()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         try:
@@ -85,14 +91,20 @@ class Command(BaseCommand):
         self.say(f"  Open {relay_url}/   — Ctrl-C stops everything.", self.style.SUCCESS)
         for line in self.admin_lines(relay_url):
             self.say(f"  {line}")
-        self.say(f"  Full logs: {shown(self.log_dir)}/ ({logs}){'' if self.verbose else '; make run LOGS=1 shows them here'}")
+        self.say(
+            f"  Full logs: {shown(self.log_dir)}/ ({logs}){'' if self.verbose else '; make run LOGS=1 shows them here'}"
+        )
         self.say("")
 
     def admin_lines(self, relay_url: str) -> list[str]:
         if getattr(self, "admin_password", None):
-            return [f"Admin: {relay_url}/admin/  user {SANDBOX_ADMIN}  password {self.admin_password}  (sandbox only; kept in {shown(self.admin_password_file)})"]
+            return [
+                f"Admin: {relay_url}/admin/  user {SANDBOX_ADMIN}  password {self.admin_password}  (sandbox only; kept in {shown(self.admin_password_file)})"
+            ]
         if settings.CRCR_SANDBOX:
-            return [f"Admin: {relay_url}/admin/ with your own account (`manage.py changepassword {SANDBOX_ADMIN}` resets the sandbox one)"]
+            return [
+                f"Admin: {relay_url}/admin/ with your own account (`manage.py changepassword {SANDBOX_ADMIN}` resets the sandbox one)"
+            ]
         return [f"Admin: {relay_url}/admin/ — create an account with `.venv/bin/python manage.py createsuperuser`"]
 
     # --- sandbox -------------------------------------------------------------------------------------
@@ -104,14 +116,33 @@ class Command(BaseCommand):
         (state / "standin.json").unlink(missing_ok=True)
         secret_file = self.secret_file(state)
         self.step("starting the GitHub stand-in and the simulated upstream and downstream CI")
-        self.spawn("standin", [sys.executable, "-m", "devtools.standin.sandbox", "--relay-url", relay_url, "--state-dir", str(state), "--webhook-secret-file", str(secret_file)], os.environ)
+        self.spawn(
+            "standin",
+            [
+                sys.executable,
+                "-m",
+                "devtools.standin.sandbox",
+                "--relay-url",
+                relay_url,
+                "--state-dir",
+                str(state),
+                "--webhook-secret-file",
+                str(secret_file),
+            ],
+            os.environ,
+        )
         info = self.wait_for_json(state / "standin.json")
         env = {
-            "CRCR_SANDBOX": "1", "GITHUB_API_URL": info["url"], "GITHUB_APP_ID": str(info["app_id"]),
-            "GITHUB_APP_PRIVATE_KEY_FILE": info["app_private_key_path"], "GITHUB_WEBHOOK_SECRET_FILE": str(secret_file),
-            "CRCR_OIDC_ISSUERS": json.dumps(info["oidc_issuers"]), "CRCR_PUBLIC_URL": relay_url,
+            "CRCR_SANDBOX": "1",
+            "GITHUB_API_URL": info["url"],
+            "GITHUB_APP_ID": str(info["app_id"]),
+            "GITHUB_APP_PRIVATE_KEY_FILE": info["app_private_key_path"],
+            "GITHUB_WEBHOOK_SECRET_FILE": str(secret_file),
+            "CRCR_OIDC_ISSUERS": json.dumps(info["oidc_issuers"]),
+            "CRCR_PUBLIC_URL": relay_url,
             # Make the sweeper's verdicts visible within minutes instead of hours.
-            "CRCR_JOB_TIMEOUT_HOURS": "0.05", "CRCR_NEVER_STARTED_HOURS": "0.05",
+            "CRCR_JOB_TIMEOUT_HOURS": "0.05",
+            "CRCR_NEVER_STARTED_HOURS": "0.05",
             # The stand-in process also runs a webhook sink: the seeded subscription posts there.
             "CRCR_SANDBOX_SINK_URL": info.get("sink_url", ""),
         }
@@ -130,8 +161,25 @@ class Command(BaseCommand):
 
     def seed(self, state: Path, env: dict) -> None:
         with open(self.log_path("seed"), "ab") as log:
-            subprocess.run([sys.executable, "manage.py", "seed_sandbox"], env=env, check=True, cwd=settings.BASE_DIR, timeout=120, stdout=log, stderr=log)
-            dump = subprocess.run([sys.executable, "manage.py", "sandbox_registry_dump"], env=env, check=True, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=log, text=True, timeout=120)
+            subprocess.run(
+                [sys.executable, "manage.py", "seed_sandbox"],
+                env=env,
+                check=True,
+                cwd=settings.BASE_DIR,
+                timeout=120,
+                stdout=log,
+                stderr=log,
+            )
+            dump = subprocess.run(
+                [sys.executable, "manage.py", "sandbox_registry_dump"],
+                env=env,
+                check=True,
+                cwd=settings.BASE_DIR,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                timeout=120,
+            )
         partial = state / ".registry.json.tmp"
         partial.write_text(dump.stdout)
         partial.replace(state / "registry.json")
@@ -151,9 +199,51 @@ class Command(BaseCommand):
         # Without Redis the cache (and so the rate limiter) is per process: one web process,
         # many threads. With Redis, several processes share it.
         workers = "2" if settings.REDIS_URL else "1"
-        self.step(f"starting the web server (gunicorn, {workers} process{'es' if workers != '1' else ''}), the Celery worker and Celery beat")
-        self.spawn("web", [sys.executable, "-m", "gunicorn", "crcr.wsgi:application", "--bind", f"{host}:{port}", "--workers", workers, "--threads", "8", "--timeout", "30", "--graceful-timeout", "5", "--access-logfile", "-"], env)
-        self.spawn("worker", [sys.executable, "-m", "celery", "-A", "crcr", "worker", "--pool", "threads", "--concurrency", "16", "--loglevel", "INFO", "--without-gossip", "--without-mingle"], env)
+        self.step(
+            f"starting the web server (gunicorn, {workers} process{'es' if workers != '1' else ''}), the Celery worker and Celery beat"
+        )
+        self.spawn(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "crcr.wsgi:application",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                workers,
+                "--threads",
+                "8",
+                "--timeout",
+                "30",
+                "--graceful-timeout",
+                "5",
+                "--access-logfile",
+                "-",
+            ],
+            env,
+        )
+        self.spawn(
+            "worker",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "crcr",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "16",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            env,
+        )
         self.spawn("beat", [sys.executable, "-m", "celery", "-A", "crcr", "beat", "--loglevel", "INFO"], env)
 
     def wait_until_serving(self, host: str, port: int) -> None:
@@ -168,7 +258,9 @@ class Command(BaseCommand):
                     return
             except OSError:
                 time.sleep(0.2)
-        raise CommandError(f"the web server did not listen on {host}:{port} within {STARTUP_TIMEOUT_SECONDS} s; see {self.log_path('web')}")
+        raise CommandError(
+            f"the web server did not listen on {host}:{port} within {STARTUP_TIMEOUT_SECONDS} s; see {self.log_path('web')}"
+        )
 
     def log_path(self, name: str) -> Path:
         directory = self.log_dir or Path(settings.VAR_DIR) / "log"
@@ -176,7 +268,9 @@ class Command(BaseCommand):
         return directory / f"{name}.log"
 
     def spawn(self, name: str, command: list[str], env) -> subprocess.Popen:
-        child = subprocess.Popen(command, env=env, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            command, env=env, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         child.crcr_name, child.crcr_spec, child.crcr_restarts, child.crcr_errors = name, (command, env), [], 0
         threading.Thread(target=self.pump, args=(child,), name=f"log-{name}", daemon=True).start()
         self.children.append(child)
@@ -186,7 +280,9 @@ class Command(BaseCommand):
         """Copy a child's output to its log file (and the terminal with --logs); count its errors
         so the summary line can point at the file. Reading the pipe is what keeps it from stalling."""
         with open(self.log_path(child.crcr_name), "ab") as log:
-            log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {child.crcr_name} started (pid {child.pid})\n".encode())
+            log.write(
+                f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {child.crcr_name} started (pid {child.pid})\n".encode()
+            )
             for line in iter(child.stdout.readline, b""):
                 log.write(line)
                 log.flush()
@@ -200,7 +296,9 @@ class Command(BaseCommand):
             if child.poll() is None:
                 continue
             if child.crcr_name not in RESTARTABLE or not self.may_restart(child):
-                raise CommandError(f"{child.crcr_name} exited with status {child.returncode}; stopping everything (see {self.log_path(child.crcr_name)})")
+                raise CommandError(
+                    f"{child.crcr_name} exited with status {child.returncode}; stopping everything (see {self.log_path(child.crcr_name)})"
+                )
             self.say(f"{child.crcr_name} exited with status {child.returncode}; restarting it", self.style.WARNING)
             fresh = self.spawn(child.crcr_name, *child.crcr_spec)
             fresh.crcr_restarts = child.crcr_restarts + [time.monotonic()]
@@ -270,24 +368,34 @@ class StatusReporter:
         counts = self.counts()
         if counts and counts["results"]:
             self.first_results_seen = True
-            self.command.say(f"{clock()}  first results are in ({counts['results']} job{'s' if counts['results'] != 1 else ''} reported) — see them at {self.relay_url}/", self.command.style.SUCCESS)
+            self.command.say(
+                f"{clock()}  first results are in ({counts['results']} job{'s' if counts['results'] != 1 else ''} reported) — see them at {self.relay_url}/",
+                self.command.style.SUCCESS,
+            )
 
     def summarise(self) -> None:
         counts = self.counts()
         if counts is None:
-            self.command.say(f"{clock()}  the database did not answer; see {self.command.log_path('web')}", self.command.style.WARNING)
+            self.command.say(
+                f"{clock()}  the database did not answer; see {self.command.log_path('web')}",
+                self.command.style.WARNING,
+            )
             return
         errors = {c.crcr_name: c.crcr_errors for c in self.command.children if c.crcr_errors}
-        self.command.say(f"{clock()}  {summary_line(self.previous or counts, counts, errors, shown(self.command.log_path('x').parent))}")
+        self.command.say(
+            f"{clock()}  {summary_line(self.previous or counts, counts, errors, shown(self.command.log_path('x').parent))}"
+        )
         self.previous = counts
         for child in self.command.children:
             child.crcr_errors = 0
 
 
 def summary_line(before: dict, after: dict, errors: dict, log_dir: str = "var/log") -> str:
-    """"last minute: 3 webhooks · 12 dispatches · 20 callbacks · 0 failures" (with where to
+    """ "last minute: 3 webhooks · 12 dispatches · 20 callbacks · 0 failures" (with where to
     look when something failed)."""
-    delta = {key: max(0, after[key] - before.get(key, 0)) for key in ("webhooks", "dispatches", "callbacks", "failures")}
+    delta = {
+        key: max(0, after[key] - before.get(key, 0)) for key in ("webhooks", "dispatches", "callbacks", "failures")
+    }
     failures = delta["failures"] + sum(errors.values())
     text = f"last minute: {delta['webhooks']} webhooks · {delta['dispatches']} dispatches · {delta['callbacks']} callbacks · {failures} failures"
     if errors:

@@ -6,7 +6,18 @@ from django.core.management import BaseCommand
 
 from relay.models import Project
 
-FIELDS = ("full_name", "github_repo_id", "level", "device", "ci_provider", "hardware_kind", "is_reference", "is_health_probe", "buildkite_pipeline", "events")
+FIELDS = (
+    "full_name",
+    "github_repo_id",
+    "level",
+    "device",
+    "ci_provider",
+    "hardware_kind",
+    "is_reference",
+    "is_health_probe",
+    "buildkite_pipeline",
+    "events",
+)
 
 
 class Command(BaseCommand):

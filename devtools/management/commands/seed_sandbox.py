@@ -28,7 +28,9 @@ def sandbox_database_claim(force: bool = False) -> None:
             "sandbox did not create. Configure the GitHub App credentials for production, point DATABASE_URL at a sandbox "
             "database, or set CRCR_SANDBOX_FORCE=1 if this database really is disposable."
         )
-    RelayState.objects.update_or_create(key=SANDBOX_MARKER, defaults={"value": {"claimed_at": timezone.now().isoformat(), "forced": force}})
+    RelayState.objects.update_or_create(
+        key=SANDBOX_MARKER, defaults={"value": {"claimed_at": timezone.now().isoformat(), "forced": force}}
+    )
 
 
 class Command(BaseCommand):
@@ -39,4 +41,6 @@ class Command(BaseCommand):
         projects = seed_sandbox_registry()
         self.stdout.write(f"sandbox registry: {len(projects)} projects")
         triage = seed_sandbox_triage(os.environ.get("CRCR_SANDBOX_SINK_URL", ""))
-        self.stdout.write(f"sandbox triage: {triage['issues']} known issues made, expectations and the webhook sink subscription in place")
+        self.stdout.write(
+            f"sandbox triage: {triage['issues']} known issues made, expectations and the webhook sink subscription in place"
+        )

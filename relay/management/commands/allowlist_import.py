@@ -61,4 +61,6 @@ class Command(BaseCommand):
     def _fail(self, errors: list[str]):
         for error in errors:
             self.stderr.write(error)
-        raise CommandError(f"allowlist not imported ({len(errors)} error{'s' if len(errors) != 1 else ''}); nothing was written")
+        raise CommandError(
+            f"allowlist not imported ({len(errors)} error{'s' if len(errors) != 1 else ''}); nothing was written"
+        )

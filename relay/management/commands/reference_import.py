@@ -12,7 +12,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--sha", action="append", default=[], help="a 40-hex upstream SHA (repeatable)")
-        parser.add_argument("--recent", type=int, metavar="HOURS", help="every recent commit still missing a reference result")
+        parser.add_argument(
+            "--recent", type=int, metavar="HOURS", help="every recent commit still missing a reference result"
+        )
 
     def handle(self, *args, sha, recent, **options):
         if not sha and not recent:
