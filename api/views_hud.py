@@ -122,7 +122,12 @@ class CulpritsView(APIView):
         )
 
 
+REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+
+
 def _project(full_name: str) -> Project:
+    if full_name and not REPO_NAME.fullmatch(full_name.strip()):
+        raise ValidationError({"backend": "a repository is owner/repo (letters, digits, '-', '_', '.')"})
     project = active_project(full_name)
     if project is None:
         raise NotFound("no active backend with that owner/repo (give ?backend=owner/repo)")

@@ -135,6 +135,14 @@ def target_prepare(target: Target, log=print) -> None:
     log(
         f"bench database {target.label} ({_display(target.database_url)}) migrated in {time.monotonic() - started:.1f} s"
     )
+    # Pages name hashed static files (the manifest storage production uses), so the manifest must exist.
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=base_env(target),
+        check=True,
+        timeout=600,
+    )
 
 
 def target_drop(target: Target) -> None:

@@ -75,4 +75,5 @@ def test_culprits_answer_bad_input_with_a_clear_4xx(api, db):
     ProjectFactory(full_name="intel/torch-xpu-ops", level="L2")
     assert api.get("/api/v1/culprits").status_code == 404
     assert api.get("/api/v1/culprits?backend=intel/torch-xpu-ops&sha=zz").status_code == 400
+    assert api.get("/api/v1/culprits?backend=intel/torch%00-xpu-ops").status_code == 400
     assert api.get("/api/v1/culprits?backend=intel/torch-xpu-ops&sha=abcdef1").status_code == 404

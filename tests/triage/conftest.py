@@ -27,6 +27,19 @@ XPU_SUM = {
 }
 
 
+@pytest.fixture(autouse=True)
+def own_cache(settings):
+    """Each test its own empty cache: windowed tallies cached for the current hour by an earlier
+    test (on Redis they outlive the test) would hide this test's results. A private in-memory
+    cache, not a flush, because on CI the Redis database is the broker's too."""
+    from django.core.cache import cache
+
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "triage-tests"}
+    }
+    cache.clear()
+
+
 @pytest.fixture
 def backends(db):
     from relay.models import Project
