@@ -23,7 +23,7 @@ from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.callbacks.body import SELF_REPORT_EVENTS
 from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
-from relay.verdicts import STATES, State, cell_state, conclusion_state, job_verdicts, probe_state
+from relay.verdicts import STATES, State, attempts_in_order, cell_state, conclusion_state, job_verdicts, probe_state
 
 from .baseline import MARK_LABELS, backend_baseline
 from .culprits import streaks
@@ -348,7 +348,7 @@ def cell_detail(project: Project, tab: str, sha: str, column_key: str, grouped: 
 
 def _member_detail(project: Project, label: str, verdict, jobs: list) -> MemberDetail:
     judge = probe_state if project.is_health_probe else conclusion_state
-    mine = sorted((j for j in jobs if job_label(j) == label), key=lambda j: (j.created_at, j.run_attempt), reverse=True)
+    mine = list(reversed(attempts_in_order(j for j in jobs if job_label(j) == label)))  # newest first, by the policy
     attempts = [AttemptView(job, judge(job), run_url(job, project)) for job in mine]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])

@@ -101,6 +101,14 @@ def test_it_drills_into_a_cell_with_every_attempt_and_the_failed_tests():
     assert [t.name for t in member.failed_tests] == ["test_add"]
 
 
+def test_a_drill_down_lists_attempts_newest_first_by_attempt_number_not_arrival():
+    backend = project()
+    job(backend, "success", attempt=2, at=NOW - timedelta(hours=3))
+    job(backend, "failure", attempt=1, at=NOW - timedelta(hours=2))  # a late callback of attempt 1
+    member = cell_detail(backend, "pr", "a" * 40, "build", grouped=True).members[0]
+    assert [a.job.run_attempt for a in member.attempts] == [2, 1] and member.state == State.FLAKY
+
+
 def test_it_answers_none_for_a_cell_that_is_not_on_the_matrix():
     assert cell_detail(project(), "pr", "a" * 40, "nope", grouped=True) is None
 
