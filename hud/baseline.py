@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from relay.models import Level, UpstreamCommit
 from relay.testids import TestId, TestIdResolver, TestTable, test_id
 from relay.triage.classify import triager_load
-from relay.verdicts import FAILING, State
+from relay.verdicts import FAILING, State, job_label
 
 from .cells import (
     Cell,
@@ -114,9 +114,9 @@ def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
         reported = tests_by_job.get(verdict.job.id, [])
         for test in reported:
             tid = test_id(test["name"], test["classname"], test.get("file", ""))
-            tests.setdefault(tid, {**test, "job": _job_name(verdict.job)})
+            tests.setdefault(tid, {**test, "job": job_label(verdict.job)})
         if verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
-            job_level.append(_job_name(verdict.job))
+            job_level.append(job_label(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
     tests_of = {v.job.id: tests_by_job.get(v.job.id, []) for v in cell.verdicts}
     return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of)
@@ -134,10 +134,6 @@ def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
             for tid, record in item.tests.items():
                 resolved.setdefault(resolver.resolve(tid), record)
             item.tests = resolved
-
-
-def _job_name(job) -> str:
-    return f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
 
 
 def upstream_broken(reference: CellFailures | None) -> bool:

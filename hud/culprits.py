@@ -18,7 +18,7 @@ from django.conf import settings
 
 from relay.models import Project, UpstreamCommit
 from relay.testids import TestId
-from relay.verdicts import FAILING, PASSING
+from relay.verdicts import FAILING, PASSING, job_key_label
 
 from .baseline import CellFailures, cell_failures, resolve_commit_ids
 from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
@@ -176,13 +176,8 @@ def _streak(kind, subject, first_failing, last_passing, failing, walked) -> Stre
     """Suspects: from the first failure back to (not including) the last pass."""
     start = walked.index(first_failing)
     suspects = walked[start:] if last_passing is not None else [first_failing]
-    name = job_label_of(subject) if kind == "job" else subject.full
+    name = job_key_label(subject) if kind == "job" else subject.full
     return Streak(kind, name, first_failing, last_passing, suspects, failing)
-
-
-def job_label_of(key: tuple[str, str]) -> str:
-    workflow, job = key
-    return f"{workflow} / {job}" if job else workflow
 
 
 def commit_streaks(commit: UpstreamCommit | None, detail) -> dict[int, list[Streak]]:

@@ -5,7 +5,7 @@ failure, pending) everywhere. This module only adds what a page shows beside it.
 
 from relay.checks import gate as relay_gate
 from relay.models import UpstreamCommit
-from relay.verdicts import FAILING, PENDING, Gate
+from relay.verdicts import FAILING, PENDING, Gate, job_key_label
 
 STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SKIPPED: "↷", Gate.NONE: "~"}
 
@@ -26,8 +26,10 @@ def gate_verdict(head_sha: str, pr_number: int | None = None) -> dict:
 
 def _backend(entry: dict) -> dict:
     jobs = entry["jobs"]
-    failing = [{"job": _label(j), "state": j["state"]} for j in jobs if j["state"] in FAILING]
-    pending = [_label(j) for j in jobs if j["state"] in PENDING]
+    failing = [
+        {"job": job_key_label((j["workflow"], j["job"])), "state": j["state"]} for j in jobs if j["state"] in FAILING
+    ]
+    pending = [job_key_label((j["workflow"], j["job"])) for j in jobs if j["state"] in PENDING]
     if entry["state"] == Gate.PENDING and not pending:
         pending = [entry["reason"]]
     return {
@@ -37,7 +39,3 @@ def _backend(entry: dict) -> dict:
         "failing_jobs": failing,
         "pending_jobs": pending,
     }
-
-
-def _label(job: dict) -> str:
-    return f"{job['workflow']} / {job['job']}" if job["job"] else job["workflow"]

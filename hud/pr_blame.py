@@ -14,7 +14,7 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest, UpstreamCommit
-from relay.verdicts import FAILING
+from relay.verdicts import FAILING, job_key_label
 
 from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
 from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
@@ -101,9 +101,7 @@ def _blame(
     for key in _failing_jobs_without_tests(head):
         already = any(_job_failing(b, key) for b in before)
         ref_passed = (not ref.cell.failing) if has_baseline(ref) else None
-        blame.findings.append(
-            Finding(" / ".join(k for k in key if k), "job", ALREADY if already else _new_kind(ref, ref_passed))
-        )
+        blame.findings.append(Finding(job_key_label(key), "job", ALREADY if already else _new_kind(ref, ref_passed)))
     return blame
 
 

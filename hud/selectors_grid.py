@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Min
 
 from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
 from .baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from .cells import (
@@ -144,7 +144,7 @@ class Column:
 
     @property
     def label(self) -> str:
-        return job_label(self.job) if self.job else self.project.label
+        return job_key_label(self.job) if self.job else self.project.label
 
     @property
     def group(self) -> str:
@@ -163,11 +163,6 @@ class ColumnGroup:
         room = self.span * GROUP_CHARS_PER_COLUMN
         candidates = (self.label, *GROUP_SHORTER.get(self.key, ()))
         return next((text for text in candidates if len(text) <= room), candidates[-1])
-
-
-def job_label(key: tuple[str, str]) -> str:
-    workflow, job = key
-    return f"{workflow} / {job}" if job else workflow
 
 
 def backend_options(projects: list[Project]) -> dict:
@@ -204,7 +199,7 @@ def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Co
     own_match = matches is None or matches(project.full_name) or matches(project.label)
     expanded = project.full_name.lower() in filters.expand
     keys = _job_keys(project, cells, shas) if expanded or not own_match else []
-    matching_keys = keys if own_match else [k for k in keys if matches(job_label(k))]
+    matching_keys = keys if own_match else [k for k in keys if matches(job_key_label(k))]
     if not (own_match or matching_keys or project.is_reference):
         return []
     column = Column(
@@ -433,7 +428,7 @@ def cell_log_job(sha: str, project_id: int, job: str = ""):
     if project is None:
         return None
     verdicts = cells_for_commits([sha], [project], detail=True)[(sha, project_id)].verdicts
-    named = [v for v in verdicts if not job or job_label((v.job.workflow_name, v.job.job_name)) == job]
+    named = [v for v in verdicts if not job or job_label(v.job) == job]
     return named[0].job if named else None
 
 

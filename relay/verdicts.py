@@ -334,4 +334,10 @@ def gate_overall(backend_states: Iterable[Gate]) -> Gate:
 
 
 def job_label(job: JobLike) -> str:
-    return f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
+    return job_key_label((job.workflow_name, job.job_name))
+
+
+def job_key_label(key: tuple[str, str]) -> str:
+    """ "workflow / job" (or the workflow alone): how every page, check run and API names a job."""
+    workflow, job = key
+    return f"{workflow} / {job}" if job else workflow
