@@ -35,6 +35,10 @@ EXPECTED = {
     "callback_p99": "ms",
     "callback_errors": "requests",
     "callback_not_stored": "callbacks",
+    "callback_cpu": "ms",
+    "floor_throughput": "requests/s",
+    "floor_cpu": "ms",
+    "callback_floor_ratio": "×",
     "web_peak_rss": "MB",
     "worker_peak_rss": "MB",
 }

@@ -81,11 +81,16 @@ def target_for(environ, name: str = "crcr_bench") -> Target:
     return Target(name, url, vendor, redis, var_dir)
 
 
+BENCH_SETTINGS = "devtools.bench.settings"
+
+
 def base_env(target: Target) -> dict:
     """The environment every benchmark process gets: the target, and nothing of the dev setup's."""
     # CRCR_BENCH_SETTINGS names another settings module for every benchmark process: a way to try
     # a settings change (e.g. the broker's polling interval) without editing crcr/settings.py.
-    settings_module = os.environ.get("CRCR_BENCH_SETTINGS", "crcr.settings")
+    # The default is the product's settings plus the floor view (devtools/bench/settings.py); a
+    # module of one's own should start with `from devtools.bench.settings import *`.
+    settings_module = os.environ.get("CRCR_BENCH_SETTINGS", BENCH_SETTINGS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CRCR_", "REDIS_URL", "DATABASE_URL"))}
     env.update(
         {
@@ -99,7 +104,7 @@ def base_env(target: Target) -> dict:
             TARGET_ENV: target.to_json(),
         }
     )
-    if settings_module != "crcr.settings":
+    if settings_module != BENCH_SETTINGS:
         env["CRCR_BENCH_SETTINGS"] = settings_module
     if target.redis_url:
         env["REDIS_URL"] = target.redis_url
