@@ -6,13 +6,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
 from ..models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
+from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
@@ -88,11 +89,7 @@ def token_required(project: Project) -> bool:
 def dispatch_for(project: Project, report: Report) -> Dispatch:
     """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
     echoed payload."""
-    dispatch = (
-        Dispatch.objects.filter(delivery__delivery_id=report.delivery_id, project=project)
-        .select_related("delivery")
-        .first()
-    )
+    dispatch = job_rows.dispatch_answered(report.delivery_id, project.pk)
     if dispatch is None:
         raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
     if report.callback_token:
@@ -123,31 +120,35 @@ def job_record(project: Project, dispatch: Dispatch | None, report: Report, toke
     """Advance (delivery, repo, run, attempt, job) by one step. Exactly one of two identical
     concurrent callbacks wins; the other reads "duplicate"."""
     with transaction.atomic():
-        outcome, job_id = _job_step(project, dispatch, report, token)
+        outcome, job = _job_step(project, dispatch, report, token)
         if outcome != "duplicate":
-            follow_up.job_recorded(job_id)
+            follow_up.job_recorded(job.pk, _recorded(project, job))
     return outcome
 
 
-def _job_step(
-    project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken
-) -> tuple[str, int | None]:
+def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
+    return follow_up.RecordedJob(project.level, job.event_type, job.pr_number, job.status, job.conclusion, job.ended_by)
+
+
+def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken):
+    """(outcome, the job as written). An in_progress report is usually a new row, so it tries
+    the insert first; a completion usually finds its row, so it looks first."""
     if not _token_consume(token, report, project):
         return "duplicate", None
     key = _job_key(project, report)
-    existing = JobRun.objects.select_for_update().filter(**key).first()
+    existing = None if report.status == JobRun.Status.IN_PROGRESS else job_rows.job_locked(key)
     if existing is None:
         created = _job_create(project, dispatch, report, key)
         if created is not None:
-            return report.status, created.pk
-        existing = JobRun.objects.select_for_update().get(**key)
-    return _job_advance(existing, report), existing.pk
+            return report.status, created
+        existing = job_rows.job_locked(key)
+    return _job_advance(existing, report), existing
 
 
 def _job_key(project: Project, report: Report) -> dict:
     return {
         "delivery_key": report.delivery_id,
-        "project": project,
+        "project_id": project.pk,
         "run_id": report.run_id,
         "run_attempt": report.run_attempt,
         "job_name": report.job_name,
@@ -160,20 +161,15 @@ def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bo
     --oidc-token per build): there the token is bound to the run, and each job's delivery_id keeps
     the write idempotent."""
     used_for = _token_use(report, project)
-    expires = timezone.now() + timedelta(
-        seconds=max(60, int(token.claims["exp"]) - int(timezone.now().timestamp()) + 120)
-    )
-    try:
-        with transaction.atomic():
-            UsedToken.objects.create(
-                issuer=token.issuer.url, jti=str(token.claims["jti"])[:200], expires_at=expires, used_for=used_for
-            )
-    except IntegrityError:
-        previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=str(token.claims["jti"])[:200]).first()
-        if previous is not None and previous.used_for == used_for:
-            return report.is_self_report
-        raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback") from None
-    return True
+    now = int(timezone.now().timestamp())
+    expires = timezone.now() + timedelta(seconds=max(60, int(token.claims["exp"]) - now + 120))
+    jti = str(token.claims["jti"])[:200]
+    if job_rows.token_insert(token.issuer.url, jti, expires, used_for):
+        return True
+    previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=jti).first()
+    if previous is not None and previous.used_for == used_for:
+        return report.is_self_report
+    raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback")
 
 
 def _token_use(report: Report, project: Project) -> str:
@@ -183,23 +179,21 @@ def _token_use(report: Report, project: Project) -> str:
 
 
 def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
+    """The new row, or None when a concurrent callback created it first."""
     now = timezone.now()
-    fields = {**key, **_report_fields(report), "dispatch": dispatch, "status": report.status, "created_at": now}
-    fields.update(_upstream_fields(dispatch, report))
+    fields = {**key, **_report_fields(report), "dispatch_id": dispatch.pk if dispatch else None}
+    fields.update(status=report.status, created_at=now, **_upstream_fields(dispatch, report))
     if report.status == JobRun.Status.IN_PROGRESS:
         fields.update(in_progress_at=now, queue_seconds=queue_seconds(dispatch, report, now))
     else:
         fields.update(completed_at=now, start_unknown=True)
-    try:
-        with transaction.atomic():
-            job = JobRun.objects.create(**fields)
-            _failed_tests_store(job, report)
-    except IntegrityError:
+    pk = job_rows.job_insert(fields)
+    if pk is None:
         return None
+    _failed_tests_store(pk, report)
     if dispatch is not None:
-        # A run did start after all: drop the sweeper's "never started" stand-in row.
-        JobRun.objects.filter(dispatch=dispatch, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
-    return job
+        job_rows.never_started_drop(dispatch.pk)
+    return JobRun(pk=pk, **{name: fields[name] for name in ("status", "conclusion", "event_type", "pr_number")})
 
 
 def _job_advance(job: JobRun, report: Report) -> str:
@@ -222,13 +216,14 @@ def _job_advance(job: JobRun, report: Report) -> str:
 def _job_complete(job: JobRun, report: Report) -> None:
     """in_progress → completed, or a real result replacing the sweeper's verdict."""
     now = timezone.now()
-    for name, value in _report_fields(report, keep=job).items():
-        setattr(job, name, value)
-    job.status, job.ended_by, job.completed_at = JobRun.Status.COMPLETED, "", now
-    job.execution_seconds = _seconds_between(job.in_progress_at, now)
-    job.save()
-    job.failed_tests.all().delete()
-    _failed_tests_store(job, report)
+    fields = _report_fields(report, keep=job)
+    fields.update(status=JobRun.Status.COMPLETED, ended_by="", completed_at=now)
+    fields["execution_seconds"] = _seconds_between(job.in_progress_at, now)
+    job_rows.job_update(job.pk, fields)
+    for name in ("status", "conclusion", "ended_by", "event_type"):
+        setattr(job, name, fields[name])
+    job_rows.failed_tests_drop(job.pk)
+    _failed_tests_store(job.pk, report)
 
 
 def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
@@ -265,20 +260,9 @@ def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
     return {"pr_number": None, "head_sha": report.head_sha}
 
 
-def _failed_tests_store(job: JobRun, report: Report) -> None:
-    FailedTest.objects.bulk_create(
-        FailedTest(
-            job_run=job,
-            name=t.name,
-            classname=t.classname,
-            file=t.file,
-            message=t.message,
-            stacktrace=t.stacktrace,
-            hw_classification=t.hw_classification,
-            truncated=t.truncated,
-        )
-        for t in report.failed_tests
-    )
+def _failed_tests_store(job_id: int, report: Report) -> None:
+    if report.failed_tests:
+        FailedTest.objects.bulk_create(FailedTest(job_run_id=job_id, **vars(t)) for t in report.failed_tests)
 
 
 # --- timing -------------------------------------------------------------------------------------------

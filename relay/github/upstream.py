@@ -58,5 +58,7 @@ def rerun_requested_at(dispatch, run_id: str, run_attempt: int):
     request), if it did; None means unknown, and the re-run's queue time stays empty."""
     from ..models import RerunRequest
 
-    request = RerunRequest.objects.filter(project=dispatch.project, run_id=run_id).order_by("-requested_at").first()
+    request = (
+        RerunRequest.objects.filter(project_id=dispatch.project_id, run_id=run_id).order_by("-requested_at").first()
+    )
     return request.requested_at if request else None

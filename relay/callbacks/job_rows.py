@@ -1,0 +1,158 @@
+"""The callback's statements, one per state change, written out once from the models' fields.
+
+Every callback is a few small writes (the token's jti, the job row, its failed tests), and with
+Django's query compiler in between, compiling them cost more CPU than the database spent running
+them (docs/performance.md, "Callbacks"). So the hot statements are plain SQL, built once per
+model from its concrete fields, with every value prepared by its own field
+(`get_db_prep_save`: JSON, datetimes and booleans come out exactly as the ORM writes them), on
+SQLite and PostgreSQL alike (both have `INSERT … ON CONFLICT DO NOTHING … RETURNING`). A read
+gives model instances through the ORM's own converters and `Model.from_db` (what
+`Model.objects.raw` does, at a fifth of its cost)."""
+
+from functools import cache
+
+from django.db import connection
+from django.utils import timezone
+
+from ..models import Dispatch, JobRun, UsedToken
+
+JOB_KEY = ("delivery_key", "project_id", "run_id", "run_attempt", "job_name")
+"""The columns of JobRun's `job_run_key_unique`: one row per (delivery, repo, run, attempt, job)."""
+JOB_STATE_COLUMNS = (
+    "id",
+    "status",
+    "conclusion",
+    "ended_by",
+    "pr_number",
+    "in_progress_at",
+    "event_type",
+    "workflow_url",
+    "artifact_url",
+    "check_run_id",
+    "reported_started_at",
+    "environment",
+)
+"""What the state machine reads of an existing row: its state, and what a completion keeps."""
+DISPATCH_COLUMNS = ("id", "delivery_id", "project_id", "state", "event_type", "pr_number", "head_sha", "sent_at")
+"""What a callback reads of the dispatch it answers."""
+
+
+@cache
+def _fields(model) -> dict:
+    return {f.attname: f for f in model._meta.concrete_fields if not f.primary_key}
+
+
+def _values(model, values: dict) -> list:
+    fields = _fields(model)
+    return [fields[name].get_db_prep_save(value, connection) for name, value in values.items()]
+
+
+@cache
+def _reader(model, names: tuple[str, ...]) -> tuple[tuple[str, ...], list]:
+    """`names` in the model's field order (what `Model.from_db` expects), each with the ORM's
+    converters for its column, and where the SELECT put it."""
+    ordered = tuple(f.attname for f in model._meta.concrete_fields if f.attname in names)
+    fields = {f.attname: f for f in model._meta.concrete_fields}
+    steps = []
+    for name in ordered:
+        column = fields[name].get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        steps.append((names.index(name), column, converters))
+    return ordered, steps
+
+
+def row_read(model, names: tuple[str, ...], sql: str, params: list):
+    """The first row of `sql` (selecting `names`, in order) as a `model` instance whose other
+    fields are deferred, or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    ordered, steps = _reader(model, names)
+    values = []
+    for position, column, converters in steps:
+        value = row[position]
+        for convert in converters:
+            value = convert(value, column, connection)
+        values.append(value)
+    return model.from_db(connection.alias, ordered, values)
+
+
+def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
+    """INSERT one row unless one with the same `conflict` columns exists; its id, or None."""
+    fields = _fields(model)
+    columns = ", ".join(connection.ops.quote_name(fields[name].column) for name in values)
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
+        f"VALUES ({', '.join(['%s'] * len(values))}) "
+        f"ON CONFLICT ({', '.join(connection.ops.quote_name(c) for c in conflict)}) DO NOTHING RETURNING id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, _values(model, values))
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def row_update(model, pk: int, values: dict) -> None:
+    fields = _fields(model)
+    assignments = ", ".join(f"{connection.ops.quote_name(fields[name].column)} = %s" for name in values)
+    sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {assignments} WHERE id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*_values(model, values), pk])
+
+
+def token_insert(issuer: str, jti: str, expires_at, used_for: str) -> bool:
+    """Remember a token's jti; False when it was already used (the row exists)."""
+    values = {"issuer": issuer, "jti": jti, "expires_at": expires_at, "used_for": used_for}
+    return row_insert(UsedToken, values, ("issuer", "jti")) is not None
+
+
+def job_insert(values: dict) -> int | None:
+    """A new job row (every column given or defaulted), or None when its key exists already."""
+    now = timezone.now()
+    row = {name: field.get_default() for name, field in _fields(JobRun).items()}
+    row.update(values, updated_at=now)
+    return row_insert(JobRun, row, JOB_KEY)
+
+
+def job_locked(key: dict) -> JobRun | None:
+    """The job with this key, locked for the rest of the transaction (SQLite's write
+    transaction holds the lock already), with only the columns the state machine reads."""
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    sql = f"SELECT {', '.join(JOB_STATE_COLUMNS)} FROM relay_jobrun WHERE {where}{lock}"
+    return row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY])
+
+
+def job_update(pk: int, values: dict) -> None:
+    row_update(JobRun, pk, {**values, "updated_at": timezone.now()})
+
+
+def never_started_drop(dispatch_id: int) -> None:
+    """A run did start after all: the sweeper's "never started" stand-in row for it goes, with
+    what refers to it (the ORM's cascade). Nearly always there is none: one indexed probe."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM relay_jobrun WHERE dispatch_id = %s AND ended_by = %s LIMIT 1",
+            [dispatch_id, JobRun.EndedBy.NEVER_STARTED.value],
+        )
+        found = cursor.fetchone()
+    if found:
+        JobRun.objects.filter(dispatch_id=dispatch_id, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
+
+
+def failed_tests_drop(job_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM relay_failedtest WHERE job_run_id = %s", [job_id])
+
+
+def dispatch_answered(delivery_id: str, project_id: int) -> Dispatch | None:
+    """The dispatch of this delivery to this project, without the delivery's payload (20 KB of
+    JSON a callback never reads)."""
+    sql = (
+        f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)} "
+        "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
+        "WHERE v.delivery_id = %s AND d.project_id = %s"
+    )
+    return row_read(Dispatch, DISPATCH_COLUMNS, sql, [delivery_id, project_id])
