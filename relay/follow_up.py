@@ -3,8 +3,25 @@
 `job_recorded`. Each enqueues the worker tasks that react, after the writer's commit (inline if the
 broker cannot take them), so "find callers" leads from every reaction back to its writers."""
 
+from dataclasses import dataclass
+
+from .checks.reactions import upstream_wants_job
 from .checks.tasks import delivery_react, dispatch_react, job_react, react_on_commit
 from .notify.tasks import issue_occurrences_record
+from .verdicts import FAILING, conclusion_state
+
+
+@dataclass(frozen=True)
+class RecordedJob:
+    """What a writer knows of the job row it just wrote: enough to leave out the reactions that
+    would find nothing to do (most callbacks are L1/L2 jobs, or passes)."""
+
+    level: str
+    event_type: str
+    pr_number: int | None
+    status: str
+    conclusion: str = ""
+    ended_by: str = ""
 
 
 def delivery_recorded(delivery) -> None:
@@ -19,8 +36,12 @@ def dispatch_sent(dispatch_id: int) -> None:
     react_on_commit(dispatch_react, dispatch_id=dispatch_id)
 
 
-def job_recorded(job_run_id: int) -> None:
-    """A job run changed: its check runs, gate and oncall comment (relay.checks), and its
-    known-issue occurrences with their notifications (relay.triage, relay.notify)."""
-    react_on_commit(job_react, job_run_id=job_run_id)
-    react_on_commit(issue_occurrences_record, job_run_id=job_run_id)
+def job_recorded(job_run_id: int, recorded: RecordedJob | None = None) -> None:
+    """A job run changed: its check runs, gate and oncall comment (relay.checks) when it shows on
+    an upstream PR, and its known-issue occurrences with their notifications (relay.triage,
+    relay.notify) when it failed. A writer that does not say what it wrote gets both; the
+    tasks re-check."""
+    if recorded is None or upstream_wants_job(recorded.level, recorded.event_type, recorded.pr_number):
+        react_on_commit(job_react, job_run_id=job_run_id)
+    if recorded is None or conclusion_state(recorded) in FAILING:
+        react_on_commit(issue_occurrences_record, job_run_id=job_run_id)

@@ -68,14 +68,15 @@ def job_reacted(job_run_id: int) -> None:
     oncall_refresh(project, pr)
 
 
+def upstream_wants_job(level: str, event_type: str, pr_number: int | None) -> bool:
+    """Only L3/L4 jobs on an upstream PR show on it (check runs, the gate, oncall): a writer asks
+    this before it enqueues a reaction that would otherwise find nothing to do."""
+    return bool(pr_number) and event_type == "pull_request" and level in UPSTREAM_LEVELS
+
+
 def _pr_job(job: JobRun) -> bool:
     closing = job.dispatch is not None and job.dispatch.delivery.action == "closed"
-    return (
-        bool(job.pr_number)
-        and job.event_type == "pull_request"
-        and job.project.level in UPSTREAM_LEVELS
-        and not closing
-    )
+    return upstream_wants_job(job.project.level, job.event_type, job.pr_number) and not closing
 
 
 @_logged
