@@ -104,8 +104,9 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, con
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and beat share one file: WAL lets readers run beside the writer, IMMEDIATE
     # transactions take the write lock up front instead of failing on upgrade, and the timeout
-    # makes a busy writer wait rather than error.
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # makes a busy writer wait rather than error. Connections are kept (per thread), as on
+    # PostgreSQL: opening one runs the PRAGMAs and registers Django's SQL functions, which cost
+    # more than a callback's own statements.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",
@@ -303,6 +304,9 @@ CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "
 CRCR_OIDC_FAILURE_BACKOFF_SECONDS = float(env("CRCR_OIDC_FAILURE_BACKOFF_SECONDS", "30"))
 CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
 CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
+# How long a web process remembers which project a callback's identity belongs to (every callback
+# asks; a registry change reaches callbacks within this time). 0 turns the memory off.
+CRCR_REGISTRY_CACHE_SECONDS = env_int("CRCR_REGISTRY_CACHE_SECONDS", 5)
 CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
 CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
 # Expected duration of a job with too little history to judge from (hud.overdue): the 3 h "overrun"

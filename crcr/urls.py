@@ -9,10 +9,12 @@ def favicon(request):
     return redirect(static("favicon.svg"))
 
 
+# The relay's endpoints first: every webhook and callback resolves its URL, and a miss costs a
+# regex per pattern tried before it.
 urlpatterns = [
+    path("", include("relay.urls")),
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("", include("api.urls")),
-    path("", include("relay.urls")),
     path("", include("hud.urls")),
 ]

@@ -173,6 +173,17 @@ def browser():
 
 
 @pytest.fixture(autouse=True)
+def _registry_lookups_forgotten():
+    """Each test registers its own projects (ids reused after a flush): no callback may be
+    answered from an earlier test's remembered registry."""
+    from relay.callbacks.identity import project_lookups_forget
+
+    project_lookups_forget()
+    yield
+    project_lookups_forget()
+
+
+@pytest.fixture(autouse=True)
 def upstream_reactions_inline(settings):
     """No worker runs in most tests: check-run/gate/oncall reactions happen in the test's own
     process. Tests of the deferred path turn this off."""

@@ -98,21 +98,31 @@ def _has_nul(value) -> bool:
 def body_parse(raw: bytes) -> dict:
     """The body as a JSON object, refusing what no database can store (NUL, lone surrogates,
     NaN/Infinity) and nesting deep enough to exhaust the parser, each as a 400."""
+    raw = raw or b"{}"
     try:
-        body = json.loads(raw or b"{}", parse_constant=_refuse_constant)
-        normal = json.dumps(body, ensure_ascii=False)
-        normal.encode("utf-8")
+        body = json.loads(raw, parse_constant=_refuse_constant)
+        if _may_hide_unstorable_text(raw):
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
     except RecursionError as exc:
         raise BadCallback("body is nested too deeply") from exc
     except UnicodeEncodeError as exc:
         raise BadCallback("body contains a lone surrogate, which is not valid Unicode text") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadCallback(f"body is not valid JSON: {exc}") from exc
-    if _has_nul(body):
-        raise BadCallback("body contains a NUL character")
     if not isinstance(body, dict):
         raise BadCallback("body must be a JSON object")
+    if _may_hide_unstorable_text(raw) and _has_nul(body):
+        raise BadCallback("body contains a NUL character")
     return body
+
+
+def _may_hide_unstorable_text(raw: bytes) -> bool:
+    """Whether a NUL or a lone surrogate could be in the parsed strings. JSON text cannot carry a
+    raw NUL or control character in a string, so one arrives only as a `\\u` escape; a surrogate
+    comes as an escape or as UTF-8-style bytes starting 0xED (json reads bytes with
+    "surrogatepass"); UTF-16/32 bodies contain zero bytes. A body with none of these (most
+    callbacks) needs no walk over its strings."""
+    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
 
 
 def report_read(body: dict) -> Report:

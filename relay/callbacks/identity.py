@@ -4,6 +4,10 @@ UUIDs, GitLab project id), never by a mutable name alone. The token's issuer mus
 project's own CI provider, and a GitHub project's repository id is pinned on its first verified
 callback (relay.github.repo_ids) and compared on every one."""
 
+import threading
+import time
+
+from django.conf import settings
 from django.db.models import Q
 
 from ..github.repo_ids import RepoUnknown, project_repo_id_pin
@@ -13,6 +17,37 @@ from .oidc import TokenRejected, VerifiedToken
 
 class IdentityForbidden(Exception):
     """403: a valid token whose identity is not allowed here."""
+
+
+_found: dict[tuple[str, str], tuple[float, Project | None]] = {}
+_found_lock = threading.Lock()
+MAX_CACHED = 10_000
+
+
+def project_lookup(kind: str, key: str, query) -> Project | None:
+    """The project registered under a provider's identity (`query` finds it), remembered for
+    CRCR_REGISTRY_CACHE_SECONDS: every callback asks, the registry rarely changes, and a change
+    (a deactivation, a level) reaches callbacks within that time. A GitHub project not pinned to
+    a repository id yet is never remembered, so its pin is always read from the database. The
+    instance is shared: callers only read it."""
+    now = time.monotonic()
+    hit = _found.get((kind, key))
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    project = query()
+    ttl = settings.CRCR_REGISTRY_CACHE_SECONDS
+    if ttl > 0 and (project is None or project.github_repo_id is not None or project.ci_provider != CIProvider.GITHUB):
+        with _found_lock:
+            if len(_found) >= MAX_CACHED:
+                _found.clear()
+            _found[(kind, key)] = (now + ttl, project)
+    return project
+
+
+def project_lookups_forget() -> None:
+    """Registry changes in this process (and tests, between cases) are seen at once."""
+    with _found_lock:
+        _found.clear()
 
 
 def project_for_token(token: VerifiedToken) -> Project | None:
@@ -56,7 +91,9 @@ def _claim(claims: dict, name: str) -> str:
 
 def _github_project(claims: dict) -> Project | None:
     repo = _claim(claims, "repository")
-    project = Project.objects.filter(full_name__iexact=repo).first()
+    project = project_lookup(
+        CIProvider.GITHUB, repo.lower(), lambda: Project.objects.filter(full_name__iexact=repo).first()
+    )
     if project is None or project.ci_provider != CIProvider.GITHUB:
         return project  # unregistered (ignored), or refused by provider_check
     try:
@@ -73,7 +110,9 @@ def _github_project(claims: dict) -> Project | None:
 
 def _buildkite_project(claims: dict) -> Project | None:
     key = f"{_claim(claims, 'organization_id')}/{_claim(claims, 'pipeline_id')}"
-    project = Project.objects.filter(buildkite_pipeline__iexact=key).first()
+    project = project_lookup(
+        CIProvider.BUILDKITE, key.lower(), lambda: Project.objects.filter(buildkite_pipeline__iexact=key).first()
+    )
     if project is None:
         raise IdentityForbidden(f"Buildkite pipeline {key} is not registered with CRCR")
     return project
@@ -81,7 +120,9 @@ def _buildkite_project(claims: dict) -> Project | None:
 
 def _gitlab_project(claims: dict) -> Project | None:
     project_id = _claim(claims, "project_id")
-    project = Project.objects.filter(Q(gitlab_project_id=project_id)).first()
+    project = project_lookup(
+        CIProvider.GITLAB, project_id, lambda: Project.objects.filter(Q(gitlab_project_id=project_id)).first()
+    )
     if project is None:
         raise IdentityForbidden(f"GitLab project {project_id} is not registered with CRCR")
     path = str(claims.get("project_path", ""))

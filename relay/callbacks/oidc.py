@@ -8,6 +8,8 @@ the library raises for it. A key server we cannot reach is our problem (503), no
 (401) — and its failure is remembered for a while (a negative cache), so a dead or slow issuer
 costs one fetch per backoff window, not one per unauthenticated request."""
 
+import base64
+import binascii
 import json
 import threading
 import time
@@ -70,11 +72,18 @@ _states_lock = threading.Lock()
 _UNUSABLE_TOKEN = (jwt.PyJWTError, TypeError, ValueError, KeyError, AttributeError)
 
 
+_issuers_memo: tuple[object, dict] = (None, {})
+
+
 def issuers() -> dict[str, Issuer]:
-    return {
-        i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri"))
-        for i in settings.CRCR_OIDC_ISSUERS
-    }
+    """The configured issuers by URL, built once per configuration object (every callback asks)."""
+    global _issuers_memo
+    source, built = _issuers_memo
+    if source is not settings.CRCR_OIDC_ISSUERS:
+        source = settings.CRCR_OIDC_ISSUERS
+        built = {i["issuer"].rstrip("/"): Issuer(i["issuer"].rstrip("/"), i["kind"], i.get("jwks_uri")) for i in source}
+        _issuers_memo = (source, built)
+    return built
 
 
 def bearer_token(header: str | None) -> str:
@@ -94,7 +103,7 @@ def token_verify(token: str) -> VerifiedToken:
     try:
         claims = jwt.decode(
             token,
-            key,
+            key.key,  # the key object itself: PyJWK would be re-wrapped on every call
             algorithms=[header["alg"]],
             audience=settings.CRCR_OIDC_AUDIENCE,
             issuer=issuer.url,
@@ -107,11 +116,7 @@ def token_verify(token: str) -> VerifiedToken:
 
 
 def _trusted_issuer(token: str) -> tuple[dict, Issuer]:
-    try:
-        header = jwt.get_unverified_header(token)
-        unverified = jwt.decode(token, options={"verify_signature": False})
-    except _UNUSABLE_TOKEN as exc:
-        raise TokenRejected(f"malformed token: {exc}") from exc
+    header, unverified = _unverified_parts(token)
     if header.get("alg") not in ALLOWED_ALGORITHMS:
         raise TokenRejected(f"token algorithm {header.get('alg')!r} is not accepted")
     if not isinstance(header.get("kid"), str) or not header["kid"]:
@@ -121,6 +126,20 @@ def _trusted_issuer(token: str) -> tuple[dict, Issuer]:
     if issuer is None or iss not in (issuer.url, issuer.url + "/"):
         raise TokenRejected(f"untrusted OIDC issuer: {iss!r}")
     return header, issuer
+
+
+def _unverified_parts(token: str) -> tuple[dict, dict]:
+    """The header and claims as sent, only to choose the issuer and key that `jwt.decode` then
+    verifies everything with (itself parsing the token strictly). Read with the standard library:
+    PyJWT's own parse costs as much as the signature check, and every callback would pay it twice."""
+    try:
+        header, payload, _signature = token.split(".")
+        parts = [json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))) for part in (header, payload)]
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise TokenRejected(f"malformed token: {exc}") from exc
+    if not all(isinstance(part, dict) for part in parts):
+        raise TokenRejected("malformed token: its header and claims must be JSON objects")
+    return parts[0], parts[1]
 
 
 def _signing_key(issuer: Issuer, header: dict) -> jwt.PyJWK:

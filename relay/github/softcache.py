@@ -81,3 +81,21 @@ def pause_reset() -> None:
     """Tests switch caches under a running process."""
     global _down_until
     _down_until = 0.0
+
+
+_clients: dict[int, object] = {}
+
+
+def redis_of(cache_backend=None):
+    """The redis-py client behind the default cache when it is Django's Redis backend (for the
+    few callers that need one round trip where Django's API takes several), else None. One client
+    per connection pool: Django builds a new one per call, which costs more than the round trip."""
+    backend = cache_backend or cache
+    client = getattr(backend, "_cache", None)
+    if client is None or not hasattr(client, "_get_connection_pool") or not hasattr(backend, "make_and_validate_key"):
+        return None
+    pool = client._get_connection_pool(True)
+    redis = _clients.get(id(pool))
+    if redis is None:
+        redis = _clients[id(pool)] = client._client(connection_pool=pool)
+    return redis

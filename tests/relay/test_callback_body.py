@@ -134,3 +134,32 @@ def test_a_pr_callbacks_pytorch_head_sha_never_overrides_the_dispatched_head(pos
     """The SHA of a PR or push callback is the dispatch's; a self-report alone may name its own."""
     assert post({**base, "pytorch_head_sha": "f" * 40}).status_code == 200
     assert JobRun.objects.get().head_sha == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+
+
+# --- what no database can store, however it is spelled ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, problem",
+    [
+        (b'{"workflow": {"name": "ci\\u0000"}}', "NUL"),
+        (b'{"w\\u0000": 1}', "NUL"),
+        (b'{"workflow": {"name": "ci\\ud800"}}', "lone surrogate"),
+        (b'{"workflow": {"name": "ci\xed\xa0\x80"}}', "lone surrogate"),  # a surrogate as UTF-8-style bytes
+        ('{"workflow": {"name": "ci\\u0000"}}'.encode("utf-16"), "NUL"),  # UTF-16: json detects it
+    ],
+    ids=["escaped NUL", "escaped NUL in a key", "escaped surrogate", "surrogate bytes", "UTF-16 body with a NUL"],
+)
+def test_body_parse_refuses_unstorable_text_in_every_spelling(raw, problem):
+    from relay.callbacks.body import BadCallback, body_parse
+
+    with pytest.raises(BadCallback, match=problem):
+        body_parse(raw)
+
+
+def test_body_parse_accepts_text_that_only_looks_suspicious():
+    from relay.callbacks.body import body_parse
+
+    hangul = '{"workflow": {"name": "퍼지 \\\\u0041"}}'.encode()  # 0xED lead bytes, an escaped backslash
+    assert body_parse(hangul) == {"workflow": {"name": "퍼지 \\u0041"}}
+    assert body_parse(b"") == {}

@@ -230,16 +230,40 @@ def test_it_rate_limits_per_repo_with_retry_after(call, payload, project, settin
     assert JobRun.objects.count() == 3
 
 
-def test_it_keeps_callbacks_flowing_when_the_rate_limiter_cache_is_down(call, payload, monkeypatch):
+def _broken(*args, **kwargs):
+    raise ConnectionError("cache down")
+
+
+class _BrokenRedis:
+    pipeline = _broken
+
+
+@pytest.mark.parametrize("cache_kind", ["redis", "django-cache-api"])
+def test_it_keeps_callbacks_flowing_when_the_rate_limiter_cache_is_down(call, payload, monkeypatch, cache_kind):
     from django.core.cache import cache
 
-    def broken(*args, **kwargs):
-        raise ConnectionError("cache down")
+    from relay.callbacks import ratelimit
 
-    monkeypatch.setattr(cache, "incr", broken)
+    if cache_kind == "redis":
+        monkeypatch.setattr(ratelimit, "redis_of", lambda: _BrokenRedis())
+    else:
+        monkeypatch.setattr(ratelimit, "redis_of", lambda: None)
+        monkeypatch.setattr(cache, "incr", _broken)
     response = call(action_body(payload, "in_progress"))
     assert response.status_code == 200
     assert response["X-RateLimit-Degraded"] == "true"
+
+
+def test_the_rate_limit_counts_in_one_window_on_whichever_cache_is_configured(db):
+    import uuid
+
+    from relay.callbacks.ratelimit import rate_limit_hit
+
+    repo = f"Org/Counted-{uuid.uuid4().hex}"  # a shared Redis keeps counters for two minutes
+    decisions = [rate_limit_hit(repo, limit=3, now=1_800_000_010.0) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert decisions[-1].retry_after == 51
+    assert rate_limit_hit(repo.lower(), limit=3, now=1_800_000_070.0).allowed  # the next window
 
 
 @pytest.mark.django_db(transaction=True)
