@@ -61,14 +61,15 @@ def _reader(model, names: tuple[str, ...]) -> tuple[tuple[str, ...], list]:
     return ordered, steps
 
 
-def row_read(model, names: tuple[str, ...], sql: str, params: list):
-    """The first row of `sql` (selecting `names`, in order) as a `model` instance whose other
-    fields are deferred, or None."""
+def row_read(model, names: tuple[str, ...], sql: str, params: list, flags: int = 0):
+    """The first row of `sql` (selecting `names`, in order, then `flags` more columns, each true or
+    false) as a `model` instance whose other fields are deferred, with the flags as booleans; or
+    (None, ()) when there is no row."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
-        return None
+        return None, ()
     ordered, steps = _reader(model, names)
     values = []
     for position, column, converters in steps:
@@ -76,7 +77,7 @@ def row_read(model, names: tuple[str, ...], sql: str, params: list):
         for convert in converters:
             value = convert(value, column, connection)
         values.append(value)
-    return model.from_db(connection.alias, ordered, values)
+    return model.from_db(connection.alias, ordered, values), tuple(bool(f) for f in row[len(names) :][:flags])
 
 
 def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
@@ -116,13 +117,20 @@ def job_insert(values: dict) -> int | None:
     return row_insert(JobRun, row, JOB_KEY)
 
 
-def job_locked(key: dict) -> JobRun | None:
+def job_locked(key: dict) -> tuple[JobRun | None, bool]:
     """The job with this key, locked for the rest of the transaction (SQLite's write
-    transaction holds the lock already), with only the columns the state machine reads."""
+    transaction holds the lock already), with only the columns the state machine reads; and
+    whether it has failed tests stored (asked in the same statement: a completion then deletes
+    them only when there are some, which is rare)."""
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
-    sql = f"SELECT {', '.join(JOB_STATE_COLUMNS)} FROM relay_jobrun WHERE {where}{lock}"
-    return row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY])
+    where = " AND ".join(f"j.{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    sql = (
+        f"SELECT {', '.join('j.' + name for name in JOB_STATE_COLUMNS)}, "
+        "EXISTS (SELECT 1 FROM relay_failedtest f WHERE f.job_run_id = j.id) "
+        f"FROM relay_jobrun j WHERE {where}{lock}"
+    )
+    job, flags = row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY], flags=1)
+    return job, bool(flags and flags[0])
 
 
 def job_update(pk: int, values: dict) -> None:
@@ -131,15 +139,8 @@ def job_update(pk: int, values: dict) -> None:
 
 def never_started_drop(dispatch_id: int) -> None:
     """A run did start after all: the sweeper's "never started" stand-in row for it goes, with
-    what refers to it (the ORM's cascade). Nearly always there is none: one indexed probe."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM relay_jobrun WHERE dispatch_id = %s AND ended_by = %s LIMIT 1",
-            [dispatch_id, JobRun.EndedBy.NEVER_STARTED.value],
-        )
-        found = cursor.fetchone()
-    if found:
-        JobRun.objects.filter(dispatch_id=dispatch_id, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
+    what refers to it (the ORM's cascade). Callers ask `dispatch_answered` whether there is one."""
+    JobRun.objects.filter(dispatch_id=dispatch_id, ended_by=JobRun.EndedBy.NEVER_STARTED).delete()
 
 
 def failed_tests_drop(job_id: int) -> None:
@@ -149,10 +150,18 @@ def failed_tests_drop(job_id: int) -> None:
 
 def dispatch_answered(delivery_id: str, project_id: int) -> Dispatch | None:
     """The dispatch of this delivery to this project, without the delivery's payload (20 KB of
-    JSON a callback never reads)."""
+    JSON a callback never reads). Its `never_started_row` says whether the sweeper has written a
+    "never started" row for it (nearly never: asked in the same statement, through the job
+    table's dispatch index). The sweeper writes one only for a dispatch no job answered, so a
+    race with it is no wider than the one the callback's own transaction already has."""
     sql = (
-        f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)} "
+        f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
+        "EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = %s) "
         "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
         "WHERE v.delivery_id = %s AND d.project_id = %s"
     )
-    return row_read(Dispatch, DISPATCH_COLUMNS, sql, [delivery_id, project_id])
+    params = [JobRun.EndedBy.NEVER_STARTED.value, delivery_id, project_id]
+    dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, sql, params, flags=1)
+    if dispatch is not None:
+        dispatch.never_started_row = flags[0]
+    return dispatch

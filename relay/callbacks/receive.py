@@ -136,13 +136,15 @@ def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token
     if not _token_consume(token, report, project):
         return "duplicate", None
     key = _job_key(project, report)
-    existing = None if report.status == JobRun.Status.IN_PROGRESS else job_rows.job_locked(key)
+    existing, has_failed_tests = (None, False)
+    if report.status != JobRun.Status.IN_PROGRESS:
+        existing, has_failed_tests = job_rows.job_locked(key)
     if existing is None:
         created = _job_create(project, dispatch, report, key)
         if created is not None:
             return report.status, created
-        existing = job_rows.job_locked(key)
-    return _job_advance(existing, report), existing
+        existing, has_failed_tests = job_rows.job_locked(key)
+    return _job_advance(existing, report, has_failed_tests), existing
 
 
 def _job_key(project: Project, report: Report) -> dict:
@@ -191,12 +193,13 @@ def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key
     if pk is None:
         return None
     _failed_tests_store(pk, report)
-    if dispatch is not None:
+    # A dispatch read elsewhere than `dispatch_answered` was not asked about the sweeper's row.
+    if dispatch is not None and getattr(dispatch, "never_started_row", True):
         job_rows.never_started_drop(dispatch.pk)
     return JobRun(pk=pk, **{name: fields[name] for name in ("status", "conclusion", "event_type", "pr_number")})
 
 
-def _job_advance(job: JobRun, report: Report) -> str:
+def _job_advance(job: JobRun, report: Report, has_failed_tests: bool) -> str:
     if report.status == JobRun.Status.IN_PROGRESS:
         if job.status == JobRun.Status.IN_PROGRESS:
             return "duplicate"
@@ -209,11 +212,11 @@ def _job_advance(job: JobRun, report: Report) -> str:
         raise Conflict(
             f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it"
         )
-    _job_complete(job, report)
+    _job_complete(job, report, has_failed_tests)
     return "completed"
 
 
-def _job_complete(job: JobRun, report: Report) -> None:
+def _job_complete(job: JobRun, report: Report, has_failed_tests: bool) -> None:
     """in_progress → completed, or a real result replacing the sweeper's verdict."""
     now = timezone.now()
     fields = _report_fields(report, keep=job)
@@ -222,7 +225,8 @@ def _job_complete(job: JobRun, report: Report) -> None:
     job_rows.job_update(job.pk, fields)
     for name in ("status", "conclusion", "ended_by", "event_type"):
         setattr(job, name, fields[name])
-    job_rows.failed_tests_drop(job.pk)
+    if has_failed_tests:
+        job_rows.failed_tests_drop(job.pk)
     _failed_tests_store(job.pk, report)
 
 

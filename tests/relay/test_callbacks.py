@@ -143,6 +143,27 @@ def test_it_stores_failed_tests_with_caps_and_the_environment(call, payload):
     assert job.environment == {"device": "xpu", "torch_version": "2.12.0a0"}
 
 
+@pytest.mark.parametrize(
+    "completed_with, stored", [([{"name": "test_b"}], ["test_b"]), ([], [])], ids=["new failures", "none"]
+)
+def test_a_completion_replaces_the_failed_tests_its_in_progress_report_sent(call, payload, completed_with, stored):
+    call(action_body(payload, "in_progress", failed_tests=[{"name": "test_a"}]))
+    conclusion = "failure" if completed_with else "success"
+    assert call(action_body(payload, "completed", conclusion, failed_tests=completed_with)).status_code == 200
+    assert list(FailedTest.objects.values_list("name", flat=True)) == stored
+
+
+def test_a_first_callback_replaces_the_sweepers_never_started_row_and_nothing_else(call, project):
+    from relay.dispatch.results_sweep import results_sweep
+
+    silent = DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(hours=7))
+    other = DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(hours=7))
+    assert results_sweep().never_started == 2
+    assert call(action_body(dispatch_client_payload(silent), "in_progress")).json()["status"] == "in_progress"
+    rows = JobRun.objects.order_by("dispatch_id").values_list("dispatch_id", "ended_by")
+    assert list(rows) == sorted([(silent.pk, ""), (other.pk, "never_started")])
+
+
 def test_it_refuses_a_body_over_2_mb(call, payload):
     response = call(
         action_body(payload, "completed", "failure", failed_tests=[{"name": "t", "message": "x" * 2_200_000}])
