@@ -46,8 +46,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+## Both configurations (SQLite + embedded broker, then PostgreSQL + Redis), one table of every verdict.
 bench: $(STAMP)
-	$(BIN)/python manage.py bench
+	$(BIN)/python manage.py bench --both
 
 clean:
 	rm -rf $(VENV) var

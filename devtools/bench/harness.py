@@ -81,6 +81,36 @@ def target_for(environ, name: str = "crcr_bench") -> Target:
     return Target(name, url, vendor, redis, var_dir)
 
 
+LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def both_targets(environ, name: str = "crcr_bench") -> list[tuple[Target, str]]:
+    """The two configurations every target is judged in, each with why it cannot be measured
+    here ("" when it can): SQLite + the embedded broker (no configuration), and PostgreSQL +
+    Redis (DATABASE_URL/REDIS_URL when they name them, else the local servers)."""
+    bare = {k: v for k, v in environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    database = environ.get("DATABASE_URL", "")
+    served = {
+        **bare,
+        "DATABASE_URL": database if database and not database.startswith("sqlite") else LOCAL_POSTGRES,
+        "REDIS_URL": environ.get("REDIS_URL") or LOCAL_REDIS,
+    }
+    servers = target_for(served, name)
+    return [(target_for(bare, name), ""), (servers, _unreachable(servers))]
+
+
+def _unreachable(target: Target) -> str:
+    """Why PostgreSQL or Redis of the target cannot be reached, or ""."""
+    for url, default_port in ((target.database_url, 5432), (target.redis_url, 6379)):
+        parts = urlsplit(url)
+        try:
+            socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), timeout=2).close()
+        except OSError as exc:
+            return f"{parts.scheme} at {parts.hostname}:{parts.port or default_port} is not reachable ({exc})"
+    return ""
+
+
 BENCH_SETTINGS = "devtools.bench.settings"
 
 

@@ -139,3 +139,47 @@ def table(results: list[Result], config: dict) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def results_read(path: Path) -> dict | None:
+    """A results file written by `results_write`, or None when the run wrote none."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+VERDICT_MARKS = {"met": "✅", "missed": "❌"}
+
+
+def side_by_side(documents: dict[str, dict | None]) -> str:
+    """One row per figure, one column per configuration: value, target and verdict, so every
+    target's verdict in both configurations reads off one table."""
+    labels, cells = {}, {}
+    for config, document in documents.items():
+        for f in (document or {}).get("figures", []):
+            labels.setdefault(f["figure"], f["label"])
+            cells[(f["figure"], config)] = _cell(f)
+    missing = {config: "not measured" for config, document in documents.items() if document is None}
+    rows = [("figure", *documents)]
+    rows += [(label, *(cells.get((key, c), missing.get(c, "—")) for c in documents)) for key, label in labels.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["Every figure in both configurations (value, target, verdict):"]
+    for k, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    met = sum(1 for cell in cells.values() if cell.endswith(VERDICT_MARKS["met"]))
+    judged = sum(1 for cell in cells.values() if cell.endswith(tuple(VERDICT_MARKS.values())))
+    lines.append(f"targets met: {met} of {judged} judged")
+    return "\n".join(lines)
+
+
+def _cell(figure: dict) -> str:
+    value = figure["value"]
+    if figure["status"] != "measured" or value is None:
+        return figure["status"]
+    shown = f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+    target = f" ({figure['target']})" if figure["target"] else ""
+    mark = VERDICT_MARKS.get(figure["verdict"], "")
+    return f"{shown} {figure['unit']}{target} {mark}".rstrip()

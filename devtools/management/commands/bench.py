@@ -15,7 +15,17 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from devtools.bench.harness import BENCH_DIR, CHILD_FLAG, TARGET_ENV, run_child, target_drop, target_for, target_prepare
+from devtools.bench.harness import (
+    BENCH_DIR,
+    CHILD_FLAG,
+    TARGET_ENV,
+    both_targets,
+    run_child,
+    target_drop,
+    target_for,
+    target_prepare,
+)
+from devtools.bench.report import results_read, side_by_side
 
 FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory")
 
@@ -45,6 +55,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--db-name", default="crcr_bench", help="benchmark database name (PostgreSQL) / file stem (SQLite)"
         )
+        parser.add_argument(
+            "--both",
+            action="store_true",
+            help="SQLite + the embedded broker, then PostgreSQL + Redis (DATABASE_URL/REDIS_URL, else the local "
+            "servers), and one table of every target's verdict in both (what `make bench` runs)",
+        )
         parser.add_argument("--drop", action="store_true", help="drop the benchmark database afterwards")
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
@@ -64,9 +80,36 @@ class Command(BaseCommand):
     # --- parent: prepare the benchmark database, run the child against it ---------------------------------
 
     def parent(self, options) -> None:
-        target = target_for(os.environ, options["db_name"])
+        if not options["both"]:
+            self.run_against(target_for(os.environ, options["db_name"]), options)
+            return
+        documents, failed = {}, []
+        for target, why_not in both_targets(os.environ, options["db_name"]):
+            if why_not:
+                self.stdout.write(f"bench: {target.label} not measured: {why_not}")
+                documents[target.label] = None
+                continue
+            try:
+                self.run_against(target, options)
+            except CommandError as exc:
+                failed.append(f"{target.label}: {exc}")
+            documents[target.label] = results_read(_per_configuration(options["out"], target, _profile(options)))
+        self.stdout.write("\n" + side_by_side(documents))
+        if failed:
+            raise CommandError("; ".join(failed))
+
+    def run_against(self, target, options) -> None:
         self.stdout.write(f"bench: {target.label}; figures: {', '.join(options['only'])}; profile: {_profile(options)}")
         target_prepare(target, log=self.stdout.write)
+        try:
+            code = run_child(target, self.child_argv(options), timeout=options["timeout"])
+        finally:
+            if options["drop"]:
+                target_drop(target)
+        if code:
+            raise CommandError(f"bench failed (exit status {code})")
+
+    def child_argv(self, options) -> list[str]:
         argv = [
             "--only",
             ",".join(options["only"]),
@@ -85,13 +128,7 @@ class Command(BaseCommand):
             argv += ["--callback-clients", str(options["callback_clients"])]
         argv += ["--quick"] if options["quick"] else []
         argv += ["--tiny"] if options["tiny"] else []
-        try:
-            code = run_child(target, argv, timeout=options["timeout"])
-        finally:
-            if options["drop"]:
-                target_drop(target)
-        if code:
-            raise CommandError(f"bench failed (exit status {code})")
+        return argv
 
     # --- child: the harness ---------------------------------------------------------------------------------
 
@@ -137,12 +174,7 @@ class Command(BaseCommand):
         calibration["end"] = cpu_calibration_ms()
         config_doc = configuration(target, config.describe(), profile.name, calibration)
         out = Path(options["out"])
-        suffix = "" if profile.name == "full" else f"-{profile.name}"
-        extra = (
-            [out.with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")]
-            if out.name == "results.json"
-            else []
-        )
+        extra = [_per_configuration(out, target, profile.name)] if out.name == "results.json" else []
         results_write(bench.results, config_doc, started_at, time.monotonic() - started, out, extra)
         log("")
         log(table(bench.results, config_doc))
@@ -224,6 +256,12 @@ class Command(BaseCommand):
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _per_configuration(out, target, profile: str) -> Path:
+    """results.json's copy named after the configuration (and the profile, unless full)."""
+    suffix = "" if profile == "full" else f"-{profile}"
+    return Path(out).with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")
 
 
 def _profile(options) -> str:

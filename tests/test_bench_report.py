@@ -1,0 +1,60 @@
+"""The benchmark's report: both configurations judged side by side (devtools/bench/report.py), and
+how `make bench` finds the second configuration (devtools/bench/harness.py)."""
+
+import socket
+
+from devtools.bench.harness import both_targets
+from devtools.bench.report import side_by_side
+
+
+def figure(key, value, verdict, target="≤ 1 s", status="measured"):
+    return {
+        "figure": key,
+        "label": key.replace("_", " "),
+        "value": value,
+        "unit": "s",
+        "target": target,
+        "verdict": verdict,
+        "status": status,
+    }
+
+
+def test_side_by_side_shows_each_figures_verdict_in_each_configuration():
+    table = side_by_side(
+        {
+            "SQLite + embedded broker": {"figures": [figure("fanout", 1.5, "missed"), figure("seed", 2, "info", "")]},
+            "PostgreSQL + Redis": {"figures": [figure("fanout", 0.75, "met")]},
+        }
+    )
+    fanout = next(line for line in table.splitlines() if line.startswith("fanout"))
+    assert "1.50 s (≤ 1 s) ❌" in fanout and "0.75 s (≤ 1 s) ✅" in fanout
+    seed = next(line for line in table.splitlines() if line.startswith("seed"))
+    assert seed.rstrip().endswith("—")  # measured in one configuration only
+    assert table.splitlines()[-1] == "targets met: 1 of 2 judged"
+
+
+def test_side_by_side_says_which_configuration_was_not_measured():
+    table = side_by_side(
+        {"SQLite + embedded broker": {"figures": [figure("fanout", 0.5, "met")]}, "PostgreSQL + Redis": None}
+    )
+    assert "not measured" in next(line for line in table.splitlines() if line.startswith("fanout"))
+
+
+def test_the_second_configuration_uses_the_configured_servers_or_else_the_local_ones():
+    configured = {"DATABASE_URL": "postgres://u@db.example:6543/app", "REDIS_URL": "redis://cache.example:7000/2"}
+    (bare, _), (servers, _) = both_targets(configured)
+    assert (bare.vendor, bare.redis_url) == ("sqlite", None)
+    assert servers.database_url == "postgres://u@db.example:6543/crcr_bench"
+    assert servers.redis_url.startswith("redis://cache.example:7000/")
+    (_, _), (local, _) = both_targets({"DATABASE_URL": "sqlite:///x.sqlite3"})
+    assert local.vendor == "postgresql" and local.database_url.startswith("postgres://postgres@127.0.0.1:5432/")
+
+
+def test_an_unreachable_server_is_named_instead_of_measured():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]  # bound but not listening: connections are refused
+        (_, _), (servers, why_not) = both_targets(
+            {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port}/x", "REDIS_URL": "redis://127.0.0.1:1/0"}
+        )
+    assert servers.vendor == "postgresql" and f"127.0.0.1:{closed_port} is not reachable" in why_not
