@@ -106,7 +106,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # transactions take the write lock up front instead of failing on upgrade, and the timeout
     # makes a busy writer wait rather than error. Connections are kept (per thread), as on
     # PostgreSQL: opening one runs the PRAGMAs and registers Django's SQL functions, which cost
-    # more than a callback's own statements.
+    # more than a callback's own statements. The engine is Django's, with this process's write
+    # transactions queued on one lock instead of in SQLite's sleeping busy handler (crcr/sqlite).
+    DATABASES["default"]["ENGINE"] = "crcr.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",

@@ -1,0 +1,1 @@
+"""SQLite with in-process queueing of write transactions (see base.py)."""
