@@ -157,10 +157,20 @@ def cpu_per(total: dict, count: int) -> dict:
 
 
 def projects_ensure(
-    prefix: str, count: int, *, repo_id_base: int, levels=None, rate_limit=None, installation_id=None, standin=None
+    prefix: str,
+    count: int,
+    *,
+    repo_id_base: int,
+    levels=None,
+    rate_limit=None,
+    installation_id=None,
+    standin=None,
+    installation_each=False,
 ):
     """`count` registered repos named `<prefix>-NNN/pytorch-ci`, at the LEVEL_PATTERN mix unless
-    `levels` is given; installed (as the hourly sync would record it) when `installation_id` is set."""
+    `levels` is given; installed (as the hourly sync would record it) when `installation_id` is set:
+    all on that installation, or with `installation_each` each on its own (installation_id + i),
+    as backends of different organisations are."""
     from relay.models import Installation, InstalledRepo, Project, RelayState
 
     wanted = []
@@ -183,20 +193,20 @@ def projects_ensure(
         Project.objects.bulk_create([p for p in wanted if p.full_name not in existing])
         projects = list(Project.objects.filter(full_name__startswith=f"{prefix}-").order_by("full_name"))[:count]
         if installation_id is not None:
-            inst, _ = Installation.objects.get_or_create(
-                installation_id=installation_id, defaults={"account_login": prefix, "repository_selection": "selected"}
-            )
-            have = set(InstalledRepo.objects.filter(installation=inst).values_list("full_name", flat=True))
-            InstalledRepo.objects.bulk_create(
-                InstalledRepo(full_name=p.full_name, repo_id=p.github_repo_id, installation=inst)
-                for p in projects
-                if p.full_name not in have
-            )
+            for i, p in enumerate(projects):
+                owner = installation_id + i if installation_each else installation_id
+                inst, _ = Installation.objects.get_or_create(
+                    installation_id=owner, defaults={"account_login": prefix, "repository_selection": "selected"}
+                )
+                InstalledRepo.objects.get_or_create(
+                    full_name=p.full_name, defaults={"repo_id": p.github_repo_id, "installation": inst}
+                )
             RelayState.objects.update_or_create(key="installations-synced", defaults={"value": {"bench": True}})
     if standin is not None and installation_id is not None:
-        standin.add_installation(installation_id, prefix)
-        for p in projects:
-            standin.add_repo(p.full_name, repo_id=p.github_repo_id, installation_id=installation_id)
+        for i, p in enumerate(projects):
+            owner = installation_id + i if installation_each else installation_id
+            standin.add_installation(owner, prefix)
+            standin.add_repo(p.full_name, repo_id=p.github_repo_id, installation_id=owner)
     return projects
 
 
@@ -329,7 +339,12 @@ def fanout(b: Bench) -> None:
     n = p.fanout_n
     b.log(f"fan-out to {n} repos (stand-in latency 100 ms, then 0 ms)")
     upstream_install(standin)
-    projects = projects_ensure("fanout", n, repo_id_base=730_000_000, installation_id=4_200_200, standin=standin)
+    # Each backend on its own installation, as different organisations' are: GitHub's write budget is
+    # per installation (relay/github/ratelimit.py), and 50 repos of one installation would spend it
+    # in two deliveries, by design.
+    projects = projects_ensure(
+        "fanout", n, repo_id_base=730_000_000, installation_id=4_200_200, standin=standin, installation_each=True
+    )
     projects_activate(projects)
     if b.services.worker is None:
         b.services.purge_broker()
