@@ -81,11 +81,14 @@ def test_no_minute_sees_more_than_the_per_minute_points(settings):
     assert granted * settings.GITHUB_WRITE_POINTS <= settings.GITHUB_WRITE_POINTS_PER_MINUTE
 
 
-def test_a_burst_beyond_the_bucket_is_deferred_not_lost(small_budget, fan_out, standin, monkeypatch):
+def test_a_burst_beyond_the_bucket_is_deferred_not_lost(
+    small_budget, fan_out, standin, monkeypatch, django_capture_on_commit_callbacks
+):
     kicks = []
     monkeypatch.setattr(tasks.dispatch_send, "apply_async", lambda args, countdown=0.0: kicks.append(countdown))
     rows = fan_out(4)
-    states = [dispatching.dispatch_send(row.pk) for row in rows]
+    with django_capture_on_commit_callbacks(execute=True):
+        states = [dispatching.dispatch_send(row.pk) for row in rows]
     assert states == ["sent", "sent", "retrying", "retrying"]
     deferred = Dispatch.objects.filter(state="retrying")
     assert {row.attempts for row in deferred} == {0}, "no attempt spent"
