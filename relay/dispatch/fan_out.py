@@ -26,8 +26,6 @@ def dispatches_create(delivery: Delivery, projects=None) -> int:
 
     The rows are made by one INSERT … SELECT: building them as model instances cost ~65 µs of CPU
     per row, so intake grew with every registered repo (docs/performance.md)."""
-    if projects is not None and not projects:
-        return 0
     sql, params = _dispatch_insert(delivery, None if projects is None else [p.pk for p in projects])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -42,7 +40,7 @@ def _dispatch_insert(delivery: Delivery, project_ids: list[int] | None) -> tuple
     if project_ids is None:
         among, among_params = _targets_sql()
     else:
-        among, among_params = ", ".join(["%s"] * len(project_ids)), project_ids
+        among, among_params = ", ".join(["%s"] * len(project_ids)) or "NULL", project_ids
     sql = _INSERT.format(
         dispatch=Dispatch._meta.db_table,
         project=Project._meta.db_table,
