@@ -1,7 +1,9 @@
 import os
+import sys
 
 from celery import Celery
 from celery.schedules import crontab
+from kombu import Queue
 
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
 
@@ -10,6 +12,45 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crcr.settings")
 app = Celery("crcr")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+DISPATCH_QUEUE = "celery"
+"""The send path: a delivery's fan-out and its repository dispatches (and the worker heartbeat)."""
+FOLLOW_UP_QUEUE = "follow_up"
+"""What follows a record (reactions, upstream writes, triage, notifications) and housekeeping
+sweeps that may run long: on their own queue and worker, so a dispatch send never waits behind
+them for a thread or a prefetch slot (docs/performance.md, fan-out)."""
+FOLLOW_UP_TASKS = (
+    "relay.delivery_react",
+    "relay.dispatch_react",
+    "relay.job_react",
+    "relay.upstream_react",
+    "relay.upstream_write_send",
+    "relay.upstream_write_sweep",
+    "relay.issue_occurrences_record",
+    "relay.notification_send",
+    "relay.notification_sweep",
+    "relay.notification_digests",
+    "hud.notification_events_detect",
+    "relay.results_sweep",
+    "relay.reference_import_sweep",
+    "relay.retention_sweep",
+    "relay.installations_sync",
+)
+app.conf.task_default_queue = DISPATCH_QUEUE
+app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
+app.conf.task_routes = {name: {"queue": FOLLOW_UP_QUEUE} for name in FOLLOW_UP_TASKS}
+WORKERS = {DISPATCH_QUEUE: 16, FOLLOW_UP_QUEUE: 8}
+"""Thread count of the worker consuming each queue: the sends are I/O-bound (GitHub's latency)."""
+
+
+def worker_command(queue: str, concurrency: int | None = None) -> list[str]:
+    """How `make run` and the benchmark start the worker of one queue (one process per queue)."""
+    return [
+        *(sys.executable, "-m", "celery", "-A", "crcr", "worker", "--queues", queue, "--hostname", f"{queue}@%h"),
+        *("--pool", "threads", "--concurrency", str(concurrency or WORKERS[queue])),
+        *("--loglevel", "INFO", "--without-gossip", "--without-mingle"),
+    ]
+
 
 app.conf.beat_schedule = {
     "every-minute-sweep-dispatches": {

@@ -31,6 +31,7 @@ EXPECTED = {
     "intake_p99_200": "ms",
     "intake_p50_ratio": "×",
     "fanout_completion": "s",
+    "fanout_first": "ms",
     "callback_throughput": "accepted/s",
     "callback_p99": "ms",
     "callback_errors": "requests",

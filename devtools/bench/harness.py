@@ -354,7 +354,8 @@ class ServiceConfig:
     def describe(self) -> dict:
         return {
             "web": f"gunicorn {self.web_workers} worker(s) × {self.web_threads} threads (gthread)",
-            "worker": f"celery --pool threads --concurrency {self.worker_concurrency}",
+            "worker": f"celery --pool threads --concurrency {self.worker_concurrency} (queue celery)"
+            " + a follow-up worker --concurrency 8 (queue follow_up)",
         }
 
 
@@ -369,6 +370,8 @@ class Services:
     log: object = print
     web: Proc | None = None
     worker: Proc | None = None
+    follow_up_worker: Proc | None = None
+    starting: list = field(default_factory=list)
     base_url: str = ""
     starts: dict = field(default_factory=dict)
 
@@ -468,40 +471,38 @@ class Services:
     # --- worker -------------------------------------------------------------------------------------
 
     def start_worker(self) -> None:
+        """The workers `make run` starts: one for the send path, one for what follows (reactions,
+        upstream writes), each on its own queue (crcr/celery.py)."""
+        from crcr.celery import DISPATCH_QUEUE, FOLLOW_UP_QUEUE
+
         self.stop_worker()
-        proc = self._spawn(
-            "worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "crcr",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(self.config.worker_concurrency),
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-        )
-        self.worker = proc  # registered at once: whatever happens next, close() stops it
+        self.worker = self._start_celery("worker", DISPATCH_QUEUE, self.config.worker_concurrency)
+        self.follow_up_worker = self._start_celery("worker-follow-up", FOLLOW_UP_QUEUE, None)
+
+    def _start_celery(self, name: str, queue: str, concurrency: int | None) -> Proc:
+        from crcr.celery import worker_command
+
+        proc = self._spawn(name, [*worker_command(queue, concurrency), "--without-heartbeat"])
+        # registered by the caller at once: whatever happens next, close() stops it
+        self.starting.append(proc)
         deadline = time.monotonic() + START_TIMEOUT
         while " ready." not in proc.log_tail(20000):
             if not proc.alive():
-                raise RuntimeError(f"the Celery worker exited while starting:\n{proc.log_tail()}")
+                raise RuntimeError(f"the Celery {name} exited while starting:\n{proc.log_tail()}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Celery worker was not ready within {START_TIMEOUT:.0f} s:\n{proc.log_tail()}")
+                raise RuntimeError(f"the Celery {name} was not ready within {START_TIMEOUT:.0f} s:\n{proc.log_tail()}")
             time.sleep(0.2)
+        self.starting.remove(proc)
+        return proc
+
+    def worker_procs(self) -> list[Proc]:
+        return [p for p in (self.worker, self.follow_up_worker, *self.starting) if p is not None]
 
     def stop_worker(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
+        for proc in self.worker_procs():
+            proc.stop()
+        self.worker = self.follow_up_worker = None
+        self.starting.clear()
 
     def purge_broker(self) -> int:
         """Drop queued messages (e.g. the fan-outs the intake benchmark published)."""
@@ -514,7 +515,7 @@ class Services:
             return 0
 
     def check_alive(self) -> None:
-        for proc in (self.web, self.worker):
+        for proc in (self.web, *self.worker_procs()):
             if proc is not None and not proc.alive():
                 raise RuntimeError(f"{proc.name} exited with status {proc.popen.returncode}:\n{proc.log_tail()}")
 
@@ -556,7 +557,7 @@ class MachineWatch:
 
     def own_pids(self) -> set[int]:
         pids = {os.getpid()}
-        for proc in (self.services.web, self.services.worker):
+        for proc in (self.services.web, *self.services.worker_procs()):
             if proc is not None and proc.alive():
                 pids.add(proc.pid)
                 pids.update(children_of(proc.pid))
@@ -583,9 +584,10 @@ class MachineWatch:
         worker (Celery), db (PostgreSQL backends of the benchmark database; SQLite runs inside
         web) and bench (this process: the load generator and the stand-in)."""
         parts = {"bench": [os.getpid()], "web": [], "worker": [], "db": []}
-        for name, proc in (("web", self.services.web), ("worker", self.services.worker)):
+        named = [("web", self.services.web), *(("worker", proc) for proc in self.services.worker_procs())]
+        for name, proc in named:
             if proc is not None and proc.alive():
-                parts[name] = [proc.pid, *children_of(proc.pid)]
+                parts[name] += [proc.pid, *children_of(proc.pid)]
         if self.services.target.vendor == "postgresql":
             parts["db"] = sorted(_pg_backends())
         tick = os.sysconf("SC_CLK_TCK")

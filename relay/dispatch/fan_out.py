@@ -1,9 +1,10 @@
 """Fanning a delivery out: one dispatch row per eligible downstream project, made in the
 intake's transaction; the send tasks are kicked after commit. Nothing here calls GitHub."""
 
+import functools
 import logging
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -14,48 +15,83 @@ from .tasks import delivery_fan_out
 logger = logging.getLogger(__name__)
 
 
+NOT_INSTALLED_NOTE = "the App is not installed on this repository"
+
+
 def dispatches_create(delivery: Delivery, projects=None) -> int:
-    """One dispatch row per eligible project; repos known not to have the App are marked so at
-    once instead of failing on every event. Older heads of the same PR become moot. Nightly-only
-    repos (allowlist `events: [nightly]`) take no PR or push dispatch."""
-    projects = [
-        p for p in (projects if projects is not None else Project.objects.dispatch_targets()) if p.takes_pull_requests
-    ]
-    installed = installations.installed_names()
-    now = timezone.now()
-    rows = [_dispatch_row(delivery, p, installed, now) for p in projects]
-    Dispatch.objects.bulk_create(rows)
+    """One dispatch row per eligible project (every dispatch target, or the `projects` given);
+    repos known not to have the App are marked so at once instead of failing on every event.
+    Older heads of the same PR become moot. Nightly-only repos (allowlist `events: [nightly]`)
+    take no PR or push dispatch.
+
+    The rows are made by one INSERT … SELECT: building them as model instances cost ~65 µs of CPU
+    per row, so intake grew with every registered repo (docs/performance.md)."""
+    sql, params = _dispatch_insert(delivery, None if projects is None else [p.pk for p in projects])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        count = cursor.rowcount
     _supersede_older_heads(delivery)
     transaction.on_commit(lambda: _kick_fan_out(delivery.pk))
-    return len(rows)
+    return count
 
 
-def _dispatch_row(delivery: Delivery, project: Project, installed: set[str] | None, now) -> Dispatch:
-    known_missing = installed is not None and project.full_name.lower() not in installed
-    return Dispatch(
-        delivery=delivery,
-        project=project,
-        state=Dispatch.State.NOT_INSTALLED if known_missing else Dispatch.State.PENDING,
-        last_error="the App is not installed on this repository" if known_missing else "",
-        event_type=delivery.event,
-        pr_number=delivery.pr_number,
-        head_sha=delivery.head_sha,
-        next_attempt_at=now,
-        created_at=now,
+def _dispatch_insert(delivery: Delivery, project_ids: list[int] | None) -> tuple[str, list]:
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    if project_ids is None:
+        among, among_params = _targets_sql()
+    else:
+        among, among_params = ", ".join(["%s"] * len(project_ids)) or "NULL", project_ids
+    sql = _INSERT.format(
+        dispatch=Dispatch._meta.db_table,
+        project=Project._meta.db_table,
+        missing=installations.known_missing_sql("p"),
+        takes_pull_requests=_TAKES_PULL_REQUESTS[connection.vendor],
+        among=among,
     )
+    row = [delivery.pk, NOT_INSTALLED_NOTE, delivery.event, delivery.pr_number, delivery.head_sha, now, now, now]
+    return sql, [*row, *among_params]
+
+
+_INSERT = (
+    "INSERT INTO {dispatch} (delivery_id, project_id, state, last_error, event_type, pr_number, head_sha,"
+    " next_attempt_at, created_at, updated_at, attempts, resent_by, attempts_before_resend)"
+    " SELECT %s, t.id, CASE WHEN t.missing THEN 'not_installed' ELSE 'pending' END,"
+    " CASE WHEN t.missing THEN %s ELSE '' END, %s, %s, %s, %s, %s, %s, 0, '', 0"
+    " FROM (SELECT p.id, ({missing}) AS missing FROM {project} p"
+    " WHERE p.id IN ({among}) AND {takes_pull_requests}) t"
+)
+_TAKES_PULL_REQUESTS = {
+    # Project.takes_pull_requests: an empty `events` list means every event.
+    "postgresql": "(p.events IN ('[]'::jsonb, 'null'::jsonb) OR p.events @> '[\"pull_request\"]'::jsonb)",
+    "sqlite": "(json_array_length(p.events) = 0"
+    " OR EXISTS (SELECT 1 FROM json_each(p.events) e WHERE e.value = 'pull_request'))",
+}
+
+
+@functools.cache
+def _targets_sql() -> tuple[str, tuple]:
+    """Project.objects.dispatch_targets() as a subquery, compiled once (its SQL never changes)."""
+    return Project.objects.dispatch_targets().values("pk").query.sql_with_params()
 
 
 def _supersede_older_heads(delivery: Delivery) -> None:
     if delivery.event != "pull_request" or not delivery.pr_number or not delivery.head_sha:
         return
-    stale = Dispatch.objects.filter(
-        pr_number=delivery.pr_number, event_type="pull_request", state__in=Dispatch.OPEN_STATES
-    )
-    stale = stale.exclude(head_sha=delivery.head_sha).exclude(delivery=delivery)
-    stale.update(
-        state=Dispatch.State.SUPERSEDED,
-        last_error=f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})",
-    )
+    note = f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _SUPERSEDE.format(dispatch=Dispatch._meta.db_table),
+            [note, delivery.pr_number, delivery.head_sha, delivery.pk],
+        )
+
+
+# The open states are literals, as in dispatch_open_pr_idx's condition: SQLite uses a partial
+# index only when the statement repeats its condition, not through bound parameters.
+_SUPERSEDE = (
+    "UPDATE {dispatch} SET state = 'superseded', last_error = %s"
+    " WHERE pr_number = %s AND event_type = 'pull_request' AND state IN ('pending', 'retrying')"
+    " AND head_sha <> %s AND delivery_id <> %s"
+)
 
 
 def _kick_fan_out(delivery_pk: int) -> None:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from .. import follow_up
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
+from ..checks.reactions import upstream_wants_job
 from ..github import client as github
 from ..github.installations import installation_id_for
 from ..models import Dispatch, DispatchAttempt
@@ -60,8 +61,12 @@ class Dispatches(Outbox):
         return number - dispatch.attempts_before_resend >= self.setting("MAX_ATTEMPTS") or too_old
 
     def committed(self, dispatch: Dispatch, state: str, retry_at) -> None:
+        """Sent to an L3/L4 backend for an upstream PR: its check runs and the gate follow. Most
+        backends are L1/L2, whose reaction would find nothing to do: no message, no task."""
         super().committed(dispatch, state, retry_at)
-        if state == Dispatch.State.SENT:
+        if state == Dispatch.State.SENT and upstream_wants_job(
+            dispatch.project.level, dispatch.event_type, dispatch.pr_number
+        ):
             follow_up.dispatch_sent(dispatch.pk)
 
 

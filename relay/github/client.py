@@ -4,6 +4,7 @@ transient failures (retry later, honouring GitHub's hints) and permanent ones (s
 Everything goes to settings.GITHUB_API_URL, so tests and sandbox mode talk to the local
 stand-in through exactly the code production uses against api.github.com."""
 
+import functools
 import logging
 import threading
 import time
@@ -12,8 +13,10 @@ from datetime import datetime
 
 import httpx
 import jwt
+from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 
+from .ratelimit import write_budget_check
 from .softcache import soft_delete, soft_get, soft_set
 
 logger = logging.getLogger(__name__)
@@ -90,7 +93,14 @@ def app_jwt(now: float | None = None) -> str:
     if not (settings.GITHUB_APP_ID and settings.GITHUB_APP_PRIVATE_KEY):
         raise PermanentGitHubError("GitHub App credentials are not configured")
     claims = {"iat": now - 60, "exp": now + 540, "iss": str(settings.GITHUB_APP_ID)}
-    return jwt.encode(claims, settings.GITHUB_APP_PRIVATE_KEY, algorithm="RS256")
+    return jwt.encode(claims, _signing_key(settings.GITHUB_APP_PRIVATE_KEY), algorithm="RS256")
+
+
+@functools.lru_cache(maxsize=4)
+def _signing_key(pem: str):
+    """The App's private key, parsed once: parsing the PEM cost 40-75 ms of CPU per JWT, i.e. per
+    installation token minted, which a fan-out to many installations paid on every token expiry."""
+    return serialization.load_pem_private_key(pem.encode(), password=None)
 
 
 def _token_cache_key(installation_id: int) -> str:
@@ -125,7 +135,9 @@ def installation_id_for_repo(full_name: str) -> int:
 
 
 def as_installation(installation_id: int, method: str, path: str, **kwargs) -> Response:
-    """Call with the installation's token, minting a fresh one once if GitHub says it expired."""
+    """Call with the installation's token, minting a fresh one once if GitHub says it expired. A
+    write first takes its points from the installation's budget (raises ratelimit.WriteDeferred)."""
+    write_budget_check(installation_id, method)
     try:
         return request(method, path, auth=f"token {installation_token(installation_id)}", **kwargs)
     except TransientGitHubError as exc:

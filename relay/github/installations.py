@@ -28,6 +28,18 @@ def installed_names() -> set[str] | None:
     )
 
 
+def known_missing_sql(project_alias: str) -> str:
+    """The SQL condition "the App is known not to be installed on this project's repo": the rule of
+    `installed_names`, for statements that decide it row by row in the database (served by the
+    unique Lower(full_name) index)."""
+    repo, inst, state = InstalledRepo._meta.db_table, Installation._meta.db_table, RelayState._meta.db_table
+    return (
+        f"EXISTS (SELECT 1 FROM {state} WHERE \"key\" = '{SYNCED_KEY}')"
+        f" AND NOT EXISTS (SELECT 1 FROM {repo} r JOIN {inst} i ON i.id = r.installation_id"
+        f" WHERE LOWER(r.full_name) = LOWER({project_alias}.full_name) AND NOT i.suspended)"
+    )
+
+
 def installation_event_apply(event: str, payload: dict) -> None:
     data = payload.get("installation") or {}
     if not data.get("id"):

@@ -78,6 +78,14 @@ class Dispatch(OutboxRow):
         indexes = [
             models.Index(fields=["state", "next_attempt_at"], name="dispatch_due_idx"),
             models.Index(fields=["pr_number", "state"], name="dispatch_pr_state_idx"),
+            # The supersede UPDATE at every PR webhook reads only open rows: this index holds
+            # nothing else, so a backlog of pending rows (GitHub or broker down) cannot make the
+            # planner walk it through dispatch_due_idx (docs/performance.md).
+            models.Index(
+                fields=["pr_number"],
+                condition=models.Q(state__in=["pending", "retrying"]),
+                name="dispatch_open_pr_idx",
+            ),
         ]
 
     def __str__(self):

@@ -20,6 +20,16 @@ KICK_COUNTDOWN_LIMIT_SECONDS = 30
 ERROR_LIMIT = 2000
 
 
+class Deferred(Exception):  # noqa: N818 - a signal, not an error: the send did not happen
+    """Raised by a kind's `attempt` when the row must wait before it can be sent at all (e.g.
+    GitHub's write budget is spent, relay.github.ratelimit): nothing was sent, so no attempt is
+    spent; the row waits `retry_after` seconds, stored on it like any retry."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class Result:
     """What one attempt did. `method`, `path` and `note` are stored only by kinds that keep them."""
@@ -107,12 +117,17 @@ class Outbox:
         if row is None:
             return None
         started, started_at = time.monotonic(), timezone.now()
-        result = self._attempt_recorded(row)
+        try:
+            result = self._attempt_recorded(row)
+        except Deferred as exc:
+            return self.defer(row, exc)
         return self.record(row, result, started_at, int((time.monotonic() - started) * 1000))
 
     def _attempt_recorded(self, row) -> Result:
         try:
             return self.attempt(row)
+        except Deferred:
+            raise
         except Exception as exc:  # noqa: BLE001 - e.g. the cache or database blinked, or a bug
             # Recorded and retried with backoff like any transient failure, so it ends visibly
             # (failed after the last attempt) instead of looping silently on the lease.
@@ -150,6 +165,20 @@ class Outbox:
             self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**fields)
             transaction.on_commit(lambda: self.committed(row, state, retry_at))
         logger.info("%s %s (%s): %s, attempt %s", self.label, row.pk, self.describe(row), state, number)
+        return state
+
+    def defer(self, row, deferred: Deferred) -> str:
+        """Not sent: the row goes back to waiting, its attempts untouched, due after the delay
+        (a short one rides on a countdown, a long one waits for the sweeper)."""
+        state = self.states.RETRYING
+        retry_at = timezone.now() + timedelta(seconds=deferred.retry_after)
+        self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(
+            state=state, next_attempt_at=retry_at, lease_expires_at=None, last_error=str(deferred)[:ERROR_LIMIT]
+        )
+        countdown = retry_countdown(state, retry_at)
+        if countdown is not None:
+            transaction.on_commit(lambda: self.kick(row.pk, countdown))
+        logger.info("%s %s (%s) deferred: %s", self.label, row.pk, self.describe(row), deferred)
         return state
 
     def next_state(self, row, result: Result, number: int):

@@ -182,3 +182,16 @@ def test_a_dead_cache_only_costs_a_fresh_installation_token(installed, dispatch,
     for name in ("get", "set", "delete"):
         monkeypatch.setattr(cache, name, down)
     assert dispatching.dispatch_send(dispatch.pk) == "sent"
+
+
+@pytest.mark.parametrize("level, reacts", [("L4", True), ("L3", True), ("L2", False), ("L1", False)])
+def test_only_a_backend_that_shows_on_the_pr_gets_a_reaction_once_sent(
+    installed, dispatch, level, reacts, monkeypatch, django_capture_on_commit_callbacks
+):
+    reactions = []
+    monkeypatch.setattr(dispatching.follow_up, "dispatch_sent", reactions.append)
+    dispatch.project.level, dispatch.project.device = level, "xpu" if level == "L3" else ""
+    dispatch.project.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert dispatching.dispatch_send(dispatch.pk) == "sent"
+    assert reactions == ([dispatch.pk] if reacts else [])

@@ -12,7 +12,7 @@ from relay import tasks
 from relay.checks import outbox
 from relay.dispatch import sending as dispatching
 from relay.models import Dispatch, UpstreamCheckRun, UpstreamWrite
-from relay.outbox.engine import KICK_COUNTDOWN_LIMIT_SECONDS, Outbox, retry_countdown
+from relay.outbox.engine import KICK_COUNTDOWN_LIMIT_SECONDS, Deferred, Outbox, retry_countdown
 from tests.conftest import fixture_payload
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
 
@@ -93,6 +93,25 @@ def test_a_long_retry_waits_for_the_sweeper(installed, dispatch, monkeypatch, dj
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatching.dispatch_send(dispatch.pk) == "retrying"
     assert kicks == []
+
+
+def test_a_deferred_send_spends_no_attempt_and_goes_again_when_told(
+    write, monkeypatch, django_capture_on_commit_callbacks
+):
+    kicks = []
+    monkeypatch.setattr(tasks.upstream_write_send, "apply_async", lambda args, countdown=0.0: kicks.append(countdown))
+
+    def budget_spent(row):
+        raise Deferred("waiting for the write budget", 12.0)
+
+    monkeypatch.setattr(outbox.WRITES, "attempt", budget_spent)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert outbox.write_send(write.pk) == "retrying"
+    write.refresh_from_db()
+    assert (write.attempts, write.attempt_log.count(), write.lease_expires_at) == (0, 0, None)
+    assert write.last_error == "waiting for the write budget"
+    assert timezone.now() + timedelta(seconds=10) < write.next_attempt_at <= timezone.now() + timedelta(seconds=12)
+    assert kicks == [pytest.approx(12.0, abs=1.0)]
 
 
 def test_the_kick_rule_is_short_retries_only():

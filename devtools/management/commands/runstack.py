@@ -21,10 +21,12 @@ from django.conf import settings
 from django.core.management import BaseCommand, CommandError, call_command
 from django.db import DatabaseError
 
+from crcr.celery import DISPATCH_QUEUE, FOLLOW_UP_QUEUE, worker_command
+
 from .seed_sandbox import sandbox_database_claim
 
 STARTUP_TIMEOUT_SECONDS = 60
-RESTARTABLE = ("worker", "beat")
+RESTARTABLE = ("worker", "worker-follow-up", "beat")
 MAX_RESTARTS = 5
 RESTART_WINDOW_SECONDS = 600
 SUMMARY_EVERY_SECONDS = 60
@@ -33,7 +35,7 @@ SANDBOX_ADMIN = "admin"
 
 
 class Command(BaseCommand):
-    help = "Run web (gunicorn), Celery worker and beat — and, in sandbox mode, the GitHub stand-in and simulators."
+    help = "Run web (gunicorn), the Celery workers and beat — and, in sandbox mode, the GitHub stand-in and simulators."
 
     verbose = False
     log_dir: Path | None = None
@@ -200,7 +202,7 @@ class Command(BaseCommand):
         # many threads. With Redis, several processes share it.
         workers = "2" if settings.REDIS_URL else "1"
         self.step(
-            f"starting the web server (gunicorn, {workers} process{'es' if workers != '1' else ''}), the Celery worker and Celery beat"
+            f"starting the web server (gunicorn, {workers} process{'es' if workers != '1' else ''}), the Celery workers (sends; follow-ups) and Celery beat"
         )
         self.spawn(
             "web",
@@ -224,26 +226,8 @@ class Command(BaseCommand):
             ],
             env,
         )
-        self.spawn(
-            "worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "crcr",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "16",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            env,
-        )
+        self.spawn("worker", worker_command(DISPATCH_QUEUE), env)
+        self.spawn("worker-follow-up", worker_command(FOLLOW_UP_QUEUE), env)
         self.spawn("beat", [sys.executable, "-m", "celery", "-A", "crcr", "beat", "--loglevel", "INFO"], env)
 
     def wait_until_serving(self, host: str, port: int) -> None:
