@@ -127,7 +127,8 @@ def _last_sent_at() -> datetime | None:
 
 def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
     accepted = sum(t.callbacks for t in tallies.values())
-    last = JobRun.objects.filter(ended_by="").order_by("-created_at").values_list("updated_at", flat=True).first()
+    # Newest by id (creation order): robust to any plan; by created_at SQLite with statistics sorted the table.
+    last = JobRun.objects.filter(ended_by="").order_by("-id").values_list("updated_at", flat=True).first()
     state = _silence_state(last, CALLBACKS_STALE_AFTER, now)
     return HealthCard(
         "callbacks",
