@@ -31,6 +31,9 @@ class RollupState(models.Model):
 
     last_id = models.BigIntegerField(default=0, help_text="the highest JobRun id seen by the last refresh")
     refreshed_at = models.DateTimeField(null=True, blank=True, help_text="when the last refresh started")
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="when a refresh last finished with nothing pending"
+    )
     generation = models.BigIntegerField(default=0, help_text="a new random number from every refresh that stored rows")
     open_hours = models.JSONField(default=list, help_text="hours whose jobs were still running: looked at again")
     pending_hours = models.JSONField(default=list, help_text="hours found changed but not recomputed yet")

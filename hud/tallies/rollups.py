@@ -138,6 +138,7 @@ def _state_save(state: RollupState, top: int, started: datetime, open_now: set, 
     RollupState.objects.filter(pk=1).update(
         last_id=max(top, state.last_id),
         refreshed_at=started,
+        finished_at=state.finished_at if pending else timezone.now(),
         generation=random.randrange(1, 2**62) if stored else state.generation,
         open_hours=[h.isoformat() for h in sorted(open_now)],
         pending_hours=[h.isoformat() for h in pending],
@@ -246,17 +247,13 @@ def rollups_ready() -> RollupState:
     """The state of the stored rows, refreshed here (within the page's time budget) when beat has
     not done it lately; TalliesPending while a cold store is still being filled."""
     state = rollups_state()
-    if state is None or state.refreshed_at is None or state.pending_hours or _stale(state):
+    if state is None or state.finished_at is None or timezone.now() - state.finished_at > STALE_AFTER:
         report = rollups_refresh(budget=on_demand.COMPUTE_BUDGET_SECONDS)
         state = rollups_state()
-        if state.refreshed_at is None or state.pending_hours:
+        if state.finished_at is None:  # never filled completely: a cold store, still loading
             done = report.recomputed if report else 0
             raise TalliesPending(done, done + max(1, len(state.pending_hours)))
     return state
-
-
-def _stale(state: RollupState) -> bool:
-    return timezone.now() - state.refreshed_at > STALE_AFTER
 
 
 def rollups_state() -> RollupState | None:

@@ -110,7 +110,7 @@ def test_a_row_written_with_an_old_date_after_the_refresh_is_picked_up_by_its_id
 
 def test_a_page_refreshes_stale_rollups_itself_and_a_warm_page_recomputes_no_closed_hour(history, monkeypatch):
     rollups_refresh()
-    RollupState.objects.update(refreshed_at=timezone.now() - timedelta(hours=1))
+    RollupState.objects.update(finished_at=timezone.now() - timedelta(hours=1))
     job(history["backend"], "failure", sha="ef" * 20, at=history["now"] - timedelta(days=2))
     summary_build("30d", "pr")
     assert_same_as_on_demand()
