@@ -8,6 +8,9 @@ decides, a pass after a failed attempt is flaky, superseded work counts nowhere.
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.
 
+The summary pages read these tallies from stored hourly rollups (hud.tallies.rollups), which run
+the hour statement below from a periodic refresh; only the current hour is computed on a request.
+
 Scanning a 30-day window per request is too slow: a million JobRun rows are ~1.4 GB in SQLite,
 and one GROUP BY over them takes ~0.7 s before any latest-attempt logic. So the work is split into
 time buckets (UTC hours for today and for the 24 h range, UTC days before that). Each hour is one
