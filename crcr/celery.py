@@ -88,6 +88,11 @@ app.conf.beat_schedule = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "every-minute-refresh-hud-rollups": {
+        "task": "hud.rollups_refresh",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     "every-minute-detect-notification-events": {
         "task": "hud.notification_events_detect",
         "schedule": 60.0,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from relay.callbacks.body import SELF_REPORT_EVENTS
-from relay.models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
+from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 from relay.verdicts import (
     FAILING,
     STATES,
@@ -108,7 +108,11 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
 def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict[CellKey, list[str]]:
     if not shas or not project_ids:
         return {}
-    rows = Dispatch.objects.filter(delivery__head_sha__in=shas, project_id__in=project_ids).values_list(
+    # The page's deliveries first, then their dispatches by the (delivery, project) unique index:
+    # a join on delivery.head_sha lets SQLite without statistics walk every dispatch of each
+    # backend (1.2-3 s at a million jobs instead of 3-8 ms).
+    deliveries = list(Delivery.objects.filter(head_sha__in=shas).values_list("id", flat=True))
+    rows = Dispatch.objects.filter(delivery_id__in=deliveries, project_id__in=project_ids).values_list(
         "head_sha", "project_id", "state"
     )
     states: dict[CellKey, list[str]] = {}

@@ -13,6 +13,7 @@ from hud.overdue import running_jobs_overdue
 from hud.probe import probe_heads
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import TABS, Window, stale_after
+from relay.github.softcache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 
@@ -79,9 +80,27 @@ def deliveries_card(since: datetime, window: Window, now: datetime) -> HealthCar
     )
 
 
+DISPATCH_STATES_SECONDS = 60
+"""The window's dispatches by backend and state: one scan of every dispatch in the window (a
+quarter of a second at a million jobs), so it is shared this long, like the current hour's tallies."""
+
+
+def dispatch_states(since: datetime) -> Counter:
+    """Counter({(project_id, state): n}) of the dispatches created since `since` (a bucket start,
+    so the key repeats for a whole hour or day)."""
+    key = f"hud:dispatch-states:v1:{since:%Y%m%d%H}"
+    states = soft_get(key)
+    if states is None:
+        rows = Dispatch.objects.filter(created_at__gte=since).order_by().values_list("project_id", "state")
+        states = Counter({(project_id, state): n for project_id, state, n in rows.annotate(n=Count("id"))})
+        soft_set(key, states, DISPATCH_STATES_SECONDS)
+    return states
+
+
 def dispatch_card(since: datetime, window: Window, now: datetime) -> HealthCard:
-    rows = Dispatch.objects.filter(created_at__gte=since).order_by().values("state").annotate(n=Count("id"))
-    states = Counter({row["state"]: row["n"] for row in rows})
+    states = Counter()
+    for (_, state), n in dispatch_states(since).items():
+        states[state] += n
     tried = states["sent"] + states["failed"]
     rate = states["sent"] / tried if tried else None
     last = _last_sent_at()
@@ -108,7 +127,8 @@ def _last_sent_at() -> datetime | None:
 
 def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
     accepted = sum(t.callbacks for t in tallies.values())
-    last = JobRun.objects.filter(ended_by="").order_by("-created_at").values_list("updated_at", flat=True).first()
+    # Newest by id (creation order): robust to any plan; by created_at SQLite with statistics sorted the table.
+    last = JobRun.objects.filter(ended_by="").order_by("-id").values_list("updated_at", flat=True).first()
     state = _silence_state(last, CALLBACKS_STALE_AFTER, now)
     return HealthCard(
         "callbacks",

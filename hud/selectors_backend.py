@@ -17,7 +17,8 @@ from hud.overdue import overdue_job_ids, shown_state
 from hud.probe import event_filter
 from hud.selectors_summary import PASS_RATE_TARGET
 from hud.status import StateShown
-from hud.tallies.buckets import window_buckets, window_tallies
+from hud.tallies.buckets import window_buckets
+from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS

@@ -7,7 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
-from hud.tallies.buckets import Bucket, bucket_tallies, window_buckets
+from hud.tallies.buckets import Bucket, window_buckets
+from hud.tallies.rollups import bucket_tallies
 from hud.tallies.tally import Tally, tallies_merge, tally_sum
 from relay.models import Level, Project
 

@@ -5,16 +5,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count
 from django.utils import timezone
 
-from hud.health import health_cards
+from hud.health import dispatch_states, health_cards
 from hud.readiness import PASS_RATE_MIN
-from hud.tallies.buckets import window_buckets, window_tallies
+from hud.tallies.buckets import window_buckets
+from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS, Window, stale_after
-from relay.models import Dispatch, Level, Project
+from relay.models import Level, Project
 from relay.verdicts import Rates
 
 # --- the summary page ---------------------------------------------------------------------------------
@@ -170,14 +170,9 @@ def backend_row(project: Project, tally: Tally, stale: timedelta, now: datetime)
 
 
 def _dispatch_counts(project_ids: list, since: datetime) -> dict:
-    """{project_id: Counter(state)} for L1 backends (through the project index, not a scan)."""
-    rows = (
-        Dispatch.objects.filter(project_id__in=project_ids, created_at__gte=since)
-        .order_by()
-        .values("project_id", "state")
-        .annotate(n=Count("id"))
-    )
+    """{project_id: Counter(state)} for L1 backends, shared for a minute (hud.health.dispatch_states)."""
     counts: dict = {}
-    for row in rows:
-        counts.setdefault(row["project_id"], Counter())[row["state"]] += row["n"]
+    for (project_id, state), n in dispatch_states(since).items():
+        if project_id in project_ids:
+            counts.setdefault(project_id, Counter())[state] += n
     return counts

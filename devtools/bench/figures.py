@@ -922,15 +922,21 @@ def grid(b: Bench, size: str) -> float | None:
     return value
 
 
+SUMMARY_WARM_MS = 150
+SUMMARY_COLD_S = 2.0
+"""Cold: from the first request on an empty cache to the complete page (rollups read, not computed)."""
+
+
 def summary(b: Bench) -> None:
-    """`/crcr?range=30d`. Cold: requests until the page stops answering with its loading state
-    (the tallies are computed within a 1.5 s budget per request). Then spaced samples, the way a
-    page refreshing itself sees it (cached buckets, the hot ones recomputed)."""
+    """`/crcr?range=30d`. Cold (empty cache; the store's hourly rollups made by the seed, as beat
+    keeps them in production): requests until the page stops answering with its loading state.
+    Then spaced samples, the way a page refreshing itself sees it (the merged rollups cached, the
+    current hour and the dispatch counts recomputed every minute)."""
     p = b.profile
     path = "/crcr?range=30d"
     label = f"summary render `/crcr` (30 days), store of {b.store['jobs']:,} job rows"
     if not page_exists(b, "/crcr"):
-        b.unavailable("summary_render", label, "ms", "≤ 300 ms", "page not available")
+        b.unavailable("summary_render", label, "ms", f"≤ {SUMMARY_WARM_MS} ms", "page not available")
         return
     client = Client(b.base_url, timeout=120)
     b.begin()
@@ -945,7 +951,11 @@ def summary(b: Bench) -> None:
                 break
             if time.monotonic() - started > p.summary_cold_timeout:
                 b.unavailable(
-                    "summary_render", label, "ms", "≤ 300 ms", f"still loading after {p.summary_cold_timeout:.0f} s"
+                    "summary_render",
+                    label,
+                    "ms",
+                    f"≤ {SUMMARY_WARM_MS} ms",
+                    f"still loading after {p.summary_cold_timeout:.0f} s",
                 )
                 return
         cold_fill = time.monotonic() - started
@@ -968,8 +978,8 @@ def summary(b: Bench) -> None:
         label,
         value,
         "ms",
-        "≤ 300 ms",
-        _le(value, 300),
+        f"≤ {SUMMARY_WARM_MS} ms",
+        _le(value, SUMMARY_WARM_MS),
         p90_ms=ms(percentile(warm, 90)),
         max_ms=ms(max(warm)),
         samples=len(warm),
@@ -983,8 +993,8 @@ def summary(b: Bench) -> None:
         "summary, cold cache: first request → complete page",
         round(cold_fill, 2),
         "s",
-        "",
-        None,
+        f"≤ {SUMMARY_COLD_S:g} s",
+        _le(cold_fill, SUMMARY_COLD_S),
         requests=len(cold),
         per_request_ms=[ms(t, 0) for t in cold],
     )

@@ -8,6 +8,9 @@ decides, a pass after a failed attempt is flaky, superseded work counts nowhere.
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.
 
+The summary pages read these tallies from stored hourly rollups (hud.tallies.rollups), which run
+the hour statement below from a periodic refresh; only the current hour is computed on a request.
+
 Scanning a 30-day window per request is too slow: a million JobRun rows are ~1.4 GB in SQLite,
 and one GROUP BY over them takes ~0.7 s before any latest-attempt logic. So the work is split into
 time buckets (UTC hours for today and for the 24 h range, UTC days before that). Each hour is one
@@ -51,7 +54,7 @@ from django.utils.dateparse import parse_datetime
 from hud.tallies.histograms import bin_case_sql
 from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
 from hud.tallies.tally import Tally, latest_of, tallies_merge
-from relay.github.softcache import soft_get, soft_get_many, soft_set
+from relay.github.softcache import soft_get_many, soft_set
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State
 
@@ -126,9 +129,11 @@ COMPUTE_BUDGET_SECONDS = 1.5
 cold 30-day window over a million jobs takes ~10 s on SQLite; this keeps every answer quick."""
 
 
-def bucket_tallies(buckets: list[Bucket], now: datetime | None = None) -> list[dict]:
-    """One {(project_id, kind): Tally} per bucket, from the cache where it can be; missing ones
-    are computed newest first (the hot hours are cheap) until the time budget runs out."""
+def buckets_computed(buckets: list[Bucket], now: datetime | None = None) -> list[dict]:
+    """One {(project_id, kind): Tally} per bucket, computed on demand and cached for as long as it
+    can still change (the summary pages read stored rollups, hud.tallies.rollups; they compute
+    only the current hour this way). Missing ones are computed newest first until the time budget
+    runs out."""
     now = now or timezone.now()
     found = soft_get_many([b.cache_key for b in buckets])
     missing = sorted((b for b in buckets if b.cache_key not in found), key=lambda b: b.start, reverse=True)
@@ -141,33 +146,8 @@ def bucket_tallies(buckets: list[Bucket], now: datetime | None = None) -> list[d
     return [found[b.cache_key] for b in buckets]
 
 
-SETTLED_MERGE_SECONDS = 300
-"""The merge of a window's settled buckets (~50 of them, ~60 ms to merge) is shared this long; a
-request then merges it with the few hot hours only."""
-
-
 def _hot_horizon() -> timedelta:
     return timedelta(hours=max(settings.CRCR_JOB_TIMEOUT_HOURS, settings.CRCR_NEVER_STARTED_HOURS) + 1)
-
-
-def window_tallies(days: int, now: datetime | None = None) -> dict:
-    now = now or timezone.now()
-    buckets = window_buckets(days, now)
-    settled = [b for b in buckets if now - b.end >= _hot_horizon()]
-    hot = buckets[len(settled) :]
-    parts = bucket_tallies(hot, now)
-    if settled:
-        parts.append(_settled_merge(days, settled, now))
-    return tallies_merge(parts)
-
-
-def _settled_merge(days: int, settled: list[Bucket], now: datetime) -> dict:
-    key = f"hud:settled:v1:{days}:{settled[0].start:%Y%m%d%H}:{settled[-1].start:%Y%m%d%H}"
-    merged = soft_get(key)
-    if merged is None:
-        merged = tallies_merge(bucket_tallies(settled, now))
-        soft_set(key, merged, SETTLED_MERGE_SECONDS)
-    return merged
 
 
 # --- one bucket, one statement ------------------------------------------------------------------------

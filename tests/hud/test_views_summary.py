@@ -64,7 +64,9 @@ def test_it_renders_a_failed_query_as_an_error_with_status_503_never_as_no_data(
 
 
 def test_it_shows_a_loading_state_that_polls_while_a_cold_window_fills(client, monkeypatch):
-    project()
+    backend = project()
+    job(backend, at=recent(3))
+    job(backend, sha="b" * 40, at=recent(50))
     monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", -1)
     page = client.get("/crcr?range=30d", **HTMX).content.decode()
     assert "Loading:" in page and "time buckets ready" in page and 'hx-trigger="load delay:1s"' in page

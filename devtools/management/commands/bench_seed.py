@@ -44,11 +44,12 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"seeded {result.jobs:,} job rows, {result.failed_tests:,} failed tests, {result.trunk_commits:,} trunk commits, "
-            f"{result.pr_heads:,} PR heads, {result.dispatches:,} dispatches, {result.projects} projects over {result.span_days} days "
+            f"{result.pr_heads:,} PR heads, {result.dispatches:,} dispatches, {result.projects} projects over {result.span_days} days, "
+            f"{result.rollup_hours:,} hours of HUD rollups "
             f"in {result.total_seconds} s ({', '.join(f'{k} {v} s' for k, v in result.seconds.items())})"
         )
         self.stdout.write(
-            "Note: cached HUD tallies (cache) still describe the old data until they expire or the cache is cleared."
+            "Note: the HUD's rollups were rebuilt; tallies cached for the current hour (cache) describe the old data for up to a minute."
         )
 
 

@@ -1,0 +1,43 @@
+"""The HUD's one derived read model: tallies rolled up per hour and per day (hud.tallies.rollups).
+
+They live in the HUD, not the relay: they are a copy of what the relay recorded, shaped for the
+summary pages, written only by the HUD's periodic refresh and read only by its pages; the relay
+never imports them, and its callbacks never write them."""
+
+from django.db import models
+
+
+class TallyRollup(models.Model):
+    """One bucket's Tally (hud.tallies.tally) for one backend and kind of run, as
+    hud.tallies.buckets computes it: size `h` is one UTC hour, `d` the merge of a UTC day's hours."""
+
+    size = models.CharField(max_length=1, choices=[("h", "hour"), ("d", "day")])
+    start = models.DateTimeField()
+    project_id = models.IntegerField(help_text="relay.Project id (no foreign key: a derived copy)")
+    kind = models.CharField(max_length=16)
+    tally = models.JSONField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["size", "start", "project_id", "kind"], name="tally_rollup_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.size} {self.start:%Y-%m-%d %H:00} project {self.project_id} {self.kind}"
+
+
+class RollupState(models.Model):
+    """The refresh's watermark (one row): what it has seen, and which hours it must look at again."""
+
+    last_id = models.BigIntegerField(default=0, help_text="the highest JobRun id seen by the last refresh")
+    refreshed_at = models.DateTimeField(null=True, blank=True, help_text="when the last refresh started")
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="when a refresh last finished with nothing pending"
+    )
+    generation = models.BigIntegerField(default=0, help_text="a new random number from every refresh that stored rows")
+    open_hours = models.JSONField(default=list, help_text="hours whose jobs were still running: looked at again")
+    pending_hours = models.JSONField(default=list, help_text="hours found changed but not recomputed yet")
+    claimed_until = models.DateTimeField(null=True, blank=True, help_text="a refresh is running until then")
+
+    def __str__(self):
+        return f"rollups up to job {self.last_id}, refreshed {self.refreshed_at}"
