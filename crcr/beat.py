@@ -45,6 +45,7 @@ def period_claim(name: str, period: float, now=None) -> bool:
     try:
         with transaction.atomic():
             RelayState.objects.create(key=key, value=value)
+            RelayState.objects.filter(key=key).update(updated_at=now)  # auto_now took the wall clock
     except IntegrityError:
         return False  # the row exists and was claimed within the period
     return True
