@@ -474,7 +474,7 @@ class Stack:
 
     def celery_beat(self, name: str = "celerybeat") -> subprocess.Popen:
         """The real Celery beat, as production runs it (the scheduler from settings); ready once it
-        has loaded its schedule from the database."""
+        has loaded its schedule and written it back to the database (its first sync)."""
         process = self._spawn(
             name,
             ["-m", "celery", "-A", "crcr", "beat", "--loglevel", "DEBUG", "--pidfile", "", "--max-interval", "1"],
