@@ -217,7 +217,9 @@ def test_two_beats_and_two_workers_run_each_periodic_task_once_per_period(
         skipped[entry["task"]] = beats.count(f"beat: {entry['name']} was published by another beat")
         ran[entry["task"]] = len(re.findall(rf"Task {re.escape(entry['task'])}\[[^\]]+\] succeeded", workers))
     for task, period in PERIODS.items():
-        most, least = window / period + 1, together / period - 1
+        # One claim per period, give or take the period in which the other beat takes over; and a
+        # beat woken late on a busy machine may stretch a period by a fraction.
+        most, least = window / period + 2, together / (period * 1.5) - 1
         assert published[task] <= most, f"{task} published {published[task]} times in {window:.1f} s"
         assert published[task] >= least, f"{task} published only {published[task]} times in {together:.1f} s"
         assert skipped[task] >= 1, f"the second beat never tried {task}: nothing proved\n{beats[-3000:]}"
