@@ -8,7 +8,7 @@ exactly as before."""
 import logging
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
@@ -21,10 +21,20 @@ last run, so it always wins; a second beat out of phase by less than the period 
 
 class ClaimingScheduler(DatabaseScheduler):
     def apply_entry(self, entry, producer=None):
-        if not period_claim(entry.name, period_seconds(entry.schedule)):
+        if not self._claimed(entry):
             logger.info("beat: %s was published by another beat this period; skipped", entry.name)
             return
         super().apply_entry(entry, producer=producer)
+
+    def _claimed(self, entry) -> bool:
+        # Every periodic task is safe to run twice; none run at all would stall the sweepers. So
+        # with the database unreachable the entry is published unclaimed.
+        try:
+            return period_claim(entry.name, period_seconds(entry.schedule))
+        except DatabaseError as exc:
+            logger.warning("beat: could not claim %s (%s); publishing it unclaimed", entry.name, exc)
+            close_old_connections()  # a broken connection is replaced on the next tick
+            return True
 
 
 def period_seconds(schedule) -> float:

@@ -42,3 +42,22 @@ def test_of_two_beats_due_at_the_same_moment_only_one_publishes(monkeypatch):
         entry = beat.Entry(PeriodicTask.objects.get(name="every-minute-sweep"), app=app)
         beat.apply_entry(entry)
     assert published == beats[:1]
+
+
+def test_a_beat_that_cannot_reach_the_database_publishes_unclaimed(monkeypatch):
+    from django.db import OperationalError
+
+    import crcr.beat
+
+    def unreachable(name, period):
+        raise OperationalError("connection refused")
+
+    published = []
+    monkeypatch.setattr(DatabaseScheduler, "apply_entry", lambda self, entry, producer=None: published.append(entry))
+    monkeypatch.setattr(crcr.beat, "period_claim", unreachable)
+    every = IntervalSchedule.objects.create(every=60, period=IntervalSchedule.SECONDS)
+    entry = ClaimingScheduler.Entry(
+        PeriodicTask.objects.create(name="every-minute-sweep", task="relay.dispatch_sweep", interval=every), app=app
+    )
+    ClaimingScheduler(app=app, lazy=True).apply_entry(entry)
+    assert published == [entry]
