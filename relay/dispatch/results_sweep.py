@@ -45,14 +45,22 @@ def jobs_supersede(limit: int) -> int:
     )
     heads = latest_heads(job.pr_number for job in open_jobs)
     stale = [job.pk for job in open_jobs if heads.get(job.pr_number, job.head_sha) != job.head_sha][:limit]
-    changed = JobRun.objects.filter(pk__in=stale, status=JobRun.Status.IN_PROGRESS).update(
-        status=JobRun.Status.COMPLETED,
-        conclusion=Conclusion.CANCELLED,
-        ended_by=JobRun.EndedBy.SUPERSEDED,
-        completed_at=timezone.now(),
+    # Row by row, so that of two sweeps racing (a backlog on two workers) each announces only the
+    # jobs it ended itself.
+    ended = [pk for pk in stale if _supersede(pk)]
+    _announce(ended)
+    return len(ended)
+
+
+def _supersede(pk: int) -> bool:
+    return bool(
+        JobRun.objects.filter(pk=pk, status=JobRun.Status.IN_PROGRESS).update(
+            status=JobRun.Status.COMPLETED,
+            conclusion=Conclusion.CANCELLED,
+            ended_by=JobRun.EndedBy.SUPERSEDED,
+            completed_at=timezone.now(),
+        )
     )
-    _announce(stale if changed else [])
-    return changed
 
 
 def jobs_time_out(limit: int, now) -> int:
@@ -84,8 +92,9 @@ def dispatches_never_started(limit: int, now) -> int:
     heads = latest_heads(d.pr_number for d in silent if d.pr_number)
     with transaction.atomic():
         made = [JobRun.objects.get_or_create(**_never_started_row(dispatch, heads, now)) for dispatch in silent]
-        _announce([row.pk for row, created in made if created])
-    return len(silent)
+        created = [row.pk for row, created in made if created]
+        _announce(created)
+    return len(created)  # a racing sweep may have made some of them: it counts those
 
 
 def _announce(job_ids) -> None:

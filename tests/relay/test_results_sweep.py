@@ -70,6 +70,26 @@ def test_unfinished_jobs_of_an_older_pr_head_are_superseded():
     assert (stale.conclusion, stale.ended_by) == ("cancelled", "superseded")
 
 
+def test_of_two_sweeps_racing_each_announces_only_the_jobs_it_ended(monkeypatch):
+    """The other sweep ends one of the stale jobs between this sweep's read and its write."""
+    import relay.dispatch.results_sweep as sweeper
+
+    old = DispatchFactory(state="sent", sent_at=timezone.now(), head_sha="a" * 40, delivery__head_sha="a" * 40)
+    DeliveryFactory(pr_number=old.pr_number, head_sha="b" * 40, received_at=timezone.now() + timedelta(seconds=5))
+    theirs, ours = job(old, run_id="1"), job(old, run_id="2")
+    heads = sweeper.latest_heads
+
+    def heads_while_the_other_sweep_ends_one(numbers):
+        JobRun.objects.filter(pk=theirs.pk).update(status="completed", ended_by="superseded")
+        return heads(numbers)
+
+    announced = []
+    monkeypatch.setattr(sweeper, "latest_heads", heads_while_the_other_sweep_ends_one)
+    monkeypatch.setattr(sweeper.follow_up, "job_recorded", announced.append)
+    assert results_sweep().superseded == 1
+    assert announced == [ours.pk]
+
+
 def test_a_silent_dispatch_of_an_older_head_counts_as_superseded_not_never_started():
     DispatchFactory(state="sent", sent_at=timezone.now() - 7 * HOURS, head_sha="a" * 40, delivery__head_sha="a" * 40)
     DeliveryFactory(pr_number=2, head_sha="c" * 40, received_at=timezone.now())

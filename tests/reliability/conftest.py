@@ -382,12 +382,13 @@ class Stack:
         self.processes[name] = process
         return process
 
-    def web(self, workers: int = 2, threads: int = 8, **extra_env) -> str:
+    def web(self, workers: int = 2, threads: int = 8, name: str = "web", **extra_env) -> str:
+        """A gunicorn master with its workers; a second one (another `name`) is another host."""
         import httpx
 
         port = free_port()
         self._spawn(
-            "web",
+            name,
             [
                 "-m",
                 "gunicorn",
@@ -407,10 +408,11 @@ class Stack:
             ],
             extra_env,
         )
-        self.url = f"http://127.0.0.1:{port}"
-        if not wait_until(lambda: httpx.get(f"{self.url}/healthz", timeout=5).status_code in (200, 503), 60, 0.3):
-            raise RuntimeError(f"gunicorn did not come up:\n{self.log('web')}")
-        return self.url
+        url = f"http://127.0.0.1:{port}"
+        self.url = self.url or url
+        if not wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).status_code in (200, 503), 60, 0.3):
+            raise RuntimeError(f"gunicorn did not come up:\n{self.log(name)}")
+        return url
 
     def worker(self, concurrency: int = 8, wait: bool = True, **extra_env) -> subprocess.Popen:
         self._workers += 1
@@ -469,6 +471,19 @@ class Stack:
     def beat(self, interval: float = 2.0, tasks=("relay.dispatch_sweep",)) -> subprocess.Popen:
         """Celery beat runs the sweepers every minute; tests publish them every few seconds."""
         return self._spawn("beat", ["-c", BEAT_SCRIPT, str(interval), *tasks])
+
+    def celery_beat(self, name: str = "celerybeat") -> subprocess.Popen:
+        """The real Celery beat, as production runs it (the scheduler from settings); ready once it
+        has loaded its schedule and written it back to the database (its first sync)."""
+        process = self._spawn(
+            name,
+            ["-m", "celery", "-A", "crcr", "beat", "--loglevel", "DEBUG", "--pidfile", "", "--max-interval", "1"],
+        )
+        if not wait_until(lambda: "Writing entries" in self.log(name, 10**6) or process.poll() is not None, 60, 0.2):
+            raise RuntimeError(f"Celery beat did not come up:\n{self.log(name)}")
+        if process.poll() is not None:
+            raise RuntimeError(f"Celery beat exited ({process.returncode}):\n{self.log(name)}")
+        return process
 
     def stop_process(self, name: str, sig=signal.SIGTERM, timeout: float = 20) -> None:
         process = self.processes.get(name)
@@ -543,6 +558,32 @@ def stack_factory(tmp_path):
         stack.stop()
 
 
+# --- downstream repos on the stand-in ---------------------------------------------------------------
+
+
+def downstream(github, count: int, prefix: str, level: str = "L2", first_id: int = 720_000) -> list[dict]:
+    """Repos with the App installed, registered as projects."""
+    github.add_installation(installation_id=7, account=f"{prefix}-org")
+    repos = []
+    for i in range(count):
+        name = f"{prefix}-org-{i}/torch-backend"
+        github.add_repo(name, repo_id=first_id + i, installation_id=7)
+        repos.append(
+            {
+                "full_name": name,
+                "github_repo_id": first_id + i,
+                "level": level,
+                "hardware_kind": "gpu",
+                "rate_limit_per_min": 100_000,
+            }
+        )
+    return repos
+
+
+def standin_deliveries(github) -> Counter:
+    return Counter((d["client_payload"]["delivery_id"], d["repo"].lower()) for d in github.dispatches)
+
+
 # --- seeding a target database through the ORM, in a subprocess ----------------------------------
 
 
@@ -562,7 +603,8 @@ def seed(env: dict, spec: dict, timeout: float = 180) -> dict:
 
 def _seed_main(spec: dict) -> dict:
     """projects: Project fields; deliveries: [{delivery_id, event, head_sha, pr_number?}], each
-    dispatched to every project and marked sent; installations: [[installation_id, [repo, ...]]]."""
+    dispatched to every project and marked sent; installations: [[installation_id, [repo, ...]]];
+    periodic: extra beat entries (`periodic_tasks_add`)."""
     import django
 
     django.setup()
@@ -612,11 +654,22 @@ def _seed_main(spec: dict) -> dict:
             ],
             batch_size=2000,
         )
+    periodic_tasks_add(spec.get("periodic", []))
     return {
         "projects": {p.full_name: p.pk for p in projects},
         "deliveries": len(deliveries),
         "dispatches": len(deliveries) * len(targets),
     }
+
+
+def periodic_tasks_add(entries: list[dict]) -> None:
+    """Beat entries beside the ones in crcr/celery.py, as an admin adds them (django_celery_beat
+    rows): [{name, task, every (seconds)}]."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    for entry in entries:
+        interval, _ = IntervalSchedule.objects.get_or_create(every=entry["every"], period=IntervalSchedule.SECONDS)
+        PeriodicTask.objects.create(name=entry["name"], task=entry["task"], interval=interval)
 
 
 # --- talking to the relay like GitHub and downstream CI do ------------------------------------------

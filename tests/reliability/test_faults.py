@@ -29,6 +29,7 @@ from .conftest import (
     UPSTREAM_ID,
     Traffic,
     callback_body,
+    downstream,
     percentile,
     pr_payload,
     push_payload,
@@ -36,29 +37,11 @@ from .conftest import (
     report,
     seed,
     sha_for,
+    standin_deliveries,
     wait_until,
 )
 
 # --- shared pieces ------------------------------------------------------------------------------------
-
-
-def downstream(github, count: int, prefix: str, level: str = "L2", first_id: int = 720_000) -> list[dict]:
-    """Repos with the App installed, registered as projects."""
-    github.add_installation(installation_id=7, account=f"{prefix}-org")
-    repos = []
-    for i in range(count):
-        name = f"{prefix}-org-{i}/torch-backend"
-        github.add_repo(name, repo_id=first_id + i, installation_id=7)
-        repos.append(
-            {
-                "full_name": name,
-                "github_repo_id": first_id + i,
-                "level": level,
-                "hardware_kind": "gpu",
-                "rate_limit_per_min": 100_000,
-            }
-        )
-    return repos
 
 
 class MixedLoad:
@@ -174,10 +157,6 @@ def store(pg_server, database: str) -> dict:
 def all_dispatches_sent(pg_server, database: str, expected: int) -> bool:
     states = store(pg_server, database)["dispatch_states"]
     return set(states) == {"sent"} and states["sent"] >= expected
-
-
-def standin_deliveries(github) -> Counter:
-    return Counter((d["client_payload"]["delivery_id"], d["repo"].lower()) for d in github.dispatches)
 
 
 def assert_store_complete(pg_server, database: str, load: MixedLoad, repos: list[dict]) -> dict:
