@@ -16,7 +16,7 @@ def snapshot() -> tuple:
     return jobs, failed
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the seeder empties tables with TRUNCATE
 def test_the_rows_are_the_same_whatever_the_chunk_and_ids_follow_arrival(monkeypatch):
     bench_seed.seed(4000, reset=True, now=NOW)
     whole = snapshot()
