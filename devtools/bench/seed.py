@@ -20,7 +20,9 @@ newest), so the newest 50 trunk commits — the grid's first page — are identi
 size: the grid benchmark compares the same page over 10 k and 1 M rows.
 
 Rows are written with explicit ids in the order callbacks would have created them (created_at),
-with COPY on PostgreSQL and batched executemany inside one transaction on SQLite."""
+with COPY on PostgreSQL and batched executemany on SQLite, JOB_CHUNK job rows per transaction: a
+commit's rows are counted when commits are chosen, then generated again from the same stream when
+written, so the seeder never holds the store (its peak memory is flat in --jobs)."""
 
 import gc
 import hashlib
@@ -480,7 +482,7 @@ class SeedResult:
 
 
 class Generator:
-    """Builds rows in memory (times already in the database's form), then writes them."""
+    """Builds rows (times already in the database's form) commit by commit and writes them."""
 
     def __init__(
         self,
