@@ -119,6 +119,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-crcr-{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+# A read replica (PostgreSQL streaming replication) serves HUD pages and API reads; writes, the
+# relay, the admin and the workers stay on the primary (crcr/dbrouter.py says which request
+# reads where). Tests run it as a mirror of the test database.
+DATABASE_REPLICA_URL = env("DATABASE_REPLICA_URL")
+DATABASE_ROUTERS: list[str] = []
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL, conn_max_age=60, conn_health_checks=True)
+    DATABASES["replica"]["OPTIONS"] = {"connect_timeout": 5}
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["crcr.dbrouter.ReplicaRouter"]
+    MIDDLEWARE.append("crcr.dbrouter.ReadOnlyRequestMiddleware")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- cache, broker ------------------------------------------------------------------------------

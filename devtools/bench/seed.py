@@ -20,10 +20,13 @@ newest), so the newest 50 trunk commits — the grid's first page — are identi
 size: the grid benchmark compares the same page over 10 k and 1 M rows.
 
 Rows are written with explicit ids in the order callbacks would have created them (created_at),
-with COPY on PostgreSQL and batched executemany inside one transaction on SQLite."""
+with COPY on PostgreSQL and batched executemany on SQLite, JOB_CHUNK job rows per transaction: a
+commit's rows are counted when commits are chosen, then generated again from the same stream when
+written, so the seeder never holds the store (its peak memory is flat in --jobs)."""
 
 import gc
 import hashlib
+import heapq
 import json
 import random
 import time
@@ -45,6 +48,8 @@ PR_BLOCK_WIDTH = 16
 """PR heads are laid out in blocks of 16 PRs × 3 heads; a PR's next head comes 16 heads later."""
 PR_BLOCK_HEADS = 3
 BATCH = 10_000
+JOB_CHUNK = 100_000
+"""Job rows written per COPY: the seeder holds one chunk, not the store (its peak stays flat in --jobs)."""
 
 
 # --- the registry ---------------------------------------------------------------------------------
@@ -249,6 +254,7 @@ class Commit:
     author: str = ""
     parent_sha: str = ""
     jobs: list = field(default_factory=list)
+    kept: int = 0  # job rows this commit contributes (the last chosen one is cut to fit the budget)
     delivery_uuid: str = ""
     delivery_fields: tuple = ()
     delivery_pk: int = 0
@@ -477,7 +483,7 @@ class SeedResult:
 
 
 class Generator:
-    """Builds rows in memory (times already in the database's form), then writes them."""
+    """Builds rows (times already in the database's form) commit by commit and writes them."""
 
     def __init__(
         self,
@@ -502,7 +508,9 @@ class Generator:
         """The newest `page_commits` (50) trunk commits always; then trunk commits and PR heads newest first until
         the job budget is spent (the last one cut to fit exactly)."""
         chosen = [self.timeline.trunk(i) for i in range(self.page_commits)]
-        total = sum(len(self.jobs_for(c)) for c in chosen)
+        for c in chosen:
+            c.kept, c.jobs = len(self.jobs_for(c)), []
+        total = sum(c.kept for c in chosen)
         i, m = self.page_commits, 0
         while total < self.target:
             t_time, p_time = self.timeline.trunk_time(i), self.timeline.pr_time(m)
@@ -510,10 +518,9 @@ class Generator:
                 c, i = self.timeline.trunk(i), i + 1
             else:
                 c, m = self.timeline.pr(m), m + 1
-            jobs = self.jobs_for(c)
-            if total + len(jobs) > self.target:
-                del jobs[self.target - total :]
-            total += len(jobs)
+            c.kept = min(len(self.jobs_for(c)), self.target - total)
+            c.jobs = []  # counted, not kept: regenerated from the commit's own stream when written
+            total += c.kept
             chosen.append(c)
             if i > 10_000_000 or m > 20_000_000:
                 raise RuntimeError("job budget cannot be reached")
@@ -900,9 +907,7 @@ class Generator:
         pk_of = {b.index: projects[b.full_name.lower()] for b in self.backends}
         chosen = self.commits()
         self.ids_assign(chosen)
-        jobs = [row for c in chosen for row in c.jobs]
-        say(f"generated {len(jobs):,} job rows over {len(chosen):,} commits")
-        jobs.sort(key=lambda row: (row[_J["created_at"]], row[_J["run_attempt"]]))
+        say(f"chose {len(chosen):,} commits for {sum(c.kept for c in chosen):,} job rows")
         result.seconds["generate"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
         next_commit = _next_pk("relay", "UpstreamCommit")
@@ -920,22 +925,7 @@ class Generator:
             (_mapped(row, 2, pk_of) for c in chosen for row in self.dispatch_rows(c)),
         )
         result.seconds["write_commits_deliveries_dispatches"] = round(time.monotonic() - mark, 2)
-        mark = time.monotonic()
-        first_job, first_test = _next_pk("relay", "JobRun"), _next_pk("relay", "FailedTest")
-        failed = []
-        project_col = _J["project_id"]
-        for k, row in enumerate(jobs):
-            row[0] = first_job + k
-            row[project_col] = pk_of[row[project_col]]
-            tests = row.pop()
-            if tests:
-                base = first_test + len(failed)
-                failed.extend((base + t, row[0], *values) for t, values in enumerate(tests))
-        write("relay", "JobRun", JOB_FIELDS, jobs)
-        result.seconds["write_jobs"] = round(time.monotonic() - mark, 2)
-        mark = time.monotonic()
-        write("relay", "FailedTest", FAILED_FIELDS, failed)
-        result.seconds["write_failed_tests"] = round(time.monotonic() - mark, 2)
+        result.jobs, result.failed_tests = self.jobs_write(chosen, pk_of, result.seconds)
         mark = time.monotonic()
         sequences_reset()
         analyze()
@@ -946,23 +936,71 @@ class Generator:
         report = rollups_refresh()  # what beat does every minute in production: here every hour at once
         result.rollup_hours = report.recomputed if report else 0
         result.seconds["hud_rollups"] = round(time.monotonic() - mark, 2)
-        result.jobs, result.failed_tests, result.commits = len(jobs), len(failed), len(chosen)
+        result.commits = len(chosen)
         result.trunk_commits = sum(1 for c in chosen if c.kind == "trunk")
         result.pr_heads = result.commits - result.trunk_commits
         result.deliveries, result.dispatches = len(chosen), len(chosen) * len(self.backends)
         result.span_days = round((self.now - min(c.landed for c in chosen)) / DAY, 1) if chosen else 0.0
         return result
 
+    def jobs_write(self, chosen: list[Commit], pk_of: dict, seconds: dict) -> tuple[int, int]:
+        """Job rows and their failed tests, JOB_CHUNK rows per COPY, ids in arrival order."""
+        first_job, first_test = _next_pk("relay", "JobRun"), _next_pk("relay", "FailedTest")
+        jobs_n = failed_n = 0
+        seconds["write_jobs"] = seconds["write_failed_tests"] = 0.0
+        project_col = _J["project_id"]
+        chunk, failed = [], []
+        for row in self.jobs_in_order(chosen):
+            row[0] = first_job + jobs_n + len(chunk)
+            row[project_col] = pk_of[row[project_col]]
+            tests = row.pop()
+            if tests:
+                base = first_test + failed_n + len(failed)
+                failed.extend((base + t, row[0], *values) for t, values in enumerate(tests))
+            chunk.append(row)
+            if len(chunk) >= JOB_CHUNK:
+                jobs_n, failed_n = jobs_n + len(chunk), failed_n + len(failed)
+                _timed_writes(seconds, chunk, failed)
+                chunk, failed = [], []
+        _timed_writes(seconds, chunk, failed)
+        seconds["write_jobs"], seconds["write_failed_tests"] = (
+            round(seconds["write_jobs"], 2),
+            round(seconds["write_failed_tests"], 2),
+        )
+        return jobs_n + len(chunk), failed_n + len(failed)
+
+    def jobs_in_order(self, chosen: list[Commit]):
+        """Every chosen commit's job rows in (created_at, run_attempt) order, ties in commit and row
+        order — what a stable sort of them all gives — holding only the rows still in flight: a
+        commit's rows are all created after it landed, so a row older than the next commit's
+        landing can go."""
+        pending: list = []
+        for position, c in enumerate(chosen):
+            landed = self.ts(c.landed)
+            while pending and pending[0][0] < landed:
+                yield heapq.heappop(pending)[-1]
+            for k, row in enumerate(self.commit_jobs(c)):
+                heapq.heappush(pending, (row[_J["created_at"]], row[_J["run_attempt"]], position, k, row))
+        while pending:
+            yield heapq.heappop(pending)[-1]
+
+    def commit_jobs(self, c: Commit) -> list:
+        """The commit's job rows again (its own random stream gives the same rows), cut as chosen,
+        their dispatch_id turned from the backend's index into the dispatch's id."""
+        rows = self.jobs_for(c)[: c.kept]
+        c.jobs = []
+        column = _J["dispatch_id"]
+        for row in rows:
+            if row[column] is not None:
+                row[column] += c.dispatch_base
+        return rows
+
     def ids_assign(self, chosen: list[Commit]) -> None:
-        """Deliveries and dispatches get ids in arrival order; jobs learn their dispatch's id."""
+        """Deliveries and dispatches get ids in arrival order."""
         chosen.sort(key=lambda c: c.landed)
         next_delivery, next_dispatch = _next_pk("relay", "Delivery"), _next_pk("relay", "Dispatch")
-        column = _J["dispatch_id"]
         for k, c in enumerate(chosen):
             c.delivery_pk, c.dispatch_base = next_delivery + k, next_dispatch + k * len(self.backends)
-            for row in c.jobs:
-                if row[column] is not None:
-                    row[column] += c.dispatch_base
 
     def projects_create(self) -> dict[str, int]:
         from relay.models import Installation, InstalledRepo, LevelChange, Project, RelayState
@@ -1015,6 +1053,15 @@ class SeedRefused(Exception):
 
 def _mapped(row: tuple, column: int, pk_of: dict) -> tuple:
     return (*row[:column], pk_of[row[column]], *row[column + 1 :])
+
+
+def _timed_writes(seconds: dict, jobs: list, failed: list) -> None:
+    mark = time.monotonic()
+    write("relay", "JobRun", JOB_FIELDS, jobs)
+    seconds["write_jobs"] += time.monotonic() - mark
+    mark = time.monotonic()
+    write("relay", "FailedTest", FAILED_FIELDS, failed)
+    seconds["write_failed_tests"] += time.monotonic() - mark
 
 
 def _sqlite_time(value: float) -> str:

@@ -47,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache as memoize
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -216,6 +216,8 @@ def _created_within(bucket: Bucket) -> bool:
 
 
 def _hour_compute(bucket: Bucket) -> dict:
+    # Raw SQL skips the database routers: ask them, so a page's tallies read the replica (crcr/dbrouter.py).
+    connection = connections[router.db_for_read(JobRun) or DEFAULT_DB_ALIAS]
     bounds = [connection.ops.adapt_datetimefield_value(t) for t in (bucket.start, bucket.end)]
     with connection.cursor() as cursor:
         cursor.execute(_bucket_sql(), bounds * 3)
