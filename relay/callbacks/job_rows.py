@@ -87,12 +87,17 @@ def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
     sql = (
         f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
         f"VALUES ({', '.join(['%s'] * len(values))}) "
-        f"ON CONFLICT ({', '.join(connection.ops.quote_name(c) for c in conflict)}) DO NOTHING RETURNING id"
+        f"ON CONFLICT {_conflict_target(conflict)}DO NOTHING RETURNING id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, _values(model, values))
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+def _conflict_target(conflict: tuple[str, ...]) -> str:
+    """`(a, b) ` for a unique key, or "" for any conflict (a partitioned table's keys)."""
+    return f"({', '.join(connection.ops.quote_name(c) for c in conflict)}) " if conflict else ""
 
 
 def row_update(model, pk: int, values: dict) -> None:
@@ -110,11 +115,39 @@ def token_insert(issuer: str, jti: str, expires_at, used_for: str) -> bool:
 
 
 def job_insert(values: dict) -> int | None:
-    """A new job row (every column given or defaulted), or None when its key exists already."""
+    """A new job row (every column given or defaulted), or None when its key exists already.
+    Call inside a transaction: on a partitioned table the key's lock lasts until its commit."""
     now = timezone.now()
     row = {name: field.get_default() for name, field in _fields(JobRun).items()}
     row.update(values, updated_at=now)
-    return row_insert(JobRun, row, JOB_KEY)
+    if not _partitioned(JobRun):
+        return row_insert(JobRun, row, JOB_KEY)
+    # Monthly partitions (manage.py partition_by_month, docs/scaling.md) hold no unique index on
+    # the job's key alone: callbacks for one key take turns on an advisory lock, and the second
+    # finds the first.
+    key = [row[name] for name in JOB_KEY]
+    where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(map(str, key))])
+        cursor.execute(f"SELECT 1 FROM relay_jobrun WHERE {where}", key)
+        if cursor.fetchone() is not None:
+            return None
+    return row_insert(JobRun, row, ())
+
+
+_partitioned_tables: dict[str, bool] = {}
+
+
+def _partitioned(model) -> bool:
+    """Whether the model's table is partitioned, asked once per process and connection alias."""
+    if connection.vendor != "postgresql":
+        return False
+    table = model._meta.db_table
+    if table not in _partitioned_tables:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass(%s)", [table])
+            _partitioned_tables[table] = cursor.fetchone() is not None
+    return _partitioned_tables[table]
 
 
 def job_locked(key: dict) -> tuple[JobRun | None, bool]:
