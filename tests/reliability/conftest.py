@@ -539,6 +539,11 @@ def relay_env(var_dir: Path, database_url: str, redis_url: str | None, github, i
         CRCR_OIDC_ISSUERS=json.dumps((issuers or github).oidc.issuers_config()),
         CRCR_OIDC_JWKS_COOLDOWN_SECONDS="0",
         GITHUB_HTTP_TIMEOUT="10",
+        # These loads send a thousand dispatches a minute through one installation, five times what
+        # GitHub's secondary limit allows (relay/github/ratelimit.py would spread them over minutes,
+        # as it must in production); the stand-in has no limit, and these tests are about faults.
+        GITHUB_WRITE_POINTS_PER_MINUTE="1000000",
+        GITHUB_WRITE_BURST_POINTS="1000000",
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env
