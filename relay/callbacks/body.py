@@ -99,9 +99,10 @@ def body_parse(raw: bytes) -> dict:
     """The body as a JSON object, refusing what no database can store (NUL, lone surrogates,
     NaN/Infinity) and nesting deep enough to exhaust the parser, each as a 400."""
     raw = raw or b"{}"
+    suspicious = _may_hide_unstorable_text(raw)
     try:
         body = json.loads(raw, parse_constant=_refuse_constant)
-        if _may_hide_unstorable_text(raw):
+        if suspicious:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
     except RecursionError as exc:
         raise BadCallback("body is nested too deeply") from exc
@@ -111,7 +112,7 @@ def body_parse(raw: bytes) -> dict:
         raise BadCallback(f"body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise BadCallback("body must be a JSON object")
-    if _may_hide_unstorable_text(raw) and _has_nul(body):
+    if suspicious and _has_nul(body):
         raise BadCallback("body contains a NUL character")
     return body
 
