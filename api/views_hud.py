@@ -11,11 +11,11 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hud.baseline import commit_baseline
-from hud.culprits import streaks
 from hud.selectors_grid import pr_page
 from relay.checks.gate import gate_verdict, pr_head
 from relay.models import Project, UpstreamCommit
+from relay.results.baseline import commit_baseline
+from relay.results.culprits import streaks
 from relay.selectors import active_project, commits_by_prefix, pr_newest_commit_sha, trunk_commit
 
 
@@ -43,7 +43,9 @@ class HeadOut(serializers.Serializer):
     sha = serializers.CharField()
     first_seen = serializers.DateTimeField()
     title = serializers.CharField()
-    backends = serializers.DictField(child=serializers.CharField(), help_text="backend → status (hud.status policy)")
+    backends = serializers.DictField(
+        child=serializers.CharField(), help_text="backend → status (relay.results.status policy)"
+    )
 
 
 class PullRequestOut(serializers.Serializer):

@@ -14,11 +14,10 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest, UpstreamCommit
+from relay.results.baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
+from relay.results.cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
+from relay.results.triage import cells_triage
 from relay.verdicts import FAILING, job_key_label
-
-from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
-from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
-from .triage import cells_triage
 
 RECENT_TRUNK = 10
 ALREADY, NEW, BACKEND_ONLY, KNOWN = "already_failing", "new", "backend_only", "known"

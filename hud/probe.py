@@ -1,11 +1,11 @@
-"""The health probe's recent heads, each judged by the probe rule (hud.status.probe_state)."""
+"""The health probe's recent heads, each judged by the probe rule (relay.results.status.probe_state)."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import Max, Q
 
-from relay.models import JobRun, Project
+from relay.models import SELF_REPORT_EVENTS, JobRun, Project
 from relay.verdicts import STATES, Counts, job_verdicts
 
 # --- the health probe ----------------------------------------------------------------------------------
@@ -18,7 +18,7 @@ PROBE_LOOKBACK = timedelta(days=14)
 class ProbeHead:
     sha: str
     state: str
-    """pass | fail | running, by hud.status.probe_state over the head's jobs."""
+    """pass | fail | running, by relay.results.status.probe_state over the head's jobs."""
     last_at: datetime
 
 
@@ -60,4 +60,4 @@ def _probe_head_state(jobs: list) -> str:
 
 
 def event_filter(tab: str) -> Q:
-    return Q(event_type=tab) if tab in ("nightly", "periodic") else ~Q(event_type__in=("nightly", "periodic"))
+    return Q(event_type=tab) if tab in SELF_REPORT_EVENTS else ~Q(event_type__in=SELF_REPORT_EVENTS)

@@ -2,7 +2,7 @@
 the environment it reported and its level readiness.
 
 The cards and readiness come from the cached windowed tallies (hud.tallies); the matrix
-loads only the rows of one page of head SHAs (≤ 50) and judges them with hud.status directly."""
+loads only the rows of one page of head SHAs (≤ 50) and judges them with relay.results.status directly."""
 
 import re
 from dataclasses import dataclass, field
@@ -16,18 +16,17 @@ from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids, shown_state
 from hud.probe import event_filter
 from hud.selectors_summary import PASS_RATE_TARGET
-from hud.status import StateShown
 from hud.tallies.buckets import window_buckets
 from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
-from relay.callbacks.body import SELF_REPORT_EVENTS
-from relay.models import FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.results.baseline import MARK_LABELS, backend_baseline
+from relay.results.culprits import streaks
+from relay.results.status import StateShown
 from relay.verdicts import STATES, State, attempts_in_order, cell_state, conclusion_state, job_verdicts, probe_state
 
-from .baseline import MARK_LABELS, backend_baseline
-from .culprits import streaks
 from .selectors_baseline_history import baseline_history
 from .selectors_triage import expectation_rows
 

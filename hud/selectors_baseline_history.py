@@ -5,7 +5,7 @@ reference (likely upstream). Bounded to the most recent heads in the window."""
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .baseline import BACKEND, EXPECTED, KNOWN, MIXED, NO_BASELINE, SHARED, baseline_marks
+from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MIXED, NO_BASELINE, SHARED, baseline_marks
 
 MAX_HEADS = 300
 """The marks need the reference and every backend's cells per commit: cap the commits read."""

@@ -1,5 +1,5 @@
 """The commit page: resolve a SHA (or a prefix) to an upstream commit, and its detail per backend
-and job, read through the cell engine (hud.cells)."""
+and job, read through the cell engine (relay.results.cells)."""
 
 import re
 from dataclasses import dataclass
@@ -7,12 +7,17 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from relay.models import JobRun, Project, UpstreamCommit
+from relay.results.cells import (
+    Cell,
+    cells_for_commits,
+    failed_tests_for_jobs,
+    latest_failing_job_ids,
+    registered_backends,
+)
 from relay.verdicts import (
     JobVerdict,
     State,
 )
-
-from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, registered_backends
 
 _PR_IN_TITLE = re.compile(r"\(#(\d+)\)\s*$")
 

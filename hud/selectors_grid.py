@@ -1,6 +1,6 @@
 """The grid (upstream commits × backends), its filters and cell tooltips, and the PR page (one row
-per head SHA). Cells come from hud.cells under the status policy; baseline marks and
-upstream-broken rows from hud.baseline, for the whole page at once."""
+per head SHA). Cells come from relay.results.cells under the status policy; baseline marks and
+upstream-broken rows from relay.results.baseline, for the whole page at once."""
 
 import re
 from collections import Counter
@@ -11,10 +11,8 @@ from django.conf import settings
 from django.db.models import Min
 
 from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
-
-from .baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
-from .cells import (
+from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from relay.results.cells import (
     Cell,
     CellKey,
     cells_for_commits,
@@ -23,14 +21,16 @@ from .cells import (
     reference_backend,
     registered_backends,
 )
-from .culprits import Streak, streaks
+from relay.results.culprits import Streak, streaks
+from relay.results.status import StateShown
+from relay.results.triage import annotate_failures
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
+
 from .gate import gate_verdict
 from .overdue import overdue_among, running_job_ids, shown_state
 from .patterns import PatternError, pattern_matcher
 from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import commit_pr_number
-from .status import StateShown
-from .triage import annotate_failures
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200

@@ -10,21 +10,20 @@ from django.conf import settings
 from django.db.models import Count, Max, Min
 
 from relay.models import Expectation, IssueOccurrence, KnownIssue, Level, Project, UpstreamCommit
-from relay.testids import TestId
-from relay.triage.expectations import FAIL, PASS, UNKNOWN, passing_streak
-from relay.triage.issues import still_occurring
-from relay.triage.matching import id_matches
-
-from .baseline import cell_failures, resolve_commit_ids
-from .cells import (
+from relay.results.baseline import cell_failures, resolve_commit_ids
+from relay.results.cells import (
     cells_for_commits,
     failed_tests_for_jobs,
     latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
-from .culprits import Streak, history_load, streaks, trunk_chain
-from .triage import cells_triage
+from relay.results.culprits import Streak, history_load, streaks, trunk_chain
+from relay.results.triage import cells_triage
+from relay.testids import TestId
+from relay.triage.expectations import FAIL, PASS, UNKNOWN, passing_streak
+from relay.triage.issues import still_occurring
+from relay.triage.matching import id_matches
 
 SUGGESTION_COMMITS = 10
 """Suggestions look at the newest trunk commits."""

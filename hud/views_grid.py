@@ -7,8 +7,9 @@ from django.db import DatabaseError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from .baseline import commit_baseline
-from .culprits import commit_streaks
+from relay.results.baseline import commit_baseline
+from relay.results.culprits import commit_streaks
+
 from .rendering import page, unavailable
 from .selectors_commit import commit_detail, resolve_commit
 from .selectors_grid import (

@@ -16,9 +16,9 @@ from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
-from hud.status import LEGEND
 from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
+from relay.results.status import LEGEND
 from relay.verdicts import STATES, State
 
 COUNTS_TEXT = {

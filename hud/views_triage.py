@@ -8,9 +8,9 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from relay.results.cells import registered_backends
 from relay.triage import issues as issue_services
 
-from .cells import registered_backends
 from .forms import KnownIssueForm
 from .rendering import page, unavailable
 from .selectors_triage import (

@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from datetime import timedelta
 
+from relay.models import SELF_REPORT_EVENTS
+
 # --- ranges and tabs --------------------------------------------------------------------------------
 
 
@@ -31,7 +33,7 @@ NIGHTLY_STALE_AFTER = timedelta(hours=26)
 
 
 def kind_of(event_type: str) -> str:
-    return event_type if event_type in ("nightly", "periodic") else "pr"
+    return event_type if event_type in SELF_REPORT_EVENTS else "pr"
 
 
 def stale_after(window: Window, tab: str) -> timedelta:

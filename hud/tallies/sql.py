@@ -4,7 +4,7 @@ exactly as the pages judge them in Python (a test checks both agree on random da
 from dataclasses import dataclass
 from functools import cache as memoize
 
-from relay.models import Conclusion, JobRun
+from relay.models import SELF_REPORT_EVENTS, Conclusion, JobRun
 from relay.verdicts import FAILING, State, conclusion_state
 
 # --- the status policy, translated to SQL ----------------------------------------------------------
@@ -46,9 +46,8 @@ def state_case_sql(alias: str = "j") -> str:
     return f"(CASE {' '.join(whens)} ELSE {fallback} END)"
 
 
-KIND_SQL = (
-    "(CASE WHEN j.event_type = 'nightly' THEN 'nightly' WHEN j.event_type = 'periodic' THEN 'periodic' ELSE 'pr' END)"
-)
+KIND_SQL = f"(CASE {' '.join(f'WHEN j.event_type = {_sql_text(kind)} THEN {_sql_text(kind)}' for kind in SELF_REPORT_EVENTS)} ELSE 'pr' END)"
+"""hud.windows.kind_of in SQL: a self-report's event type names its tab, anything else is `pr`."""
 _ATTEMPT_SLOTS = 1024
 ORDER_SQL = (
     f"(MIN(j.id) OVER (PARTITION BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name, j.run_id)"

@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from hud.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
-from hud.status import LEGEND
+from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
+from relay.results.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()

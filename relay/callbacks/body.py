@@ -9,9 +9,8 @@ from urllib.parse import urlsplit
 
 from django.utils.dateparse import parse_datetime
 
-from ..models import Conclusion
+from ..models import SELF_REPORT_EVENTS, Conclusion
 
-SELF_REPORT_EVENTS = ("nightly", "periodic")
 MAX_FAILED_TESTS = 1000
 MAX_MESSAGE_BYTES = 1024
 MAX_STACK_BYTES = 4096

@@ -22,7 +22,7 @@ from .registry import (
     Project,
     RelayState,
 )
-from .results import NEVER_STARTED_RUN_ID, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
+from .results import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
 from .triage import (
     Expectation,
     IssueOccurrence,
@@ -35,6 +35,7 @@ from .triage import (
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
+    "SELF_REPORT_EVENTS",
     "NEVER_STARTED_RUN_ID",
     "CIProvider",
     "Conclusion",

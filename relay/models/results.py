@@ -11,6 +11,19 @@ NEVER_STARTED_RUN_ID = "-"
 """run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
 
 
+SELF_REPORT_EVENTS = ("nightly", "periodic")
+"""Event types a downstream reports on its own, with no dispatch behind them (its nightly and
+periodic runs); every other event type answers a dispatch."""
+
+
+class JobRunQuerySet(models.QuerySet):
+    def self_reports(self):
+        return self.filter(event_type__in=SELF_REPORT_EVENTS)
+
+    def answering_dispatches(self):
+        return self.exclude(event_type__in=SELF_REPORT_EVENTS)
+
+
 class Conclusion(models.TextChoices):
     """GitHub's check-run conclusions, the only ones a callback may report."""
 
@@ -76,6 +89,8 @@ class JobRun(models.Model):
     body = models.JSONField(default=dict, blank=True, help_text="the last accepted callback body, as sent")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = JobRunQuerySet.as_manager()
 
     class Meta:
         constraints = [

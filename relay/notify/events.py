@@ -3,9 +3,10 @@ unique); each matching subscription gets one notification for it (unique per sub
 event), sent now through the outbox or held for the subscription's daily digest.
 
 Events about results on trunk (a new backend-specific failure with its culprit range, a
-recovery, upstream breaking the reference), readiness and relay health are detected by the HUD
-(hud.events), which reads results the way its pages do and calls `event_emit`; a known issue
-seen again after being resolved is detected here, when its occurrence is recorded."""
+recovery, upstream breaking the reference) are detected by relay.notify.trunk, which reads results
+through relay.results the way the pages do; readiness and relay health by the HUD (hud.events),
+which alone computes them; a known issue seen again after being resolved is detected here, when its
+occurrence is recorded. All of them record through `event_emit`."""
 
 import logging
 

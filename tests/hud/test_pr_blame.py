@@ -2,10 +2,10 @@
 
 import pytest
 
-from hud.cells import registered_backends
 from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
+from relay.results.cells import registered_backends
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db

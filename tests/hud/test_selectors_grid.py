@@ -6,10 +6,10 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from hud.cells import cells_for_commits, registered_backends
 from hud.gate import gate_verdict
 from hud.selectors_commit import resolve_commit
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
+from relay.results.cells import cells_for_commits, registered_backends
 from relay.verdicts import State, awaiting_results_state
 from tests.factories import (
     DeliveryFactory,

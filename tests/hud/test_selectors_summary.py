@@ -1,4 +1,4 @@
-"""The windowed tallies (the SQL translation of hud.status) and the /crcr summary."""
+"""The windowed tallies (the SQL translation of relay.results.status) and the /crcr summary."""
 
 import random
 import uuid

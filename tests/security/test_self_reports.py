@@ -52,7 +52,7 @@ def test_a_self_report_on_trunk_is_accepted_and_shows_on_the_trunk_row(client, o
 
 
 def test_a_self_report_on_a_commit_that_later_becomes_a_pr_head_never_shows_on_the_pr(client, oidc, l4):
-    from hud.cells import jobs_for_commits
+    from relay.results.cells import jobs_for_commits
 
     assert self_report(client, oidc, l4, PR_HEAD).json()["status"] == "completed"  # not yet known as a PR head
     UpstreamCommit.objects.create(sha=PR_HEAD, pr_number=77)

@@ -20,7 +20,7 @@ def make_issue(**fields):
 
 
 def grid_mark(sha, project):
-    from hud.baseline import baseline_marks
+    from relay.results.baseline import baseline_marks
 
     return baseline_marks([sha]).get((sha, project.pk))
 
@@ -52,7 +52,7 @@ def test_a_failure_the_backend_expects_is_marked_expected_and_is_not_red(backend
 
 
 def test_the_commit_page_counts_exclude_known_failures_and_say_how_many(backends, trunk, client):
-    from hud.baseline import commit_baseline
+    from relay.results.baseline import commit_baseline
 
     result(backends["ref"], trunk[0].sha)
     result(backends["xpu"], trunk[0].sha, [XPU_ADDMM, XPU_SUM])

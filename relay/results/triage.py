@@ -44,7 +44,7 @@ def _message(record: dict) -> str:
 
 
 def cell_triage(failures, triager: Triager) -> CellTriage:
-    """`failures` is a hud.baseline.CellFailures of a non-reference backend."""
+    """`failures` is a relay.results.baseline.CellFailures of a non-reference backend."""
     project_id = failures.cell.project.id
     result = CellTriage()
     for tid, record in failures.tests.items():

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hud.culprits import streaks, trunk_chain
+from relay.results.culprits import streaks, trunk_chain
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db

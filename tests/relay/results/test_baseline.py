@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from hud.baseline import baseline_marks, commit_baseline
+from relay.results.baseline import baseline_marks, commit_baseline
 from tests.factories import (
     DeliveryFactory,
     DispatchFactory,

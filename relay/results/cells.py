@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from relay.callbacks.body import SELF_REPORT_EVENTS
-from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
+from relay.models import SELF_REPORT_EVENTS, Delivery, Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
 from relay.verdicts import (
     FAILING,
     STATES,
