@@ -6,6 +6,7 @@ import logging
 import time
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
@@ -51,9 +52,7 @@ def _cache():
 
 
 def _broker():
-    from crcr.celery import app
-
-    with app.connection_for_write() as conn:
+    with current_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=2)
         return {"transport": conn.transport_cls if isinstance(conn.transport_cls, str) else "redis"}
 

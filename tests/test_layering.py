@@ -232,6 +232,93 @@ def test_the_packages_depend_on_each_other_one_way_even_through_deferred_imports
     assert circles(unit_graph(modules, sources)) == []
 
 
+def test_no_module_imports_itself_back_even_through_imports_deferred_into_functions():
+    """Stricter than the packages rule: inside a package too. The outbox engine kicks a send by
+    its task's registered name, so a kind never imports the task module that imports it."""
+    modules = product_modules()
+    sources = {name: path.read_text() for name, (path, _) in modules.items()}
+    assert circles({name: imports_in(name, sources[name], modules) for name in modules}) == []
+
+
+def test_a_task_kicked_through_a_deferred_import_is_a_circle():
+    modules = {"pkg": (None, True), "pkg.sending": (None, False), "pkg.tasks": (None, False)}
+    sources = {
+        "pkg": "",
+        "pkg.tasks": "from . import sending\n",
+        "pkg.sending": "def kick():\n    from .tasks import send\n",
+    }
+    graph = {name: imports_in(name, sources[name], modules) for name in modules}
+    assert circles(graph) == [["pkg.sending", "pkg.tasks"]]
+
+
+def test_the_relay_hud_and_api_never_import_the_project_package():
+    """crcr (settings, Celery app, beat) sits above the apps: the apps reach the Celery app as
+    celery.current_app, never by importing crcr back."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for package in ("relay", "hud", "api")
+        for path in (ROOT / package).rglob("*.py")
+        for name in imported_modules(path)
+        if name.split(".")[0] == "crcr"
+    ]
+    assert offenders == []
+
+
+# --- only the results read model computes results ------------------------------------------------
+
+CELL_POLICY = {"cell_state", "reference_state", "awaiting_results_state", "dispatch_cell_state"}
+"""relay.verdicts' rules that make a cell of jobs and dispatches: applied only in relay/results."""
+ENGINE = {
+    "cells_for_commits",
+    "cell_for",
+    "commit_baseline",
+    "grid_baseline",
+    "backend_baseline",
+    "baseline_marks",
+    "streaks",
+    "commit_streaks",
+    "cell_failures",
+}
+"""The read model's engine: defined only in relay/results (the rest call it)."""
+
+
+def results_offences(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    offences = [
+        f"imports {alias.name} from relay.verdicts"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "relay.verdicts"
+        or (isinstance(node, ast.ImportFrom) and node.level and node.module == "verdicts")
+        for alias in node.names
+        if alias.name in CELL_POLICY
+    ]
+    offences += [
+        f"defines {node.name}" for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name in ENGINE
+    ]
+    return offences
+
+
+def test_nothing_outside_relay_results_computes_a_cell_a_baseline_or_a_culprit():
+    offenders = {
+        str(path.relative_to(ROOT)): offences
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+        and (ROOT / "relay" / "results") not in path.parents
+        and path.name != "verdicts.py"
+        for offences in [results_offences(path)]
+        if offences
+    }
+    assert offenders == {}
+
+
+def test_a_page_combining_job_states_itself_is_caught(tmp_path):
+    page = tmp_path / "selectors_x.py"
+    page.write_text("from relay.verdicts import cell_state\n\ndef streaks(project):\n    return []\n")
+    assert results_offences(page) == ["imports cell_state from relay.verdicts", "defines streaks"]
+
+
 def test_a_deferred_import_back_into_another_package_is_a_circle():
     modules = {
         "relay": (None, True),

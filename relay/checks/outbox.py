@@ -43,10 +43,7 @@ class UpstreamWrites(Outbox):
     def attempt(self, write: UpstreamWrite) -> Result:
         return _attempt(write)
 
-    def task(self):
-        from .tasks import upstream_write_send
-
-        return upstream_write_send
+    task_name = writes.SEND_TASK
 
     def describe(self, write: UpstreamWrite) -> str:
         return f"{write.kind} {write.target_label}"
@@ -73,10 +70,19 @@ class UpstreamWrites(Outbox):
 
 
 WRITES = UpstreamWrites()
-write_claim = WRITES.claim
-write_send = WRITES.send
-write_record = WRITES.record
-writes_due = WRITES.due
+
+
+def write_claim(write_pk: int) -> UpstreamWrite | None:
+    return WRITES.claim(write_pk)
+
+
+def write_send(write_pk: int) -> str | None:
+    """Claim, send and record one upstream write (Outbox.send); its new state, or None."""
+    return WRITES.send(write_pk)
+
+
+def writes_due(limit: int) -> list[int]:
+    return WRITES.due(limit)
 
 
 def _attempt(write: UpstreamWrite) -> Result:

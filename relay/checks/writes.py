@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from ..github import client as github
 from ..models import UpstreamWrite, UpstreamWriteAttempt
+from ..outbox.engine import row_kick
 
 logger = logging.getLogger(__name__)
 Kind, State, Outcome = UpstreamWrite.Kind, UpstreamWrite.State, UpstreamWriteAttempt.Outcome
@@ -88,7 +89,9 @@ def _create_unsent(kind: str, target_key: str, label: str, due, targets: dict) -
         return UpstreamWrite.objects.get(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES)
 
 
-def write_kick(write_pk: int, countdown: float = 0.0) -> None:
-    from .outbox import WRITES
+SEND_TASK = "relay.upstream_write_send"
+"""The task that sends one UpstreamWrite (relay.checks.tasks.upstream_write_send)."""
 
-    WRITES.kick(write_pk, countdown)
+
+def write_kick(write_pk: int, countdown: float = 0.0) -> None:
+    row_kick(SEND_TASK, write_pk, countdown, "upstream write")

@@ -46,10 +46,7 @@ class Dispatches(Outbox):
             return Result(Outcome.TRANSIENT, exc.status, str(exc), exc.retry_after)
         return Result(Outcome.SENT, 204)
 
-    def task(self):
-        from .tasks import dispatch_send
-
-        return dispatch_send
+    task_name = "relay.dispatch_send"
 
     def describe(self, dispatch: Dispatch) -> str:
         return f"to {dispatch.project.full_name}"
@@ -71,11 +68,15 @@ class Dispatches(Outbox):
 
 
 DISPATCHES = Dispatches()
-dispatch_claim = DISPATCHES.claim
-dispatch_send = DISPATCHES.send
-dispatch_record = DISPATCHES.record
-dispatches_due = DISPATCHES.due
-retry_delay = DISPATCHES.retry_delay
+
+
+def dispatch_send(dispatch_pk: int) -> str | None:
+    """Claim, send and record one dispatch (Outbox.send); its new state, or None."""
+    return DISPATCHES.send(dispatch_pk)
+
+
+def dispatches_due(limit: int) -> list[int]:
+    return DISPATCHES.due(limit)
 
 
 def dispatch_client_payload(dispatch: Dispatch) -> dict:

@@ -31,10 +31,7 @@ class Notifications(Outbox):
             return Result(outcome, status_code=exc.status, error=str(exc), retry_after=exc.retry_after)
         return Result(Outcome.SENT, status_code=status)
 
-    def task(self):
-        from .tasks import notification_send
-
-        return notification_send
+    task_name = "relay.notification_send"
 
     def describe(self, notification: Notification) -> str:
         return f"{notification.subscription.channel} {notification.subscription.name}"

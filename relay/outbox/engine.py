@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -65,9 +66,10 @@ class Outbox:
         """Send one claimed row; GitHub's answer sorted into an outcome."""
         raise NotImplementedError
 
-    def task(self):
-        """The Celery task that sends one row by id."""
-        raise NotImplementedError
+    task_name: str
+    """The registered name of the Celery task that sends one row by id (`relay.dispatch_send`). The
+    engine kicks it by name from the app's registry (every process registers every task at start,
+    relay.apps), so a kind never imports the task module that imports it back."""
 
     def describe(self, row) -> str:
         return str(row.pk)
@@ -211,11 +213,16 @@ class Outbox:
         return list(rows.values_list("pk", flat=True)[:limit])
 
     def kick(self, pk: int, countdown: float = 0.0) -> None:
-        """Best effort: if the broker is down the row stays due and the sweeper sends it."""
-        try:
-            self.task().apply_async(args=[pk], countdown=countdown)
-        except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper is the fallback
-            logger.warning("could not enqueue %s %s (the sweeper will send it): %s", self.label, pk, exc)
+        row_kick(self.task_name, pk, countdown, self.label)
+
+
+def row_kick(task_name: str, pk: int, countdown: float = 0.0, label: str = "outbox row") -> None:
+    """Enqueue the send of one row by its task's registered name. Best effort: if the broker is
+    down the row stays due and the sweeper sends it."""
+    try:
+        current_app.tasks[task_name].apply_async(args=[pk], countdown=countdown)
+    except Exception as exc:  # noqa: BLE001 - any broker failure; the sweeper is the fallback
+        logger.warning("could not enqueue %s %s (the sweeper will send it): %s", label, pk, exc)
 
 
 def retry_countdown(state: str, retry_at) -> float | None:

@@ -95,7 +95,7 @@ def test_a_failure_recorded_while_the_comment_is_being_posted_edits_it_afterward
     relay.report(xpu, "completed", "failure", job="test")
     waiting = UpstreamWrite.objects.get(target_key=posting.target_key, state="pending")
     assert outbox.write_claim(waiting.pk) is None, "never two writes to one comment at once"
-    outbox.write_record(posting, outbox._attempt(posting), posting.created_at, 1)
+    outbox.WRITES.record(posting, outbox._attempt(posting), posting.created_at, 1)
     relay.drain()
     [comment] = comments(relay)
     assert "xpu-ci / test" in comment["body"]
