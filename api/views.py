@@ -4,13 +4,15 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relay import registry
 from relay.allowlist import AllowlistError
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
-from relay.selectors import commits_by_prefix, installed_names
+from relay.results.heads import sha_resolve
+from relay.selectors import installed_names
 
 from . import serializers as s
 from .common import Cursor
@@ -170,10 +172,7 @@ class CommitViewSet(viewsets.ReadOnlyModelViewSet):
         ordering = ("-landed_at", "-id")
 
     def get_object(self):
-        sha = self.kwargs["sha"].lower()
-        matches = commits_by_prefix(sha)
-        if len(matches) != 1:
-            from rest_framework.exceptions import NotFound
-
-            raise NotFound("no commit with that SHA" if not matches else "SHA prefix is ambiguous")
-        return matches[0]
+        match = sha_resolve(self.kwargs["sha"])
+        if match.commit is None:
+            raise NotFound("SHA prefix is ambiguous" if match.ambiguous else "no commit with that SHA")
+        return match.commit

@@ -12,11 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_grid import pr_page
-from relay.checks.gate import gate_verdict, pr_head
+from relay.checks.gate import gate_verdict
 from relay.models import Project, UpstreamCommit
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import streaks
-from relay.selectors import active_project, commits_by_prefix, pr_newest_commit_sha, trunk_commit
+from relay.results.heads import pr_head, sha_resolve
+from relay.selectors import active_project, trunk_commit
 
 
 class BaselineView(APIView):
@@ -30,13 +31,10 @@ class BaselineView(APIView):
 
 
 def _full_sha(prefix: str) -> str:
-    prefix = prefix.lower()
-    if len(prefix) == 40:
-        return prefix
-    matches = [commit.sha for commit in commits_by_prefix(prefix)]
-    if len(matches) != 1:
-        raise NotFound("no commit with that SHA" if not matches else "SHA prefix is ambiguous")
-    return matches[0]
+    match = sha_resolve(prefix)
+    if match.sha is None:
+        raise NotFound("SHA prefix is ambiguous" if match.ambiguous else "no commit with that SHA")
+    return match.sha
 
 
 class HeadOut(serializers.Serializer):
@@ -90,8 +88,7 @@ class GateView(APIView):
     )
     def get(self, request, number):
         number = int(number)
-        newest_seen = pr_newest_commit_sha(number)
-        sha = (request.query_params.get("sha") or pr_head(number) or newest_seen or "").lower()
+        sha = (request.query_params.get("sha") or pr_head(number)).lower()
         if not sha:
             raise NotFound(f"the relay has seen no head of PR #{number}")
         return Response({"pr": number, **gate_verdict(number, sha)})

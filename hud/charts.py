@@ -29,7 +29,7 @@ def _style(i: int) -> dict:
 
 
 def _layout(y_title: str, **extra) -> dict:
-    """The chart's title is the figure caption in the page (hud/metrics.html), not inside the SVG."""
+    """The chart's title is the figure caption in the page (hud/templates/hud/metrics.html), not inside the SVG."""
     return {
         "height": HEIGHT,
         "margin": {"l": 56, "r": 12, "t": 8, "b": 36},

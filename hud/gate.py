@@ -4,16 +4,14 @@ run and serves it at GET /api/v1/prs/<number>/gate: one rule and one vocabulary 
 failure, pending) everywhere. This module only adds what a page shows beside it."""
 
 from relay.checks import gate as relay_gate
-from relay.models import UpstreamCommit
 from relay.verdicts import FAILING, PENDING, Gate, job_key_label
 
 STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SKIPPED: "↷", Gate.NONE: "~"}
 
 
-def gate_verdict(head_sha: str, pr_number: int | None = None) -> dict:
-    if pr_number is None:
-        pr_number = UpstreamCommit.objects.filter(sha=head_sha).values_list("pr_number", flat=True).first()
-    verdict = relay_gate.gate_verdict(pr_number or 0, head_sha)
+def gate_shown(pr_number: int, head_sha: str) -> dict:
+    """relay.checks.gate.gate_verdict for this head, with what the PR page shows beside it."""
+    verdict = relay_gate.gate_verdict(pr_number, head_sha)
     backends = [_backend(b) for b in verdict["backends"]]
     return {
         **verdict,

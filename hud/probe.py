@@ -1,4 +1,4 @@
-"""The health probe's recent heads, each judged by the probe rule (relay.results.status.probe_state)."""
+"""The health probe's recent heads, each judged by the probe rule (relay.verdicts.probe_state)."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,7 +18,7 @@ PROBE_LOOKBACK = timedelta(days=14)
 class ProbeHead:
     sha: str
     state: str
-    """pass | fail | running, by relay.results.status.probe_state over the head's jobs."""
+    """pass | fail | running, by relay.verdicts.probe_state over the head's jobs."""
     last_at: datetime
 
 

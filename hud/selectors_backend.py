@@ -23,9 +23,10 @@ from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 from relay.results.baseline import MARK_LABELS, backend_baseline
+from relay.results.cells import combined_state
 from relay.results.culprits import streaks
 from relay.results.status import StateShown
-from relay.verdicts import STATES, State, attempts_in_order, cell_state, conclusion_state, job_verdicts, probe_state
+from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state
 
 from .selectors_baseline_history import baseline_history
 from .selectors_triage import expectation_rows
@@ -138,7 +139,7 @@ class Column:
 
 
 @dataclass
-class Cell(StateShown):
+class MatrixCell(StateShown):
     column: Column
     state: State
     verdicts: list
@@ -193,7 +194,7 @@ class Matrix:
     reference: Project | None = None
 
 
-def job_label(job) -> str:
+def matrix_label(job) -> str:
     """A self-reported (nightly, periodic) job is named with its workflow: several workflows test
     one SHA there, and their `build` jobs are different columns."""
     if job.job_name and getattr(job, "event_type", "") in SELF_REPORT_EVENTS:
@@ -218,7 +219,7 @@ def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     )
 
 
-def head_jobs(project: Project, tab: str, shas) -> dict[str, list]:
+def jobs_by_head(project: Project, tab: str, shas) -> dict[str, list]:
     jobs = JobRun.objects.filter(event_filter(tab), project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
     by_sha: dict[str, list] = {}
     for job in jobs:
@@ -228,7 +229,7 @@ def head_jobs(project: Project, tab: str, shas) -> dict[str, list]:
 
 def head_verdicts(project: Project, jobs: list) -> dict[str, object]:
     """label → JobVerdict, by the one status policy (the probe repo by its own rule)."""
-    return {job_label(v.job): v for v in job_verdicts(jobs, probe=project.is_health_probe)}
+    return {matrix_label(v.job): v for v in job_verdicts(jobs, probe=project.is_health_probe)}
 
 
 def columns_build(labels, grouped: bool) -> list[Column]:
@@ -249,7 +250,7 @@ def _natural(text: str):
 def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, grouped: bool) -> Matrix:
     offset = (page - 1) * PER_PAGE
     heads, has_next = heads_all[offset : offset + PER_PAGE], len(heads_all) > offset + PER_PAGE
-    jobs = head_jobs(project, tab, [h["head_sha"] for h in heads])
+    jobs = jobs_by_head(project, tab, [h["head_sha"] for h in heads])
     verdicts = {sha: head_verdicts(project, rows) for sha, rows in jobs.items()}
     overdue = overdue_job_ids(v.job for per_sha in verdicts.values() for v in per_sha.values())
     columns = columns_build({label for per_sha in verdicts.values() for label in per_sha}, grouped)
@@ -275,11 +276,11 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
     return Matrix(columns, rows, page, has_next, grouped, reference)
 
 
-def _cells(columns: list, verdicts: dict, overdue: set[int]) -> list[Cell]:
+def _cells(columns: list, verdicts: dict, overdue: set[int]) -> list[MatrixCell]:
     cells = []
     for column in columns:
         members = [verdicts[label] for label in column.members if label in verdicts]
-        cells.append(Cell(column, shown_state(cell_state([v.state for v in members]), members, overdue), members))
+        cells.append(MatrixCell(column, shown_state(combined_state(members), members, overdue), members))
     return cells
 
 
@@ -336,7 +337,7 @@ class CellDetail:
 
 
 def cell_detail(project: Project, tab: str, sha: str, column_key: str, grouped: bool) -> CellDetail | None:
-    jobs = head_jobs(project, tab, [sha]).get(sha, [])
+    jobs = jobs_by_head(project, tab, [sha]).get(sha, [])
     verdicts = head_verdicts(project, jobs)
     column = next((c for c in columns_build(verdicts, grouped) if c.key == column_key), None)
     if column is None:
@@ -348,7 +349,7 @@ def cell_detail(project: Project, tab: str, sha: str, column_key: str, grouped: 
 
 def _member_detail(project: Project, label: str, verdict, jobs: list) -> MemberDetail:
     judge = probe_state if project.is_health_probe else conclusion_state
-    mine = list(reversed(attempts_in_order(j for j in jobs if job_label(j) == label)))  # newest first, by the policy
+    mine = list(reversed(attempts_in_order(j for j in jobs if matrix_label(j) == label)))  # newest first, by the policy
     attempts = [AttemptView(job, judge(job), run_url(job, project)) for job in mine]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
@@ -437,7 +438,7 @@ def environment_latest(project: Project) -> Environment | None:
     )
     if job is None:
         return None
-    return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, job_label(job), job.created_at)
+    return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, matrix_label(job), job.created_at)
 
 
 def level_since(project: Project) -> datetime:

@@ -4,9 +4,7 @@ and job, read through the cell engine (relay.results.cells)."""
 import re
 from dataclasses import dataclass
 
-from django.db.models import Q
-
-from relay.models import JobRun, Project, UpstreamCommit
+from relay.models import Project, UpstreamCommit
 from relay.results.cells import (
     Cell,
     cells_for_commits,
@@ -30,25 +28,6 @@ def commit_pr_number(commit: UpstreamCommit | None) -> int | None:
         return commit.pr_number
     found = _PR_IN_TITLE.search(commit.title or "")
     return int(found.group(1)) if found else None
-
-
-def sha_prefix_filter(field_name: str, prefix: str) -> Q:
-    """A prefix match the (head_sha, …) index can serve: hex SHAs sort below 'g', and LIKE on
-    SQLite is case-insensitive so it would scan."""
-    prefix = prefix.lower()
-    return Q(**{f"{field_name}__gte": prefix, f"{field_name}__lt": prefix + "g"})
-
-
-def resolve_commit(sha: str) -> tuple[str | None, UpstreamCommit | None]:
-    """A full SHA and its recorded commit (if any) for a 7–40 character prefix; newest wins."""
-    sha = sha.lower()
-    commit = UpstreamCommit.objects.filter(sha_prefix_filter("sha", sha)).order_by("-landed_at").first()
-    if commit is not None:
-        return commit.sha, commit
-    if len(sha) == 40:
-        return sha, None
-    job_sha = JobRun.objects.filter(sha_prefix_filter("head_sha", sha)).values_list("head_sha", flat=True).first()
-    return job_sha, None
 
 
 @dataclass

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Min
 
-from relay.models import Dispatch, HardwareKind, JobRun, Level, Project, PullRequest, UpstreamCommit
+from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from relay.results.cells import (
     Cell,
@@ -22,11 +21,12 @@ from relay.results.cells import (
     registered_backends,
 )
 from relay.results.culprits import Streak, streaks
+from relay.results.heads import pr_head, pr_head_shas
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
-from .gate import gate_verdict
+from .gate import gate_shown
 from .overdue import overdue_among, running_job_ids, shown_state
 from .patterns import PatternError, pattern_matcher
 from .pr_blame import BackendBlame, pr_blame
@@ -461,27 +461,15 @@ class PrPage:
 
 
 def pr_heads(number: int) -> list[PrHead]:
-    """Every head SHA the PR has had, newest first: recorded commits, plus SHAs known only from
-    dispatches or job results (three indexed queries)."""
-    seen: dict[str, object] = {}
-    commits = {c.sha: c for c in UpstreamCommit.objects.filter(pr_number=number)}
-    for sha, commit in commits.items():
-        seen[sha] = commit.landed_at
-    for model in (JobRun, Dispatch):
-        for row in (
-            model.objects.filter(pr_number=number)
-            .exclude(head_sha="")
-            .values("head_sha")
-            .annotate(first=Min("created_at"))
-        ):
-            seen[row["head_sha"]] = min(seen.get(row["head_sha"], row["first"]), row["first"])
-    ordered = sorted(seen.items(), key=lambda kv: kv[1], reverse=True)
-    return [PrHead(sha, when, commits.get(sha)) for sha, when in ordered]
+    """Every head SHA the PR has had, newest first (relay.results.heads.pr_head_shas)."""
+    seen = pr_head_shas(number)
+    commits = UpstreamCommit.objects.in_bulk(list(seen), field_name="sha")
+    return [PrHead(sha, when, commits.get(sha)) for sha, when in seen.items()]
 
 
 def pr_page(number: int) -> PrPage:
     """Heads × backends, a summary of the latest head and, with L4 backends, the gate's verdict."""
-    heads = pr_heads(number)
+    heads = _counted_first(pr_heads(number), pr_head(number))
     projects = registered_backends()
     commits = [h.commit or UpstreamCommit(sha=h.sha, pr_number=number, landed_at=h.first_seen) for h in heads]
     grid = grid_for_commits(commits, projects, GridFilters())
@@ -489,7 +477,7 @@ def pr_page(number: int) -> PrPage:
         head.row = row
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
-    gate = gate_verdict(heads[0].sha, number) if any(p.level == Level.L4 for p in projects) else None
+    gate = gate_shown(number, heads[0].sha) if any(p.level == Level.L4 for p in projects) else None
     info = PullRequest.objects.filter(number=number).first()
     title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
     summary = head_summary(heads[0].row, grid.columns)
@@ -498,6 +486,12 @@ def pr_page(number: int) -> PrPage:
     )
     page.l3_labelled = _labelled(info, projects)
     return page
+
+
+def _counted_first(heads: list[PrHead], counted: str) -> list[PrHead]:
+    """The head that counts (relay.results.heads.pr_head) leads, as it does for the gate: a PR
+    pushed back to an older SHA is judged on that SHA."""
+    return sorted(heads, key=lambda head: head.sha != counted)
 
 
 def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project]:

@@ -6,12 +6,10 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
-
-from .selectors_commit import sha_prefix_filter
+from relay.results.heads import CANDIDATES, commits_by_prefix
 
 MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
-CANDIDATES = 12
 PR_NUMBER = re.compile(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", re.IGNORECASE)
 SHA_PREFIX = re.compile(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", re.IGNORECASE)
 
@@ -60,19 +58,6 @@ def pr_known(number: int) -> bool:
     return any(
         model.objects.filter(pr_number=number).exists() for model in (UpstreamCommit, JobRun, Dispatch, Delivery)
     )
-
-
-def commits_by_prefix(prefix: str) -> list[UpstreamCommit]:
-    """Recorded commits first; SHAs known only from job results stand in as unsaved commits."""
-    commits = list(UpstreamCommit.objects.filter(sha_prefix_filter("sha", prefix)).order_by("-landed_at")[:CANDIDATES])
-    if commits:
-        return commits
-    shas = (
-        JobRun.objects.filter(sha_prefix_filter("head_sha", prefix))
-        .values_list("head_sha", flat=True)
-        .distinct()[:CANDIDATES]
-    )
-    return [UpstreamCommit(sha=sha) for sha in shas]
 
 
 def backends_matching(text: str) -> list[Project]:

@@ -9,9 +9,10 @@ from django.views.decorators.http import require_GET
 
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import commit_streaks
+from relay.results.heads import sha_resolve
 
 from .rendering import page, unavailable
-from .selectors_commit import commit_detail, resolve_commit
+from .selectors_commit import commit_detail
 from .selectors_grid import (
     LEVELS,
     PER_PAGE,
@@ -88,8 +89,10 @@ def _job_log(request):
 def commit(request, sha):
     context = {"nav": "grid", "requested_sha": sha, **_open_backends(request.GET.get("open", ""))}
     try:
-        full_sha, recorded = resolve_commit(sha)
+        match = sha_resolve(sha)
+        full_sha, recorded = match.sha, match.commit
         if full_sha is None:
+            context["candidates"] = match.candidates
             return page(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
         since = commit_streaks(recorded, detail)

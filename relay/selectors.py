@@ -12,12 +12,9 @@ __all__ = [
     "STATUS_FILTERS",
     "DeliveryFilters",
     "active_project",
-    "commits_by_prefix",
     "deliveries_page",
     "delivery_event_choices",
     "installed_names",
-    "latest_heads",
-    "pr_newest_commit_sha",
     "trunk_commit",
 ]
 
@@ -94,29 +91,8 @@ def activity_counts() -> dict[str, int]:
     }
 
 
-def latest_heads(pr_numbers) -> dict[int, str]:
-    """The newest head SHA the relay saw for each PR."""
-    rows = Delivery.objects.filter(
-        event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED
-    ).exclude(head_sha="")
-    heads = {}
-    for pr, sha in rows.order_by("received_at", "id").values_list("pr_number", "head_sha"):
-        heads[pr] = sha
-    return heads
-
-
-def commits_by_prefix(prefix: str, limit: int = 2) -> list[UpstreamCommit]:
-    """Upstream commits whose SHA starts with `prefix` (two are enough to call it ambiguous)."""
-    return list(UpstreamCommit.objects.filter(sha__startswith=prefix.lower())[:limit])
-
-
 def trunk_commit(sha: str) -> UpstreamCommit | None:
     return UpstreamCommit.objects.filter(sha=sha.lower(), is_trunk=True).first()
-
-
-def pr_newest_commit_sha(number: int) -> str | None:
-    """The newest commit recorded for a PR (a head the relay saw land), if any."""
-    return UpstreamCommit.objects.filter(pr_number=number).order_by("-landed_at").values_list("sha", flat=True).first()
 
 
 def active_project(full_name: str) -> Project | None:

@@ -1,4 +1,4 @@
-"""Realistic relay/HUD history for benchmarks, written fast (`manage.py bench_seed`).
+"""Realistic relay and HUD history for benchmarks, written fast (`manage.py bench_seed`).
 
 What it builds, for `jobs` JobRun rows:
 

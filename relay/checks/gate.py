@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef
 
 from ..models import Dispatch, JobRun, Level, Project
-from ..selectors import latest_heads
+from ..results.heads import pr_head
 from ..triage.issues import not_blocking
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
 from .markdown import md_code
@@ -30,16 +30,14 @@ GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SK
 # --- one backend on one head ----------------------------------------------------------------------
 
 
-def head_jobs(project: Project, pr_number: int, head_sha: str):
-    """Every attempt of every job of `project` on this PR head (not the PR's closing dispatch)."""
-    jobs = JobRun.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha).exclude(
-        dispatch__delivery__action="closed"
-    )
-    return jobs.prefetch_related("failed_tests")
+def jobs_counted(project: Project, head_sha: str):
+    """Every attempt of every job of `project` that counts for this head, as the pages count them
+    (JobRun.objects.results_for)."""
+    return JobRun.objects.results_for([head_sha]).filter(project=project).prefetch_related("failed_tests")
 
 
 def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:
-    verdicts = job_verdicts(head_jobs(project, pr_number, head_sha))
+    verdicts = job_verdicts(jobs_counted(project, head_sha))
     return sorted(verdicts, key=lambda v: (v.job.workflow_name, v.job.job_name))
 
 
@@ -78,22 +76,9 @@ def _excused_text(verdict: JobVerdict, issues) -> str:
 # --- the gate -------------------------------------------------------------------------------------
 
 
-def pr_head(pr_number: int) -> str:
-    """The newest head the relay saw for the PR, else the newest it dispatched for."""
-    head = latest_heads([pr_number]).get(pr_number)
-    if head:
-        return head
-    dispatch = (
-        Dispatch.objects.filter(pr_number=pr_number, event_type="pull_request")
-        .exclude(head_sha="")
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    return dispatch.head_sha if dispatch else ""
-
-
 def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
-    """The gate for a PR head (default: its latest head), as plain JSON-ready data."""
+    """The gate for a PR head (default: the head that counts, relay.results.heads.pr_head), as
+    plain JSON-ready data."""
     head = (head_sha or pr_head(pr_number)).lower()
     backends = [
         _backend_entry(p, pr_number, head)

@@ -4,6 +4,7 @@ removing the label does. The PR's labels are read from the latest pull_request d
 labels say and out-of-order label events settle on the newest one."""
 
 from ..models import Delivery, Level, Project, UpstreamCheckRun
+from ..results.heads import pr_head
 from . import gate
 from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
 from .oncall import oncall_refresh
@@ -47,7 +48,7 @@ def label_changed(delivery: Delivery) -> None:
     """Backfill or withdraw, by what the labels say now (not by which event arrived last)."""
     for project in label_projects(delivery.label):
         if check_runs_wanted(project, delivery.pr_number):
-            backfill(project, delivery.pr_number, delivery.head_sha or gate.pr_head(delivery.pr_number))
+            backfill(project, delivery.pr_number, delivery.head_sha or pr_head(delivery.pr_number))
         else:
             withdraw(project, delivery.pr_number)
 

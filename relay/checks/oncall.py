@@ -10,6 +10,7 @@ from django.conf import settings
 
 from ..github.upstream import upstream_installation_id
 from ..models import OncallComment, Project, UpstreamWrite
+from ..results.heads import pr_head
 from ..verdicts import FAILING, PASSING
 from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
@@ -50,7 +51,7 @@ def oncall_refresh(project: Project, pr_number: int) -> UpstreamWrite | None:
     """Enqueue a comment write when the PR head newly fails, or recovers after a ping."""
     if not oncall_handles(project):
         return None
-    head = gate.pr_head(pr_number)
+    head = pr_head(pr_number)
     outcome, _ = head_outcome(project, pr_number, head)
     existing = OncallComment.objects.filter(pr_number=pr_number, project=project).first()
     if outcome == "failing":
@@ -127,7 +128,7 @@ def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
 def comment_prepare(write: UpstreamWrite) -> Plan | Skip:
     """The outbox handler: the comment as the PR head says now; post once, then edit."""
     comment = OncallComment.objects.select_related("project").get(pk=write.comment_id)
-    head = gate.pr_head(comment.pr_number)
+    head = pr_head(comment.pr_number)
     outcome, failing = head_outcome(comment.project, comment.pr_number, head)
     if outcome == "failing":
         text, state = failing_body(comment.project, comment.pr_number, head, failing), OncallComment.State.FAILING

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from .. import follow_up
 from ..models import NEVER_STARTED_RUN_ID, Conclusion, Dispatch, JobRun, Level, UsedToken
-from ..selectors import latest_heads
+from ..results.heads import pr_heads_newest
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def jobs_supersede(limit: int) -> int:
             "pk", "pr_number", "head_sha"
         )[: limit * 4]
     )
-    heads = latest_heads(job.pr_number for job in open_jobs)
+    heads = pr_heads_newest(job.pr_number for job in open_jobs)
     stale = [job.pk for job in open_jobs if heads.get(job.pr_number, job.head_sha) != job.head_sha][:limit]
     # Row by row, so that of two sweeps racing (a backlog on two workers) each announces only the
     # jobs it ended itself.
@@ -89,7 +89,7 @@ def dispatches_never_started(limit: int, now) -> int:
         .select_related("project", "delivery")[:limit]
     )
     silent = list(silent)
-    heads = latest_heads(d.pr_number for d in silent if d.pr_number)
+    heads = pr_heads_newest(d.pr_number for d in silent if d.pr_number)
     with transaction.atomic():
         made = [JobRun.objects.get_or_create(**_never_started_row(dispatch, heads, now)) for dispatch in silent]
         created = [row.pk for row, created in made if created]

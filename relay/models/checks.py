@@ -2,7 +2,7 @@
 GitHub's id so every later write updates in place), one oncall comment per (PR, downstream repo),
 and the outbox of intended writes with one attempt row per try.
 
-relay/models.py imports this module (so Django sees these as relay models); this module names
+relay/models/__init__.py imports this module (so Django sees these as relay models); this module names
 the models it points at by string, so the import runs one way only."""
 
 from django.db import models

@@ -9,9 +9,7 @@ and never with the table, and nothing is queried per cell."""
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from django.db.models import Q
-
-from relay.models import SELF_REPORT_EVENTS, Delivery, Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit
+from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project
 from relay.verdicts import (
     FAILING,
     STATES,
@@ -93,12 +91,9 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
     """Every attempt of every job of these backends on these commits, oldest first."""
     if not shas or not project_ids:
         return []
-    rows = JobRun.objects.filter(head_sha__in=shas, project_id__in=project_ids).order_by(
-        "created_at", "run_attempt", "id"
+    rows = (
+        JobRun.objects.results_for(shas).filter(project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
     )
-    # Nightly/periodic self-reports show on trunk commits only, never on a PR head's cells.
-    trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
-    rows = rows.exclude(Q(event_type__in=SELF_REPORT_EVENTS) & ~Q(head_sha__in=trunk))
     if detail:
         return [DetailJob._make(values) for values in rows.values_list(*DETAIL_FIELDS)]
     return [SlimJob(*values, rank) for rank, values in enumerate(rows.values_list(*SLIM_FIELDS))]
@@ -193,6 +188,12 @@ def cell_for(sha: str, project: Project, jobs: list, dispatch_states: list[str])
         return Cell(sha, project, reference_state(v.state for v in verdicts), verdicts, jobs)
     state = cell_state(v.state for v in verdicts) if verdicts else awaiting_results_state(dispatch_states)
     return Cell(sha, project, state, verdicts, jobs)
+
+
+def combined_state(verdicts: list[JobVerdict]) -> State:
+    """The state of several jobs shown as one (a backend page's column of shards), by the same
+    rule that combines a cell's jobs."""
+    return cell_state(v.state for v in verdicts)
 
 
 def _worst_first(verdict: JobVerdict) -> tuple:

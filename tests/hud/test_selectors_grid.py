@@ -6,10 +6,10 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from hud.gate import gate_verdict
-from hud.selectors_commit import resolve_commit
+from hud.gate import gate_shown
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
 from relay.results.cells import cells_for_commits, registered_backends
+from relay.results.heads import sha_resolve
 from relay.verdicts import State, awaiting_results_state
 from tests.factories import (
     DeliveryFactory,
@@ -167,10 +167,12 @@ def test_a_trunk_commit_names_its_pr_at_the_end_of_its_title():
 
 def test_a_short_sha_resolves_to_the_recorded_commit(backends):
     (commit,) = trunk(1)
-    assert resolve_commit(commit.sha[:8].upper()) == (commit.sha, commit)
+    match = sha_resolve(commit.sha[:8].upper())
+    assert (match.sha, match.commit) == (commit.sha, commit)
     run(backends["xpu"], "f" * 40)
-    assert resolve_commit("fffffff") == ("f" * 40, None)
-    assert resolve_commit("1234567") == (None, None)
+    match = sha_resolve("fffffff")
+    assert (match.sha, match.commit) == ("f" * 40, None)
+    assert sha_resolve("1234567").sha is None
 
 
 # --- filters ------------------------------------------------------------------------------------
@@ -279,27 +281,27 @@ def test_the_pr_page_shows_the_gate_only_when_l4_backends_exist(backends):
 def test_the_gate_passes_when_every_l4_job_passed_and_ignores_other_levels(backends):
     run(backends["xpu"], "1" * 40, "success", pr_number=7)
     run(backends["rocm"], "1" * 40, "failure", pr_number=7)
-    verdict = gate_verdict("1" * 40, 7)
+    verdict = gate_shown(7, "1" * 40)
     assert (verdict["state"], verdict["status"], verdict["conclusion"]) == ("success", "completed", "success")
 
 
 def test_the_gate_is_pending_while_l4_work_is_dispatched_without_a_result(backends):
     dispatch(backends["xpu"], "2" * 40, "sent", pr_number=7)
-    verdict = gate_verdict("2" * 40, 7)
+    verdict = gate_shown(7, "2" * 40)
     assert (verdict["state"], verdict["status"], verdict["conclusion"]) == ("pending", "in_progress", None)
 
 
 def test_a_certain_failure_wins_over_work_still_running(backends):
     run(backends["xpu"], "3" * 40, "failure", job_name="a", pr_number=7)
     run(backends["xpu"], "3" * 40, status="in_progress", conclusion="", job_name="b", pr_number=7)
-    assert gate_verdict("3" * 40, 7)["state"] == "failure"
+    assert gate_shown(7, "3" * 40)["state"] == "failure"
 
 
 def test_the_hud_shows_the_very_verdict_the_relay_writes_to_the_check_run(backends):
     from relay.checks.gate import gate_verdict as relay_gate_verdict
 
     run(backends["xpu"], "3" * 40, "failure", job_name="a", pr_number=7)
-    hud, relay = gate_verdict("3" * 40, 7), relay_gate_verdict(7, "3" * 40)
+    hud, relay = gate_shown(7, "3" * 40), relay_gate_verdict(7, "3" * 40)
     assert (hud["state"], hud["title"], hud["blocking"]) == (relay["state"], relay["title"], relay["blocking"])
 
 
@@ -314,7 +316,7 @@ def test_the_hud_shows_the_very_verdict_the_relay_writes_to_the_check_run(backen
 )
 def test_the_gate_fails_on_failed_timed_out_or_cancelled_but_not_superseded_work(backends, fields, state):
     run(backends["xpu"], "4" * 40, pr_number=7, **fields)
-    verdict = gate_verdict("4" * 40, 7)
+    verdict = gate_shown(7, "4" * 40)
     assert verdict["state"] == ("success" if state == "skipped" else state)
     assert verdict["blocking"] == ([] if state == "skipped" else [backends["xpu"].full_name])
 
@@ -323,7 +325,7 @@ def test_the_gate_judges_the_latest_attempt_even_when_attempt_1_reports_last(bac
     UpstreamCommitFactory(sha="5" * 40, is_trunk=False, pr_number=7)
     run(backends["xpu"], "5" * 40, "success", run_id="1", run_attempt=2, pr_number=7)
     run(backends["xpu"], "5" * 40, "failure", run_id="1", run_attempt=1, pr_number=7)  # a late callback
-    assert gate_verdict("5" * 40, 7)["state"] == "success"
+    assert gate_shown(7, "5" * 40)["state"] == "success"
     assert cell(grid_page(filters("heads=pr")), "5" * 40, backends["xpu"]).state == State.FLAKY
 
 

@@ -77,14 +77,14 @@ def test_of_two_sweeps_racing_each_announces_only_the_jobs_it_ended(monkeypatch)
     old = DispatchFactory(state="sent", sent_at=timezone.now(), head_sha="a" * 40, delivery__head_sha="a" * 40)
     DeliveryFactory(pr_number=old.pr_number, head_sha="b" * 40, received_at=timezone.now() + timedelta(seconds=5))
     theirs, ours = job(old, run_id="1"), job(old, run_id="2")
-    heads = sweeper.latest_heads
+    heads = sweeper.pr_heads_newest
 
     def heads_while_the_other_sweep_ends_one(numbers):
         JobRun.objects.filter(pk=theirs.pk).update(status="completed", ended_by="superseded")
         return heads(numbers)
 
     announced = []
-    monkeypatch.setattr(sweeper, "latest_heads", heads_while_the_other_sweep_ends_one)
+    monkeypatch.setattr(sweeper, "pr_heads_newest", heads_while_the_other_sweep_ends_one)
     monkeypatch.setattr(sweeper.follow_up, "job_recorded", announced.append)
     assert results_sweep().superseded == 1
     assert announced == [ours.pk]

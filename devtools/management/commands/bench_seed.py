@@ -1,4 +1,4 @@
-"""`manage.py bench_seed --jobs 1000000`: realistic relay/HUD history, written fast (see bench.seed).
+"""`manage.py bench_seed --jobs 1000000`: realistic relay and HUD history, written fast (see bench.seed).
 
 Writes into the configured database (DATABASE_URL). It refuses to add to a database that already
 holds relay data unless --reset is given, which empties every relay table first."""

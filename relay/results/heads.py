@@ -1,0 +1,91 @@
+"""Which commit a question is about: the head of a PR that counts, and what a SHA prefix names.
+One answer each, for the pages, the API, the gate and the oncall comment alike (they used to
+decide four and three ways, and could judge different heads of one PR)."""
+
+from dataclasses import dataclass, field
+
+from django.db.models import Min, Q
+
+from relay.models import Delivery, Dispatch, JobRun, UpstreamCommit
+
+CANDIDATES = 12
+"""At most this many commits are listed for a prefix (two already make it ambiguous)."""
+
+
+# --- the PR head that counts ---------------------------------------------------------------------
+
+
+def pr_head(number: int) -> str:
+    """The head of the PR that counts: the newest one a relayed pull_request webhook named, else
+    the newest-seen of the heads recorded, dispatched for or reported on (pr_head_shas); "" when
+    the relay knows no head of it."""
+    webhook = pr_heads_newest([number]).get(number)
+    return webhook or next(iter(pr_head_shas(number)), "")
+
+
+def pr_head_shas(number: int) -> dict[str, object]:
+    """Every head SHA the PR has had → when the relay first saw it, newest first: recorded
+    commits, plus SHAs known only from webhooks, dispatches or job results (four indexed queries)."""
+    seen: dict[str, object] = dict(UpstreamCommit.objects.filter(pr_number=number).values_list("sha", "landed_at"))
+    webhooks = Delivery.objects.filter(event="pull_request", outcome=Delivery.Outcome.RELAYED)
+    for rows, when in ((JobRun.objects, "created_at"), (Dispatch.objects, "created_at"), (webhooks, "received_at")):
+        firsts = rows.filter(pr_number=number).exclude(head_sha="").values("head_sha")
+        for row in firsts.annotate(first=Min(when)):
+            seen[row["head_sha"]] = min(seen.get(row["head_sha"], row["first"]), row["first"])
+    return dict(sorted(seen.items(), key=lambda kv: kv[1], reverse=True))
+
+
+def pr_heads_newest(pr_numbers) -> dict[int, str]:
+    """The newest head SHA a relayed pull_request webhook named, for each PR that has one."""
+    rows = Delivery.objects.filter(
+        event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED
+    ).exclude(head_sha="")
+    return dict(rows.order_by("received_at", "id").values_list("pr_number", "head_sha"))
+
+
+# --- a SHA prefix ----------------------------------------------------------------------------------
+
+
+def sha_prefix_filter(field_name: str, prefix: str) -> Q:
+    """A prefix match the (head_sha, …) index can serve: hex SHAs sort below 'g', and LIKE on
+    SQLite is case-insensitive so it would scan."""
+    prefix = prefix.lower()
+    return Q(**{f"{field_name}__gte": prefix, f"{field_name}__lt": prefix + "g"})
+
+
+@dataclass
+class ShaMatch:
+    """What a SHA or SHA prefix names: exactly one commit (`sha`, and `commit` when the relay
+    recorded it), or none, or several (`candidates`, newest first, and `sha` is None)."""
+
+    sha: str | None
+    commit: UpstreamCommit | None = None
+    candidates: list[UpstreamCommit] = field(default_factory=list)
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+
+def commits_by_prefix(prefix: str, limit: int = CANDIDATES) -> list[UpstreamCommit]:
+    """Recorded commits whose SHA starts with `prefix`, newest first; when none is recorded, the
+    SHAs known only from job results, as unsaved commits."""
+    commits = list(UpstreamCommit.objects.filter(sha_prefix_filter("sha", prefix)).order_by("-landed_at")[:limit])
+    if commits:
+        return commits
+    shas = JobRun.objects.filter(sha_prefix_filter("head_sha", prefix)).values_list("head_sha", flat=True)
+    return [UpstreamCommit(sha=sha) for sha in shas.distinct().order_by("head_sha")[:limit]]
+
+
+def sha_resolve(prefix: str) -> ShaMatch:
+    """A full SHA names itself even when nothing is recorded for it; a shorter prefix names a
+    commit only when exactly one matches (newest-wins would silently show the wrong commit)."""
+    prefix = prefix.lower()
+    candidates = commits_by_prefix(prefix)
+    exact = next((c for c in candidates if c.sha == prefix), None)
+    if exact is not None or len(prefix) == 40:
+        return ShaMatch(prefix, exact if exact is not None and exact.pk else None)
+    if len(candidates) == 1:
+        only = candidates[0]
+        return ShaMatch(only.sha, only if only.pk else None, candidates)
+    return ShaMatch(None, None, candidates)
