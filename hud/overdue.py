@@ -143,13 +143,5 @@ def running_jobs_overdue(project=None, now: datetime | None = None) -> list:
     return [job for job in candidates if job.id in overdue]
 
 
-def shown_state(state: State, verdicts, overdue_ids: set[int]) -> State:
-    """A cell whose most severe state is "in progress" shows as overdue when one of its running
-    jobs is; anything more severe (a failure, say) still shows first."""
-    if state != State.RUNNING:
-        return state
-    return State.OVERDUE if any(v.state == State.RUNNING and v.job.id in overdue_ids for v in verdicts) else state
-
-
 def running_job_ids(verdict_lists) -> set[int]:
     return {v.job.id for verdicts in verdict_lists for v in verdicts if v.state == State.RUNNING}

@@ -13,7 +13,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from hud import readiness as readiness_rules
-from hud.overdue import overdue_job_ids, shown_state
+from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
 from hud.selectors_summary import PASS_RATE_TARGET
 from hud.tallies.buckets import window_buckets
@@ -26,7 +26,7 @@ from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks
 from relay.results.status import StateShown
-from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state
+from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
 from .selectors_triage import expectation_rows

@@ -21,13 +21,13 @@ from relay.results.cells import (
     registered_backends,
 )
 from relay.results.culprits import Streak, streaks
-from relay.results.heads import pr_head, pr_head_shas
+from relay.results.heads import device_label, pr_head, pr_head_shas, pr_labels
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label, shown_state
 
 from .gate import gate_shown
-from .overdue import overdue_among, running_job_ids, shown_state
+from .overdue import overdue_among, running_job_ids
 from .patterns import PatternError, pattern_matcher
 from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import commit_pr_number
@@ -484,7 +484,7 @@ def pr_page(number: int) -> PrPage:
     page = PrPage(
         number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects)
     )
-    page.l3_labelled = _labelled(info, projects)
+    page.l3_labelled = _labelled(number, projects)
     return page
 
 
@@ -494,9 +494,10 @@ def _counted_first(heads: list[PrHead], counted: str) -> list[PrHead]:
     return sorted(heads, key=lambda head: head.sha != counted)
 
 
-def _labelled(info: PullRequest | None, projects: list[Project]) -> list[Project]:
-    labels = {str(label).lower() for label in (info.labels if info else [])}
-    return [p for p in projects if p.level == Level.L3 and f"ciflow/crcr/{p.device}".lower() in labels]
+def _labelled(number: int, projects: list[Project]) -> list[Project]:
+    """L3 backends whose label the PR carries, by the labels the check runs follow."""
+    labels = pr_labels(number)
+    return [p for p in projects if p.level == Level.L3 and p.device and device_label(p) in labels]
 
 
 def head_summary(row: GridRow, columns: list[Column]) -> str:

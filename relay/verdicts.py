@@ -201,10 +201,26 @@ def _verdict(attempts: list, judge) -> JobVerdict:
         return JobVerdict(job=attempts[0], state=state, attempts=1, first_attempt_state=state)
     attempts = attempts_in_order(attempts)
     states = [judge(job) for job in attempts]
-    latest = states[-1]
-    if latest == State.SUCCESS and any(s in FAILING for s in states[:-1]):
-        latest = State.FLAKY
+    latest = retried_state(states[-1], any(s in FAILING for s in states[:-1]))
     return JobVerdict(attempts[-1], latest, len(attempts), first_attempt_state=states[0])
+
+
+def retried_state(latest: State, failed_before: bool) -> State:
+    """A job that passed after an earlier attempt failed is flaky (rule 2)."""
+    return State.FLAKY if latest == State.SUCCESS and failed_before else latest
+
+
+def first_attempt_passed(latest: State, first: State) -> bool:
+    """Counts toward the first-attempt pass rate: decided, and its first attempt passed."""
+    return STATES[latest].counts not in (Counts.PENDING, Counts.NONE) and STATES[first].counts == Counts.PASS
+
+
+def shown_state(state: State, verdicts, overdue_ids: set[int]) -> State:
+    """A cell whose most severe state is "in progress" shows as overdue when one of its running
+    jobs is (hud.overdue says which are); anything more severe (a failure, say) still shows first."""
+    if state != State.RUNNING:
+        return state
+    return State.OVERDUE if any(v.state == State.RUNNING and v.job.id in overdue_ids for v in verdicts) else state
 
 
 # --- one backend on one head ----------------------------------------------------------------------
@@ -281,9 +297,7 @@ def rates(verdicts: Iterable[JobVerdict]) -> Rates:
         counts = STATES[verdict.state].counts
         if counts in tally:
             tally[counts] += 1
-        decided = counts not in (Counts.PENDING, Counts.NONE)
-        if decided and STATES[verdict.first_attempt_state].counts == Counts.PASS:
-            first += 1
+        first += first_attempt_passed(verdict.state, verdict.first_attempt_state)
     return Rates(tally[Counts.PASS], tally[Counts.FAIL], tally[Counts.INFRA], tally[Counts.PENDING], first)
 
 
@@ -302,11 +316,18 @@ class Gate(str, Enum):
     """Nothing was dispatched to the backend for this head."""
 
 
-def gate_backend(verdicts: list[JobVerdict], dispatch_states: set[str], unanswered: bool) -> tuple[Gate, str]:
+def gate_backend(
+    verdicts: list[JobVerdict], dispatch_states: set[str], unanswered: bool, excused: frozenset[int] = frozenset()
+) -> tuple[Gate, str]:
     """One L4 backend on one PR head: failure as soon as any latest attempt failed (failure,
     cancelled, timed out, never started); pending while work is dispatched without a result;
     success when every job passed. Superseded jobs count nowhere; backends that could not be
-    asked (not installed, dispatch failed for good) do not block: the author cannot fix them."""
+    asked (not installed, dispatch failed for good) do not block: the author cannot fix them.
+    Jobs in `excused` (by id: failures an admin marked as not blocking) count nowhere either, and
+    a backend whose only failing jobs are excused passes."""
+    if excused and all(v.job.id in excused for v in verdicts):
+        return Gate.SUCCESS, "no blocking failure"
+    verdicts = [v for v in verdicts if v.job.id not in excused]
     counted = [v for v in verdicts if v.state != State.SUPERSEDED]
     if verdicts and not counted:
         return Gate.SKIPPED, "superseded by a newer head"

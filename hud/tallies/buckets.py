@@ -56,7 +56,7 @@ from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_
 from hud.tallies.tally import Tally, latest_of, tallies_merge
 from relay.github.softcache import soft_get_many, soft_set
 from relay.models import JobRun
-from relay.verdicts import STATES, Counts, State
+from relay.verdicts import STATES, Counts, State, first_attempt_passed, retried_state
 
 # --- buckets ------------------------------------------------------------------------------------------
 
@@ -238,11 +238,10 @@ def _row_apply(tally: Tally, section: str, a: int, b: int, c: int, n: int, total
 
 
 def _verdicts_add(tally: Tally, latest: State, earliest: State, failed_before: bool, n: int, at) -> None:
-    if latest == State.SUCCESS and failed_before:
-        latest = State.FLAKY
+    latest = retried_state(latest, failed_before)
     tally.verdicts[latest] += n
     counts = STATES[latest].counts
-    if counts not in (Counts.PENDING, Counts.NONE) and STATES[earliest].counts == Counts.PASS:
+    if first_attempt_passed(latest, earliest):
         tally.first_passed += n
     if counts not in (Counts.PENDING, Counts.NONE):
         tally.last_result_at = latest_of(tally.last_result_at, as_datetime(at))

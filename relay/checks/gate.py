@@ -57,10 +57,7 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
     )
     states = set(dispatches.values_list("state", flat=True))
     excused = not_blocking(verdicts, project.pk)
-    counted = [v for v in verdicts if v.job.pk not in excused]
-    state, reason = gate_backend(counted, states, unanswered.exists())
-    if excused and not counted:
-        state, reason = Gate.SUCCESS, "no blocking failure"
+    state, reason = gate_backend(verdicts, states, unanswered.exists(), frozenset(excused))
     if excused:
         reason += "; not blocking: " + ", ".join(
             _excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused

@@ -4,28 +4,10 @@ removing the label does. The PR's labels are read from the latest pull_request d
 labels say and out-of-order label events settle on the newest one."""
 
 from ..models import Delivery, Level, Project, UpstreamCheckRun
-from ..results.heads import pr_head
+from ..results.heads import LABEL_PREFIX, device_label, pr_head, pr_labels
 from . import gate
 from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
 from .oncall import oncall_refresh
-
-LABEL_PREFIX = "ciflow/crcr/"
-
-
-def pr_labels(pr_number: int) -> set[str]:
-    """Lower-cased label names of the PR as its newest stored pull_request delivery says."""
-    latest = (
-        Delivery.objects.filter(event="pull_request", pr_number=pr_number)
-        .exclude(outcome=Delivery.Outcome.IGNORED)
-        .order_by("-received_at", "-id")
-        .first()
-    )
-    labels = ((latest.payload.get("pull_request") or {}).get("labels") or []) if latest else []
-    return {str(label.get("name", "")).lower() for label in labels if isinstance(label, dict)}
-
-
-def device_label(project: Project) -> str:
-    return f"{LABEL_PREFIX}{project.device}".lower()
 
 
 def check_runs_wanted(project: Project, pr_number: int) -> bool:

@@ -1,6 +1,7 @@
-"""Which commit a question is about: the head of a PR that counts, and what a SHA prefix names.
-One answer each, for the pages, the API, the gate and the oncall comment alike (they used to
-decide four and three ways, and could judge different heads of one PR)."""
+"""Which commit a question is about: the head of a PR that counts, the PR's labels, and what a
+SHA prefix names. One answer each, for the pages, the API, the gate, the check runs and the
+oncall comment alike (they used to decide four, two and three ways, and could judge different
+heads of one PR)."""
 
 from dataclasses import dataclass, field
 
@@ -41,6 +42,30 @@ def pr_heads_newest(pr_numbers) -> dict[int, str]:
         event="pull_request", pr_number__in=set(pr_numbers), outcome=Delivery.Outcome.RELAYED
     ).exclude(head_sha="")
     return dict(rows.order_by("received_at", "id").values_list("pr_number", "head_sha"))
+
+
+# --- the PR's labels --------------------------------------------------------------------------------
+
+LABEL_PREFIX = "ciflow/crcr/"
+
+
+def pr_labels(pr_number: int) -> set[str]:
+    """Lower-cased label names of the PR as its newest stored pull_request delivery says
+    (labeled, unlabeled, reopened, … all carry the current set, so out-of-order label events
+    settle on the newest one). The check runs and the PR page both ask here."""
+    latest = (
+        Delivery.objects.filter(event="pull_request", pr_number=pr_number)
+        .exclude(outcome=Delivery.Outcome.IGNORED)
+        .order_by("-received_at", "-id")
+        .first()
+    )
+    labels = ((latest.payload.get("pull_request") or {}).get("labels") or []) if latest else []
+    return {str(label.get("name", "")).lower() for label in labels if isinstance(label, dict)}
+
+
+def device_label(project) -> str:
+    """The `ciflow/crcr/<device>` label that asks an L3 backend for check runs on a PR."""
+    return f"{LABEL_PREFIX}{project.device}".lower()
 
 
 # --- a SHA prefix ----------------------------------------------------------------------------------

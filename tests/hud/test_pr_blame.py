@@ -6,7 +6,7 @@ from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
 from relay.results.cells import registered_backends
-from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+from tests.factories import DeliveryFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -22,9 +22,11 @@ def world():
     xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L3", device="xpu", display_name="Intel XPU")
     UpstreamCommitFactory(sha=BASE, is_trunk=True)
     UpstreamCommitFactory(sha=HEAD, is_trunk=False, pr_number=42)
-    pr = PullRequest.objects.create(
-        number=42, author="alice", labels=["ciflow/crcr/xpu", "module: nn"], base_sha=BASE, head_sha=HEAD
-    )
+    labels = ["ciflow/crcr/xpu", "module: nn"]
+    pr = PullRequest.objects.create(number=42, author="alice", labels=labels, base_sha=BASE, head_sha=HEAD)
+    # The webhook that told us: the check runs and the page read the PR's labels from it.
+    payload = {"pull_request": {"number": 42, "labels": [{"name": name} for name in labels]}}
+    DeliveryFactory(pr_number=42, head_sha=HEAD, action="labeled", payload=payload)
     return reference, xpu, pr
 
 

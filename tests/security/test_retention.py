@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 
 from crcr.celery import app
-from relay.checks.labels import pr_labels
 from relay.dispatch.fan_out import ResendRefused, dispatches_resend
 from relay.dispatch.sending import dispatch_client_payload
 from relay.models import Delivery, DispatchAttempt, FailedTest, JobRun
+from relay.results.heads import pr_labels
 from relay.retention import retention_sweep
 from tests.conftest import action_body
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory

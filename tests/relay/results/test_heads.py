@@ -89,3 +89,20 @@ def test_a_full_sha_names_itself_even_when_nothing_is_recorded():
     match = sha_resolve(C)
     assert (match.sha, match.commit) == (C, None)
     assert sha_resolve("c" * 7).sha is None  # a prefix of nothing
+
+
+# --- the PR's labels -------------------------------------------------------------------------------
+
+
+def test_the_pr_page_lists_as_labelled_exactly_the_l3_backends_the_check_runs_follow():
+    from relay.checks.labels import check_runs_wanted
+    from relay.models import PullRequest
+
+    xpu = ProjectFactory(level=Level.L3, device="xpu")
+    npu = ProjectFactory(level=Level.L3, device="npu")
+    # The stored PR row says npu (an older event); the newest webhook says xpu: both read the webhook.
+    PullRequest.objects.create(number=7, labels=["ciflow/crcr/npu"])
+    labels = {"pull_request": {"number": 7, "labels": [{"name": "ciflow/crcr/XPU"}]}}
+    DeliveryFactory(pr_number=7, head_sha=A, action="labeled", payload=labels)
+    page = pr_page(7)
+    assert page.l3_labelled == [p for p in (xpu, npu) if check_runs_wanted(p, 7)] == [xpu]
