@@ -26,7 +26,7 @@ class DeliveryFilter(django_filters.FilterSet):
 
 class DispatchFilter(django_filters.FilterSet):
     repo = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact")
-    delivery = django_filters.CharFilter(field_name="delivery__delivery_id")
+    delivery = django_filters.CharFilter(field_name="delivery__guid")
     pr = django_filters.NumberFilter(field_name="pr_number")
     sha = django_filters.CharFilter(field_name="head_sha")
 

@@ -134,7 +134,7 @@ class AttemptOut(serializers.ModelSerializer):
 
 class DispatchOut(serializers.ModelSerializer):
     repo = serializers.CharField(source="project.full_name")
-    delivery_id = serializers.CharField(source="delivery.delivery_id")
+    delivery_id = serializers.CharField(source="delivery.guid", help_text="X-GitHub-Delivery of the webhook")
     attempt_log = AttemptOut(many=True, read_only=True)
 
     class Meta:
@@ -157,6 +157,8 @@ class DispatchOut(serializers.ModelSerializer):
 
 
 class DeliveryOut(serializers.ModelSerializer):
+    delivery_id = serializers.CharField(source="guid", help_text="X-GitHub-Delivery")
+
     class Meta:
         model = Delivery
         fields = [

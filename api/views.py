@@ -117,7 +117,8 @@ class DeliveryViewSet(viewsets.ReadOnlyModelViewSet):
 
     queryset = Delivery.objects.defer("payload").order_by("-id")
     permission_classes = [OperatorRead]
-    lookup_field = "delivery_id"
+    lookup_field = "guid"
+    lookup_url_kwarg = "delivery_id"
     filterset_class = DeliveryFilter
     pagination_class = Cursor
 

@@ -54,7 +54,7 @@ def redispatch(modeladmin, request, queryset):
             except ResendRefused as exc:
                 modeladmin.message_user(request, str(exc), messages.ERROR)
                 continue
-            modeladmin.message_user(request, f"{delivery.delivery_id}: {count} dispatches queued.", messages.SUCCESS)
+            modeladmin.message_user(request, f"{delivery.guid}: {count} dispatches queued.", messages.SUCCESS)
         return None
     context = {
         **modeladmin.admin_site.each_context(request),
@@ -68,9 +68,9 @@ def redispatch(modeladmin, request, queryset):
 
 @admin.register(Delivery)
 class DeliveryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("delivery_id", "event", "action", "outcome", "pr_number", "head_sha", "received_at")
+    list_display = ("guid", "event", "action", "outcome", "pr_number", "head_sha", "received_at")
     list_filter = ("event", "action", "outcome")
-    search_fields = ("delivery_id", "head_sha", "=pr_number")
+    search_fields = ("guid", "head_sha", "=pr_number")
     readonly_fields = [f.name for f in Delivery._meta.fields]
     inlines = [DispatchInline]
     actions = [redispatch]

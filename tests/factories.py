@@ -19,7 +19,7 @@ class DeliveryFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Delivery
 
-    delivery_id = factory.Faker("uuid4")
+    guid = factory.Faker("uuid4")
     event = "pull_request"
     action = "opened"
     outcome = Delivery.Outcome.RELAYED

@@ -391,7 +391,7 @@ def _fanout_trial(b: Bench, client, k: int, n: int) -> dict:
             f"only {len(times)} of {n} dispatches reached the stand-in within 60 s\n{b.services.worker.log_tail()}"
         )
     _wait(
-        lambda: Dispatch.objects.filter(delivery__delivery_id=delivery, state="sent").count() == n,
+        lambda: Dispatch.objects.filter(delivery__guid=delivery, state="sent").count() == n,
         30,
         "dispatch rows marked sent",
     )
@@ -477,7 +477,7 @@ class CallbackWorld:
                 number, sha = 620_000 + d, head_sha("callbacks", d, time.time_ns())
                 body = pr_payload(number, sha, "synchronize")
                 delivery = Delivery.objects.create(
-                    delivery_id=f"bench-cb-{time.time_ns()}-{d}",
+                    guid=f"bench-cb-{time.time_ns()}-{d}",
                     event="pull_request",
                     action="synchronize",
                     outcome="relayed",
@@ -501,8 +501,8 @@ class CallbackWorld:
                     for p in self.projects
                 )
                 for p in self.projects:
-                    token = callback_token_sign(CallbackBinding(delivery.delivery_id, p.full_name, number, sha))
-                    self.prefixes[(d, p.pk)] = callback_prefix("pull_request", delivery.delivery_id, body, token)
+                    token = callback_token_sign(CallbackBinding(delivery.guid, p.full_name, number, sha))
+                    self.prefixes[(d, p.pk)] = callback_prefix("pull_request", delivery.guid, body, token)
         self.next_index = 0
 
     def jobs(self, count: int) -> list[CallbackJob]:

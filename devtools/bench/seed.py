@@ -414,7 +414,7 @@ FAILED_FIELDS = (
 )
 DELIVERY_FIELDS = (
     "id",
-    "delivery_id",
+    "guid",
     "event",
     "action",
     "outcome",

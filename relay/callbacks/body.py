@@ -38,6 +38,8 @@ class FailedTestReport:
 @dataclass
 class Report:
     delivery_id: str
+    """The body's `delivery_id`, as the contract names it: the X-GitHub-Delivery the dispatch carried,
+    or a self-report's own key (the SHA, or a per-job key). Stored as JobRun.delivery_key."""
     event_type: str
     status: str
     conclusion: str

@@ -181,7 +181,7 @@ def failed_tests_drop(job_id: int) -> None:
         cursor.execute("DELETE FROM relay_failedtest WHERE job_run_id = %s", [job_id])
 
 
-def dispatch_answered(delivery_id: str, project_id: int) -> Dispatch | None:
+def dispatch_answered(delivery_guid: str, project_id: int) -> Dispatch | None:
     """The dispatch of this delivery to this project, without the delivery's payload (20 KB of
     JSON a callback never reads). Its `never_started_row` says whether the sweeper has written a
     "never started" row for it (nearly never: asked in the same statement, through the job
@@ -191,9 +191,9 @@ def dispatch_answered(delivery_id: str, project_id: int) -> Dispatch | None:
         f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
         "EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = %s) "
         "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
-        "WHERE v.delivery_id = %s AND d.project_id = %s"
+        "WHERE v.guid = %s AND d.project_id = %s"
     )
-    params = [JobRun.EndedBy.NEVER_STARTED.value, delivery_id, project_id]
+    params = [JobRun.EndedBy.NEVER_STARTED.value, delivery_guid, project_id]
     dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, sql, params, flags=1)
     if dispatch is not None:
         dispatch.never_started_row = flags[0]

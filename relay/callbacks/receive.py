@@ -107,7 +107,7 @@ def _binding_check(project: Project, report: Report, dispatch: Dispatch) -> None
     except InvalidCallbackToken as exc:
         raise Forbidden(str(exc)) from exc
     expected = (report.delivery_id, project.full_name.lower(), dispatch.pr_number, dispatch.head_sha)
-    if (binding.delivery_id, binding.repo, binding.pr_number, binding.head_sha) != expected:
+    if (binding.delivery_guid, binding.repo, binding.pr_number, binding.head_sha) != expected:
         raise Forbidden("callback_token was issued for another delivery, repository, PR or head SHA")
     if report.pr_number not in (None, binding.pr_number) or report.head_sha not in ("", binding.head_sha):
         raise Forbidden("the echoed payload's PR or head SHA does not match the callback_token")

@@ -13,7 +13,7 @@ MAX_AGE_SECONDS = 7 * 24 * 3600
 
 @dataclass(frozen=True)
 class CallbackBinding:
-    delivery_id: str
+    delivery_guid: str
     repo: str
     pr_number: int | None
     head_sha: str
@@ -24,7 +24,7 @@ class InvalidCallbackToken(Exception):
 
 
 def callback_token_sign(binding: CallbackBinding) -> str:
-    data = {"d": binding.delivery_id, "r": binding.repo.lower(), "p": binding.pr_number, "s": binding.head_sha}
+    data = {"d": binding.delivery_guid, "r": binding.repo.lower(), "p": binding.pr_number, "s": binding.head_sha}
     return signing.dumps(data, salt=SALT, compress=True)
 
 
@@ -35,4 +35,4 @@ def callback_token_read(token: str) -> CallbackBinding:
         raise InvalidCallbackToken("callback_token has expired") from exc
     except signing.BadSignature as exc:
         raise InvalidCallbackToken("callback_token is not one the relay signed") from exc
-    return CallbackBinding(delivery_id=data["d"], repo=data["r"], pr_number=data["p"], head_sha=data["s"])
+    return CallbackBinding(delivery_guid=data["d"], repo=data["r"], pr_number=data["p"], head_sha=data["s"])

@@ -77,7 +77,7 @@ def _targets_sql() -> tuple[str, tuple]:
 def _supersede_older_heads(delivery: Delivery) -> None:
     if delivery.event != "pull_request" or not delivery.pr_number or not delivery.head_sha:
         return
-    note = f"superseded by head {delivery.head_sha[:12]} ({delivery.delivery_id})"
+    note = f"superseded by head {delivery.head_sha[:12]} ({delivery.guid})"
     with connection.cursor() as cursor:
         cursor.execute(
             _SUPERSEDE.format(dispatch=Dispatch._meta.db_table),
@@ -111,7 +111,7 @@ def dispatches_resend(delivery, projects, *, by: str) -> int:
     dispatch is reopened (its attempts, and the jobs that answered it, stay); a project that never
     had one gets a fresh row. A dispatch being sent right now is left to finish."""
     if delivery.payload_pruned_at is not None:
-        raise ResendRefused(f"{delivery.delivery_id}: its payload was pruned by retention, so it cannot be sent again")
+        raise ResendRefused(f"{delivery.guid}: its payload was pruned by retention, so it cannot be sent again")
     projects = list(projects)
     now = timezone.now()
     with transaction.atomic():
@@ -127,5 +127,5 @@ def dispatches_resend(delivery, projects, *, by: str) -> int:
             last_error=f"re-dispatched by {by}"[:2000],
         )
         created = dispatches_create(delivery, [p for p in projects if p.pk not in have])
-    logger.info("%s re-dispatched delivery %s: %s reopened, %s new", by, delivery.delivery_id, reopened, created)
+    logger.info("%s re-dispatched delivery %s: %s reopened, %s new", by, delivery.guid, reopened, created)
     return reopened + created

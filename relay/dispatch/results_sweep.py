@@ -106,7 +106,7 @@ def _announce(job_ids) -> None:
 def _never_started_row(dispatch: Dispatch, heads: dict, now) -> dict:
     moot = dispatch.pr_number is not None and heads.get(dispatch.pr_number, dispatch.head_sha) != dispatch.head_sha
     return {
-        "delivery_key": dispatch.delivery.delivery_id,
+        "delivery_key": dispatch.delivery.guid,
         "project": dispatch.project,
         "run_id": NEVER_STARTED_RUN_ID,
         "run_attempt": 1,

@@ -70,6 +70,11 @@ class Dispatches(Outbox):
 DISPATCHES = Dispatches()
 
 
+def dispatch_claim(dispatch_pk: int) -> Dispatch | None:
+    """Take the dispatch if it is due (Outbox.claim): exactly one caller wins."""
+    return DISPATCHES.claim(dispatch_pk)
+
+
 def dispatch_send(dispatch_pk: int) -> str | None:
     """Claim, send and record one dispatch (Outbox.send); its new state, or None."""
     return DISPATCHES.send(dispatch_pk)
@@ -81,5 +86,5 @@ def dispatches_due(limit: int) -> list[int]:
 
 def dispatch_client_payload(dispatch: Dispatch) -> dict:
     delivery = dispatch.delivery
-    binding = CallbackBinding(delivery.delivery_id, dispatch.project.full_name, dispatch.pr_number, dispatch.head_sha)
-    return client_payload(delivery.event, delivery.delivery_id, delivery.payload, callback_token_sign(binding))
+    binding = CallbackBinding(delivery.guid, dispatch.project.full_name, dispatch.pr_number, dispatch.head_sha)
+    return client_payload(delivery.event, delivery.guid, delivery.payload, callback_token_sign(binding))

@@ -93,7 +93,7 @@ def webhook_intake(hook: WebhookRequest) -> IntakeResult:
 
 def _answer(delivery: Delivery, route: Route, dispatch_count: int) -> dict:
     status = {"relayed": "accepted", "recorded": "recorded", "ignored": "ignored"}[route.outcome]
-    body = {"ok": True, "status": status, "delivery": delivery.delivery_id}
+    body = {"ok": True, "status": status, "delivery": delivery.guid}
     if route.dispatches:
         body["dispatches"] = dispatch_count
     if route.reason:
@@ -118,7 +118,7 @@ def _delivery_fields(hook: WebhookRequest, route: Route) -> dict:
     pr = payload.get("pull_request") or {}
     keep = route.outcome != Delivery.Outcome.IGNORED
     return {
-        "delivery_id": hook.delivery_id,
+        "guid": hook.guid,
         "event": hook.event[:64],
         "action": str(payload.get("action", ""))[:64],
         "outcome": route.outcome,

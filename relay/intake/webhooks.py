@@ -23,7 +23,8 @@ class WebhookRejected(Exception):
 @dataclass(frozen=True)
 class WebhookRequest:
     event: str
-    delivery_id: str
+    guid: str
+    """X-GitHub-Delivery."""
     payload: dict
     size: int
 
@@ -47,17 +48,17 @@ def webhook_read(headers, body: bytes, secret: str) -> WebhookRequest:
         raise WebhookRejected(413, "payload larger than GitHub's 25 MB limit")
     signature_verify(secret, body, headers.get("X-Hub-Signature-256"), headers.get("X-Hub-Signature"))
     event = (headers.get("X-GitHub-Event") or "").strip()
-    delivery_id = (headers.get("X-GitHub-Delivery") or "").strip()
+    guid = (headers.get("X-GitHub-Delivery") or "").strip()
     if not event:
         raise WebhookRejected(400, "missing X-GitHub-Event")
-    if not delivery_id or len(delivery_id) > 100:
+    if not guid or len(guid) > 100:
         raise WebhookRejected(400, "missing or malformed X-GitHub-Delivery")
     payload = _decode(headers.get("Content-Type") or "", body)
     try:
         payload_shape_check(event, payload)
     except ShapeError as exc:
         raise WebhookRejected(400, str(exc)) from exc
-    return WebhookRequest(event=event, delivery_id=delivery_id, payload=payload, size=len(body))
+    return WebhookRequest(event=event, guid=guid, payload=payload, size=len(body))
 
 
 def _decode(content_type: str, body: bytes) -> dict:

@@ -16,7 +16,9 @@ class Delivery(models.Model):
         RECORDED = "recorded", "recorded"
         IGNORED = "ignored", "ignored"
 
-    delivery_id = models.CharField(max_length=100, unique=True)
+    guid = models.CharField(
+        max_length=100, unique=True, help_text="X-GitHub-Delivery: GitHub's id of this webhook delivery"
+    )
     event = models.CharField(max_length=64, db_index=True)
     action = models.CharField(max_length=64, blank=True, db_index=True)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
@@ -40,7 +42,7 @@ class Delivery(models.Model):
         permissions = [("redispatch_delivery", "Can re-dispatch a delivery to downstream repos")]
 
     def __str__(self):
-        return f"{self.event}.{self.action or '-'} {self.delivery_id}"
+        return f"{self.event}.{self.action or '-'} {self.guid}"
 
 
 class Dispatch(OutboxRow):
@@ -89,7 +91,7 @@ class Dispatch(OutboxRow):
         ]
 
     def __str__(self):
-        return f"{self.delivery.delivery_id} → {self.project} ({self.state})"
+        return f"{self.delivery.guid} → {self.project} ({self.state})"
 
 
 class DispatchAttempt(OutboxAttempt):

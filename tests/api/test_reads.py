@@ -84,8 +84,8 @@ def test_deliveries_show_dispatches_and_attempts(bob):
     dispatch = DispatchFactory(state="sent")
     dispatch.attempt_log.create(number=1, outcome="sent", status_code=204)
     listed = api.get("/api/v1/deliveries/?event=pull_request").json()["results"]
-    assert listed[0]["delivery_id"] == dispatch.delivery.delivery_id
-    detail = api.get(f"/api/v1/deliveries/{dispatch.delivery.delivery_id}/").json()
+    assert listed[0]["delivery_id"] == dispatch.delivery.guid
+    detail = api.get(f"/api/v1/deliveries/{dispatch.delivery.guid}/").json()
     assert detail["dispatches"][0]["attempt_log"][0]["status_code"] == 204
 
 

@@ -262,7 +262,7 @@ def _store(rows, tests, dispatches):
     )
     for sha, project, state, pr_number in dispatches:
         delivery, _ = Delivery.objects.get_or_create(
-            delivery_id=f"d-{sha[:16]}",
+            guid=f"d-{sha[:16]}",
             defaults={
                 "event": "pull_request" if pr_number else "push",
                 "outcome": "relayed",

@@ -57,7 +57,7 @@ class Relay:
         with self.capture(execute=True):
             response = self.post_webhook("pull_request", payload)
         assert response.status_code in (200, 202), response.content
-        delivery = Delivery.objects.get(delivery_id=response.json()["delivery"])
+        delivery = Delivery.objects.get(guid=response.json()["delivery"])
         self.send_dispatches(delivery)
         return delivery
 

@@ -258,7 +258,7 @@ def test_it_says_in_words_when_a_backend_is_stale_or_has_no_data():
 def test_it_shows_l1_backends_as_dispatches_without_results():
     listener = project("listen/only", level="L1")
     delivery = Delivery.objects.create(
-        delivery_id="d1", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=1)
+        guid="d1", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=1)
     )
     Dispatch.objects.create(
         delivery=delivery,
@@ -285,17 +285,13 @@ def test_it_calls_a_silent_relay_no_data_not_healthy():
 
 
 def test_it_calls_a_relay_silent_past_its_staleness_window_degraded():
-    Delivery.objects.create(
-        delivery_id="old", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=3)
-    )
+    Delivery.objects.create(guid="old", event="pull_request", outcome="relayed", received_at=NOW - timedelta(hours=3))
     cards = _cards(summary_build("7d", "pr", NOW))
     assert cards["deliveries"].state == "degraded" and "stale after" in cards["deliveries"].freshness
 
 
 def test_it_calls_fresh_deliveries_healthy():
-    Delivery.objects.create(
-        delivery_id="new", event="pull_request", outcome="relayed", received_at=NOW - timedelta(minutes=5)
-    )
+    Delivery.objects.create(guid="new", event="pull_request", outcome="relayed", received_at=NOW - timedelta(minutes=5))
     assert _cards(summary_build("7d", "pr", NOW))["deliveries"].state == "healthy"
 
 

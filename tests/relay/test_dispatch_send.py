@@ -45,7 +45,7 @@ def test_it_sends_a_signed_well_formed_dispatch(installed, dispatch):
     assert sent["repo"].lower() == REPO and sent["event_type"] == "pull_request"
     body = sent["client_payload"]
     assert set(body) == {"event_type", "delivery_id", "payload", "callback_token"}
-    assert body["delivery_id"] == dispatch.delivery.delivery_id
+    assert body["delivery_id"] == dispatch.delivery.guid
     assert body["payload"] == dispatch.delivery.payload, "sent verbatim when it fits"
     binding = callback_token_read(body["callback_token"])
     assert (binding.repo, binding.pr_number, binding.head_sha) == (REPO, 2, dispatch.head_sha)
@@ -167,10 +167,10 @@ def test_a_worker_killed_mid_send_is_resent_after_its_lease(installed, dispatch)
 def test_retry_delays_grow_are_capped_and_jittered(settings):
     settings.CRCR_DISPATCH_BACKOFF_BASE_SECONDS = 5
     settings.CRCR_DISPATCH_BACKOFF_MAX_SECONDS = 60
-    delays = [dispatching.retry_delay(n) for n in range(1, 10)]
+    delays = [dispatching.DISPATCHES.retry_delay(n) for n in range(1, 10)]
     assert 2.5 <= delays[0] <= 5 and all(d <= 60 for d in delays) and delays[-1] >= 30
-    assert len({round(dispatching.retry_delay(4), 6) for _ in range(20)}) > 1
-    assert dispatching.retry_delay(1, retry_after=300) == 300
+    assert len({round(dispatching.DISPATCHES.retry_delay(4), 6) for _ in range(20)}) > 1
+    assert dispatching.DISPATCHES.retry_delay(1, retry_after=300) == 300
 
 
 def test_a_dead_cache_only_costs_a_fresh_installation_token(installed, dispatch, monkeypatch):

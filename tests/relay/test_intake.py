@@ -29,7 +29,7 @@ def test_it_accepts_a_signed_pull_request_and_stores_one_dispatch_per_active_pro
         response = post_webhook("pull_request", fixture_payload("pull_request.opened"), delivery_id="d-1")
     assert response.status_code == 202
     assert response.json() == {"ok": True, "status": "accepted", "delivery": "d-1", "dispatches": 4}
-    delivery = Delivery.objects.get(delivery_id="d-1")
+    delivery = Delivery.objects.get(guid="d-1")
     assert (delivery.event, delivery.action, delivery.pr_number) == ("pull_request", "opened", 2)
     assert delivery.head_sha == "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
     assert sorted(d.project.level for d in delivery.dispatches.all()) == ["L1", "L2", "L3", "L4"]

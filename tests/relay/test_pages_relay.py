@@ -13,7 +13,7 @@ def test_deliveries_lists_dispatches_and_attempts(admin_client):
     dispatch = DispatchFactory(state="retrying", last_error="GitHub 502: Bad Gateway")
     dispatch.attempt_log.create(number=1, outcome="transient", status_code=502)
     page = client.get("/relay/deliveries").content.decode()
-    assert dispatch.delivery.delivery_id in page and "HTTP 502" in page and "retrying" in page
+    assert dispatch.delivery.guid in page and "HTTP 502" in page and "retrying" in page
 
 
 def test_deliveries_filters_live_in_the_url(admin_client):

@@ -83,7 +83,7 @@ project = Project.objects.filter(level="L2").first()
 delivery = Delivery.objects.order_by("-id").first()
 dispatch = Dispatch.objects.create(delivery=delivery, project=project, state="sent", event_type="push",
                                    head_sha=delivery.head_sha, sent_at=timezone.now())
-job = JobRun.objects.create(project=project, dispatch=dispatch, delivery_key=str(delivery.delivery_id), run_id="9",
+job = JobRun.objects.create(project=project, dispatch=dispatch, delivery_key=str(delivery.guid), run_id="9",
                             run_attempt=1, job_name="test (1)", status="in_progress", head_sha=delivery.head_sha,
                             event_type="push")
 FailedTest.objects.create(job_run=job, name="test_add", classname="TestOps")

@@ -17,7 +17,7 @@ def job(dispatch, **fields):
     defaults = {
         "project": dispatch.project,
         "dispatch": dispatch,
-        "delivery_key": dispatch.delivery.delivery_id,
+        "delivery_key": dispatch.delivery.guid,
         "run_id": "1",
         "workflow_name": "ci",
         "status": "in_progress",

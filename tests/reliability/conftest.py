@@ -624,7 +624,7 @@ def _seed_main(spec: dict) -> dict:
         deliveries = Delivery.objects.bulk_create(
             [
                 Delivery(
-                    delivery_id=d["delivery_id"],
+                    guid=d["delivery_id"],
                     event=d.get("event", "push"),
                     action=d.get("action", ""),
                     outcome="relayed",

@@ -138,10 +138,10 @@ def store(pg_server, database: str) -> dict:
     q = lambda sql: pg_server.query(database, sql)  # noqa: E731
     return {
         "deliveries": {
-            r["delivery_id"]: r["n"]
+            r["guid"]: r["n"]
             for r in q(
-                "SELECT d.delivery_id, count(x.id) AS n FROM relay_delivery d "
-                "LEFT JOIN relay_dispatch x ON x.delivery_id = d.id GROUP BY d.delivery_id"
+                "SELECT d.guid, count(x.id) AS n FROM relay_delivery d "
+                "LEFT JOIN relay_dispatch x ON x.delivery_id = d.id GROUP BY d.guid"
             )
         },
         "dispatch_states": {
@@ -317,7 +317,7 @@ def test_an_installation_webhook_is_accepted_while_redis_is_down(dead_redis_cach
         content_type="application/json",
         **webhook_headers("installation", body, "inst-redis-down"),
     )
-    assert Delivery.objects.filter(delivery_id="inst-redis-down").exists()
+    assert Delivery.objects.filter(guid="inst-redis-down").exists()
     assert response.status_code in (200, 202), f"{response.status_code}: the stored delivery was answered as a failure"
 
 

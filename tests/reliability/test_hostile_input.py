@@ -359,9 +359,7 @@ def callback_world(transactional_db, oidc):
     from tests.factories import ProjectFactory
 
     project = ProjectFactory(full_name="hostile/backend", github_repo_id=4242, level="L2", rate_limit_per_min=1_000_000)
-    delivery = Delivery.objects.create(
-        delivery_id="hostile-delivery", event="push", outcome="relayed", head_sha="a" * 40
-    )
+    delivery = Delivery.objects.create(guid="hostile-delivery", event="push", outcome="relayed", head_sha="a" * 40)
     Dispatch.objects.create(delivery=delivery, project=project, event_type="push", head_sha="a" * 40, state="sent")
     runs = itertools.count(1)
 

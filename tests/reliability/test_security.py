@@ -40,7 +40,7 @@ def admin_client(db):
         "client": client,
         "user": user,
         "project": ProjectFactory(full_name="csrf/backend", level="L2"),
-        "delivery": DeliveryFactory(delivery_id="csrf-delivery"),
+        "delivery": DeliveryFactory(guid="csrf-delivery"),
     }
 
 
@@ -193,7 +193,7 @@ def relayed(db, standin, oidc, post_webhook, relay_settings, django_capture_on_c
     with django_capture_on_commit_callbacks(execute=True):
         response = post_webhook("pull_request", payload)
     assert response.status_code == 202, response.content
-    delivery = Delivery.objects.get(delivery_id=response.json()["delivery"])
+    delivery = Delivery.objects.get(guid=response.json()["delivery"])
     for pk in Dispatch.objects.filter(delivery=delivery).values_list("pk", flat=True):
         with django_capture_on_commit_callbacks(execute=True):
             assert dispatching.dispatch_send(pk) == "sent"
@@ -243,9 +243,9 @@ def test_artifact_and_log_urls_are_never_fetched_by_the_server(
         for status in ("in_progress", "completed"):
             body = {
                 **echoed,
-                "workflow": callback_body(
-                    delivery.delivery_id, status, run_id=f"31{n}", job="test", conclusion="failure"
-                )["workflow"],
+                "workflow": callback_body(delivery.guid, status, run_id=f"31{n}", job="test", conclusion="failure")[
+                    "workflow"
+                ],
             }
             body["workflow"].update(
                 url=listener.url(f"/logs/{n}/{status}"),
@@ -359,7 +359,7 @@ def test_secrets_never_reach_the_logs(
     # Dispatches: a GitHub 401 (token refresh), a 502, then success.
     standin.fail("POST", r"/repos/.*/dispatches", status=401, times=1)
     standin.fail("POST", r"/repos/.*/dispatches", status=502, times=1)
-    for pk in Dispatch.objects.filter(delivery__delivery_id="sec-sync").values_list("pk", flat=True):
+    for pk in Dispatch.objects.filter(delivery__guid="sec-sync").values_list("pk", flat=True):
         for _ in range(3):
             Dispatch.objects.filter(pk=pk).update(next_attempt_at=Dispatch.objects.get(pk=pk).created_at)
             with django_capture_on_commit_callbacks(execute=True):
@@ -371,7 +371,7 @@ def test_secrets_never_reach_the_logs(
     echoed = dispatching.dispatch_client_payload(Dispatch.objects.get(delivery=delivery, project=l4))
     accepted = {
         **echoed,
-        "workflow": callback_body(delivery.delivery_id, "in_progress", run_id="77", job="t")["workflow"],
+        "workflow": callback_body(delivery.guid, "in_progress", run_id="77", job="t")["workflow"],
     }
     with django_capture_on_commit_callbacks(execute=True):
         first = token(l4)

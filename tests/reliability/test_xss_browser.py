@@ -141,7 +141,7 @@ def hostile_store(transactional_db, monkeypatch):
     )
     delivery = create(
         Delivery,
-        delivery_id="xss-delivery",
+        guid="xss-delivery",
         event="pull_request",
         action="labeled",
         outcome="relayed",
@@ -166,7 +166,7 @@ def hostile_store(transactional_db, monkeypatch):
     )
     push = create(
         Delivery,
-        delivery_id=hostile(1)[:100],
+        guid=hostile(1)[:100],
         event="push",
         outcome="relayed",
         head_sha=SHA,
@@ -202,7 +202,7 @@ def hostile_store(transactional_db, monkeypatch):
                     JobRun,
                     project=project,
                     dispatch=dispatch,
-                    delivery_key=d.delivery_id,
+                    delivery_key=d.guid,
                     event_type=d.event,
                     run_id=f"{i}{j}{d.pk}",
                     run_attempt=1,

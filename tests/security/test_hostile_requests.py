@@ -210,7 +210,7 @@ def test_every_api_read_and_summary_page_answers_while_redis_is_down(world, oper
         "/api/v1/prs/5",
         "/api/v1/prs/5/gate",
         "/api/v1/allowlist",
-        f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/",
+        f"/api/v1/deliveries/{world['dispatch'].delivery.guid}/",
         "/api/schema/",
     ]
     for url in reads:
@@ -276,7 +276,7 @@ def test_operator_pages_and_data_need_a_login(client, world, operator):
     for url in (
         "/api/v1/deliveries/",
         "/api/v1/dispatches/",
-        f"/api/v1/deliveries/{world['dispatch'].delivery.delivery_id}/",
+        f"/api/v1/deliveries/{world['dispatch'].delivery.guid}/",
     ):
         assert client.get(url).status_code in (401, 403), url
         assert operator.get(url).status_code == 200, url

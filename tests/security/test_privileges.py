@@ -63,7 +63,7 @@ def test_re_dispatching_keeps_every_dispatch_attempt_and_job_that_answered(
         JobRun.objects.create(
             project=dispatch.project,
             dispatch=dispatch,
-            delivery_key=dispatch.delivery.delivery_id,
+            delivery_key=dispatch.delivery.guid,
             run_id=str(n),
             workflow_name="ci",
             status="completed",

@@ -52,7 +52,7 @@ def old(db):
     job = JobRun.objects.create(
         project=dispatch.project,
         dispatch=dispatch,
-        delivery_key=delivery.delivery_id,
+        delivery_key=delivery.guid,
         run_id="1",
         workflow_name="ci",
         status="completed",

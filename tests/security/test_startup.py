@@ -136,7 +136,7 @@ def test_the_sandbox_refuses_a_database_holding_a_registry_it_did_not_seed(setti
 def test_the_sandbox_refuses_a_database_holding_deliveries(settings):
     from tests.factories import DeliveryFactory
 
-    DeliveryFactory(delivery_id="production-delivery")
+    DeliveryFactory(guid="production-delivery")
     settings.CRCR_SANDBOX_FORCE = False
     with pytest.raises(CommandError, match="CRCR_SANDBOX_FORCE"):
         call_command("seed_sandbox")

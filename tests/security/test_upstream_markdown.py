@@ -71,7 +71,7 @@ def failing_l4(db, settings):
         job = JobRun.objects.create(
             project=project,
             dispatch=dispatch,
-            delivery_key=dispatch.delivery.delivery_id,
+            delivery_key=dispatch.delivery.guid,
             run_id=f"{n} {hostile}"[:100],
             workflow_name=hostile,
             job_name=hostile,
