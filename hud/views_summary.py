@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.views.decorators.http import require_GET
 
+from crcr.params import int_param
 from hud import charts
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
@@ -36,7 +37,7 @@ def _choice(value: str | None, options, default: str) -> str:
 
 
 def _page_number(value: str | None) -> int:
-    return int(value) if value and value.isdigit() and 0 < int(value) < 10_000 else 1
+    return int_param(value, default=1, low=1, high=9_999)
 
 
 def _query(params: dict, **changes) -> str:
