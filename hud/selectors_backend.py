@@ -12,7 +12,6 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from crcr.params import int_param
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
@@ -23,6 +22,7 @@ from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.params import int_param
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
-from crcr.params import int_param
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
+from relay.params import int_param
 from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from relay.results.cells import (
     Cell,

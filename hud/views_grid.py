@@ -7,7 +7,7 @@ from django.db import DatabaseError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from crcr.params import int_list_param
+from relay.params import int_list_param
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve

@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.views.decorators.http import require_GET
 
-from crcr.params import int_param
 from hud import charts
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
@@ -19,6 +18,7 @@ from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_W
 from hud.selectors_summary import summary_build
 from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
+from relay.params import int_param
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from crcr.params import int_param
+from relay.params import int_param
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from crcr import jsonin
-from crcr.params import aware_datetime
+from relay import jsonin
+from relay.params import aware_datetime
 
 from ..models import SELF_REPORT_EVENTS, Conclusion
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import Q
 
-from crcr.params import int_param
+from relay.params import int_param
 
 from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite

@@ -9,7 +9,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from crcr.params import int_param
+from relay.params import int_param
 
 from ..github import client as github
 from ..github.installations import installation_id_for

@@ -16,7 +16,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 
-from crcr.params import int_param
+from relay.params import int_param
 
 from .ratelimit import write_budget_check
 from .softcache import soft_delete, soft_get, soft_set

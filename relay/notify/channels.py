@@ -12,7 +12,7 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 
-from crcr.params import int_param
+from relay.params import int_param
 
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 _client: httpx.Client | None = None

@@ -116,7 +116,7 @@ def test_a_number_that_is_not_ascii_digits_is_never_a_500(client, pages, digit, 
 
 
 def test_numbers_are_read_from_ascii_digits_only():
-    from crcr.params import int_list_param, int_param
+    from relay.params import int_list_param, int_param
 
     assert [int_param(v) for v in ("7", "0007", "²", "١", " 7", "+7", "7_0", "", None, "9" * 19)] == [
         7,
