@@ -322,6 +322,10 @@ CRCR_OIDC_ISSUERS = json.loads(
     )
 )
 CRCR_OIDC_LEEWAY_SECONDS = env_int("CRCR_OIDC_LEEWAY_SECONDS", 30)
+# A token whose `exp` lies further ahead is refused (401): its jti must be remembered until then
+# (replay), and a year-9999 `exp` does not fit a date. CI tokens live minutes (GitHub, Buildkite)
+# or a job's timeout (GitLab); 31 days covers GitLab's longest.
+CRCR_OIDC_MAX_LIFETIME_SECONDS = env_int("CRCR_OIDC_MAX_LIFETIME_SECONDS", 31 * 24 * 3600)
 CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "30"))
 # After an issuer's discovery or JWKS fetch fails, nobody fetches again for this long (callbacks
 # answer 503 at once, or verify with the keys fetched before).

@@ -22,6 +22,7 @@ from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.params import int_param
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks
@@ -81,7 +82,7 @@ def upstream_pr_url(number: int) -> str:
 def run_url(job: JobRun, project: Project) -> str:
     """GitHub Actions job pages are <run url>/job/<check run id>; other providers get the run URL
     they reported, as they reported it."""
-    if job.workflow_url and project.ci_provider == "github" and job.check_run_id.isdigit():
+    if job.workflow_url and project.ci_provider == "github" and int_param(job.check_run_id) is not None:
         return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
     return job.workflow_url
 
@@ -89,7 +90,7 @@ def run_url(job: JobRun, project: Project) -> str:
 # --- shard grouping ------------------------------------------------------------------------------------
 
 _PARENS = re.compile(r"^(?P<base>.*?) \((?P<inner>[^()]*)\)$")
-_SUFFIX = re.compile(r"^(?P<base>.+?)[-_](?P<index>\d+)$")
+_SUFFIX = re.compile(r"^(?P<base>.+?)[-_](?P<index>[0-9]{1,9})$")
 
 
 def shard_of(label: str) -> tuple[str, int] | None:
@@ -98,10 +99,12 @@ def shard_of(label: str) -> tuple[str, int] | None:
     match = _PARENS.match(label)
     if match:
         parts = [p.strip() for p in match["inner"].split(",")]
+        numbers = [int_param(p) for p in parts]
         for i in range(len(parts) - 1):
-            if parts[i].isdigit() and parts[i + 1].isdigit() and 1 <= int(parts[i]) <= int(parts[i + 1]):
+            index, total = numbers[i], numbers[i + 1]
+            if index is not None and total is not None and 1 <= index <= total:
                 rest = parts[:i] + parts[i + 2 :]
-                return (f"{match['base']} ({', '.join(rest)})" if rest else match["base"]), int(parts[i])
+                return (f"{match['base']} ({', '.join(rest)})" if rest else match["base"]), index
         return None
     match = _SUFFIX.match(label)
     return (match["base"], int(match["index"])) if match else None
@@ -244,7 +247,8 @@ def columns_build(labels, grouped: bool) -> list[Column]:
 
 
 def _natural(text: str):
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+    # ASCII digits only: "²".isdigit() is true and int("²") fails.
+    return [int(part) if part.isascii() and part.isdigit() else part.lower() for part in re.split(r"([0-9]+)", text)]
 
 
 def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, grouped: bool) -> Matrix:

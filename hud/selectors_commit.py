@@ -17,7 +17,7 @@ from relay.verdicts import (
     State,
 )
 
-_PR_IN_TITLE = re.compile(r"\(#(\d+)\)\s*$")
+_PR_IN_TITLE = re.compile(r"\(#([0-9]{1,9})\)\s*$")
 
 
 def commit_pr_number(commit: UpstreamCommit | None) -> int | None:

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
+from relay.params import int_param
 from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
 from relay.results.cells import (
     Cell,
@@ -109,10 +110,7 @@ class GridFilters:
 
 
 def _positive_int(value) -> int:
-    try:
-        return max(1, min(int(value), 10_000))
-    except (TypeError, ValueError):
-        return 1
+    return min(int_param(value, default=1, low=1), 10_000)
 
 
 class FilterError(ValueError):
@@ -397,9 +395,10 @@ class CellTooltip:
 
 def parse_cell_key(value: str) -> tuple[str, int] | None:
     sha, _, project_id = (value or "").partition(".")
-    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha) or not project_id.isdigit():
+    number = int_param(project_id)
+    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", sha, re.ASCII) or number is None:
         return None
-    return sha.lower(), int(project_id)
+    return sha.lower(), number
 
 
 def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:

@@ -7,6 +7,7 @@ from django.db import DatabaseError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
+from relay.params import int_list_param
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
@@ -111,8 +112,7 @@ def commit(request, sha):
 
 def _open_backends(value: str) -> dict:
     """`?open=3,7` expands those backends' sections on the commit page, `?open=all` every one."""
-    ids = {int(part) for part in value.split(",")[:200] if part.strip().isdigit() and len(part.strip()) < 10}
-    return {"open_all": value == "all", "open_backends": ids}
+    return {"open_all": value == "all", "open_backends": int_list_param(value)}
 
 
 @require_GET

@@ -18,6 +18,7 @@ from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_W
 from hud.selectors_summary import summary_build
 from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
+from relay.params import int_param
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State
 
@@ -36,7 +37,7 @@ def _choice(value: str | None, options, default: str) -> str:
 
 
 def _page_number(value: str | None) -> int:
-    return int(value) if value and value.isdigit() and 0 < int(value) < 10_000 else 1
+    return int_param(value, default=1, low=1, high=9_999)
 
 
 def _query(params: dict, **changes) -> str:

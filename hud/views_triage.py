@@ -8,6 +8,7 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from relay.params import int_param
 from relay.results.cells import registered_backends
 from relay.triage import issues as issue_services
 
@@ -71,9 +72,9 @@ def _initial(query) -> dict:
         "test_patterns": query.get("pattern", "")[:200],
         "kind": query.get("kind", "product"),
     }
-    project = query.get("project", "")
-    if project.isdigit() and len(project) < 10 and backend_exists(int(project)):
-        initial.update(all_backends=False, projects=[int(project)])
+    project = int_param(query.get("project"))
+    if project is not None and backend_exists(project):
+        initial.update(all_backends=False, projects=[project])
     for pattern in query.getlist("also")[:20]:
         initial["test_patterns"] += "\n" + pattern[:200]
     return initial

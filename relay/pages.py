@@ -1,8 +1,11 @@
 """Operators' HTML pages."""
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+
+from relay.params import int_param
 
 from .checks.outbox import writes_recent
 from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, delivery_event_choices
@@ -40,19 +43,22 @@ def _query_without_page(request) -> str:
     return query.urlencode()
 
 
+@login_required
 @require_GET
 def notifications(request):
-    from .models.triage import Notification, Subscription
-    from .notify.selectors import events_recent, notifications_log
+    """Signed-in only: a subscription is its owner's (names, scopes, what its sink answered);
+    staff see every one, as on the deliveries page, and everyone else only their own."""
+    from .models.triage import Notification
+    from .notify.selectors import events_recent, notifications_log, subscriptions_visible
 
-    raw = request.GET.get("subscription", "")
-    subscription_id = int(raw) if raw.isdigit() else None
+    subscription_id = int_param(request.GET.get("subscription"))
     state = request.GET.get("state", "")
+    owner = None if request.user.is_staff else request.user
     context = {
         "nav": "notifications",
-        "logs": notifications_log(subscription_id, state),
+        "logs": notifications_log(subscription_id, state, owner=owner),
         "events": events_recent(),
-        "all_subscriptions": Subscription.objects.order_by("name", "id")[:200],
+        "all_subscriptions": subscriptions_visible(owner)[:200],
         "subscription_id": subscription_id,
         "state": state if state in Notification.State.values else "",
         "states": Notification.State.choices,

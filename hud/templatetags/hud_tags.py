@@ -4,6 +4,7 @@ formatted (selectors that compose a sentence call these same functions).
 Everything that comes from downstream callbacks (job and test names, URLs, messages) is data:
 it reaches HTML only through Django's escaping, and URLs become links only when they are http(s)."""
 
+import re
 from datetime import datetime, timedelta
 from urllib.parse import quote, urlsplit
 
@@ -14,11 +15,13 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from relay.params import int_param
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
+COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
 
 
 @register.inclusion_tag("hud/_legend.html")
@@ -44,7 +47,7 @@ def job_log_url(job) -> str:
     the run URL as the provider reported it."""
     run = http_url(getattr(job, "workflow_url", ""))
     check = str(getattr(job, "check_run_id", "") or "")
-    if run and check.isdigit() and "/actions/runs/" in run:
+    if run and int_param(check) is not None and "/actions/runs/" in run:
         return f"{run.rstrip('/')}/job/{check}"
     return run
 
@@ -97,6 +100,14 @@ def mark_glyph(mark) -> str:
 @register.filter
 def mark_label(mark) -> str:
     return MARK_LABELS.get(mark or "", "")
+
+
+@register.filter
+def commit_path(sha) -> str:
+    """The commit page of `sha`, or "#" for a stored value that is no SHA: one odd row (or a
+    hostile `?sha=`) renders as a dead link instead of failing the page's URL reversal."""
+    sha = str(sha or "")
+    return reverse("hud-commit", args=[sha]) if COMMIT_SHA.fullmatch(sha) else "#"
 
 
 @register.filter

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from django.utils.dateparse import parse_datetime
+from relay import jsonin
+from relay.params import aware_datetime
 
 from ..models import SELF_REPORT_EVENTS, Conclusion
 
@@ -76,10 +77,6 @@ class Report:
 MAX_COUNT = 2**31 - 1
 
 
-def _refuse_constant(name: str):
-    raise BadCallback(f"body is not valid JSON: {name} is not a JSON number")
-
-
 def _has_nul(value) -> bool:
     """Any NUL in a key or string (PostgreSQL text cannot hold one); iterative, any depth."""
     stack = [value]
@@ -102,9 +99,11 @@ def body_parse(raw: bytes) -> dict:
     raw = raw or b"{}"
     suspicious = _may_hide_unstorable_text(raw)
     try:
-        body = json.loads(raw, parse_constant=_refuse_constant)
+        body = jsonin.loads(raw)
         if suspicious:
             json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except jsonin.NotStorable as exc:
+        raise BadCallback(str(exc)) from exc
     except RecursionError as exc:
         raise BadCallback("body is nested too deeply") from exc
     except UnicodeEncodeError as exc:
@@ -249,12 +248,11 @@ def _when(workflow: dict, key: str) -> datetime | None:
     value = workflow.get(key)
     if value in (None, ""):
         return None
-    try:
-        parsed = parse_datetime(value) if isinstance(value, str) else None
-    except ValueError:  # well-formed but impossible, e.g. month 13
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise BadCallback(f"'workflow.{key}' must be an ISO-8601 timestamp with a time zone")
+    parsed = aware_datetime(value)
+    if parsed is None:
+        raise BadCallback(
+            f"'workflow.{key}' must be an ISO-8601 timestamp with a time zone, between years 1 and 9999 in UTC"
+        )
     return parsed
 
 

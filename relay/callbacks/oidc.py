@@ -112,7 +112,15 @@ def token_verify(token: str) -> VerifiedToken:
         )
     except _UNUSABLE_TOKEN as exc:
         raise TokenRejected(f"invalid token: {exc}") from exc
+    _lifetime_check(claims)
     return VerifiedToken(issuer, claims)
+
+
+def _lifetime_check(claims: dict) -> None:
+    """PyJWT checked that `exp` is a number not yet past; this bounds how far ahead it may be."""
+    limit = settings.CRCR_OIDC_MAX_LIFETIME_SECONDS
+    if int(claims["exp"]) - time.time() > limit:
+        raise TokenRejected(f"invalid token: it expires more than {limit} seconds from now")
 
 
 def _trusted_issuer(token: str) -> tuple[dict, Issuer]:

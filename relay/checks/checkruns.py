@@ -11,6 +11,8 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import Q
 
+from relay.params import int_param
+
 from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..verdicts import latest_attempt
@@ -274,7 +276,7 @@ def fit_lines(lines: list[str], limit: int) -> str:
 
 def job_details_url(job: JobRun) -> str:
     """The job's own page: `<workflow_url>/job/<check_run_id>` when the id is GitHub's numeric one."""
-    if job.workflow_url and job.check_run_id.isdigit():
+    if job.workflow_url and int_param(job.check_run_id) is not None:
         return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
     return job.workflow_url
 

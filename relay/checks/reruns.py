@@ -9,6 +9,8 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from relay.params import int_param
+
 from ..github import client as github
 from ..github.installations import installation_id_for
 from ..github.upstream import upstream_installation_id
@@ -53,7 +55,7 @@ def downstream_run(check_run: dict) -> tuple[Project, str] | str:
 def _rerunnable(project: Project | None, run_id: str) -> tuple[Project, str] | str:
     if project is None or project.level not in (Level.L3, Level.L4):
         return "downstream repo not L3+"
-    if project.ci_provider != CIProvider.GITHUB or not run_id.isdigit():
+    if project.ci_provider != CIProvider.GITHUB or int_param(run_id) is None:
         return "not a GitHub Actions run"
     return project, run_id
 

@@ -16,6 +16,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 
+from relay.params import int_param
+
 from .ratelimit import write_budget_check
 from .softcache import soft_delete, soft_get, soft_set
 
@@ -238,11 +240,12 @@ def classify_error(raw: httpx.Response) -> GitHubError:
 
 def _retry_after(raw: httpx.Response) -> float | None:
     """Retry-After wins; otherwise an exhausted primary limit waits until x-ratelimit-reset."""
-    header = raw.headers.get("retry-after")
-    if header and header.strip().isdigit():
-        return float(header)
-    if raw.headers.get("x-ratelimit-remaining") == "0" and raw.headers.get("x-ratelimit-reset", "").isdigit():
-        return max(1.0, float(raw.headers["x-ratelimit-reset"]) - time.time())
+    seconds = int_param((raw.headers.get("retry-after") or "").strip())
+    if seconds is not None:
+        return float(seconds)
+    reset = int_param(raw.headers.get("x-ratelimit-reset", ""))
+    if raw.headers.get("x-ratelimit-remaining") == "0" and reset is not None:
+        return max(1.0, reset - time.time())
     return None
 
 

@@ -3,7 +3,7 @@ the default branch, with first parents from the push's order) and PR heads."""
 
 from datetime import timedelta
 
-from django.utils.dateparse import parse_datetime
+from relay.params import aware_datetime
 
 from ..models import PullRequest, UpstreamCommit
 
@@ -23,7 +23,8 @@ def _title(message: str) -> str:
 
 
 def _when(value):
-    return parse_datetime(value) if isinstance(value, str) else None
+    """GitHub's commit timestamp; one no database can hold (or none) is left out, not a 500."""
+    return aware_datetime(value)
 
 
 def _push_commits(payload: dict, received_at) -> None:

@@ -6,6 +6,8 @@ and a delivery that contradicts one is refused (400, naming the field) before an
 A field that is absent is fine (readers default it); `?` marks a field GitHub sends as null.
 Items of `pull_request.labels` are not checked: their readers skip what is not a label object."""
 
+import re
+
 
 class ShapeError(ValueError):
     """400: a field has a type GitHub never sends."""
@@ -14,6 +16,10 @@ class ShapeError(ValueError):
 STR, INT, BOOL, OBJ, LIST = "string", "integer", "boolean", "object", "array"
 NUMBER = "PR number"
 """A PR number: an integer the database's int column holds. Ids (INT) are below 2**63."""
+SHA = "commit SHA (40 hex characters)"
+"""A commit id as GitHub writes it: pages link, shorten and look up by it, so `abc` or markup is
+refused here rather than stored for every reader to trip on."""
+_SHA = re.compile(r"[0-9a-f]{40}", re.ASCII | re.IGNORECASE)
 COMMON = {
     "action": STR,
     "repository": OBJ,
@@ -37,7 +43,9 @@ BY_EVENT = {
         "pull_request.title": STR + "?",
         "pull_request.updated_at": STR + "?",
         "pull_request.head": OBJ,
-        "pull_request.head.sha": STR,
+        "pull_request.head.sha": SHA,
+        "pull_request.base": OBJ + "?",
+        "pull_request.base.sha": SHA,
         "pull_request.head.ref": STR,
         "pull_request.user": OBJ + "?",
         "pull_request.user.login": STR,
@@ -47,19 +55,19 @@ BY_EVENT = {
     },
     "push": {
         "ref": STR,
-        "before": STR,
-        "after": STR,
+        "before": SHA,
+        "after": SHA,
         "deleted": BOOL,
         "commits": LIST,
         "commits[]": OBJ,
-        "commits[].id": STR,
+        "commits[].id": SHA,
         "commits[].message": STR + "?",
         "commits[].timestamp": STR + "?",
         "commits[].author": OBJ + "?",
         "commits[].author.name": STR + "?",
         "commits[].author.username": STR + "?",
         "head_commit": OBJ + "?",
-        "head_commit.id": STR,
+        "head_commit.id": SHA,
         "head_commit.message": STR + "?",
         "head_commit.timestamp": STR + "?",
         "head_commit.author": OBJ + "?",
@@ -91,7 +99,7 @@ BY_EVENT = {
         "repositories[].id": INT,
     },
 }
-_TYPES = {STR: str, INT: int, NUMBER: int, BOOL: bool, OBJ: dict, LIST: list}
+_TYPES = {STR: str, INT: int, NUMBER: int, SHA: str, BOOL: bool, OBJ: dict, LIST: list}
 _RANGES = {INT: (0, 2**63 - 1), NUMBER: (1, 2**31 - 1)}
 
 
@@ -123,11 +131,15 @@ def _fits(value, kind: str) -> bool:
     if expected is int:
         low, high = _RANGES[kind.rstrip("?")]
         return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind.rstrip("?") == SHA:
+        return isinstance(value, str) and _SHA.fullmatch(value) is not None
     return isinstance(value, expected)
 
 
 def _describe(kind: str) -> str:
     kind = kind.rstrip("?")
+    if kind == SHA:
+        return "a " + SHA
     return f"an integer from {_RANGES[kind][0]} to {_RANGES[kind][1]}" if kind in _RANGES else kind
 
 
@@ -138,4 +150,6 @@ def _json_type(value) -> str:
         return "boolean"
     if isinstance(value, int):
         return f"integer {value}" if abs(value) < 10**12 else "a too-large integer"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
     return next((name for name, kind in _TYPES.items() if isinstance(value, kind)), "number")

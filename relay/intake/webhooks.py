@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from relay import jsonin
+
 from .payload_shape import ShapeError, payload_shape_check
 
 MAX_BODY_BYTES = 25 * 1024 * 1024
@@ -73,7 +75,9 @@ def _decode(content_type: str, body: bytes) -> dict:
             f"unsupported content type {media_type or '(none)'}: use application/json or application/x-www-form-urlencoded",
         )
     try:
-        payload = json.loads(text)
+        payload = jsonin.loads(text)
+    except jsonin.NotStorable as exc:
+        raise WebhookRejected(400, str(exc)) from exc
     except RecursionError as exc:
         raise WebhookRejected(400, "body is nested too deeply") from exc
     except (ValueError, UnicodeDecodeError) as exc:

@@ -12,6 +12,8 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 
+from relay.params import int_param
+
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 _client: httpx.Client | None = None
 
@@ -69,6 +71,8 @@ def webhook_post(url: str, body: dict, headers: dict) -> int:
     _refuse_private(url)
     try:
         response = client().post(url, json=body, headers=headers)
+    except httpx.InvalidURL as exc:
+        raise SendError(f"InvalidURL: {exc}", permanent=True) from exc
     except httpx.HTTPError as exc:
         raise SendError(f"{exc.__class__.__name__}: {exc}", permanent=False) from exc
     if 200 <= response.status_code < 300:
@@ -83,8 +87,8 @@ def webhook_post(url: str, body: dict, headers: dict) -> int:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "")
-    return float(value) if value.isdigit() else None
+    seconds = int_param(response.headers.get("retry-after", "").strip())
+    return float(seconds) if seconds is not None else None
 
 
 def _refuse_private(url: str) -> None:

@@ -7,6 +7,7 @@ from django.conf import settings
 from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
 from ..outbox.engine import Outbox, Result
 from . import channels
+from .targets import target_scrubbed
 
 State, Outcome = Notification.State, NotificationAttempt.Outcome
 DIGEST_EVENTS_LISTED = 100
@@ -28,7 +29,8 @@ class Notifications(Outbox):
             status = _send(subscription, notification, message)
         except channels.SendError as exc:
             outcome = Outcome.PERMANENT if exc.permanent else Outcome.TRANSIENT
-            return Result(outcome, status_code=exc.status, error=str(exc), retry_after=exc.retry_after)
+            error = target_scrubbed(str(exc), subscription.channel, subscription.target)
+            return Result(outcome, status_code=exc.status, error=error, retry_after=exc.retry_after)
         return Result(Outcome.SENT, status_code=status)
 
     task_name = "relay.notification_send"

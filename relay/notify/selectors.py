@@ -1,21 +1,13 @@
 """Reads for /notifications: each subscription with what was sent to it and what failed."""
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from django.db.models import Count, Prefetch, Q
 
 from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
+from .targets import target_shown
 
 SHOWN_PER_SUBSCRIPTION = 50
-
-
-def target_shown(subscription: Subscription) -> str:
-    """Webhook URLs and addresses are credentials of a sort: the page shows only their host."""
-    if subscription.channel == Subscription.Channel.EMAIL:
-        return "…@" + subscription.target.rpartition("@")[2]
-    parts = urlsplit(subscription.target)
-    return f"{parts.scheme}://{parts.netloc}/…"
 
 
 @dataclass
@@ -28,12 +20,19 @@ class SubscriptionLog:
 
     @property
     def target(self) -> str:
-        return target_shown(self.subscription)
+        return target_shown(self.subscription.channel, self.subscription.target)
 
 
-def notifications_log(subscription_id: int | None = None, state: str = "") -> list[SubscriptionLog]:
+def subscriptions_visible(owner=None):
+    """Every subscription (owner None: staff), or one user's own."""
+    rows = Subscription.objects.order_by("name", "id")
+    return rows if owner is None else rows.filter(user=owner)
+
+
+def notifications_log(subscription_id: int | None = None, state: str = "", owner=None) -> list[SubscriptionLog]:
     subscriptions = (
-        Subscription.objects.select_related("project", "user")
+        subscriptions_visible(owner)
+        .select_related("project", "user")
         .annotate(
             sent=Count("notifications", filter=Q(notifications__state=Notification.State.SENT)),
             failed=Count("notifications", filter=Q(notifications__state=Notification.State.FAILED)),

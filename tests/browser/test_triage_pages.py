@@ -34,6 +34,10 @@ def backends(transactional_db):
 @pytest.fixture
 def signed_in(page, live_server, django_user_model):
     """A maintainer's session in the browser (a superuser, as admins make them)."""
+    return _sign_in(page, live_server, django_user_model)
+
+
+def _sign_in(page, live_server, django_user_model):
     from django.test import Client
 
     client = Client()
@@ -140,7 +144,7 @@ def test_an_expected_failure_that_passes_is_flagged_and_one_that_fails_is_not_re
     page.screenshot(path=str(screenshots / "triage-unexpectedly-passing.png"), full_page=True)
 
 
-def test_the_triage_pages_fit_a_390_px_phone(browser, live_server, backends):
+def test_the_triage_pages_fit_a_390_px_phone(browser, live_server, backends, django_user_model):
     from relay.triage import issues
 
     trunk = make_trunk(3)
@@ -153,7 +157,9 @@ def test_the_triage_pages_fit_a_390_px_phone(browser, live_server, backends):
     issues.occurrences_backfill(issue.pk)
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
+    _sign_in(page, live_server, django_user_model)  # /notifications is for signed-in users
     for path in ("/known-issues", f"/known-issues/{issue.pk}", "/known-issues/suggested", "/notifications"):
         page.goto(live_server.url + path)
+        assert page.url == live_server.url + path, page.url
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
     context.close()
