@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from relay.models import Level, UpstreamCommit
-from relay.testids import TestId, TestIdResolver, TestTable, test_id
+from relay.testids import TestId, TestIdResolver, TestTable, report_ids
 from relay.triage.classify import triager_load
 from relay.verdicts import FAILING, State, job_label
 
@@ -38,6 +38,7 @@ from .cells import (
     latest_failing_job_ids,
     reference_backend,
     registered_backends,
+    reported_environment,
 )
 from .triage import EXPECTED_MARK, KNOWN_MARK, CellTriage, cells_triage, mark_known_url, needs_messages, open_remainder
 
@@ -112,9 +113,9 @@ def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
         if verdict.state not in FAILING:
             continue
         reported = tests_by_job.get(verdict.job.id, [])
-        for test in reported:
-            tid = test_id(test["name"], test["classname"], test.get("file", ""))
-            tests.setdefault(tid, {**test, "job": job_label(verdict.job)})
+        ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
+        for test, tid in zip(reported, ids, strict=True):
+            tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid})
         if verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
             job_level.append(job_label(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
