@@ -43,6 +43,7 @@ SLIM_FIELDS = (
     "run_attempt",
     "tests_total",
     "tests_failed",
+    "tests_error",
 )
 DETAIL_FIELDS = SLIM_FIELDS + (
     "created_at",
@@ -59,6 +60,8 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "reported_completed_at",
     "failed_tests_truncated",
     "environment",
+    "tests_xfailed",
+    "tests_xpassed",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's
@@ -120,7 +123,7 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
 def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> dict[int, list]:
     """Failed tests of the given attempts, by attempt id (one query); each row carries its
     job's `environment.device` as `env_device`, a device-word hint for relay.testids."""
-    fields = ["job_run_id", "name", "classname", "file", "hw_classification", "env_device"] + (
+    fields = ["job_run_id", "name", "classname", "file", "hw_classification", "outcome", "env_device"] + (
         ["message", "truncated"] if with_messages else []
     )
     tests: dict[int, list] = {}

@@ -25,7 +25,7 @@ def reference_ids(sha: str) -> set:
 def test_the_reference_writes_openreg_names_and_a_real_outcome_mix():
     report = junit_parse(reference_junit(BROKEN_SHA))
     assert all("_openreg" in t.name and t.classname.endswith("PRIVATEUSE1") for t in report.failed_tests)
-    assert report.skipped == 2 and report.total == len(TEST_POOL) + 2
+    assert (report.skipped, report.xfailed, report.total) == (1, 1, len(TEST_POOL) + 2)
 
 
 @pytest.mark.parametrize("repo", sorted(PRODUCERS))
@@ -56,4 +56,18 @@ def test_a_finished_job_counts_xfailed_and_xpassed_besides_the_rest():
     sandbox = plan("ROCm/pytorch")
     job = {**sandbox.job("test", "failure"), "broken_before_tests": False}
     counts = sandbox.test_results(job)
-    assert counts["failed"] == len(job["failed_tests"]) and {"xfailed", "xpassed", "skipped"} <= set(counts)
+    assert counts["failed"] + counts["error"] == len(job["failed_tests"])
+    assert {"xfailed", "xpassed", "skipped"} <= set(counts)
+
+
+def test_a_test_that_raises_is_an_error_on_the_reference_and_on_backends():
+    sha = next(
+        f"{n:040x}"
+        for n in range(5000)
+        if plan("x", f"{n:040x}").upstream_broken
+        and any(t[2].startswith("test_stream") for t in plan("x", f"{n:040x}").broken_tests)
+    )
+    reference = {t.name: t.outcome for t in junit_parse(reference_junit(sha)).failed_tests}
+    assert reference["test_stream_event_sync_openreg"] == "error"
+    backend = {t["name"]: t["outcome"] for t in plan("ROCm/pytorch", sha).job("test", "failure")["failed_tests"]}
+    assert backend["test_stream_event_sync_cuda"] == "error"
