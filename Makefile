@@ -13,7 +13,7 @@ PROGRESS_AWK := '/^(Collecting|Requirement already satisfied)/ { n++; printf "\r
   /^Successfully installed/ { printf "\r  installed %d package(s).\n", NF - 2; done = 1 } \
   END { if (!done) printf "\n  already up to date.\n" }'
 
-.PHONY: run test test-fast bench lint install clean
+.PHONY: run test test-fast bench lint install clean pytorch-fixtures
 
 ## Progress instead of silence: one updating line per phase; pip's full output in var/log/install.log.
 $(STAMP): pyproject.toml
@@ -40,6 +40,14 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -x -q -m "not browser and not slow and not worker"
+
+## Remake tests/fixtures/pytorch-reports with the real producers: torch's own test machinery,
+## pytest and unittest-xml-reporting, in a venv of their own (torch is never a project dependency).
+TORCH_VENV ?= /tmp/crcr-torch-venv
+pytorch-fixtures:
+	test -x $(TORCH_VENV)/bin/python || python3 -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install -q torch==2.13.0 pytest unittest-xml-reporting expecttest numpy
+	$(TORCH_VENV)/bin/python devtools/pytorch_reports/make_fixtures.py
 
 ## Lint and formatting check (ruff, configured in pyproject.toml); changes nothing.
 lint: $(STAMP)

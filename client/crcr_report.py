@@ -166,6 +166,8 @@ class FailedTest:
     message: str = ""
     stacktrace: str = ""
     hw_classification: str = ""
+    outcome: str = "failed"
+    """failed, error or xpassed: what made this test red."""
 
     def as_json(self, message_cap: int = MAX_MESSAGE_BYTES, stack_cap: int = MAX_STACK_BYTES) -> dict:
         return {
@@ -175,7 +177,31 @@ class FailedTest:
             "message": cut(self.message, message_cap),
             "stacktrace": cut(self.stacktrace, stack_cap),
             "hw_classification": self.hw_classification,
+            "outcome": self.outcome,
         }
+
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+FAILING_OUTCOMES = ("failed", "error", "xpassed")
+XPASS_MESSAGES = ("Failed: Unexpected success", "[XPASS(strict)]", "xfail-marked test passes unexpectedly")
+XFAIL_TYPES = ("pytest.xfail", "XFAIL")
+
+
+def testcase_outcome(case: ET.Element) -> tuple[str, ET.Element | None]:
+    """As pytest and unittest-xml-reporting write them: <error> is an error (unittest-xml-reporting
+    also marks an unexpected success with it), <failure> a failure unless pytest says the test
+    passed unexpectedly, <skipped> a skip or an expected failure (pytest.xfail, XFAIL)."""
+    problem = _first_child(case, ("failure", "error"))
+    if problem is not None:
+        if problem.get("type") == "UnexpectedSuccess" or (problem.get("message") or "").startswith(XPASS_MESSAGES):
+            return "xpassed", problem
+        return ("error" if _tag(problem) == "error" else "failed"), problem
+    skip = _first_child(case, ("skipped",))
+    if skip is None:
+        return "passed", None
+    if (skip.get("message") or "").startswith(XPASS_MESSAGES):
+        return "xpassed", skip
+    return ("xfailed" if skip.get("type") in XFAIL_TYPES else "skipped"), skip
 
 
 @dataclass
@@ -183,24 +209,26 @@ class JUnitSummary:
     passed: int = 0
     failed: int = 0
     skipped: int = 0
+    error: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
     failures: list[FailedTest] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        total = self.passed + self.failed + self.skipped
-        return {"passed": self.passed, "failed": self.failed, "skipped": self.skipped, "total": total}
+        counts = {outcome: getattr(self, outcome) for outcome in OUTCOMES}
+        return {**counts, "total": sum(counts.values())}
 
     def testcase_add(self, case: ET.Element) -> None:
-        problem = _first_child(case, ("failure", "error"))
-        if problem is not None:
-            self.failed += 1
-            # Every failure is counted; the first 1,000 keep details, as many as the relay stores.
-            if len(self.failures) < MAX_FAILED_TESTS:
-                self.failures.append(_failed_test(case, problem))
-        elif _first_child(case, ("skipped",)) is not None:
-            self.skipped += 1
-        else:
-            self.passed += 1
+        outcome, problem = testcase_outcome(case)
+        setattr(self, outcome, getattr(self, outcome) + 1)
+        # pytest's stand-in for a module it could not import is no test: the job broke before any ran.
+        collection_error = (
+            outcome == "error" and not case.get("classname") and problem.get("message") == "collection failure"
+        )
+        # Every failure is counted; the first 1,000 keep details, as many as the relay stores.
+        if outcome in FAILING_OUTCOMES and not collection_error and len(self.failures) < MAX_FAILED_TESTS:
+            self.failures.append(_failed_test(case, problem, outcome))
 
 
 def _tag(element: ET.Element) -> str:
@@ -215,8 +243,9 @@ def _first_child(element: ET.Element, tags: tuple[str, ...]) -> ET.Element | Non
     return None
 
 
-def _failed_test(case: ET.Element, problem: ET.Element) -> FailedTest:
+def _failed_test(case: ET.Element, problem: ET.Element, outcome: str = "failed") -> FailedTest:
     return FailedTest(
+        outcome=outcome,
         name=(case.get("name") or "(unnamed test)")[:MAX_NAME_CHARS],
         classname=(case.get("classname") or "")[:MAX_NAME_CHARS],
         file=(case.get("file") or "")[:MAX_NAME_CHARS],
@@ -964,6 +993,7 @@ def _tests_summary(tests: dict | None, listed: int | None) -> str:
     summary = (
         f"; tests: {tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed, {tests.get('skipped', 0)} skipped"
     )
+    summary += "".join(f", {tests[key]} {key}" for key in ("error", "xfailed", "xpassed") if tests.get(key))
     return summary + (f", {listed} failed tests listed" if listed is not None else "")
 
 

@@ -10,7 +10,8 @@ from relay.registry import project_create, project_update
 SANDBOX_SEED_BY = "sandbox-seed"
 REASON = "sandbox registry"
 
-# The registry sandbox mode starts with: the seven mission systems, the OpenReg reference backend,
+# The registry sandbox mode starts with: the seven mission systems, Ascend (upstream's first L3
+# backend, a PrivateUse1 device named npu), the OpenReg reference backend,
 # the relay's own health probe, and a nightly-only repo (allowlist `events: [nightly]`); vLLM also
 # reports nightlies through its Buildkite reporter. Repo ids are made up but stable, so reseeding finds the same rows.
 SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
@@ -49,6 +50,16 @@ SANDBOX_PROJECTS = (
         "github_repo_id": 700000004,
         "hardware_kind": HardwareKind.GPU,
         "oncalls": ["mps-oncall"],
+    },
+    {
+        "full_name": "Ascend/pytorch",
+        "level": "L3",
+        "device": "npu",
+        "device_type": "npu",
+        "display_name": "Ascend NPU",
+        "github_repo_id": 700000011,
+        "hardware_kind": HardwareKind.NPU,
+        "oncalls": ["ascend-ci-oncall"],
     },
     {
         "full_name": "quic/ai-engine-direct-torch",

@@ -173,6 +173,8 @@ class MatrixRow:
     runs: int = 0
     """Distinct runs against this SHA (several nightly runs and workflows share one row)."""
     workflows: int = 0
+    tests_summary: str = ""
+    """Test-level status beside the job's: "3 tests failing, all shared with the reference"."""
 
     @property
     def mark_label(self) -> str:
@@ -273,6 +275,7 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
             h["head_sha"] in base.upstream_broken,
             h.get("runs", 0),
             h.get("workflows", 0),
+            base.summaries.get(h["head_sha"], ""),
         )
         for h in heads
     ]

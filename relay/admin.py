@@ -103,7 +103,19 @@ class ProjectAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
-        ("Kind", {"fields": ("hardware_kind", "ci_provider", "is_reference", "reference_reports", "is_health_probe")}),
+        (
+            "Kind",
+            {
+                "fields": (
+                    "hardware_kind",
+                    "device_type",
+                    "ci_provider",
+                    "is_reference",
+                    "reference_reports",
+                    "is_health_probe",
+                )
+            },
+        ),
         ("Timestamps", {"fields": ("created_at", "updated_at")}),
     )
 

@@ -200,6 +200,9 @@ def _store(project: Project, sha: str, run: dict, job: dict, report: TestReport 
         "tests_failed": report.failed if report else None,
         "tests_skipped": report.skipped if report else None,
         "tests_total": report.total if report else None,
+        "tests_error": report.error if report else None,
+        "tests_xfailed": report.xfailed if report else None,
+        "tests_xpassed": report.xpassed if report else None,
         "failed_tests_truncated": bool(report and report.truncated),
     }
     with transaction.atomic():

@@ -20,14 +20,34 @@ per-device instantiation suffix (`TestFooXPU`, `TestFooCUDA`, `TestFooPRIVATEUSE
 `TestFooOPENREG` → `TestFoo`). Pytest function tests have no class.
 
 **Method**: without its per-device suffix when the class was instantiated per device (or there
-is no class): PyTorch splices the device in after parametrize suffixes and before the dtype,
-`test_add` → `test_add_xpu_float32`. Only the last device word is removed; dtypes and
-parameters stay (`test_op_xpu[add-xpu]` → `test_op[add-xpu]`).
+is no class). PyTorch's `instantiate_test` names a method `{name}{parametrize}_{device}{dtypes}`
+(`test_add` → `test_add_xpu_float32`; common_device_type, "device and dtype suffix placement"),
+so the device word is the token right before the dtype tokens, and it is the only one removed;
+dtypes and parameters stay (`test_op_xpu[add-xpu]` → `test_op[add-xpu]`). Which word that is:
+
+* a class suffixed by a device *type* (`XPU`, `CUDA` — ROCm too —, `MPS`, `HPU`, `MTIA`,
+  `OPENREG`, or the upper-cased registry `device_type` of the backend) has that type's word
+  (`TestFooCUDA.test_to_cuda_cuda` → `TestFoo.test_to_cuda`);
+* a class suffixed `PRIVATEUSE1` has whatever name the backend registered with
+  `rename_privateuse1_backend` (`_openreg_`, `_npu_`, `_spyre_`, `_rbln_`, ...). It is, in this
+  order: a known word where it last stands (the registry's `device_type`, editable in the admin;
+  the word learned from the report, i.e. the token in the device's position in most of the
+  class's methods, `report_ids`); a hinted word (the callback's `environment.device`, which may
+  be a product name like `rocm` or `gpu`) only in the device's position, i.e. right before the
+  dtype tokens; or, for the method alone, the token in that position (the tokens of torch's dtype names:
+  `float32`, `int64`, `bool`, `float8_e4m3fn` is two);
+* a method without a class loses the last fixed device word (`privateuse1`, `openreg`, `cuda`,
+  `xpu`, `mps`, `hpu`, `mtia`) or known word, wherever it stands, else a hinted word in the
+  device's position.
+
+A word of the upstream test's own name is never removed: only the token in the device's position
+is (`test_npu_format_cast_npu` on Ascend and `test_npu_format_cast_openreg` on OpenReg are both
+`test_npu_format_cast`).
 
 Names that merely contain a device word stay as they are: `test_cudagraph_trees` (no word
 boundary), `TestMPSGraph` (not a suffix), `TestMPS` (nothing would be left), and a method of a
 class that was not instantiated per device (`TestCuda.test_to_cuda`) keeps its name. CPU is
-deliberately not a device here: a CPU-instantiated test is a different test from its
+deliberately not a device here (nor as a hint): a CPU-instantiated test is a different test from its
 accelerator twin, and both may run in the same job.
 
 Where one side lacks the module, `TestIdResolver` fills it in from the other reports of the same
@@ -36,16 +56,26 @@ module and matches only another module-less one. Identities are computed when ro
 (`FailedTest` keeps what the producer sent), so every stored row takes part."""
 
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 DEVICES = ("privateuse1", "openreg", "cuda", "xpu", "mps", "hpu", "mtia")
+"""Device words PyTorch itself knows; a PrivateUse1 backend's own name is learned or hinted."""
+PRIVATEUSE1 = "PRIVATEUSE1"
+NOT_A_DEVICE = {"cpu", "meta", "bool"}
+"""CPU twins are different tests; `meta` is PyTorch's own device type; `bool` is a dtype."""
 
-_CLASS_SUFFIX = re.compile("(?:" + "|".join(d.upper() for d in DEVICES) + ")$")
-_METHOD_SUFFIX = re.compile("_(?:" + "|".join(DEVICES) + ")(?=_|$)")
 _GENERIC_CLASS_NAMES = {"", "Test"}
 _TEST_ROOT = "test"
 """PyTorch's tests live under `test/`; a report made from the checkout's root names it."""
+_WORD = re.compile(r"[a-z][a-z0-9]{1,30}")
+_DTYPE_TOKEN = re.compile(
+    r"bool|c?half|b?float\d+|u?int\d+|complex\d+|q?u?int\d+(?:x\d+)?|bits\d+(?:x\d+)?|e\d+m\d+[a-z]*|x\d"
+)
+"""The `_`-separated tokens of torch's dtype names (`float8_e4m3fn`, `float4_e2m1fn_x2`, `quint4x2`)."""
+_DEVICE_TOKEN = re.compile(r"[a-z][a-z0-9]{1,30}")
 
 
 @dataclass(frozen=True, order=True)
@@ -64,26 +94,86 @@ class TestId:
         return self.full
 
 
-def test_id(name: str, classname: str = "", file: str = "") -> TestId:
-    """The identity of one reported test (see the module doc)."""
-    method, params = _split_params((name or "").strip())
-    qualifier = (classname or "").strip()
-    if not qualifier:
-        qualifier, method = _split_qualified(method)
-    path, cls = _split_class(qualifier)
-    module = _module(path) or _module_from_file(file)
-    bare_cls = _strip_class_suffix(cls)
-    if bare_cls != cls or not cls:
-        method = _strip_method_suffix(method)
-    return TestId(module, ".".join(part for part in (bare_cls, method + params) if part))
+def device_words(*hints) -> tuple[str, ...]:
+    """The usable hints among registry and environment values: single lower-case words that
+    can be a device name (`npu`, `spyre`; not `cpu`, not "Intel Max 1550")."""
+    words = []
+    for hint in hints:
+        word = (hint or "").strip().lower() if isinstance(hint, str) else ""
+        if _WORD.fullmatch(word) and word not in NOT_A_DEVICE and word not in words:
+            words.append(word)
+    return tuple(words)
+
+
+def test_id(
+    name: str, classname: str = "", file: str = "", devices: Sequence[str] = (), hints: Sequence[str] = ()
+) -> TestId:
+    """The identity of one reported test (see the module doc). `devices`: words known to be
+    the backend's device (its registry `device_type`, the word learned from its report);
+    `hints`: words that may be (the callback's `environment.device`); both from device_words."""
+    return _test_id((name or "").strip(), (classname or "").strip(), file or "", tuple(devices), tuple(hints))
 
 
 test_id.__test__ = False  # a function named test_* that pytest must not collect
 
 
-def normalize_test_id(name: str, classname: str = "", file: str = "") -> str:
+@lru_cache(maxsize=65536)
+def _test_id(name: str, classname: str, file: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> TestId:
+    method, params = _split_params(name)
+    qualifier, method = (classname, method) if classname else _split_qualified(method)
+    path, cls = _split_class(qualifier)
+    module = _module(path) or _module_from_file(file)
+    bare_cls, device_type = _class_device(cls, devices)
+    if device_type or not cls:
+        method = _strip_device(method, device_type, devices, hints)
+    return TestId(module, ".".join(part for part in (bare_cls, method + params) if part))
+
+
+def report_ids(tests: Iterable[dict], device_type: str = "", environment: dict | None = None) -> list[TestId]:
+    """Identities of one job's reported tests (`name`, `classname`, `file` each): its backend's
+    registry `device_type` and the callback's `environment.device` as device words, and each
+    PRIVATEUSE1 class's device word learned from the methods the report has of it."""
+    tests = list(tests)
+    known = device_words(device_type)
+    hints = device_words((environment if isinstance(environment, dict) else {}).get("device"))
+    learned = _learned_words(tests)
+    return [
+        test_id(t["name"], t.get("classname", ""), t.get("file", ""), _with(known, learned.get(_class_of(t))), hints)
+        for t in tests
+    ]
+
+
+def normalize_test_id(name: str, classname: str = "", file: str = "", devices: Sequence[str] = ()) -> str:
     """The identity as one dotted string: `module.Class.method`."""
-    return test_id(name, classname, file).full
+    return test_id(name, classname, file, devices).full
+
+
+def _with(known: tuple[str, ...], learned: str | None) -> tuple[str, ...]:
+    return known + ((learned,) if learned and learned not in known else ())
+
+
+def _class_of(test: dict) -> str:
+    classname = (test.get("classname") or "").strip()
+    return classname or _split_qualified(_split_params((test.get("name") or "").strip())[0])[0]
+
+
+def _learned_words(tests: list[dict]) -> dict[str, str]:
+    """Per PRIVATEUSE1 class of one report: the token in the device's position of most of its
+    methods (a majority, so one method of an odd shape cannot decide for the rest)."""
+    candidates: dict[str, Counter] = {}
+    for test in tests:
+        qualifier = _class_of(test)
+        if not _split_class(qualifier)[1].endswith(PRIVATEUSE1):
+            continue
+        method = _split_params((test.get("name") or "").strip())[0]
+        method = method.rpartition("::")[2].rpartition(".")[2]
+        candidates.setdefault(qualifier, Counter())[_structural_device(method) or ""] += 1
+    learned = {}
+    for qualifier, counts in candidates.items():
+        word, count = counts.most_common(1)[0]
+        if word and count * 2 > sum(counts.values()):
+            learned[qualifier] = word
+    return learned
 
 
 def _split_params(name: str) -> tuple[str, str]:
@@ -126,15 +216,72 @@ def _module_from_file(file: str) -> str:
     return _module(file) if file.endswith(".py") else ""
 
 
-def _strip_class_suffix(cls: str) -> str:
-    bare = _CLASS_SUFFIX.sub("", cls)
-    return cls if bare in _GENERIC_CLASS_NAMES else bare
+def _class_device(cls: str, devices: tuple[str, ...]) -> tuple[str, str]:
+    """(class without its instantiation suffix, the device word it implies: PRIVATEUSE1 for a
+    backend's own name, "" when the class was not instantiated per device)."""
+    for suffix, word in [(PRIVATEUSE1, PRIVATEUSE1)] + [(d.upper(), d) for d in DEVICES + devices]:
+        bare = cls.removesuffix(suffix)
+        if bare != cls and bare not in _GENERIC_CLASS_NAMES:
+            return bare, word
+    return cls, ""
 
 
-def _strip_method_suffix(method: str) -> str:
+def _strip_device(method: str, device_type: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> str:
+    if device_type == PRIVATEUSE1:
+        return _strip_privateuse1(method, devices, hints)
+    if device_type:
+        return _strip_last(method, (device_type,))
+    stripped = _strip_last(method, DEVICES + devices)
+    return stripped if stripped != method else _strip_in_position(method, hints)
+
+
+def _strip_privateuse1(method: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> str:
+    """A known word wherever it last stands (after it come only dtypes, never the device
+    again); a hinted one only in the device's position; else the token in that position."""
+    for word in devices:
+        stripped = _strip_last(method, (word,))
+        if stripped != method:
+            return stripped
+    stripped = _strip_in_position(method, hints)
+    if stripped != method:
+        return stripped
+    word = _structural_device(method)
+    return _strip_in_position(method, (word,)) if word else method
+
+
+def _strip_in_position(method: str, words: Iterable[str]) -> str:
+    """Without the token right before the dtype tokens when it is one of `words`."""
+    tokens = method.split("_")
+    tail = _dtype_tail_start(tokens)
+    if tail >= 3 and tokens[tail - 1] in words:
+        return "_".join(tokens[: tail - 1] + tokens[tail:])
+    return method
+
+
+def _structural_device(method: str) -> str | None:
+    """The token right before the dtype tokens, when it can be a device word and at least
+    `test_x` is left without it."""
+    tokens = method.split("_")
+    tail = _dtype_tail_start(tokens)
+    word = tokens[tail - 1] if tail >= 3 else ""
+    return word if _DEVICE_TOKEN.fullmatch(word) and word not in NOT_A_DEVICE else None
+
+
+def _dtype_tail_start(tokens: list[str]) -> int:
+    end = len(tokens)
+    while end > 1 and _DTYPE_TOKEN.fullmatch(tokens[end - 1]):
+        end -= 1
+    return end
+
+
+def _strip_last(method: str, words: Iterable[str]) -> str:
     """Only the last device word is the instantiation suffix: `test_to_cuda_xpu_float32` ran
     the upstream test `test_to_cuda` on XPU."""
-    matches = list(_METHOD_SUFFIX.finditer(method))
+    words = [w for w in words if w]
+    if not words:
+        return method
+    pattern = re.compile("_(?:" + "|".join(map(re.escape, words)) + ")(?=_|$)")
+    matches = list(pattern.finditer(method))
     if not matches:
         return method
     last = matches[-1]

@@ -30,6 +30,26 @@ def hud_legend(show_marks: bool = True):
     return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED}
 
 
+OUTCOME_LABELS = {"failed": "failed", "error": "error", "xpassed": "unexpected success", "xfailed": "expected failure"}
+
+
+@register.filter
+def outcome_label(outcome: str) -> str:
+    """A failing test's outcome in words (relay.models.TestOutcome): error, unexpected success."""
+    return OUTCOME_LABELS.get(outcome or "", outcome or "")
+
+
+@register.filter
+def failing_counts(job) -> str:
+    """ "3 failed, 1 error, 1 xpassed": the counts that make a job's tests red, each named."""
+    counts = [
+        (getattr(job, "tests_failed", None), "failed"),
+        (getattr(job, "tests_error", None), "error"),
+        (getattr(job, "tests_xpassed", None), "xpassed"),
+    ]
+    return ", ".join(f"{n} {word}" for n, word in counts if n)
+
+
 @register.filter
 def http_url(value) -> str:
     """The URL when it is http(s) with a host, else "" (no javascript:, data:, relative tricks)."""

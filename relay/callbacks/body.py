@@ -34,6 +34,8 @@ class FailedTestReport:
     stacktrace: str = ""
     hw_classification: str = ""
     truncated: bool = False
+    outcome: str = "failed"
+    """failed, error or xpassed (relay.models.TestOutcome): the outcomes a row is kept for."""
 
 
 @dataclass
@@ -75,6 +77,13 @@ class Report:
 
 
 MAX_COUNT = 2**31 - 1
+COUNTED = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
+"""The outcomes `workflow.test_results` may count (pytest's summary words, torch-spyre's too)."""
+COUNT_ALIASES = {"errors": "error"}
+"""pytest's summary line says `2 errors`; its stats key is `error`."""
+COUNT_KEYS = (*COUNTED, "errors", "total")
+TEST_OUTCOMES = ("failed", "error", "xpassed")
+"""What `workflow.failed_tests[].outcome` may say (default failed)."""
 
 
 def _has_nul(value) -> bool:
@@ -282,15 +291,15 @@ def _test_counts(value) -> dict:
     if not isinstance(value, dict):
         raise BadCallback("'workflow.test_results' must be an object of counts")
     counts = {}
-    for key in ("passed", "failed", "skipped", "total"):
+    for key in COUNT_KEYS:
         if value.get(key) is None:
             continue
         count = value[key]
         if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count > MAX_COUNT:
             raise BadCallback(f"'workflow.test_results.{key}' must be a non-negative integer below 2**31")
-        counts[key] = count
+        counts[COUNT_ALIASES.get(key, key)] = counts.get(COUNT_ALIASES.get(key, key), 0) + count
     if counts and "total" not in counts:
-        counts["total"] = sum(counts.get(k, 0) for k in ("passed", "failed", "skipped"))
+        counts["total"] = sum(counts.get(k, 0) for k in COUNTED)
     return counts
 
 
@@ -307,7 +316,7 @@ def _failed_test(item, index: int) -> FailedTestReport:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
         raise BadCallback(f"'workflow.failed_tests[{index}]' needs a 'name' string")
     fields = {}
-    for key in ("classname", "file", "message", "stacktrace", "hw_classification"):
+    for key in ("classname", "file", "message", "stacktrace", "hw_classification", "outcome"):
         raw = item.get(key)
         if raw is not None and not isinstance(raw, str):
             raise BadCallback(f"'workflow.failed_tests[{index}].{key}' must be a string")
@@ -316,6 +325,9 @@ def _failed_test(item, index: int) -> FailedTestReport:
     stack, cut_stack = text_cap(fields["stacktrace"], MAX_STACK_BYTES)
     cut_message = cut_message or message.endswith(TRUNCATION_MARK)
     cut_stack = cut_stack or stack.endswith(TRUNCATION_MARK)
+    outcome = fields["outcome"] or "failed"
+    if outcome not in TEST_OUTCOMES:
+        raise BadCallback(f"'workflow.failed_tests[{index}].outcome' must be one of {', '.join(TEST_OUTCOMES)}")
     return FailedTestReport(
         name=item["name"][:MAX_NAME_CHARS],
         classname=fields["classname"][:MAX_NAME_CHARS],
@@ -324,6 +336,7 @@ def _failed_test(item, index: int) -> FailedTestReport:
         stacktrace=stack,
         hw_classification=fields["hw_classification"][:32].upper(),
         truncated=cut_message or cut_stack,
+        outcome=outcome,
     )
 
 

@@ -1,5 +1,5 @@
-"""Reading JUnit XML test reports (the upstream reference's artifacts) into counts and failed
-tests, with the same caps as callbacks. defusedxml refuses entity tricks in files we fetch."""
+"""Reading JUnit XML test reports (the upstream reference's artifacts) into counts of every
+outcome and the failing tests, with the same caps as callbacks. defusedxml refuses entity tricks in files we fetch."""
 
 from dataclasses import dataclass, field
 
@@ -13,22 +13,34 @@ class MalformedReport(Exception):
     pass
 
 
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+FAILING = ("failed", "error", "xpassed")
+"""The outcomes a failed-test row is kept for: each makes a pytest or unittest run red."""
+_XPASS_MESSAGES = ("Failed: Unexpected success", "[XPASS(strict)]", "xfail-marked test passes unexpectedly")
+_XFAIL_TYPES = ("pytest.xfail", "XFAIL")
+_COLLECTION_FAILURE = "collection failure"
+
+
 @dataclass
 class TestReport:
+    __test__ = False  # not a pytest test class
+
     passed: int = 0
     failed: int = 0
     skipped: int = 0
+    error: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     truncated: bool = False
 
     @property
     def total(self) -> int:
-        return self.passed + self.failed + self.skipped
+        return sum(getattr(self, outcome) for outcome in OUTCOMES)
 
     def merge(self, other: "TestReport") -> None:
-        self.passed += other.passed
-        self.failed += other.failed
-        self.skipped += other.skipped
+        for outcome in OUTCOMES:
+            setattr(self, outcome, getattr(self, outcome) + getattr(other, outcome))
         room = MAX_FAILED_TESTS - len(self.failed_tests)
         self.failed_tests += other.failed_tests[:room]
         self.truncated = self.truncated or other.truncated or len(other.failed_tests) > room
@@ -47,21 +59,42 @@ def junit_parse(data: bytes, source: str = "report") -> TestReport:
     return report
 
 
-def _count(report: TestReport, case) -> None:
+def case_outcome(case) -> tuple[str, object]:
+    """(outcome, the element that says so) as each producer writes it: `<error>` (unittest-xml
+    and pytest's setup/teardown/collection errors) is an error, unless unittest-xml-reporting
+    marks an unexpected success with it; `<failure>` a failure, unless pytest says the test
+    passed unexpectedly; `<skipped>` a skip, or an expected failure (pytest.xfail, XFAIL)."""
     problem = next((child for child in case if child.tag in ("failure", "error")), None)
     if problem is not None:
-        report.failed += 1
-        if len(report.failed_tests) < MAX_FAILED_TESTS:
-            report.failed_tests.append(_failed(case, problem))
-        else:
-            report.truncated = True
-    elif any(child.tag == "skipped" for child in case):
-        report.skipped += 1
+        kind, message = problem.get("type") or "", problem.get("message") or ""
+        if kind == "UnexpectedSuccess" or message.startswith(_XPASS_MESSAGES):
+            return "xpassed", problem
+        return ("error" if problem.tag == "error" else "failed"), problem
+    skip = next((child for child in case if child.tag == "skipped"), None)
+    if skip is None:
+        return "passed", None
+    if (skip.get("message") or "").startswith(_XPASS_MESSAGES):
+        return "xpassed", skip
+    return ("xfailed" if skip.get("type") in _XFAIL_TYPES else "skipped"), skip
+
+
+def broke_before_tests(case, outcome: str, problem) -> bool:
+    """pytest's stand-in for a module it could not import: no test of it ran."""
+    return outcome == "error" and not case.get("classname") and (problem.get("message") or "") == _COLLECTION_FAILURE
+
+
+def _count(report: TestReport, case) -> None:
+    outcome, problem = case_outcome(case)
+    setattr(report, outcome, getattr(report, outcome) + 1)
+    if outcome not in FAILING or broke_before_tests(case, outcome, problem):
+        return
+    if len(report.failed_tests) < MAX_FAILED_TESTS:
+        report.failed_tests.append(_failed(case, problem, outcome))
     else:
-        report.passed += 1
+        report.truncated = True
 
 
-def _failed(case, problem) -> FailedTestReport:
+def _failed(case, problem, outcome: str) -> FailedTestReport:
     message, cut_message = text_cap(problem.get("message") or "", MAX_MESSAGE_BYTES)
     stack, cut_stack = text_cap(problem.text or "", MAX_STACK_BYTES)
     classname = case.get("classname") or ""
@@ -73,6 +106,7 @@ def _failed(case, problem) -> FailedTestReport:
         stacktrace=stack,
         truncated=cut_message or cut_stack,
         hw_classification=(case.get("hw_classification") or _property(case, "hw_classification")).upper()[:32],
+        outcome=outcome,
     )
 
 

@@ -22,7 +22,17 @@ from .registry import (
     Project,
     RelayState,
 )
-from .results import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion, FailedTest, JobRun, RerunRequest, UsedToken
+from .results import (
+    FAILING_OUTCOMES,
+    NEVER_STARTED_RUN_ID,
+    SELF_REPORT_EVENTS,
+    Conclusion,
+    FailedTest,
+    JobRun,
+    RerunRequest,
+    TestOutcome,
+    UsedToken,
+)
 from .triage import (
     Expectation,
     IssueOccurrence,
@@ -43,7 +53,9 @@ __all__ = [
     "Dispatch",
     "DispatchAttempt",
     "Event",
+    "FAILING_OUTCOMES",
     "FailedTest",
+    "TestOutcome",
     "HardwareKind",
     "Installation",
     "InstalledRepo",

@@ -1,6 +1,7 @@
 """The registry: downstream projects and their levels, the App's installations, and the relay's
 own small state."""
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -56,6 +57,18 @@ class Project(models.Model):
     )
     level = models.CharField(max_length=2, choices=Level.choices, default=Level.L1)
     device = models.CharField(max_length=60, blank=True, help_text="L3 label suffix: ciflow/crcr/<device>")
+    device_type = models.CharField(
+        max_length=30,
+        blank=True,
+        validators=[
+            RegexValidator(
+                r"^(?!cpu$|meta$)[a-z][a-z0-9]{1,29}$",
+                "One lower-case torch device name, as in test_add_<name>_float32 (not cpu or meta).",
+            )
+        ],
+        help_text="The torch device name its tests run on, as its test names carry it (npu, spyre, xpu, cuda for ROCm); "
+        "empty: learned from its reports",
+    )
     oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
     events = models.JSONField(
         default=list,

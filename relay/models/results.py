@@ -98,6 +98,9 @@ class JobRun(models.Model):
     tests_failed = models.PositiveIntegerField(null=True, blank=True)
     tests_skipped = models.PositiveIntegerField(null=True, blank=True)
     tests_total = models.PositiveIntegerField(null=True, blank=True)
+    tests_error = models.PositiveIntegerField(null=True, blank=True, help_text="tests that errored (JUnit <error>)")
+    tests_xfailed = models.PositiveIntegerField(null=True, blank=True, help_text="expected failures")
+    tests_xpassed = models.PositiveIntegerField(null=True, blank=True, help_text="unexpected successes")
     failed_tests_truncated = models.BooleanField(default=False)
     environment = models.JSONField(default=dict, blank=True)
     body = models.JSONField(default=dict, blank=True, help_text="the last accepted callback body, as sent")
@@ -128,8 +131,32 @@ class JobRun(models.Model):
         return f"{self.project} {self.workflow_name}/{self.job_name} #{self.run_id}.{self.run_attempt} {self.status}"
 
 
+class TestOutcome(models.TextChoices):
+    """What producers report per test (pytest, unittest, JUnit). Rows are kept for the three
+    that make a run red; passed, skipped and xfailed tests are counted on the job only."""
+
+    __test__ = False
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    XFAILED = "xfailed", "expected failure"
+    XPASSED = "xpassed", "unexpected success"
+
+
+FAILING_OUTCOMES = (TestOutcome.FAILED, TestOutcome.ERROR, TestOutcome.XPASSED)
+
+
 class FailedTest(models.Model):
+    """One failing test of one attempt: every attempt keeps its own (a retry never overwrites)."""
+
     job_run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="failed_tests")
+    outcome = models.CharField(
+        max_length=8,
+        choices=[(o.value, o.label) for o in FAILING_OUTCOMES],
+        default=TestOutcome.FAILED,
+    )
     name = models.CharField(max_length=1000)
     classname = models.CharField(max_length=1000, blank=True)
     file = models.CharField(max_length=1000, blank=True)

@@ -22,11 +22,12 @@ commit **upstream-broken**. A reference job that timed out, never started or was
 nothing about upstream (relay.verdicts, rule 8): like no reference result at all, it means
 "no baseline", never a guess."""
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from relay.models import Level, UpstreamCommit
-from relay.testids import TestId, TestIdResolver, TestTable, test_id
+from relay.testids import TestId, TestIdResolver, TestTable, report_ids
 from relay.triage.classify import triager_load
 from relay.verdicts import FAILING, State, job_label
 
@@ -38,16 +39,18 @@ from .cells import (
     latest_failing_job_ids,
     reference_backend,
     registered_backends,
+    reported_environment,
 )
 from .triage import EXPECTED_MARK, KNOWN_MARK, CellTriage, cells_triage, mark_known_url, needs_messages, open_remainder
 
-SHARED, BACKEND, MIXED, NO_BASELINE = "shared", "backend", "mixed", "no_baseline"
+SHARED, BACKEND, MIXED, NO_BASELINE, INFRA = "shared", "backend", "mixed", "no_baseline", "infra"
 KNOWN, EXPECTED = KNOWN_MARK, EXPECTED_MARK
 MARK_LABELS = {
     SHARED: "shared with reference — likely upstream",
     BACKEND: "backend-specific — the reference passed",
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",
+    INFRA: "infrastructure — the job failed before any test ran",
     KNOWN: "known — every failure matches an open known issue",
     EXPECTED: "expected — the backend lists every failure as expected or flaky",
 }
@@ -56,12 +59,14 @@ MARK_SHORT = {
     BACKEND: "backend-specific",
     MIXED: "mixed",
     NO_BASELINE: "no baseline",
+    INFRA: "infrastructure",
     KNOWN: "known issue",
     EXPECTED: "expected",
 }
-MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗", KNOWN: "K", EXPECTED: "E"}
+MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗", INFRA: "!", KNOWN: "K", EXPECTED: "E"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
+SUMMARY_KINDS = (("shared", "shared"), ("backend_only", "backend-only"), ("not_comparable", "not comparable"))
 JOB_LEVEL_STATES = {State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED}
 MESSAGE_CHARS = 300
 
@@ -103,23 +108,39 @@ class CellFailures:
 
     tests_of: dict = field(default_factory=dict)
     """Attempt id → the failed tests it reported."""
+    infra: list[str] = field(default_factory=list)
+    """Failing jobs that broke before any test ran (only errors counted, no test reported): an
+    infrastructure failure of the job, compared with nothing."""
+
+    @property
+    def infra_only(self) -> bool:
+        return bool(self.infra) and not self.tests and not self.job_level
 
 
 def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
     tests = TestTable()
-    job_level = []
+    job_level, infra = [], []
     for verdict in cell.verdicts:
         if verdict.state not in FAILING:
             continue
         reported = tests_by_job.get(verdict.job.id, [])
-        for test in reported:
-            tid = test_id(test["name"], test["classname"], test.get("file", ""))
-            tests.setdefault(tid, {**test, "job": job_label(verdict.job)})
-        if verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
+        ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
+        for test, tid in zip(reported, ids, strict=True):
+            tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid})
+        if broke_before_tests(verdict.job, reported):
+            infra.append(job_label(verdict.job))
+        elif verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
             job_level.append(job_label(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
     tests_of = {v.job.id: tests_by_job.get(v.job.id, []) for v in cell.verdicts}
-    return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of)
+    return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of, infra)
+
+
+def broke_before_tests(job, reported: list) -> bool:
+    """An error before any test ran (pytest's collection error, a backend's environment failing):
+    the job counted errors and nothing else, and reported no failing test."""
+    errors = getattr(job, "tests_error", None)
+    return not reported and bool(errors) and job.tests_total == errors
 
 
 def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
@@ -137,12 +158,13 @@ def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
 
 
 def upstream_broken(reference: CellFailures | None) -> bool:
-    """The reference's build or tests failed on this commit (not: it did not run)."""
-    return reference is not None and reference.cell.state == State.FAILURE
+    """The reference's build or tests failed on this commit (not: it did not run, nor did its
+    own infrastructure break before any test ran)."""
+    return reference is not None and reference.cell.state == State.FAILURE and not reference.infra_only
 
 
 def has_baseline(reference: CellFailures | None) -> bool:
-    return reference is not None and reference.cell.has_result
+    return reference is not None and reference.cell.has_result and not reference.infra_only
 
 
 def test_kind(tid: TestId, reference: CellFailures) -> str:
@@ -153,6 +175,8 @@ def test_kind(tid: TestId, reference: CellFailures) -> str:
 
 def mark_for(backend: CellFailures, reference: CellFailures | None) -> str:
     """One mark for a failing cell: shared, backend, mixed or no_baseline."""
+    if backend.infra_only:
+        return INFRA
     if not has_baseline(reference):
         return NO_BASELINE
     kinds = {test_kind(t, reference) for t in backend.tests}
@@ -185,9 +209,15 @@ def _combine(kinds: set[str]) -> str:
 def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple[dict[CellKey, str], set[str]]:
     """Marks for every failing non-reference cell and the upstream-broken SHAs, from the cells
     already loaded plus one query for the failing attempts' tests."""
+    marks, broken, _ = _grid(cells, reference_id)
+    return marks, broken
+
+
+def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
+    """grid_baseline's marks and upstream-broken SHAs, and each failing cell's CellFailures."""
     failing = [c for c in cells.values() if c.failing and c.project.level != Level.L1]
     if not failing:
-        return {}, set()
+        return {}, set(), {}
     triager = triager_load({c.project.id for c in failing})
     tests = failed_tests_for_jobs(latest_failing_job_ids(failing), with_messages=needs_messages(triager))
     failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
@@ -199,7 +229,7 @@ def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple
         if pid != reference_id:
             marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id)
     broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
-    return marks, broken
+    return marks, broken, failures
 
 
 def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cells, reference_id) -> str:
@@ -212,12 +242,31 @@ def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cel
 
 def _grid_mark(mine: CellFailures, references, cells, reference_id) -> str:
     if reference_id is None:
-        return NO_BASELINE
-    reference = references.get(mine.cell.sha)
+        return INFRA if mine.infra_only else NO_BASELINE
+    return mark_for(mine, _reference_on(mine.cell.sha, references, cells, reference_id))
+
+
+def _reference_on(sha: str, references, cells, reference_id) -> CellFailures | None:
+    reference = references.get(sha)
     if reference is None:  # the reference did not fail here: its cell alone tells what it ran
-        ref_cell = cells.get((mine.cell.sha, reference_id))
+        ref_cell = cells.get((sha, reference_id))
         reference = cell_failures(ref_cell, {}) if ref_cell else None
-    return mark_for(mine, reference)
+    return reference
+
+
+def tests_summary(mine: CellFailures, reference: CellFailures | None) -> str:
+    """Test-level status beside the job's: "3 tests failing, all shared with the reference"."""
+    count = len(mine.tests)
+    if not count:
+        return "failed before any test ran (infrastructure)" if mine.infra_only else ""
+    kinds = Counter(test_kind(t, reference) if has_baseline(reference) else "not_comparable" for t in mine.tests)
+    failing = f"{count} test{'s' if count != 1 else ''} failing"
+    if kinds["shared"] == count:
+        return f"{failing}, {'all ' if count > 1 else ''}shared with the reference"
+    if kinds["backend_only"] == count:
+        return f"{failing}, none shared with the reference"
+    parts = [f"{kinds[k]} {label}" for k, label in SUMMARY_KINDS if kinds[k]]
+    return f"{failing}: {', '.join(parts)}"
 
 
 @dataclass
@@ -228,6 +277,8 @@ class BackendBaseline:
     marks: dict[str, str]
     reference_cells: dict[str, Cell]
     upstream_broken: set[str]
+    summaries: dict[str, str] = field(default_factory=dict)
+    """Failing head → tests_summary."""
 
 
 def backend_baseline(project, shas: list[str]) -> BackendBaseline:
@@ -236,12 +287,19 @@ def backend_baseline(project, shas: list[str]) -> BackendBaseline:
     if reference is None or reference.id == project.id:
         return BackendBaseline(reference, {}, {}, set())
     cells = cells_for_commits(shas, [project, reference])
-    marks, broken = grid_baseline(cells, reference.id)
+    marks, broken, failures = _grid(cells, reference.id)
+    references = {sha: f for (sha, pid), f in failures.items() if pid == reference.id}
+    summaries = {
+        sha: tests_summary(mine, _reference_on(sha, references, cells, reference.id))
+        for (sha, pid), mine in failures.items()
+        if pid == project.id
+    }
     return BackendBaseline(
         reference,
         {sha: mark for (sha, pid), mark in marks.items() if pid == project.id},
         {sha: cells[(sha, reference.id)] for sha in shas},
         broken,
+        summaries,
     )
 
 
@@ -263,6 +321,8 @@ class TestResult:
     name: str
     kind: str
     job: str
+    outcome: str = "failed"
+    """failed, error or xpassed, as the producer reported it."""
     message: str = ""
     hw_classification: str = ""
     new_vs_parent: bool | None = None
@@ -295,6 +355,9 @@ class BackendComparison:
     not_comparable: list[TestResult] = field(default_factory=list)
     reference_only: list[TestResult] = field(default_factory=list)
     job_level_failures: list[str] = field(default_factory=list)
+    infrastructure_failures: list[str] = field(default_factory=list)
+    """Jobs that failed before any test ran: compared with nothing, never a backend regression."""
+    tests_summary: str = ""
     known: list[TestResult] = field(default_factory=list)
     """Failures an open known issue or the backend's expectations account for: left out of the
     counts above (this list says how many were excluded)."""
@@ -422,6 +485,8 @@ def _compare_backend(
         mark=mark,
         basis=_basis(cell, ref),
         job_level_failures=remainder.job_level,
+        infrastructure_failures=mine.infra,
+        tests_summary=tests_summary(mine, ref) if cell.failing else "",
     )
     for tid in sorted(mine.tests):
         kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"
@@ -472,6 +537,7 @@ def _test_result(
         name=_qualified(record),
         kind=kind,
         job=record["job"],
+        outcome=record.get("outcome") or "failed",
         message=_first_line(record.get("message", "")),
         hw_classification=record.get("hw_classification") or "",
         new_vs_parent=_new_vs_parent(tid, my_parent),

@@ -9,6 +9,8 @@ and never with the table, and nothing is queried per cell."""
 from collections import namedtuple
 from dataclasses import dataclass, field
 
+from django.db.models.fields.json import KT
+
 from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project
 from relay.verdicts import (
     FAILING,
@@ -41,6 +43,7 @@ SLIM_FIELDS = (
     "run_attempt",
     "tests_total",
     "tests_failed",
+    "tests_error",
 )
 DETAIL_FIELDS = SLIM_FIELDS + (
     "created_at",
@@ -57,6 +60,8 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "reported_completed_at",
     "failed_tests_truncated",
     "environment",
+    "tests_xfailed",
+    "tests_xpassed",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's
@@ -116,14 +121,21 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
 
 
 def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> dict[int, list]:
-    """Failed tests of the given attempts, by attempt id (one query)."""
-    fields = ["job_run_id", "name", "classname", "file", "hw_classification"] + (
+    """Failed tests of the given attempts, by attempt id (one query); each row carries its
+    job's `environment.device` as `env_device`, a device-word hint for relay.testids."""
+    fields = ["job_run_id", "name", "classname", "file", "hw_classification", "outcome", "env_device"] + (
         ["message", "truncated"] if with_messages else []
     )
     tests: dict[int, list] = {}
-    for row in FailedTest.objects.filter(job_run_id__in=job_ids).values(*fields) if job_ids else []:
+    rows = FailedTest.objects.filter(job_run_id__in=job_ids).annotate(env_device=KT("job_run__environment__device"))
+    for row in rows.values(*fields) if job_ids else []:
         tests.setdefault(row["job_run_id"], []).append(row)
     return tests
+
+
+def reported_environment(reported: list[dict]) -> dict:
+    """What a job's callback said of its environment, as failed_tests_for_jobs carries it."""
+    return {"device": reported[0].get("env_device") or ""} if reported else {}
 
 
 # --- cells --------------------------------------------------------------------------------------

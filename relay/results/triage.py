@@ -7,9 +7,11 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from relay.testids import TestId, TestTable, test_id
+from relay.testids import TestId, TestTable, report_ids, test_id
 from relay.triage.classify import EXPECTED, KNOWN, Match, Triager, triager_load
 from relay.triage.matching import Failure
+
+from .cells import reported_environment
 
 KNOWN_MARK, EXPECTED_MARK = KNOWN, EXPECTED
 
@@ -91,7 +93,7 @@ def mark_known_url(test: dict | None = None, project_id: int | None = None, sha:
     for a failure without a test), the backend and the commit."""
     params = {}
     if test:
-        tid = test_id(test.get("name", ""), test.get("classname", ""), test.get("file", ""))
+        tid = test.get("identity") or test_id(test.get("name", ""), test.get("classname", ""), test.get("file", ""))
         params["pattern"] = tid.full
         params["title"] = f"{tid.key} fails"
     elif job:
@@ -108,7 +110,9 @@ def annotate_failures(cell, tests_by_job: dict[int, list]) -> None:
     "mark as known" link; each failing job without a test gets the same under `job_triage`."""
     triager = triager_load([cell.project.id])
     for verdict in cell.verdicts:
-        for test in tests_by_job.get(verdict.job.id, []):
-            tid = test_id(test["name"], test["classname"], test.get("file", ""))
+        reported = tests_by_job.get(verdict.job.id, [])
+        ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
+        for test, tid in zip(reported, ids, strict=True):
+            test["identity"] = tid
             test["known"] = triager.classify(Failure(cell.project.id, tid, test.get("message") or ""))
             test["mark_known_url"] = mark_known_url(test, cell.project.id, cell.sha)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..models import FailedTest, JobRun, Project
 from ..models.triage import IssueOccurrence, KnownIssue
-from ..testids import test_id
+from ..testids import report_ids
 from ..verdicts import FAILING, conclusion_state
 from .classify import triager_for, triager_load
 from .matching import Failure, message_check, patterns_check
@@ -88,12 +88,15 @@ def still_occurring(issue: KnownIssue) -> int:
 # --- occurrences ----------------------------------------------------------------------------------
 
 
-def job_failures(job: JobRun, tests: list) -> list[Failure]:
-    """What a failing attempt reports: its tests, or the job itself when it reported none."""
+def job_failures(job: JobRun, tests: list, device_type: str = "") -> list[Failure]:
+    """What a failing attempt reports: its tests (identities as relay.testids gives them, with
+    the backend's `device_type` as a hint), or the job itself when it reported none."""
     if conclusion_state(job) not in FAILING:
         return []
     if tests:
-        return [Failure(job.project_id, test_id(t.name, t.classname, t.file), t.message) for t in tests]
+        rows = [{"name": t.name, "classname": t.classname, "file": t.file} for t in tests]
+        ids = report_ids(rows, device_type, job.environment)
+        return [Failure(job.project_id, tid, t.message) for t, tid in zip(tests, ids, strict=True)]
     label = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
     return [Failure(job.project_id, label)]
 
@@ -104,7 +107,7 @@ def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
     job = JobRun.objects.filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
     if job is None:
         return []
-    failures = job_failures(job, list(FailedTest.objects.filter(job_run=job)))
+    failures = job_failures(job, list(FailedTest.objects.filter(job_run=job)), job.project.device_type)
     if not failures:
         return []
     triager = triager_load([job.project_id], states=KnownIssue.State.values)
@@ -147,9 +150,10 @@ def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
     ):
         tests.setdefault(row.job_run_id, []).append(row)
     triager = triager_for([issue])
+    device_types = dict(Project.objects.filter(pk__in={j.project_id for j in jobs}).values_list("pk", "device_type"))
     count = 0
     for job in jobs:
-        for failure in job_failures(job, tests.get(job.pk, [])):
+        for failure in job_failures(job, tests.get(job.pk, []), device_types.get(job.project_id, "")):
             if triager.issue_for(failure) is not None:
                 count += len(_occurrence(issue, job, failure.text))
     return count
@@ -174,8 +178,9 @@ def not_blocking(verdicts, project_id: int) -> dict[int, list[KnownIssue]]:
         return {}
     triager = triager_for(issues)
     excused = {}
+    device_type = Project.objects.filter(pk=project_id).values_list("device_type", flat=True).first() or ""
     for verdict in failing:
-        failures = job_failures(verdict.job, list(verdict.job.failed_tests.all()))
+        failures = job_failures(verdict.job, list(verdict.job.failed_tests.all()), device_type)
         matched = [triager.issue_for(f) for f in failures]
         if failures and all(matched):
             excused[verdict.job.pk] = list(dict.fromkeys(matched))

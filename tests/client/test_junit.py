@@ -3,6 +3,7 @@ failed-test details are capped to what the relay keeps, so the callback always f
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -29,13 +30,29 @@ def completed_body():
 
 def test_a_passing_suite_counts_every_test_as_passed():
     summary = read("pytest_passing.xml")
-    assert summary.counts() == {"passed": 4, "failed": 0, "skipped": 0, "total": 4}
+    assert summary.counts() == {
+        "passed": 4,
+        "failed": 0,
+        "error": 0,
+        "skipped": 0,
+        "xfailed": 0,
+        "xpassed": 0,
+        "total": 4,
+    }
     assert summary.failures == []
 
 
-def test_failures_and_errors_both_count_as_failed_and_skips_and_xfails_as_skipped():
+def test_failures_errors_skips_and_xfails_each_count_as_what_they_are():
     summary = read("pytest_failing.xml")
-    assert summary.counts() == {"passed": 2, "failed": 3, "skipped": 2, "total": 7}
+    assert summary.counts() == {
+        "passed": 2,
+        "failed": 2,
+        "error": 1,
+        "skipped": 1,
+        "xfailed": 1,
+        "xpassed": 0,
+        "total": 7,
+    }
     assert [test.name for test in summary.failures] == [
         "test_batchnorm_eval_xpu_float16",
         "test_embedding_bag_xpu_int64",
@@ -50,14 +67,30 @@ def test_a_test_that_failed_once_and_passed_on_rerun_counts_as_passed():
 
 def test_nested_testsuites_are_walked_down_to_every_testcase():
     summary = read("unittest_nested.xml")
-    assert summary.counts() == {"passed": 2, "failed": 2, "skipped": 1, "total": 5}
+    assert summary.counts() == {
+        "passed": 2,
+        "failed": 1,
+        "error": 1,
+        "skipped": 1,
+        "xfailed": 0,
+        "xpassed": 0,
+        "total": 5,
+    }
 
 
 def test_several_reports_add_up_and_a_file_matched_twice_counts_once(tmp_path):
     for name in ("pytest_passing.xml", "pytest_failing.xml"):
         shutil.copy(JUNIT / name, tmp_path / name)
     summary = crcr.junit_read([str(tmp_path / "*.xml"), str(tmp_path / "pytest_passing.xml")])
-    assert summary.counts() == {"passed": 6, "failed": 3, "skipped": 2, "total": 11}
+    assert summary.counts() == {
+        "passed": 6,
+        "failed": 2,
+        "error": 1,
+        "skipped": 1,
+        "xfailed": 1,
+        "xpassed": 0,
+        "total": 11,
+    }
     assert len(summary.files) == 2
 
 
@@ -86,6 +119,7 @@ def test_a_failed_test_keeps_its_name_class_file_message_stack_trace_and_hardwar
 
 def test_a_setup_error_is_a_failed_test_whose_message_says_so():
     error = read("pytest_failing.xml").failures[2]
+    assert error.outcome == "error"
     assert error.message.startswith('failed on setup with "RuntimeError: Native API failed.')
     assert "PI_ERROR_OUT_OF_RESOURCES" in error.stacktrace
 
@@ -105,7 +139,15 @@ def test_a_unittest_failure_message_names_its_exception_even_when_only_the_trace
 def test_a_huge_report_counts_every_failure_but_details_only_the_first_1000(tmp_path):
     path = huge_junit_write(tmp_path / "huge.xml", failures=1200, message_bytes=3000, stack_bytes=10_000, passes=5)
     summary = crcr.junit_read([str(path)])
-    assert summary.counts() == {"passed": 5, "failed": 1200, "skipped": 0, "total": 1205}
+    assert summary.counts() == {
+        "passed": 5,
+        "failed": 1200,
+        "error": 0,
+        "skipped": 0,
+        "xfailed": 0,
+        "xpassed": 0,
+        "total": 1205,
+    }
     assert len(summary.failures) == 1000
     assert (summary.failures[0].name, summary.failures[-1].name) == ("test_case_0", "test_case_999")
     assert all(
@@ -177,3 +219,21 @@ def test_xml_that_is_not_junit_is_skipped_with_a_warning(capsys):
 def test_a_pattern_that_matches_nothing_is_a_warning_and_means_no_test_results(tmp_path, capsys):
     assert crcr.junit_read([str(tmp_path / "reports" / "*.xml")]) is None
     assert "matched no files" in capsys.readouterr().err
+
+
+REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
+
+
+def test_the_real_producers_outcomes_are_read_like_the_relay_reads_them():
+    """The same six outcomes as relay.callbacks.junit, on PyTorch's run_tests and pytest output."""
+    from relay.callbacks.junit import junit_parse
+
+    for path in [
+        *sorted((REPORTS / "npu" / "unittest").glob("*.xml")),
+        REPORTS / "npu" / "pytest-test-dir.xml",
+        REPORTS / "openreg" / "pytest-collection-error.xml",
+    ]:
+        summary = crcr.junit_read([str(path)])
+        relay = junit_parse(path.read_bytes())
+        assert summary.counts() == {**{o: getattr(relay, o) for o in crcr.OUTCOMES}, "total": relay.total}, path
+        assert [(t.name, t.outcome) for t in summary.failures] == [(t.name, t.outcome) for t in relay.failed_tests]

@@ -111,7 +111,7 @@ def test_a_job_that_reports_its_start_and_end_shows_up_with_its_failed_tests(git
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "6 passed, 3 failed, 2 skipped, 3 failed tests listed" in done.stdout
+    assert "6 passed, 2 failed, 1 skipped, 1 error, 1 xfailed, 3 failed tests listed" in done.stdout
     job.refresh_from_db()
     assert (job.status, job.conclusion, job.run_id, job.run_attempt, job.job_name) == (
         "completed",
@@ -120,7 +120,8 @@ def test_a_job_that_reports_its_start_and_end_shows_up_with_its_failed_tests(git
         1,
         "test",
     )
-    assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (6, 3, 2, 11)
+    assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (6, 2, 1, 11)
+    assert (job.tests_error, job.tests_xfailed, job.tests_xpassed) == (1, 1, 0)
     assert [(t.name, t.hw_classification) for t in job.failed_tests.all()] == [
         ("test_batchnorm_eval_xpu_float16", "HW"),
         ("test_embedding_bag_xpu_int64", ""),

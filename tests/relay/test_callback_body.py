@@ -74,6 +74,8 @@ def mutate(body, path, value):
         (("workflow", "test_results"), {"passed": "ten"}, "non-negative integer"),
         (("workflow", "test_results"), {"failed": -3}, "non-negative integer"),
         (("workflow", "test_results"), [1, 2], "object of counts"),
+        (("workflow", "test_results"), {"xpassed": 1.5}, "non-negative integer"),
+        (("workflow", "failed_tests"), [{"name": "t", "outcome": "flaky"}], "one of failed, error, xpassed"),
         (("workflow", "failed_tests"), "test_a", "must be a list"),
         (("workflow", "failed_tests"), [{"classname": "T"}], "needs a 'name'"),
         (("workflow", "failed_tests"), [{"name": "t", "message": 5}], "must be a string"),
@@ -119,6 +121,40 @@ def test_an_empty_job_name_is_allowed_like_the_existing_relay(post, base):
 def test_test_results_may_arrive_as_json_text_from_the_action_input(post, base):
     assert post(mutate(base, ("workflow", "test_results"), '{"passed": 5, "failed": 1}')).status_code == 200
     assert JobRun.objects.get().tests_total == 6
+
+
+def test_test_results_count_errors_xfailed_and_xpassed_as_backends_report_them(post, base):
+    counts = {"passed": 90, "failed": 3, "skipped": 4, "errors": 2, "xfailed": 5, "xpassed": 1}
+    assert post(mutate(base, ("workflow", "test_results"), counts)).status_code == 200
+    job = JobRun.objects.get()
+    assert (job.tests_failed, job.tests_error, job.tests_xfailed, job.tests_xpassed, job.tests_total) == (
+        3,
+        2,
+        5,
+        1,
+        105,
+    )
+
+
+def test_each_failed_test_keeps_the_outcome_it_was_reported_with(post, base):
+    tests = [{"name": "test_a"}, {"name": "test_b", "outcome": "error"}, {"name": "test_c", "outcome": "xpassed"}]
+    assert post(mutate(base, ("workflow", "failed_tests"), tests)).status_code == 200
+    assert dict(FailedTest.objects.values_list("name", "outcome")) == {
+        "test_a": "failed",
+        "test_b": "error",
+        "test_c": "xpassed",
+    }
+
+
+def test_a_retried_attempt_never_overwrites_the_first_attempt_s_failed_tests(post, base):
+    first = mutate(base, ("workflow", "failed_tests"), [{"name": "test_a"}, {"name": "test_b"}])
+    assert post(first).status_code == 200
+    retry = mutate(mutate(first, ("workflow", "run_attempt"), "2"), ("workflow", "failed_tests"), [{"name": "test_c"}])
+    assert post(retry).status_code == 200
+    by_attempt = {
+        job.run_attempt: sorted(job.failed_tests.values_list("name", flat=True)) for job in JobRun.objects.all()
+    }
+    assert by_attempt == {1: ["test_a", "test_b"], 2: ["test_c"]}
 
 
 def test_every_github_conclusion_is_accepted(post, base):

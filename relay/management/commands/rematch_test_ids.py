@@ -1,0 +1,22 @@
+"""`manage.py rematch_test_ids [--dry-run]`: recompute every stored failed test's identity under
+relay.testids' current rule and say how many rows it re-matched (relay.results.rematch)."""
+
+from django.core.management.base import BaseCommand
+
+from relay.results.rematch import rematch
+
+
+class Command(BaseCommand):
+    help = "Re-match stored failed tests under the current test-identity rule; rewrite stored occurrence ids."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true", help="count only, write nothing")
+
+    def handle(self, **options):
+        result = rematch(write=not options["dry_run"])
+        self.stdout.write(
+            f"{result.rematched} of {result.rows} failed-test rows re-matched; "
+            f"{result.occurrences} known-issue occurrences rewritten"
+        )
+        for old, new in result.examples:
+            self.stdout.write(f"  {old} -> {new}")

@@ -1,0 +1,73 @@
+"""The sandbox speaks like the real producers: OpenReg's `_openreg_`, Ascend's `_npu_`, ROCm's
+CUDA/`_cuda_`, MPS's `_mps_`, reports made from test/ and from the checkout's root, and the
+outcome mix, so the baseline is exercised on the names it meets upstream."""
+
+import pytest
+
+from devtools.standin.sandbox import PRODUCERS, TEST_POOL, JobPlan, reference_junit
+from relay.callbacks.junit import junit_parse
+from relay.testids import report_ids
+
+BROKEN_SHA = next(
+    f"{n:040x}" for n in range(1000) if JobPlan({"full_name": "x"}, {"payload": {"after": f"{n:040x}"}}).upstream_broken
+)
+
+
+def plan(repo: str, sha: str = BROKEN_SHA) -> JobPlan:
+    return JobPlan({"full_name": repo, "level": "L2"}, {"payload": {"after": sha}})
+
+
+def reference_ids(sha: str) -> set:
+    failed = junit_parse(reference_junit(sha)).failed_tests
+    return set(report_ids([vars(t) for t in failed]))
+
+
+def test_the_reference_writes_openreg_names_and_a_real_outcome_mix():
+    report = junit_parse(reference_junit(BROKEN_SHA))
+    assert all("_openreg" in t.name and t.classname.endswith("PRIVATEUSE1") for t in report.failed_tests)
+    assert (report.skipped, report.xfailed, report.total) == (1, 1, len(TEST_POOL) + 2)
+
+
+@pytest.mark.parametrize("repo", sorted(PRODUCERS))
+def test_every_backend_s_upstream_breaks_are_the_reference_s_tests(repo):
+    job = plan(repo).job("test (default, 1, 2)", "failure")
+    ids = set(report_ids(job["failed_tests"], "", {"device": PRODUCERS[repo][3]}))
+    assert reference_ids(BROKEN_SHA) <= ids
+
+
+def test_the_backends_use_their_own_device_names_and_producer_shapes():
+    names = {repo: str(plan(repo).job("test", "failure")["failed_tests"]) for repo in PRODUCERS}
+    assert "_npu_" in names["Ascend/pytorch"] and "PRIVATEUSE1" in names["Ascend/pytorch"]
+    assert "_cuda" in names["ROCm/pytorch"] and "CUDA" in names["ROCm/pytorch"]
+    assert "_mps" in names["pytorch-mps/mps-ci"]
+    assert "'classname': 'test.test_" in names["intel/torch-xpu-ops"]  # pytest from the checkout's root
+    assert "PRIVATEUSE1::test_" in names["quic/ai-engine-direct-torch"]  # a node id alone
+
+
+def test_a_job_broken_before_any_test_ran_reports_one_error_and_no_test():
+    sandbox = plan("intel/torch-xpu-ops", sha="0" * 40)
+    job = {**sandbox.job("test", "failure"), "broken_before_tests": True, "failed_tests": []}
+    assert sandbox.test_results(job) == {"passed": 0, "failed": 0, "skipped": 0, "error": 1}
+    counts = sandbox.body(job, "completed")["workflow"]["test_results"]
+    assert counts["error"] == 1
+
+
+def test_a_finished_job_counts_xfailed_and_xpassed_besides_the_rest():
+    sandbox = plan("ROCm/pytorch")
+    job = {**sandbox.job("test", "failure"), "broken_before_tests": False}
+    counts = sandbox.test_results(job)
+    assert counts["failed"] + counts["error"] == len(job["failed_tests"])
+    assert {"xfailed", "xpassed", "skipped"} <= set(counts)
+
+
+def test_a_test_that_raises_is_an_error_on_the_reference_and_on_backends():
+    sha = next(
+        f"{n:040x}"
+        for n in range(5000)
+        if plan("x", f"{n:040x}").upstream_broken
+        and any(t[2].startswith("test_stream") for t in plan("x", f"{n:040x}").broken_tests)
+    )
+    reference = {t.name: t.outcome for t in junit_parse(reference_junit(sha)).failed_tests}
+    assert reference["test_stream_event_sync_openreg"] == "error"
+    backend = {t["name"]: t["outcome"] for t in plan("ROCm/pytorch", sha).job("test", "failure")["failed_tests"]}
+    assert backend["test_stream_event_sync_cuda"] == "error"
