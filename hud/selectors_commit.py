@@ -62,6 +62,18 @@ class CommitDetail:
     def has_any_result(self) -> bool:
         return any(b.cell.state != State.NO_RESULT for b in self.backends)
 
+    @property
+    def reference_tests_sources(self) -> list[str]:
+        """Where the reference's imported per-test results came from (S3, artifact, log)."""
+        sources = {
+            j.verdict.job.tests_source
+            for b in self.backends
+            if b.project.is_reference
+            for j in b.jobs
+            if j.verdict.job.tests_total is not None and j.verdict.job.tests_source
+        }
+        return [JobRun.TestsSource(s).label for s in JobRun.TestsSource.values if s in sources]
+
 
 def commit_detail(sha: str, commit: UpstreamCommit | None) -> CommitDetail:
     """Every backend's jobs on one commit, each with all its attempts and the latest attempt's

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from relay.models import JobRun
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State, conclusion_state
@@ -47,6 +48,12 @@ def job_log_url(job) -> str:
     if run and check.isdigit() and "/actions/runs/" in run:
         return f"{run.rstrip('/')}/job/{check}"
     return run
+
+
+@register.filter
+def tests_source(value) -> str:
+    """Where a job's per-test results came from ("" for a callback's own report)."""
+    return JobRun.TestsSource(value).label if value in JobRun.TestsSource.values and value else ""
 
 
 @register.filter

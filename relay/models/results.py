@@ -70,10 +70,10 @@ class JobRun(models.Model):
         """Where the per-test results came from; the reference import (relay.reference_reports)
         looks in S3, then GitHub artifacts, then the job's log."""
 
-        CALLBACK = "", "the job's callback"
-        S3 = "s3", "PyTorch's S3 test reports"
-        ARTIFACT = "artifact", "a GitHub Actions artifact"
-        LOG = "log", "the job's log (unittest)"
+        CALLBACK = "", "callback"
+        S3 = "s3", "S3 test reports"
+        ARTIFACT = "artifact", "GitHub artifact"
+        LOG = "log", "job log"
 
     # No index of its own: (project, created_at) below serves every lookup by project, and each
     # index is one more write on every callback.

@@ -56,6 +56,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "reported_started_at",
     "reported_completed_at",
     "failed_tests_truncated",
+    "tests_source",
     "environment",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
