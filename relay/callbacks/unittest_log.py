@@ -11,9 +11,11 @@ the log). What unittest's verbose runner prints, in every form it takes:
       test_div (test_ops.TestOps.test_div) (i=1) ... FAIL             (a failing subtest)
     test_pow (test_ops.TestOps.test_pow) ... skipped 'needs two devices'
     ... expected failure | unexpected success | ok (0.012s)           (3.12's --durations)
+      test_add_openreg (__main__.TestFooPRIVATEUSE1.test_add_openreg) ... skip: why (0.004s)
+                                                        (PyTorch's run_tests: its xmlrunner's form)
 
-then `FAIL: <description>` / `ERROR: <description>` blocks with the traceback, and
-`Ran N tests in …s`. Each test gets one of the outcomes producers report (passed, failed,
+then `FAIL: <description>` / `ERROR [0.009s]: <description>` blocks with the traceback (the
+message is its last exception line), and `Ran N tests in …s`. Each test gets one of the outcomes producers report (passed, failed,
 error, skipped, xfailed, xpassed); a test seen twice (subtests) keeps its worst. GitHub prefixes
 every log line with a timestamp and may colour it: both are removed first.
 
@@ -41,12 +43,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _DESCRIPTION = r"(?P<name>test\w*|runTest) \((?P<where>[A-Za-z_][\w.]*)\)(?P<params>(?: [\[(].*?[\])])*)"
 _HEAD = re.compile(rf"^(?P<indent>\s*){_DESCRIPTION}(?P<rest>.*)$")
 _STATUS = (
-    r"(?P<status>ok|FAIL|ERROR|expected failure|unexpected success|skipped(?: (?P<why>'.*'|\".*\"))?)"
+    r"(?P<status>ok|FAIL|ERROR|expected failure|unexpected success|skipped(?: (?:'.*'|\".*\"))?|skip: .*?)"
     r"(?: \(\d+(?:\.\d+)?s\))?"
 )
 _BARE_STATUS = re.compile(rf"^{_STATUS}$")
 _TAIL_STATUS = re.compile(rf" \.\.\. {_STATUS}$")
-_PROBLEM = re.compile(rf"^(?P<kind>FAIL|ERROR|UNEXPECTED SUCCESS): {_DESCRIPTION}\s*$")
+_PROBLEM = re.compile(rf"^(?P<kind>FAIL|ERROR|XPASS|UNEXPECTED SUCCESS)(?: \[[\d.]+s\])?: {_DESCRIPTION}\s*$")
+_REPRO = re.compile(r"^\s+python (?P<file>\S+\.py) \w+\.\w+")
+"""PyTorch's "To execute this test, run … python test/test_foo.py TestFooCUDA.test_x": the file."""
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)(?::|$)")
 _RAN = re.compile(r"^Ran (?P<count>\d+) tests? in [\d.]+s$")
 _RULE_HEAVY = re.compile(r"^={20,}$")
 _RULE_LIGHT = re.compile(r"^-{20,}$")
@@ -71,6 +76,7 @@ class ParsedTest:
     """One of OUTCOMES."""
     message: str = ""
     stacktrace: str = ""
+    file: str = ""
 
 
 @dataclass
@@ -137,7 +143,7 @@ class _Parser:
             self.open_run, self.pending, self.problem = False, None, None
         elif problem := _PROBLEM.match(line):
             self.pending = None
-            self.problem = self.report.tests.get(_key(problem)) if problem["kind"] != "UNEXPECTED SUCCESS" else None
+            self.problem = self.report.tests.get(_key(problem)) if problem["kind"] in ("FAIL", "ERROR") else None
         elif self.problem is not None and _RULE_LIGHT.match(line):
             self.trace = []
         elif head := _HEAD.match(line):
@@ -179,15 +185,19 @@ class _Parser:
         lines = [line for line in self.trace if line.strip()]
         if self.problem is not None and lines:
             self.problem.stacktrace = "\n".join(self.trace).strip("\n")
-            self.problem.message = lines[-1].strip()
+            raised = [line for line in lines if _EXCEPTION.match(line)]
+            self.problem.message = (raised or lines)[-1].strip()
+            repro = next((m for line in lines if (m := _REPRO.match(line))), None)
+            self.problem.file = repro["file"] if repro else ""
         self.problem, self.trace = None, None
 
 
 def _key(match: re.Match) -> tuple[str, str]:
-    """(module.Class, method): 3.11+ prints the method again at the end of the dotted path."""
+    """(module.Class, method): 3.11+ prints the method again at the end of the dotted path. A
+    test file run as a script says `__main__`, which names no module: it is left out."""
     where, name = match["where"], match["name"]
     classname = where[: -len(name) - 1] if where.endswith(f".{name}") else where
-    return classname, name
+    return classname.removeprefix("__main__."), name
 
 
 def _failed(test: ParsedTest) -> FailedTestReport:
@@ -197,6 +207,7 @@ def _failed(test: ParsedTest) -> FailedTestReport:
     return FailedTestReport(
         name=test.name[:1000],
         classname=test.classname[:1000],
+        file=test.file[:1000],
         message=message,
         stacktrace=stack,
         truncated=cut_message or cut_stack,

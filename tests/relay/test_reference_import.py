@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from relay.models import JobRun
 from relay.reference import reference_import, shas_to_import
 from tests.factories import ProjectFactory
-from tests.relay.unittest_producer import github_log, unittest_verbose_output
+from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
 
 pytestmark = pytest.mark.django_db
 JUNIT = Path(__file__).resolve().parent.parent / "fixtures" / "junit"
@@ -320,3 +320,13 @@ def test_s3_is_not_asked_when_no_bucket_is_configured(upstream, reference, setti
     upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
     reference_import(SHA)
     assert not upstream.requests("GET", r"/_s3/.*")
+
+
+def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(upstream, reference):
+    log = (SUITES / "pytorch-run-tests-openreg.log").read_text()
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(log))])
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total, job.tests_failed, job.tests_skipped) == ("log", 22, 10, 4)
+    failed = job.failed_tests.get(name="test_binary_op_sub_openreg_float32")
+    assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")

@@ -3,7 +3,7 @@
 import pytest
 
 from relay.callbacks.unittest_log import IncompleteLog, clean_line, unittest_log_parse
-from tests.relay.unittest_producer import github_log, unittest_verbose_output
+from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
 
 CLASS = "suite_openreg_ops.TestBinaryUfuncsPRIVATEUSE1"
 STORAGE = "suite_openreg_ops.TestOpenRegStorage"
@@ -95,3 +95,25 @@ def test_github_timestamps_and_colours_are_removed():
     assert clean_line("2026-12-03T15:00:01.1234567Z \x1b[32mtest_a (m.C.test_a) ... ok\x1b[0m\n") == (
         "test_a (m.C.test_a) ... ok"
     )
+
+
+PYTORCH_LOG = SUITES / "pytorch-run-tests-openreg.log"
+
+
+def test_pytorchs_own_run_tests_output_is_read_with_every_outcome():
+    report = unittest_log_parse(github_log(PYTORCH_LOG.read_text()))
+    assert report.ran == 22
+    assert report.counts() == {"passed": 8, "failed": 6, "error": 2, "skipped": 2, "xfailed": 2, "xpassed": 2}, (
+        "what its own summary says: failures=6, errors=2, skipped=2, expected failures=2, unexpected successes=2"
+    )
+    tests = {t.name: t for t in report.tests.values()}
+    assert tests["test_needs_two_devices_openreg"].outcome == "skipped"
+    assert tests["test_fixed_upstream_openreg"].outcome == "xpassed"
+
+
+def test_a_pytorch_failure_keeps_its_exception_line_and_its_file_but_not_the_scripts_main_module():
+    tests = {t.name: t for t in unittest_log_parse(PYTORCH_LOG.read_text()).tests.values()}
+    failed = tests["test_npu_format_cast_openreg"]
+    assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
+    assert failed.message == "AssertionError: Scalars are not equal!", "not the repro hint printed after it"
+    assert tests["test_index_error_openreg"].message.startswith("IndexError: index 5 is out of bounds")
