@@ -37,6 +37,8 @@ AS_SKIPPED = {"skipped", "xfailed"}
 """pytest's JUnit writes an xfail as <skipped>: the same reading for the same outcome."""
 MAX_TESTS = 200_000
 MAX_STACK_LINES = 200
+MAX_LINE_CHARS = 10_000
+"""unittest's own lines are short; a test printing a huge tensor is cut before any pattern runs."""
 
 _PREFIX = re.compile(r"^\ufeff?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z )?")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -114,7 +116,7 @@ def unittest_log_parse(text: str, source: str = "log") -> LogReport | None:
     """The log's unittest outcomes; None when it holds no unittest verbose output."""
     parser = _Parser()
     for line in text.splitlines():
-        parser.feed(clean_line(line))
+        parser.feed(clean_line(line[:MAX_LINE_CHARS]))
     if parser.open_run:
         raise IncompleteLog(f"{source}: a unittest run started but never printed its 'Ran N tests' line")
     if not parser.report.tests:

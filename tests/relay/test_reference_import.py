@@ -330,3 +330,12 @@ def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(u
     assert (job.tests_source, job.tests_total, job.tests_failed, job.tests_skipped) == ("log", 22, 10, 4)
     failed = job.failed_tests.get(name="test_binary_op_sub_openreg_float32")
     assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
+
+
+def test_the_sandboxs_reference_run_is_imported_from_s3_like_pytorchs(upstream, reference):
+    from devtools.standin.sandbox import reference_junit, reference_run
+
+    reference_run(upstream, SHA)
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total) == ("s3", reference_junit(SHA).count(b"<testcase"))

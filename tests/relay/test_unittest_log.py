@@ -1,8 +1,10 @@
 """Reading unittest's verbose output out of a job log, on output the real producer printed."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from relay.callbacks.unittest_log import IncompleteLog, clean_line, unittest_log_parse
+from relay.callbacks.unittest_log import OUTCOMES, IncompleteLog, clean_line, unittest_log_parse
 from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
 
 CLASS = "suite_openreg_ops.TestBinaryUfuncsPRIVATEUSE1"
@@ -117,3 +119,36 @@ def test_a_pytorch_failure_keeps_its_exception_line_and_its_file_but_not_the_scr
     assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
     assert failed.message == "AssertionError: Scalars are not equal!", "not the repro hint printed after it"
     assert tests["test_index_error_openreg"].message.startswith("IndexError: index 5 is out of bounds")
+
+
+LOG_LINES = st.sampled_from(
+    [
+        "test_a (m.C.test_a) ... ok",
+        "test_a (m.C.test_a)",
+        "test_b (m.C.test_b) ... ",
+        "  test_b (m.C.test_b) (i=1) ... FAIL",
+        "ok",
+        "ERROR",
+        "A docstring ... skipped 'x'",
+        "=" * 70,
+        "-" * 70,
+        "FAIL: test_b (m.C.test_b)",
+        "ERROR [0.1s]: test_a (m.C.test_a)",
+        "AssertionError: boom",
+        "Ran 2 tests in 0.1s",
+        "",
+    ]
+)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(lines=st.lists(st.one_of(LOG_LINES, st.text(max_size=40)), max_size=40))
+def test_any_log_gives_a_report_nothing_or_incomplete_and_never_crashes(lines):
+    try:
+        report = unittest_log_parse("\n".join(lines))
+    except IncompleteLog:
+        return
+    if report is not None:
+        assert set(report.counts()) == set(OUTCOMES) and sum(report.counts().values()) == len(report.tests)
+        assert report.test_report().total == len(report.tests)
