@@ -12,6 +12,7 @@ from relay.results.cells import (
     latest_failing_job_ids,
     registered_backends,
 )
+from relay.results.status import TESTS_SOURCES
 from relay.verdicts import (
     JobVerdict,
     State,
@@ -72,7 +73,7 @@ class CommitDetail:
             for j in b.jobs
             if j.verdict.job.tests_total is not None and j.verdict.job.tests_source
         }
-        return [JobRun.TestsSource(s).label for s in JobRun.TestsSource.values if s in sources]
+        return [label for value, label in TESTS_SOURCES.items() if value in sources]
 
 
 def commit_detail(sha: str, commit: UpstreamCommit | None) -> CommitDetail:

@@ -14,9 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from relay.models import JobRun
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
-from relay.results.status import LEGEND
+from relay.results.status import LEGEND, TESTS_SOURCES
 from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
@@ -53,7 +52,7 @@ def job_log_url(job) -> str:
 @register.filter
 def tests_source(value) -> str:
     """Where a job's per-test results came from ("" for a callback's own report)."""
-    return JobRun.TestsSource(value).label if value in JobRun.TestsSource.values and value else ""
+    return TESTS_SOURCES.get(value, "")
 
 
 @register.filter
