@@ -339,3 +339,35 @@ def test_the_sandboxs_reference_run_is_imported_from_s3_like_pytorchs(upstream, 
     reference_import(SHA)
     job = JobRun.objects.get()
     assert (job.tests_source, job.tests_total) == ("s3", reference_junit(SHA).count(b"<testcase"))
+
+
+@pytest.mark.parametrize(
+    "name, first",
+    [
+        ("test (openreg, 1, 1, linux.2xlarge)", "test-reports-test-openreg-1-1-linux.2xlarge_7.zip"),
+        (
+            "linux-jammy-py3.10-gcc11 / test (openreg, 2, 3, lf.linux.2xlarge, unstable)",
+            "test-reports-test-openreg-2-3-lf.linux.2xlarge_7.zip",
+        ),
+    ],
+)
+def test_the_s3_names_follow_pytorchs_upload_step(name, first):
+    from relay.reference_reports import s3_names
+
+    assert s3_names({"id": 7, "name": name}) == [first, first.replace("test-reports-test-", "test-reports-")]
+
+
+def test_a_job_name_without_a_shard_has_no_s3_name():
+    from relay.reference_reports import s3_names
+
+    assert s3_names({"id": 7, "name": "openreg-build"}) == []
+
+
+def test_a_stalled_s3_answer_times_out_and_the_next_source_is_used(upstream, reference, monkeypatch):
+    import httpx
+
+    monkeypatch.setattr("relay.reference_reports._TIMEOUT", httpx.Timeout(0.3, connect=0.3))
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    upstream.fail("GET", r"/_s3/.*", status=None, delay=1.0, times=None)
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_source == "log" and "S3 test-reports" in result.summary
