@@ -8,6 +8,7 @@ PyTorch's own run, not a copy."""
 
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -33,11 +34,16 @@ class ImportResult:
     jobs: int = 0
     with_tests: int = 0
     notes: list[str] = field(default_factory=list)
+    sources: Counter = field(default_factory=Counter)
+    """How many jobs' per-test results each source gave."""
 
     @property
     def summary(self) -> str:
-        return f"{self.sha[:12]}: {self.jobs} reference jobs, {self.with_tests} with per-test results" + (
-            f" ({'; '.join(self.notes)})" if self.notes else ""
+        via = ", ".join(f"{n} via {JobRun.TestsSource(s).label}" for s, n in sorted(self.sources.items()))
+        return (
+            f"{self.sha[:12]}: {self.jobs} reference jobs, {self.with_tests} with per-test results"
+            + (f" [{via}]" if via else "")
+            + (f" ({'; '.join(self.notes)})" if self.notes else "")
         )
 
 
@@ -81,7 +87,9 @@ def _import_run(project: Project, sha: str, run: dict, auth: str, result: Import
     for job in jobs:
         _store(project, sha, run, job, found.get(job["id"]))
         result.jobs += 1
-        result.with_tests += job["id"] in found
+        if job["id"] in found:
+            result.with_tests += 1
+            result.sources[found[job["id"]].source] += 1
 
 
 def _conclusion(job: dict) -> str:

@@ -252,6 +252,7 @@ def test_without_any_report_the_unittest_log_gives_the_per_test_results(upstream
     result = reference_import(SHA)
     job = JobRun.objects.get()
     assert (result.with_tests, job.tests_source) == (1, "log")
+    assert "1 with per-test results [1 via job log]" in result.summary
     assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (2, 5, 2, 9)
     failed = {t.name: t.message for t in job.failed_tests.all()}
     assert failed["test_mul_openreg_float32"] == "AssertionError: 4 != 5 : upstream broke mul"
