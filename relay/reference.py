@@ -15,7 +15,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from . import follow_up
 from .github import client as github
@@ -26,6 +28,17 @@ from .reference_reports import Found, find_reports, retrying
 logger = logging.getLogger(__name__)
 RECHECK_SECONDS = 300
 """A SHA whose upstream runs are not finished is looked at again at most this often."""
+RESULTS_GRACE = timedelta(minutes=30)
+"""A finished job whose per-test results were not found yet is looked for again this long after
+it finished (GitHub serves a job's log a little after the job ends)."""
+_TEST_FIELDS = (
+    "tests_passed",
+    "tests_failed",
+    "tests_skipped",
+    "tests_total",
+    "failed_tests_truncated",
+    "tests_source",
+)
 
 
 @dataclass
@@ -118,6 +131,8 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "ended_by": JobRun.EndedBy.UPSTREAM_IMPORT,
         "workflow_url": job.get("html_url") or run.get("html_url") or "",
         "completed_at": timezone.now() if completed else None,
+        "reported_started_at": parse_datetime(job.get("started_at") or ""),
+        "reported_completed_at": parse_datetime(job.get("completed_at") or "") if completed else None,
         "tests_passed": report.passed if report else None,
         "tests_failed": report.failed if report else None,
         "tests_skipped": report.skipped if report else None,
@@ -125,21 +140,27 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "failed_tests_truncated": bool(report and report.truncated),
         "tests_source": found.source if found else "",
     }
+    if report is None:  # nothing found this time: what an earlier look found stays
+        fields = {k: v for k, v in fields.items() if k not in _TEST_FIELDS}
     with transaction.atomic():
         row, _ = JobRun.objects.update_or_create(**key, defaults=fields)
-        row.failed_tests.all().delete()
         if report:
+            row.failed_tests.all().delete()
             FailedTest.objects.bulk_create(FailedTest(job_run=row, **vars(t)) for t in report.failed_tests)
         follow_up.job_recorded(row.pk)
 
 
 def shas_to_import(hours: int, limit: int) -> list[str]:
-    """Recent trunk commits and PR heads whose reference result is missing or unfinished, each
-    looked at no more than every RECHECK_SECONDS."""
+    """Recent trunk commits and PR heads whose reference result is missing or unfinished (a job
+    still running, or finished within RESULTS_GRACE without per-test results), each looked at no
+    more than every RECHECK_SECONDS."""
     since = timezone.now() - timedelta(hours=hours)
-    done = JobRun.objects.filter(ended_by=JobRun.EndedBy.UPSTREAM_IMPORT, status=JobRun.Status.COMPLETED).values(
-        "head_sha"
-    )
+    imported = JobRun.objects.filter(ended_by=JobRun.EndedBy.UPSTREAM_IMPORT)
+    unfinished = imported.filter(
+        Q(status=JobRun.Status.IN_PROGRESS)
+        | Q(tests_total__isnull=True, reported_completed_at__gte=timezone.now() - RESULTS_GRACE)
+    ).values("head_sha")
+    done = imported.filter(status=JobRun.Status.COMPLETED).exclude(head_sha__in=unfinished).values("head_sha")
     candidates = (
         UpstreamCommit.objects.filter(landed_at__gte=since)
         .exclude(sha__in=done)

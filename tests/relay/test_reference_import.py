@@ -372,3 +372,49 @@ def test_a_stalled_s3_answer_times_out_and_the_next_source_is_used(upstream, ref
     upstream.fail("GET", r"/_s3/.*", status=None, delay=1.0, times=None)
     result = reference_import(SHA)
     assert JobRun.objects.get().tests_source == "log" and "S3 test-reports" in result.summary
+
+
+def imported_row(reference, sha, **fields):
+    defaults = {"delivery_key": sha, "run_id": "1", "workflow_name": "pull", "status": "completed"}
+    return JobRun.objects.create(project=reference, ended_by="imported", head_sha=sha, **{**defaults, **fields})
+
+
+def test_a_job_that_just_finished_without_per_test_results_is_looked_at_again_within_the_grace(reference):
+    from datetime import timedelta
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from relay.models import UpstreamCommit
+    from relay.reference import RESULTS_GRACE
+
+    now = timezone.now()
+    fresh, stale, shard, ok = ("1" * 40, "2" * 40, "3" * 40, "4" * 40)
+    for sha in (fresh, stale, shard, ok):
+        UpstreamCommit.objects.create(sha=sha, is_trunk=True)
+    imported_row(reference, fresh, conclusion="success", reported_completed_at=now - timedelta(minutes=1))
+    imported_row(reference, stale, conclusion="success", reported_completed_at=now - RESULTS_GRACE * 2)
+    imported_row(reference, shard, conclusion="success", tests_total=3, job_name="1")
+    imported_row(reference, shard, status="in_progress", job_name="2")
+    imported_row(reference, ok, conclusion="success", tests_total=3, reported_completed_at=now - timedelta(minutes=1))
+    cache.clear()
+    assert sorted(shas_to_import(48, 10)) == sorted([fresh, shard]), (
+        "the log may not be served yet, and another shard is still running"
+    )
+
+
+def test_a_later_look_that_finds_nothing_keeps_what_an_earlier_one_found(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
+    reference_import(SHA)
+    upstream.fail("GET", r"/_s3/.*", status=503, times=None)
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total, job.failed_tests.count()) == ("s3", 6, 2)
+
+
+def test_the_upstream_jobs_own_times_are_kept(upstream, reference):
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert job.reported_started_at is not None and job.reported_completed_at >= job.reported_started_at
