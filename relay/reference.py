@@ -96,13 +96,26 @@ def _import_run(project: Project, sha: str, run: dict, auth: str, result: Import
     ]
     if not jobs:
         return
-    found = find_reports(path, run, jobs, auth, result.notes)
+    have = _with_tests(project, sha, run)
+    found = find_reports(path, run, [j for j in jobs if _attempt_key(run, j) not in have], auth, result.notes)
     for job in jobs:
         _store(project, sha, run, job, found.get(job["id"]))
         result.jobs += 1
+        result.with_tests += _attempt_key(run, job) in have
         if job["id"] in found:
             result.with_tests += 1
             result.sources[found[job["id"]].source] += 1
+
+
+def _attempt_key(run: dict, job: dict) -> tuple[int, str]:
+    return int(job.get("run_attempt") or run.get("run_attempt") or 1), job["name"][:255]
+
+
+def _with_tests(project: Project, sha: str, run: dict) -> set[tuple[int, str]]:
+    """The run's jobs already stored with per-test results: a finished attempt's results do not
+    change, so they are not downloaded again when the SHA is looked at for another job."""
+    rows = JobRun.objects.filter(project=project, delivery_key=sha, run_id=str(run["id"]), tests_total__isnull=False)
+    return set(rows.values_list("run_attempt", "job_name"))
 
 
 def _conclusion(job: dict) -> str:
@@ -118,8 +131,8 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "delivery_key": sha,
         "project": project,
         "run_id": str(run["id"]),
-        "run_attempt": int(job.get("run_attempt") or run.get("run_attempt") or 1),
-        "job_name": job["name"][:255],
+        "run_attempt": _attempt_key(run, job)[0],
+        "job_name": _attempt_key(run, job)[1],
     }
     fields = {
         "workflow_name": (run.get("name") or "")[:255],

@@ -418,3 +418,12 @@ def test_the_upstream_jobs_own_times_are_kept(upstream, reference):
     reference_import(SHA)
     job = JobRun.objects.get()
     assert job.reported_started_at is not None and job.reported_completed_at >= job.reported_started_at
+
+
+def test_a_job_already_stored_with_per_test_results_is_not_downloaded_again(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
+    reference_import(SHA)
+    upstream.reset()
+    assert reference_import(SHA).with_tests == 1
+    assert not upstream.requests("GET", r"/_s3/.*") and JobRun.objects.get().tests_total == 6
