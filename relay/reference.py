@@ -97,7 +97,8 @@ def _import_run(project: Project, sha: str, run: dict, auth: str, result: Import
     if not jobs:
         return
     have = _with_tests(project, sha, run)
-    found = find_reports(path, run, [j for j in jobs if _attempt_key(run, j) not in have], auth, result.notes)
+    stored = frozenset(j["id"] for j in jobs if _attempt_key(run, j) in have)
+    found = find_reports(path, run, jobs, auth, result.notes, skip=stored)
     for job in jobs:
         _store(project, sha, run, job, found.get(job["id"]))
         result.jobs += 1

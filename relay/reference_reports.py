@@ -54,9 +54,12 @@ class Found:
     """A JobRun.TestsSource value."""
 
 
-def find_reports(path: str, run: dict, jobs: list[dict], auth: str, notes: list[str]) -> dict[int, Found]:
-    """job id → its per-test results from the first source that has them, for finished jobs."""
-    finished = [j for j in jobs if j.get("status", "completed") == "completed"]
+def find_reports(
+    path: str, run: dict, jobs: list[dict], auth: str, notes: list[str], skip: frozenset[int] = frozenset()
+) -> dict[int, Found]:
+    """job id → its per-test results from the first source that has them, for finished jobs not
+    in `skip` (all of the run's matching jobs still decide who owns an unnamed artifact)."""
+    finished = [j for j in jobs if j.get("status", "completed") == "completed" and j["id"] not in skip]
     found: dict[int, Found] = {}
     for job in finished:
         if (report := s3_report(run, job, notes)) is not None:

@@ -427,3 +427,19 @@ def test_a_job_already_stored_with_per_test_results_is_not_downloaded_again(upst
     upstream.reset()
     assert reference_import(SHA).with_tests == 1
     assert not upstream.requests("GET", r"/_s3/.*") and JobRun.objects.get().tests_total == 6
+
+
+def test_an_unnamed_artifact_of_a_two_job_run_is_not_given_to_the_job_still_without_results(upstream, reference):
+    run = upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job("test (openreg, 1, 2, linux.2xlarge)"), openreg_job("test (openreg, 2, 2, linux.2xlarge)")],
+        artifacts=[{"name": "test-reports-unnamed", "data": zipped("openreg-shard2.xml")}],
+    )
+    upstream.add_s3_object(
+        s3_key(run, "test (openreg, 1, 2, linux.2xlarge)", form="test-reports-test-openreg-1-2-linux.2xlarge"),
+        zipped("openreg-shard1.xml"),
+    )
+    reference_import(SHA)
+    reference_import(SHA)
+    assert JobRun.objects.get(job_name__contains="2, 2").tests_total is None
