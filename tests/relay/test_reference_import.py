@@ -443,3 +443,14 @@ def test_an_unnamed_artifact_of_a_two_job_run_is_not_given_to_the_job_still_with
     reference_import(SHA)
     reference_import(SHA)
     assert JobRun.objects.get(job_name__contains="2, 2").tests_total is None
+
+
+def test_the_commit_page_says_the_imported_reference_came_from_its_log(upstream, reference, client):
+    from relay.models import UpstreamCommit
+
+    UpstreamCommit.objects.create(sha=SHA, is_trunk=True)
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    reference_import(SHA)
+    html = client.get(f"/commit/{SHA}").content.decode()
+    assert 'read from upstream\'s <span class="tests-source">job log</span>' in html
+    assert "2/9" in html and "via job log" in html, "2 of 9 passed, on the reference's job row"
