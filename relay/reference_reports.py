@@ -30,6 +30,8 @@ Source = JobRun.TestsSource
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 MAX_ZIP_MEMBERS = 5000
 MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
+MAX_MEMBER_BYTES = 64 * 1024 * 1024
+"""One XML file, unpacked: it is read into memory whole."""
 MAX_LOG_BYTES = 64 * 1024 * 1024
 TRANSIENT_TRIES = 3
 DOWNLOAD_SECONDS = 120
@@ -224,6 +226,9 @@ def _check_zip(members: list[zipfile.ZipInfo]) -> None:
 def _merged(archive: zipfile.ZipFile, members, name: str, notes: list[str]) -> TestReport | None:
     merged, parsed = TestReport(), 0
     for member in members:
+        if member.file_size > MAX_MEMBER_BYTES:
+            notes.append(f"{name}/{member.filename}: larger than {MAX_MEMBER_BYTES // 2**20} MB unpacked, skipped")
+            continue
         try:
             merged.merge(junit_parse(archive.read(member), f"{name}/{member.filename}"))
             parsed += 1

@@ -454,3 +454,12 @@ def test_the_commit_page_says_the_imported_reference_came_from_its_log(upstream,
     html = client.get(f"/commit/{SHA}").content.decode()
     assert 'read from upstream\'s <span class="tests-source">job log</span>' in html
     assert "2/9" in html and "via job log" in html, "2 of 9 passed, on the reference's job row"
+
+
+def test_an_xml_file_too_large_unpacked_is_skipped_and_the_rest_read(upstream, reference, monkeypatch):
+    monkeypatch.setattr("relay.reference_reports.MAX_MEMBER_BYTES", 1000)
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
+    assert (JUNIT / "openreg-shard1.xml").stat().st_size > 1000 > (JUNIT / "openreg-shard2.xml").stat().st_size
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_total == 3 and "openreg-shard1.xml: larger than" in result.summary
