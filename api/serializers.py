@@ -228,6 +228,7 @@ class JobRunOut(serializers.ModelSerializer):
             "tests_skipped",
             "tests_total",
             "failed_tests_truncated",
+            "tests_source",
             "environment",
             "created_at",
         ]

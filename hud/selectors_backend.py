@@ -60,6 +60,7 @@ _JOB_FIELDS = (
     "tests_skipped",
     "tests_total",
     "failed_tests_truncated",
+    "tests_source",
     "environment",
 )
 
@@ -367,6 +368,7 @@ def _tests_text(job) -> str:
     if job.tests_total is None:
         return "no test counts reported"
     text = f"{job.tests_passed or 0:,} passed · {job.tests_failed or 0:,} failed · {job.tests_skipped or 0:,} skipped of {job.tests_total:,}"
+    text += f" · via {job.get_tests_source_display()}" if job.tests_source else ""
     return text + (" (failed-test list truncated)" if job.failed_tests_truncated else "")
 
 

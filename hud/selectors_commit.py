@@ -12,6 +12,7 @@ from relay.results.cells import (
     latest_failing_job_ids,
     registered_backends,
 )
+from relay.results.status import TESTS_SOURCES
 from relay.verdicts import (
     JobVerdict,
     State,
@@ -61,6 +62,18 @@ class CommitDetail:
     @property
     def has_any_result(self) -> bool:
         return any(b.cell.state != State.NO_RESULT for b in self.backends)
+
+    @property
+    def reference_tests_sources(self) -> list[str]:
+        """Where the reference's imported per-test results came from (S3, artifact, log)."""
+        sources = {
+            j.verdict.job.tests_source
+            for b in self.backends
+            if b.project.is_reference
+            for j in b.jobs
+            if j.verdict.job.tests_total is not None and j.verdict.job.tests_source
+        }
+        return [label for value, label in TESTS_SOURCES.items() if value in sources]
 
 
 def commit_detail(sha: str, commit: UpstreamCommit | None) -> CommitDetail:

@@ -86,6 +86,7 @@ def standin(settings):
 
     stand = StandIn(app_id=1001).start()
     settings.GITHUB_API_URL = stand.url
+    settings.CRCR_REFERENCE_ARTIFACT_BASE = stand.s3_url()
     settings.GITHUB_APP_ID = "1001"
     settings.GITHUB_APP_PRIVATE_KEY = stand.app_private_key_pem
     github.reset_http_client()

@@ -1,6 +1,7 @@
 """GitHub Actions read endpoints the reference importer uses: workflow runs for a SHA, a run's
-jobs (latest attempt by default), its artifacts, and the artifact download, which answers 302 to
-an unauthenticated blob URL as GitHub does (clients must not forward their token there)."""
+jobs (latest attempt by default), its artifacts, the artifact download and a job's log. Downloads
+answer 302 to an unauthenticated blob URL as GitHub does (clients must not forward their token
+there); a log's blob is plain text. PyTorch's S3 test-report bucket is in standin.s3."""
 
 import secrets
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ class ActionsWorld:
     def __init__(self):
         self.runs: dict[int, WorkflowRun] = {}
         self.artifacts: dict[int, Artifact] = {}
+        self.logs: dict[int, tuple[str, bytes]] = {}
+        """job id → (blob token, the log's text as GitHub serves it)."""
         self.next_id = 30_000_000_000  # above 2**31 like real run and job ids
 
     def new_id(self) -> int:
@@ -135,13 +138,29 @@ def artifact_download(call: Call, owner: str, name: str, artifact_id: int):
     return Response(status=302, headers={"Location": f"{_base(call)}/_blobs/{artifact.blob}"})
 
 
+@route("/repos/<owner>/<name>/actions/jobs/<int:job_id>/logs", "GET")
+def job_logs(call: Call, owner: str, name: str, job_id: int):
+    """GitHub answers 302 to a short-lived plain-text URL, or 404 when the job kept no log."""
+    repo = readable(call, owner, name)["full_name"].lower()
+    state = actions(call.standin.world)
+    log = state.logs.get(job_id)
+    owned = any(r.repo.lower() == repo and any(j["id"] == job_id for j in r.jobs) for r in state.runs.values())
+    if log is None or not owned:
+        raise HTTPError(404, "Not Found")
+    return Response(status=302, headers={"Location": f"{_base(call)}/_blobs/{log[0]}"})
+
+
 @route("/_blobs/<blob>", "GET")
 def blob_download(call: Call, blob: str):
     if call.request.headers.get("Authorization"):
         raise HTTPError(400, "blob storage refuses an Authorization header it did not issue")
-    for artifact in actions(call.standin.world).artifacts.values():
+    state = actions(call.standin.world)
+    for artifact in state.artifacts.values():
         if artifact.blob == blob:
             return Response(artifact.data, status=200, content_type="application/zip")
+    for token, text in state.logs.values():
+        if token == blob:
+            return Response(text, status=200, content_type="text/plain; charset=utf-8")
     raise HTTPError(404, "BlobNotFound")
 
 
@@ -158,7 +177,8 @@ def add_workflow_run(
     jobs=(),
     artifacts=(),
 ) -> WorkflowRun:
-    """jobs: [{name, conclusion, status?, run_attempt?}]; artifacts: [{name, data, expired?}]."""
+    """jobs: [{name, conclusion, status?, run_attempt?, log?}] (log: the job's log, str or bytes);
+    artifacts: [{name, data, expired?}]."""
     state = actions(world)
     run = WorkflowRun(state.new_id(), repo, head_sha.lower(), name, event, status, conclusion, run_attempt)
     for job in jobs:
@@ -175,6 +195,9 @@ def add_workflow_run(
                 "completed_at": iso() if job.get("status", "completed") == "completed" else None,
             }
         )
+        if job.get("log") is not None:
+            text = job["log"].encode() if isinstance(job["log"], str) else job["log"]
+            state.logs[job_id] = (secrets.token_urlsafe(16), text)
     for spec in artifacts:
         artifact = Artifact(
             state.new_id(),

@@ -368,19 +368,17 @@ def _problem(method: str) -> tuple[str, str]:
 
 
 def reference_run(standin, sha: str) -> None:
-    """PyTorch's own CI running OpenReg on the commit (what the relay imports as the baseline)."""
+    """PyTorch's own CI running OpenReg on the commit (what the relay imports as the baseline).
+    Its JUnit zip goes where PyTorch's Linux test jobs put theirs: the public S3 bucket, keyed by
+    run, attempt and job id (GitHub artifacts only with `use-gha`)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("test-reports/python-pytest/test_openreg.xml", reference_junit(sha))
+        archive.writestr("test/test-reports/python-pytest/test_openreg.xml", reference_junit(sha))
     failed = b"<failure" in reference_junit(sha)
     job = {"name": "test (openreg, 1, 1, linux.2xlarge)", "conclusion": "failure" if failed else "success"}
-    standin.add_workflow_run(
-        UPSTREAM,
-        sha,
-        name="pull",
-        jobs=[job],
-        artifacts=[{"name": "test-reports-test-openreg-1-1-linux.2xlarge_{job_id}", "data": buffer.getvalue()}],
-    )
+    run = standin.add_workflow_run(UPSTREAM, sha, name="pull", jobs=[job])
+    name = f"test-reports-test-openreg-1-1-linux.2xlarge_{run.jobs[0]['id']}.zip"
+    standin.add_s3_object(f"{UPSTREAM}/{run.id}/{run.run_attempt}/artifact/{name}", buffer.getvalue())
 
 
 class JobPlan:

@@ -17,13 +17,13 @@ from werkzeug.routing import Map
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from . import actions, checks, control, github
+from . import actions, checks, control, github, s3
 from .auth import credentials
 from .http import DOCS_URL, Call, HTTPError, error_response, json_response, status_phrase
 from .oidc import OIDC
 from .state import Fault, Recorded, World
 
-URL_MAP = Map([*github.route.rules, *checks.route.rules, *actions.route.rules, *control.route.rules])
+URL_MAP = Map([*github.route.rules, *checks.route.rules, *actions.route.rules, *s3.route.rules, *control.route.rules])
 CONTROL_PREFIX = "/_standin/"
 API_VERSIONS = ("2022-11-28", "2026-03-10")
 SECONDARY_LIMIT = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
@@ -238,6 +238,19 @@ class StandIn:
         """An upstream Actions run with jobs and artifacts (see standin.actions.add_workflow_run)."""
         with self.world.lock:
             return actions.add_workflow_run(self.world, repo, head_sha, **options)
+
+    def s3_url(self, bucket: str = "gha-artifacts") -> str:
+        """The base URL of an S3-shaped public bucket served by the stand-in (see standin.s3)."""
+        return f"{self._base_url()}/_s3/{bucket}"
+
+    def add_s3_object(self, key: str, data: bytes, bucket: str = "gha-artifacts") -> None:
+        with self.world.lock:
+            s3.add_object(self.world, bucket, key, data)
+
+    def s3_deny_missing(self, bucket: str = "gha-artifacts") -> None:
+        """Missing keys answer 403 AccessDenied, as S3 does where anonymous listing is off."""
+        with self.world.lock:
+            s3.buckets(self.world).deny_missing.add(bucket)
 
     def set_run_running(self, repo: str, run_id: int, running: bool = True) -> None:
         with self.world.lock:

@@ -17,7 +17,7 @@ from django.utils.safestring import mark_safe
 
 from relay.params import int_param
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
-from relay.results.status import LEGEND
+from relay.results.status import LEGEND, TESTS_SOURCES
 from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
@@ -70,6 +70,12 @@ def job_log_url(job) -> str:
     if run and int_param(check) is not None and "/actions/runs/" in run:
         return f"{run.rstrip('/')}/job/{check}"
     return run
+
+
+@register.filter
+def tests_source(value) -> str:
+    """Where a job's per-test results came from ("" for a callback's own report)."""
+    return TESTS_SOURCES.get(value, "")
 
 
 @register.filter

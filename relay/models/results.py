@@ -66,6 +66,15 @@ class JobRun(models.Model):
         SUPERSEDED = "superseded", "superseded by a newer head"
         UPSTREAM_IMPORT = "imported", "imported from upstream CI"
 
+    class TestsSource(models.TextChoices):
+        """Where the per-test results came from; the reference import (relay.reference_reports)
+        looks in S3, then GitHub artifacts, then the job's log."""
+
+        CALLBACK = "", "callback"
+        S3 = "s3", "S3 test reports"
+        ARTIFACT = "artifact", "GitHub artifact"
+        LOG = "log", "job log"
+
     # No index of its own: (project, created_at) below serves every lookup by project, and each
     # index is one more write on every callback.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs", db_index=False)
@@ -102,6 +111,7 @@ class JobRun(models.Model):
     tests_xfailed = models.PositiveIntegerField(null=True, blank=True, help_text="expected failures")
     tests_xpassed = models.PositiveIntegerField(null=True, blank=True, help_text="unexpected successes")
     failed_tests_truncated = models.BooleanField(default=False)
+    tests_source = models.CharField(max_length=16, choices=TestsSource.choices, blank=True, default="")
     environment = models.JSONField(default=dict, blank=True)
     body = models.JSONField(default=dict, blank=True, help_text="the last accepted callback body, as sent")
     created_at = models.DateTimeField(default=timezone.now)

@@ -59,6 +59,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "reported_started_at",
     "reported_completed_at",
     "failed_tests_truncated",
+    "tests_source",
     "environment",
     "tests_xfailed",
     "tests_xpassed",

@@ -1,6 +1,7 @@
 """How the verdict policy (relay.verdicts) is shown: each state's glyph and label on a cell,
-and the legend every page carries."""
+and the legend every page carries; and where a job's per-test results came from."""
 
+from relay.models import JobRun
 from relay.verdicts import STATES
 
 
@@ -17,3 +18,6 @@ class StateShown:
 
 
 LEGEND = [(state.value, info.glyph, info.label) for state, info in sorted(STATES.items(), key=lambda kv: -kv[1].rank)]
+
+TESTS_SOURCES = {value: label for value, label in JobRun.TestsSource.choices if value}
+"""An imported job's per-test results: from S3, a GitHub artifact or its log (callbacks: none)."""

@@ -79,6 +79,13 @@ def test_a_job_run_lists_its_failed_tests_as_data(api, jobs):
     assert api.get(f"/api/v1/jobs/{failing.pk}/failed-tests").json()[0]["name"] == "test_add_xpu_float32"
 
 
+def test_a_job_run_says_where_its_per_test_results_came_from(api, jobs):
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True)
+    imported = job(reference, ended_by="imported", tests_total=9, tests_source="log")
+    assert api.get(f"/api/v1/jobs/{imported.pk}/").json()["tests_source"] == "log"
+    assert api.get(f"/api/v1/jobs/{jobs[0].pk}/").json()["tests_source"] == ""
+
+
 def test_deliveries_show_dispatches_and_attempts(bob):
     api = bob
     dispatch = DispatchFactory(state="sent")

@@ -139,3 +139,25 @@ def test_it_builds_the_dashboard_with_cards_and_readiness():
     assert cards["Pass rate"].value == "100.0 %" and cards["Head SHAs tested"].value == "1"
     assert dash.readiness.outlook in ("holds", "at_risk")
     assert [row.sha for row in dash.matrix.rows] == ["a" * 40]
+
+
+def test_a_drill_down_says_where_imported_per_test_results_came_from():
+    backend = project()
+    job(
+        backend,
+        "failure",
+        ended_by="imported",
+        tests_source="log",
+        tests_passed=2,
+        tests_failed=5,
+        tests_skipped=2,
+        tests_total=9,
+    )
+    member = cell_detail(backend, "pr", "a" * 40, "build", grouped=True).members[0]
+    assert member.tests_text == "2 passed · 5 failed · 2 skipped of 9 · via job log"
+
+
+def test_a_callbacks_own_counts_name_no_source():
+    backend = project()
+    job(backend, "success", tests_passed=3, tests_failed=0, tests_skipped=0, tests_total=3)
+    assert cell_detail(backend, "pr", "a" * 40, "build", grouped=True).members[0].tests_text.endswith("of 3")

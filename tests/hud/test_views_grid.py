@@ -148,6 +148,26 @@ def test_the_commit_page_flags_an_upstream_broken_commit(client, world):
     assert "upstream broken" in client.get("/").content.decode()
 
 
+def test_the_commit_page_says_where_the_references_per_test_results_came_from(client, world):
+    JobRunFactory(
+        project=world["ref"],
+        head_sha="a" * 40,
+        job_name="test (openreg, 1, 1, linux.2xlarge)",
+        conclusion="success",
+        ended_by="imported",
+        tests_total=9,
+        tests_passed=9,
+        tests_source="s3",
+    )
+    html = client.get("/commit/" + "a" * 40).content.decode()
+    assert """per-test results were read from upstream's <span class="tests-source">S3 test reports</span>""" in html
+    assert html.count("via S3 test reports") == 1, "on the reference's job row only"
+
+
+def test_the_commit_page_names_no_source_for_callback_results(client, world):
+    assert "tests-source" not in client.get("/commit/" + "a" * 40).content.decode()
+
+
 def test_the_commit_page_says_no_baseline_without_a_reference_result(client, world):
     html = client.get("/commit/" + "b" * 40).content.decode()
     assert "No baseline:" in html

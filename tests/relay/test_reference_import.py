@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from relay.models import JobRun
 from relay.reference import reference_import, shas_to_import
 from tests.factories import ProjectFactory
+from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
 
 pytestmark = pytest.mark.django_db
 JUNIT = Path(__file__).resolve().parent.parent / "fixtures" / "junit"
@@ -190,3 +191,275 @@ def test_the_command_imports_and_refuses_a_bad_sha(upstream, reference, capsys):
     assert "1 reference jobs" in capsys.readouterr().out
     with pytest.raises(CommandError):
         call_command("reference_import", "--sha", "nothex")
+
+
+# --- where PyTorch keeps the results: S3, then GitHub artifacts, then the job's log ------------------
+
+
+def s3_key(
+    run, job_name="test (openreg, 1, 1, linux.2xlarge)", attempt=1, form="test-reports-test-openreg-1-1-linux.2xlarge"
+):
+    job = next(j for j in run.jobs if j["name"] == job_name)
+    return f"{UPSTREAM}/{run.id}/{attempt}/artifact/{form}_{job['id']}.zip"
+
+
+def test_the_s3_test_reports_are_read_first_by_run_attempt_and_job_id(upstream, reference):
+    run = upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job(log=github_log(unittest_verbose_output()))],
+        artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard2.xml")}],
+    )
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
+    result = reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (result.with_tests, job.tests_source, job.tests_total, job.tests_failed) == (1, "s3", 9, 3)
+    (fetch,) = upstream.requests("GET", r"/_s3/.*")
+    assert "authorization" not in fetch.headers, "the bucket is read anonymously"
+    assert not upstream.requests("GET", r".*/artifacts") and not upstream.requests("GET", r".*/logs")
+
+
+def test_the_s3_key_without_the_job_word_is_tried_too(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run, form="test-reports-openreg-1-1-linux.2xlarge"), zipped("openreg-shard2.xml"))
+    reference_import(SHA)
+    assert JobRun.objects.get().tests_source == "s3"
+
+
+def test_a_rerun_reads_its_own_attempts_s3_reports(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, run_attempt=2, jobs=[openreg_job(run_attempt=2)])
+    upstream.add_s3_object(s3_key(run, attempt=1), zipped("openreg-shard1.xml"))
+    upstream.add_s3_object(s3_key(run, attempt=2), zipped("openreg-shard2.xml"))
+    reference_import(SHA)
+    assert JobRun.objects.get().tests_total == 3
+
+
+def test_without_s3_reports_the_github_artifact_is_used_and_recorded(upstream, reference):
+    upstream.s3_deny_missing()  # S3's answer to an anonymous reader for a missing key: 403
+    upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job()],
+        artifacts=[{"name": "test-reports_{job_id}", "data": zipped("openreg-shard2.xml")}],
+    )
+    result = reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total) == ("artifact", 3) and "403" not in result.summary
+
+
+def test_without_any_report_the_unittest_log_gives_the_per_test_results(upstream, reference):
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    result = reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (result.with_tests, job.tests_source) == (1, "log")
+    assert "1 with per-test results [1 via job log]" in result.summary
+    assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (2, 5, 2, 9)
+    failed = {t.name: t.message for t in job.failed_tests.all()}
+    assert failed["test_mul_openreg_float32"] == "AssertionError: 4 != 5 : upstream broke mul"
+    assert job.failed_tests.get(name="test_resize").classname == "suite_openreg_ops.TestOpenRegStorage"
+    (blob,) = upstream.requests("GET", r"/_blobs/.*")
+    assert "authorization" not in blob.headers, "the log's redirect is followed without our token"
+
+
+def test_a_log_of_a_run_that_never_finished_leaves_a_job_level_result(upstream, reference):
+    log = github_log(unittest_verbose_output())
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=log[: log.index("test_printing")])])
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_total is None and "never printed" in result.summary
+
+
+def test_a_job_without_a_log_keeps_its_job_level_result(upstream, reference):
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    result = reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (result.with_tests, job.tests_total, job.tests_source, job.conclusion) == (0, None, "", "failure")
+
+
+def test_a_running_job_is_not_looked_for_reports(upstream, reference):
+    upstream.add_workflow_run(
+        UPSTREAM, SHA, status="in_progress", jobs=[openreg_job(status="in_progress", conclusion=None)]
+    )
+    reference_import(SHA)
+    assert not upstream.requests("GET", r"/_s3/.*") and not upstream.requests("GET", r".*/logs")
+
+
+def test_a_bad_s3_zip_is_named_and_the_next_source_is_used(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    upstream.add_s3_object(s3_key(run), b"PK\x03\x04 not really a zip")
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_source == "log"
+    assert "test-reports-test-openreg-1-1-linux.2xlarge" in result.summary and "zip" in result.summary
+
+
+def test_a_zip_with_too_many_members_is_skipped(upstream, reference, monkeypatch):
+    monkeypatch.setattr("relay.reference_reports.MAX_ZIP_MEMBERS", 1)
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_total is None and "2 XML files, more than 1" in result.summary
+
+
+def test_a_download_over_the_size_limit_is_skipped(upstream, reference, monkeypatch):
+    monkeypatch.setattr("relay.reference_reports.MAX_ARTIFACT_BYTES", 100)
+    monkeypatch.setattr("relay.reference_reports.MAX_LOG_BYTES", 100)
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_total is None
+    assert result.summary.count("larger than") == 2, "the S3 zip and the log, each named"
+
+
+def test_an_s3_server_error_is_noted_and_the_import_goes_on(upstream, reference):
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    upstream.fail("GET", r"/_s3/.*", status=503, times=None)
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_source == "log" and "503" in result.summary
+
+
+def test_s3_is_not_asked_when_no_bucket_is_configured(upstream, reference, settings):
+    settings.CRCR_REFERENCE_ARTIFACT_BASE = ""
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    reference_import(SHA)
+    assert not upstream.requests("GET", r"/_s3/.*")
+
+
+def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(upstream, reference):
+    log = (SUITES / "pytorch-run-tests-openreg.log").read_text()
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(log))])
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total, job.tests_failed, job.tests_skipped) == ("log", 22, 10, 4)
+    failed = job.failed_tests.get(name="test_binary_op_sub_openreg_float32")
+    assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
+
+
+def test_the_sandboxs_reference_run_is_imported_from_s3_like_pytorchs(upstream, reference):
+    from devtools.standin.sandbox import reference_junit, reference_run
+
+    reference_run(upstream, SHA)
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total) == ("s3", reference_junit(SHA).count(b"<testcase"))
+
+
+@pytest.mark.parametrize(
+    "name, first",
+    [
+        ("test (openreg, 1, 1, linux.2xlarge)", "test-reports-test-openreg-1-1-linux.2xlarge_7.zip"),
+        (
+            "linux-jammy-py3.10-gcc11 / test (openreg, 2, 3, lf.linux.2xlarge, unstable)",
+            "test-reports-test-openreg-2-3-lf.linux.2xlarge_7.zip",
+        ),
+    ],
+)
+def test_the_s3_names_follow_pytorchs_upload_step(name, first):
+    from relay.reference_reports import s3_names
+
+    assert s3_names({"id": 7, "name": name}) == [first, first.replace("test-reports-test-", "test-reports-")]
+
+
+def test_a_job_name_without_a_shard_has_no_s3_name():
+    from relay.reference_reports import s3_names
+
+    assert s3_names({"id": 7, "name": "openreg-build"}) == []
+
+
+def test_a_stalled_s3_answer_times_out_and_the_next_source_is_used(upstream, reference, monkeypatch):
+    import httpx
+
+    monkeypatch.setattr("relay.reference_reports._TIMEOUT", httpx.Timeout(0.3, connect=0.3))
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    upstream.fail("GET", r"/_s3/.*", status=None, delay=1.0, times=None)
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_source == "log" and "S3 test-reports" in result.summary
+
+
+def imported_row(reference, sha, **fields):
+    defaults = {"delivery_key": sha, "run_id": "1", "workflow_name": "pull", "status": "completed"}
+    return JobRun.objects.create(project=reference, ended_by="imported", head_sha=sha, **{**defaults, **fields})
+
+
+def test_a_job_that_just_finished_without_per_test_results_is_looked_at_again_within_the_grace(reference):
+    from datetime import timedelta
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from relay.models import UpstreamCommit
+    from relay.reference import RESULTS_GRACE
+
+    now = timezone.now()
+    fresh, stale, shard, ok = ("1" * 40, "2" * 40, "3" * 40, "4" * 40)
+    for sha in (fresh, stale, shard, ok):
+        UpstreamCommit.objects.create(sha=sha, is_trunk=True)
+    imported_row(reference, fresh, conclusion="success", reported_completed_at=now - timedelta(minutes=1))
+    imported_row(reference, stale, conclusion="success", reported_completed_at=now - RESULTS_GRACE * 2)
+    imported_row(reference, shard, conclusion="success", tests_total=3, job_name="1")
+    imported_row(reference, shard, status="in_progress", job_name="2")
+    imported_row(reference, ok, conclusion="success", tests_total=3, reported_completed_at=now - timedelta(minutes=1))
+    cache.clear()
+    assert sorted(shas_to_import(48, 10)) == sorted([fresh, shard]), (
+        "the log may not be served yet, and another shard is still running"
+    )
+
+
+def test_a_later_look_that_finds_nothing_keeps_what_an_earlier_one_found(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
+    reference_import(SHA)
+    upstream.fail("GET", r"/_s3/.*", status=503, times=None)
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert (job.tests_source, job.tests_total, job.failed_tests.count()) == ("s3", 6, 2)
+
+
+def test_the_upstream_jobs_own_times_are_kept(upstream, reference):
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    reference_import(SHA)
+    job = JobRun.objects.get()
+    assert job.reported_started_at is not None and job.reported_completed_at >= job.reported_started_at
+
+
+def test_a_job_already_stored_with_per_test_results_is_not_downloaded_again(upstream, reference):
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
+    reference_import(SHA)
+    upstream.reset()
+    assert reference_import(SHA).with_tests == 1
+    assert not upstream.requests("GET", r"/_s3/.*") and JobRun.objects.get().tests_total == 6
+
+
+def test_an_unnamed_artifact_of_a_two_job_run_is_not_given_to_the_job_still_without_results(upstream, reference):
+    run = upstream.add_workflow_run(
+        UPSTREAM,
+        SHA,
+        jobs=[openreg_job("test (openreg, 1, 2, linux.2xlarge)"), openreg_job("test (openreg, 2, 2, linux.2xlarge)")],
+        artifacts=[{"name": "test-reports-unnamed", "data": zipped("openreg-shard2.xml")}],
+    )
+    upstream.add_s3_object(
+        s3_key(run, "test (openreg, 1, 2, linux.2xlarge)", form="test-reports-test-openreg-1-2-linux.2xlarge"),
+        zipped("openreg-shard1.xml"),
+    )
+    reference_import(SHA)
+    reference_import(SHA)
+    assert JobRun.objects.get(job_name__contains="2, 2").tests_total is None
+
+
+def test_the_commit_page_says_the_imported_reference_came_from_its_log(upstream, reference, client):
+    from relay.models import UpstreamCommit
+
+    UpstreamCommit.objects.create(sha=SHA, is_trunk=True)
+    upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
+    reference_import(SHA)
+    html = client.get(f"/commit/{SHA}").content.decode()
+    assert 'read from upstream\'s <span class="tests-source">job log</span>' in html
+    assert "2/9" in html and "via job log" in html, "2 of 9 passed, on the reference's job row"
+
+
+def test_an_xml_file_too_large_unpacked_is_skipped_and_the_rest_read(upstream, reference, monkeypatch):
+    monkeypatch.setattr("relay.reference_reports.MAX_MEMBER_BYTES", 1000)
+    run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
+    upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
+    assert (JUNIT / "openreg-shard1.xml").stat().st_size > 1000 > (JUNIT / "openreg-shard2.xml").stat().st_size
+    result = reference_import(SHA)
+    assert JobRun.objects.get().tests_total == 3 and "openreg-shard1.xml: larger than" in result.summary

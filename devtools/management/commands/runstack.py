@@ -137,6 +137,8 @@ class Command(BaseCommand):
         env = {
             "CRCR_SANDBOX": "1",
             "GITHUB_API_URL": info["url"],
+            # The reference import reads upstream's S3 test reports from the stand-in's bucket.
+            "CRCR_REFERENCE_ARTIFACT_BASE": f"{info['url']}/_s3/gha-artifacts",
             "GITHUB_APP_ID": str(info["app_id"]),
             "GITHUB_APP_PRIVATE_KEY_FILE": info["app_private_key_path"],
             "GITHUB_WEBHOOK_SECRET_FILE": str(secret_file),

@@ -1,0 +1,216 @@
+"""Reading per-test outcomes out of a job log of `python -m unittest -v` runs (upstream's `openreg`
+test config runs OpenReg's own suites through `unittest discover -v`; its outcomes live only in
+the log). What unittest's verbose runner prints, in every form it takes:
+
+    test_add (test_ops.TestOps.test_add) ... ok                       (3.11+: module.Class.method)
+    test_add (test_ops.TestOps) ... FAIL                              (3.10 and older: module.Class)
+    test_sub (test_ops.TestOps.test_sub)                              (a docstring moves the
+    Subtracting two tensors ... ERROR                                  status to the next line)
+    test_mul (test_ops.TestOps.test_mul) ... printed by the test      (output splits the line:
+    ok                                                                 the status comes later)
+      test_div (test_ops.TestOps.test_div) (i=1) ... FAIL             (a failing subtest)
+    test_pow (test_ops.TestOps.test_pow) ... skipped 'needs two devices'
+    ... expected failure | unexpected success | ok (0.012s)           (3.12's --durations)
+      test_add_openreg (__main__.TestFooPRIVATEUSE1.test_add_openreg) ... skip: why (0.004s)
+                                                        (PyTorch's run_tests: its xmlrunner's form)
+
+then `FAIL: <description>` / `ERROR [0.009s]: <description>` blocks with the traceback (the
+message is its last exception line), and `Ran N tests in …s`. Each test gets one of the outcomes producers report (passed, failed,
+error, skipped, xfailed, xpassed); a test seen twice (subtests) keeps its worst. GitHub prefixes
+every log line with a timestamp and may colour it: both are removed first.
+
+A run whose tests started but that never printed `Ran N tests` (a crash, a timeout, a log cut
+short) is incomplete: a test it never reached is not a pass, so the caller gets an error rather
+than a report that would read the missing tests as passed."""
+
+import re
+from dataclasses import dataclass, field
+
+from .body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
+from .junit import TestReport
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+WORST_FIRST = ("error", "failed", "xpassed", "passed", "xfailed", "skipped")
+AS_FAILED = {"failed", "error", "xpassed"}
+"""unittest counts an unexpected success against the run (wasSuccessful() is False)."""
+AS_SKIPPED = {"skipped", "xfailed"}
+"""pytest's JUnit writes an xfail as <skipped>: the same reading for the same outcome."""
+MAX_TESTS = 200_000
+MAX_STACK_LINES = 200
+MAX_LINE_CHARS = 10_000
+"""unittest's own lines are short; a test printing a huge tensor is cut before any pattern runs."""
+
+_PREFIX = re.compile(r"^\ufeff?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z )?")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_DESCRIPTION = r"(?P<name>test\w*|runTest) \((?P<where>[A-Za-z_][\w.]*)\)(?P<params>(?: [\[(].*?[\])])*)"
+_HEAD = re.compile(rf"^(?P<indent>\s*){_DESCRIPTION}(?P<rest>.*)$")
+_STATUS = (
+    r"(?P<status>ok|FAIL|ERROR|expected failure|unexpected success|skipped(?: (?:'.*'|\".*\"))?|skip: .*?)"
+    r"(?: \(\d+(?:\.\d+)?s\))?"
+)
+_BARE_STATUS = re.compile(rf"^{_STATUS}$")
+_TAIL_STATUS = re.compile(rf" \.\.\. {_STATUS}$")
+_PROBLEM = re.compile(rf"^(?P<kind>FAIL|ERROR|XPASS|UNEXPECTED SUCCESS)(?: \[[\d.]+s\])?: {_DESCRIPTION}\s*$")
+_REPRO = re.compile(r"^\s+python (?P<file>\S+\.py) \w+\.\w+")
+"""PyTorch's "To execute this test, run … python test/test_foo.py TestFooCUDA.test_x": the file."""
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)(?::|$)")
+_RAN = re.compile(r"^Ran (?P<count>\d+) tests? in [\d.]+s$")
+_RULE_HEAVY = re.compile(r"^={20,}$")
+_RULE_LIGHT = re.compile(r"^-{20,}$")
+_STATUS_OUTCOME = {
+    "ok": "passed",
+    "FAIL": "failed",
+    "ERROR": "error",
+    "expected failure": "xfailed",
+    "unexpected success": "xpassed",
+}
+
+
+class IncompleteLog(Exception):
+    pass
+
+
+@dataclass
+class ParsedTest:
+    name: str
+    classname: str
+    outcome: str
+    """One of OUTCOMES."""
+    message: str = ""
+    stacktrace: str = ""
+    file: str = ""
+
+
+@dataclass
+class LogReport:
+    tests: dict[tuple[str, str], ParsedTest] = field(default_factory=dict)
+    """(classname, name) → the test's worst outcome, in the order first seen."""
+    ran: int = 0
+    """The sum of the `Ran N tests` lines."""
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(OUTCOMES, 0)
+        for test in self.tests.values():
+            counts[test.outcome] += 1
+        return counts
+
+    def test_report(self) -> TestReport:
+        """Counts and failed tests as the JUnit reader gives them (failed, error and xpassed
+        fail; skipped and xfailed skip), so either source compares the same way."""
+        report = TestReport()
+        for test in self.tests.values():
+            if test.outcome in AS_FAILED:
+                report.merge(TestReport(failed=1, failed_tests=[_failed(test)]))
+            elif test.outcome in AS_SKIPPED:
+                report.skipped += 1
+            else:
+                report.passed += 1
+        return report
+
+
+def clean_line(line: str) -> str:
+    return _ANSI.sub("", _PREFIX.sub("", line.rstrip("\r\n")))
+
+
+def unittest_log_parse(text: str, source: str = "log") -> LogReport | None:
+    """The log's unittest outcomes; None when it holds no unittest verbose output."""
+    parser = _Parser()
+    for line in text.splitlines():
+        parser.feed(clean_line(line[:MAX_LINE_CHARS]))
+    if parser.open_run:
+        raise IncompleteLog(f"{source}: a unittest run started but never printed its 'Ran N tests' line")
+    if not parser.report.tests:
+        return None
+    return parser.report
+
+
+class _Parser:
+    def __init__(self):
+        self.report = LogReport()
+        self.pending: tuple[str, str] | None = None
+        """The test whose status has not been printed yet (a docstring or output split its line)."""
+        self.open_run = False
+        self.problem: ParsedTest | None = None
+        self.trace: list[str] | None = None
+        """The traceback lines of the FAIL/ERROR block being read, if one is."""
+
+    def feed(self, line: str) -> None:
+        if self.trace is not None:
+            if not (_RULE_HEAVY.match(line) or _RULE_LIGHT.match(line) or _RAN.match(line)):
+                self.trace.append(line) if len(self.trace) < MAX_STACK_LINES else None
+                return
+            self._close_problem()
+        if ran := _RAN.match(line):
+            self.report.ran += int(ran["count"])
+            self.open_run, self.pending, self.problem = False, None, None
+        elif problem := _PROBLEM.match(line):
+            self.pending = None
+            self.problem = self.report.tests.get(_key(problem)) if problem["kind"] in ("FAIL", "ERROR") else None
+        elif self.problem is not None and _RULE_LIGHT.match(line):
+            self.trace = []
+        elif head := _HEAD.match(line):
+            self._head(head)
+        elif self.pending:
+            self._continued(line)
+
+    def _head(self, head: re.Match) -> None:
+        rest = head["rest"]
+        if rest and not rest.startswith(" ..."):
+            return  # not unittest's description line: it has nothing after it, or " ... "
+        key = _key(head)
+        tail = _TAIL_STATUS.search(rest)
+        if tail and tail.start() == 0:
+            self._record(key, tail)
+            if not head["indent"]:  # a subtest's line leaves its test's own status to come
+                self.pending = None
+        else:
+            self.pending = key  # the status follows a docstring or the test's own output
+            self.open_run = self.open_run or bool(rest)
+
+    def _continued(self, line: str) -> None:
+        status = _BARE_STATUS.match(line.strip()) or _TAIL_STATUS.search(line)
+        if status:
+            self._record(self.pending, status)
+            self.pending = None
+
+    def _record(self, key: tuple[str, str], status: re.Match) -> None:
+        self.open_run = True
+        outcome = _STATUS_OUTCOME.get(status["status"], "skipped")
+        known = self.report.tests.get(key)
+        if known is None:
+            if len(self.report.tests) < MAX_TESTS:
+                self.report.tests[key] = ParsedTest(key[1], key[0], outcome)
+        elif WORST_FIRST.index(outcome) < WORST_FIRST.index(known.outcome):
+            known.outcome = outcome
+
+    def _close_problem(self) -> None:
+        lines = [line for line in self.trace if line.strip()]
+        if self.problem is not None and lines:
+            self.problem.stacktrace = "\n".join(self.trace).strip("\n")
+            raised = [line for line in lines if _EXCEPTION.match(line)]
+            self.problem.message = (raised or lines)[-1].strip()
+            repro = next((m for line in lines if (m := _REPRO.match(line))), None)
+            self.problem.file = repro["file"] if repro else ""
+        self.problem, self.trace = None, None
+
+
+def _key(match: re.Match) -> tuple[str, str]:
+    """(module.Class, method): 3.11+ prints the method again at the end of the dotted path. A
+    test file run as a script says `__main__`, which names no module: it is left out."""
+    where, name = match["where"], match["name"]
+    classname = where[: -len(name) - 1] if where.endswith(f".{name}") else where
+    return classname.removeprefix("__main__."), name
+
+
+def _failed(test: ParsedTest) -> FailedTestReport:
+    message = test.message or ("unexpected success" if test.outcome == "xpassed" else test.outcome.upper())
+    message, cut_message = text_cap(message, MAX_MESSAGE_BYTES)
+    stack, cut_stack = text_cap(test.stacktrace, MAX_STACK_BYTES)
+    return FailedTestReport(
+        name=test.name[:1000],
+        classname=test.classname[:1000],
+        file=test.file[:1000],
+        message=message,
+        stacktrace=stack,
+        truncated=cut_message or cut_stack,
+    )
