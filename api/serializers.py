@@ -1,9 +1,10 @@
 """Input and output shapes of the API. Output serializers read; input serializers only validate —
 the views hand validated data to services."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from relay.allowlist import repo_name_problem
+from relay.allowlist import oncall_list, oncall_problems, repo_name_problem
 from relay.models import (
     CIProvider,
     Delivery,
@@ -26,7 +27,25 @@ class LevelChangeOut(serializers.ModelSerializer):
         fields = ["from_level", "to_level", "changed_by", "reason", "changed_at"]
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
+        "description": "GitHub handles: a list, or one comma-separated string (as the allowlist takes them)",
+    }
+)
+class OncallsField(serializers.Field):
+    def to_internal_value(self, data):
+        problems = oncall_problems(data)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return oncall_list(data)
+
+    def to_representation(self, value):
+        return oncall_list(value)
+
+
 class ProjectOut(serializers.ModelSerializer):
+    oncalls = OncallsField(read_only=True)
     installed = serializers.SerializerMethodField(
         help_text="whether the GitHub App is installed on the repo; null when unknown"
     )
@@ -69,7 +88,7 @@ class ProjectIn(serializers.Serializer):
     full_name = serializers.CharField(max_length=140)
     level = serializers.ChoiceField(choices=Level.choices)
     device = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
-    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False, default=list)
+    oncalls = OncallsField(required=False, default=list)
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False, default=CIProvider.GITHUB)
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False, default=HardwareKind.OTHER)
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
@@ -87,7 +106,7 @@ class ProjectIn(serializers.Serializer):
 
 class ProjectPatchIn(serializers.Serializer):
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
-    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False)
+    oncalls = OncallsField(required=False)
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=Event.choices),
         required=False,

@@ -8,6 +8,7 @@ import logging
 
 from django.conf import settings
 
+from ..allowlist import oncall_list
 from ..github.upstream import upstream_installation_id
 from ..models import OncallComment, Project, UpstreamWrite
 from ..results.heads import pr_head
@@ -29,8 +30,7 @@ def marker(repo: str) -> str:
 
 def oncall_handles(project: Project) -> list[str]:
     """Project.oncalls as GitHub handles (a list, or one comma-separated string)."""
-    raw = project.oncalls if isinstance(project.oncalls, list) else str(project.oncalls or "").split(",")
-    return [h.strip().lstrip("@") for h in raw if str(h).strip()]
+    return oncall_list(project.oncalls)
 
 
 # --- deciding -------------------------------------------------------------------------------------
