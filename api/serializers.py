@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from relay.allowlist import oncall_list, oncall_problems, repo_name_problem
+from relay.callbacks.triage_verdict import CATEGORIES, CONFIDENCES
 from relay.models import (
     CIProvider,
     Delivery,
@@ -208,10 +209,43 @@ class FailedTestOut(serializers.ModelSerializer):
         fields = ["name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated"]
 
 
+class SuspectOut(serializers.Serializer):
+    pr = serializers.IntegerField(allow_null=True)
+    commit = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class EvidenceOut(serializers.Serializer):
+    job = serializers.CharField()
+    test = serializers.CharField()
+    excerpt = serializers.CharField()
+    log_url = serializers.CharField()
+
+
+class TriageVerdictOut(serializers.Serializer):
+    """The downstream's advisory verdict on the attempt, as relay.callbacks.triage_verdict kept it."""
+
+    schema_version = serializers.IntegerField()
+    category = serializers.ChoiceField(choices=CATEGORIES)
+    confidence = serializers.ChoiceField(choices=CONFIDENCES)
+    summary = serializers.CharField()
+    suspected_upstream = SuspectOut(allow_null=True)
+    evidence = EvidenceOut(many=True)
+    reproduced_on_retry = serializers.BooleanField(allow_null=True)
+    analyzer = serializers.DictField(child=serializers.CharField())
+    analyzed_at = serializers.CharField(allow_null=True)
+
+
 class JobRunOut(serializers.ModelSerializer):
     repo = serializers.CharField(source="project.full_name")
     level = serializers.CharField(source="project.level")
     delivery_id = serializers.CharField(source="delivery_key")
+    triage_verdict = TriageVerdictOut(
+        read_only=True,
+        allow_null=True,
+        help_text="advisory only: the downstream's triage verdict on this attempt (normalised), or null; never "
+        "changes the conclusion",
+    )
 
     class Meta:
         model = JobRun
@@ -246,6 +280,7 @@ class JobRunOut(serializers.ModelSerializer):
             "tests_total",
             "failed_tests_truncated",
             "environment",
+            "triage_verdict",
             "created_at",
         ]
 

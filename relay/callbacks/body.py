@@ -3,6 +3,7 @@ cross-repo-ci-relay-callback action sends it, plus our optional failed_tests and
 into a checked `Report`. Every problem is a `BadCallback` naming the field."""
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -10,6 +11,9 @@ from urllib.parse import urlsplit
 from django.utils.dateparse import parse_datetime
 
 from ..models import SELF_REPORT_EVENTS, Conclusion
+from .triage_verdict import triage_verdict_read
+
+logger = logging.getLogger(__name__)
 
 MAX_FAILED_TESTS = 1000
 MAX_MESSAGE_BYTES = 1024
@@ -60,6 +64,8 @@ class Report:
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     failed_tests_truncated: bool = False
     environment: dict = field(default_factory=dict)
+    triage_verdict: dict | None = None
+    """The normalised advisory verdict (relay.callbacks.triage_verdict), or None."""
     body: dict = field(default_factory=dict)
 
     @property
@@ -161,6 +167,9 @@ def report_read(body: dict) -> Report:
     if report.tests.get("failed", 0) > len(report.failed_tests) and report.failed_tests:
         report.failed_tests_truncated = True
     report.environment = _environment(workflow.get("environment"))
+    report.triage_verdict, dropped = triage_verdict_read(workflow.get("triage_verdict"))
+    if dropped:  # advice only: the callback is recorded as if no verdict had been sent
+        logger.warning("callback %s: triage verdict dropped: %s", report.delivery_id[:100], dropped)
     return report
 
 
