@@ -57,6 +57,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "reported_completed_at",
     "failed_tests_truncated",
     "environment",
+    "triage_verdict",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's
