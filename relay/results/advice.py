@@ -5,6 +5,9 @@ only gains what depends on where it is shown: whether the suspected upstream cha
 the job ran for."""
 
 from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils.dateparse import parse_datetime
 
 CATEGORY_LABELS = {
     "upstream": "Upstream",
@@ -27,7 +30,7 @@ class Advice:
     """Whether the suspected change is the PR the job ran for; None when that cannot be said."""
     evidence: list
     analyzer: dict
-    analyzed_at: str
+    analyzed_at: datetime | None
     reproduced_on_retry: bool | None
 
     @property
@@ -92,7 +95,7 @@ def advice_from(verdict, pr_number: int | None, head_sha: str) -> Advice | None:
         this_pr=_is_this_pr(suspect, pr_number, head_sha),
         evidence=list(verdict.get("evidence") or []),
         analyzer=dict(verdict.get("analyzer") or {}),
-        analyzed_at=verdict.get("analyzed_at") or "",
+        analyzed_at=parse_datetime(verdict.get("analyzed_at") or ""),
         reproduced_on_retry=verdict.get("reproduced_on_retry"),
     )
 
