@@ -306,6 +306,11 @@ def _test_counts(value) -> dict:
 def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:
     if value is None:
         return [], False
+    if isinstance(value, str):  # the action's failed-tests-detail, should it arrive unparsed
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise BadCallback("'workflow.failed_tests' must be a list") from exc
     if not isinstance(value, list):
         raise BadCallback("'workflow.failed_tests' must be a list")
     tests = [_failed_test(item, index) for index, item in enumerate(value[:MAX_FAILED_TESTS])]

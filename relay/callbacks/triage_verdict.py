@@ -35,9 +35,19 @@ def triage_verdict_read(raw) -> tuple[dict | None, str]:
     if raw is None:
         return None, ""
     try:
-        return _verdict(raw), ""
+        return _verdict(_parsed(raw)), ""
     except Dropped as exc:
         return None, str(exc)
+
+
+def _parsed(raw):
+    """The action sends the input parsed; a verdict that arrives as its JSON text reads the same."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise Dropped("triage_verdict is a string that is not a JSON object") from exc
 
 
 def plain_http_url(value: str) -> bool:

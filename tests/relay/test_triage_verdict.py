@@ -133,6 +133,17 @@ def test_over_long_strings_are_cut_and_evidence_past_ten_is_left_out():
     assert len(kept["analyzer"]["name"]) == 100
 
 
+def test_a_verdict_sent_as_its_json_text_reads_the_same():
+    assert triage_verdict_read(json.dumps(VERDICT)) == triage_verdict_read(VERDICT)
+    assert triage_verdict_read("{not json")[0] is None
+
+
+def test_a_callback_takes_failed_tests_detail_sent_as_json_text(call, payload):
+    detail = json.dumps([{"name": "test_add", "classname": "TestOps", "duration": 0.5}])
+    assert call(action_body(payload, "completed", "failure", failed_tests=detail)).status_code == 200
+    assert [t.name for t in JobRun.objects.get().failed_tests.all()] == ["test_add"]
+
+
 def test_none_sent_is_no_verdict_and_no_complaint():
     assert triage_verdict_read(None) == (None, "")
 
