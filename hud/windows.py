@@ -22,7 +22,7 @@ WINDOWS = {
     "7d": Window("7d", "Last 7 days", 7, timedelta(hours=24)),
     "14d": Window("14d", "Last 14 days", 14, timedelta(days=2)),
     "30d": Window("30d", "Last 30 days", 30, timedelta(days=3)),
-    "90d": Window("90d", "Last 90 days", 90, timedelta(days=7)),
+    "90d": Window("90d", "Last 90 days", 90, timedelta(days=3)),
 }
 """1, 7, 14, 30 and 90 days, as every upstream CRCR page offers them."""
 DEFAULT_WINDOW = "7d"
