@@ -1,9 +1,11 @@
 """Input and output shapes of the API. Output serializers read; input serializers only validate —
 the views hand validated data to services."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from relay.allowlist import repo_name_problem
+from relay.allowlist import oncall_list, oncall_problems, repo_name_problem
+from relay.callbacks.triage_verdict import CATEGORIES, CONFIDENCES
 from relay.models import (
     CIProvider,
     Delivery,
@@ -26,7 +28,25 @@ class LevelChangeOut(serializers.ModelSerializer):
         fields = ["from_level", "to_level", "changed_by", "reason", "changed_at"]
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
+        "description": "GitHub handles: a list, or one comma-separated string (as the allowlist takes them)",
+    }
+)
+class OncallsField(serializers.Field):
+    def to_internal_value(self, data):
+        problems = oncall_problems(data)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return oncall_list(data)
+
+    def to_representation(self, value):
+        return oncall_list(value)
+
+
 class ProjectOut(serializers.ModelSerializer):
+    oncalls = OncallsField(read_only=True)
     installed = serializers.SerializerMethodField(
         help_text="whether the GitHub App is installed on the repo; null when unknown"
     )
@@ -69,7 +89,7 @@ class ProjectIn(serializers.Serializer):
     full_name = serializers.CharField(max_length=140)
     level = serializers.ChoiceField(choices=Level.choices)
     device = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
-    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False, default=list)
+    oncalls = OncallsField(required=False, default=list)
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False, default=CIProvider.GITHUB)
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False, default=HardwareKind.OTHER)
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
@@ -87,7 +107,7 @@ class ProjectIn(serializers.Serializer):
 
 class ProjectPatchIn(serializers.Serializer):
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
-    oncalls = serializers.ListField(child=serializers.CharField(max_length=39), required=False)
+    oncalls = OncallsField(required=False)
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=Event.choices),
         required=False,
@@ -191,10 +211,43 @@ class FailedTestOut(serializers.ModelSerializer):
         fields = ["name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated"]
 
 
+class SuspectOut(serializers.Serializer):
+    pr = serializers.IntegerField(allow_null=True)
+    commit = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class EvidenceOut(serializers.Serializer):
+    job = serializers.CharField()
+    test = serializers.CharField()
+    excerpt = serializers.CharField()
+    log_url = serializers.CharField()
+
+
+class TriageVerdictOut(serializers.Serializer):
+    """The downstream's advisory verdict on the attempt, as relay.callbacks.triage_verdict kept it."""
+
+    schema_version = serializers.IntegerField()
+    category = serializers.ChoiceField(choices=CATEGORIES)
+    confidence = serializers.ChoiceField(choices=CONFIDENCES)
+    summary = serializers.CharField()
+    suspected_upstream = SuspectOut(allow_null=True)
+    evidence = EvidenceOut(many=True)
+    reproduced_on_retry = serializers.BooleanField(allow_null=True)
+    analyzer = serializers.DictField(child=serializers.CharField())
+    analyzed_at = serializers.CharField(allow_null=True)
+
+
 class JobRunOut(serializers.ModelSerializer):
     repo = serializers.CharField(source="project.full_name")
     level = serializers.CharField(source="project.level")
     delivery_id = serializers.CharField(source="delivery_key")
+    triage_verdict = TriageVerdictOut(
+        read_only=True,
+        allow_null=True,
+        help_text="advisory only: the downstream's triage verdict on this attempt (normalised), or null; never "
+        "changes the conclusion",
+    )
 
     class Meta:
         model = JobRun
@@ -230,6 +283,7 @@ class JobRunOut(serializers.ModelSerializer):
             "failed_tests_truncated",
             "tests_source",
             "environment",
+            "triage_verdict",
             "created_at",
         ]
 

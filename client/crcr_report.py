@@ -51,6 +51,8 @@ MAX_NAME_CHARS = 1000
 MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_ENV_KEYS = 50
 MAX_ENV_KEY_CHARS = 64
+MAX_VERDICT_BYTES = 16 * 1024
+"""The callback action's cap on a triage verdict; the relay drops a larger one."""
 TRUNCATION_MARK = "\u2026 [truncated]"
 SHRINK_STEPS = ((MAX_STACK_BYTES, MAX_MESSAGE_BYTES), (1024, 1024), (256, 256), (0, 128))
 """(stack trace, message) byte caps tried in turn when failed tests push the body over 2 MB."""
@@ -449,6 +451,56 @@ def _payload_source(args, env) -> tuple[object, str]:
     )
 
 
+def _json_or_file(text: str, origin: str, opener: str):
+    """JSON given inline (it starts with `opener`), else the path of a file holding it."""
+    text = text.strip()
+    if text.startswith(opener) or not os.path.isfile(text):
+        return _json_load(text, origin)
+    return _file_json(text, origin)
+
+
+def failed_tests_detail_read(text: str) -> list[FailedTest]:
+    """The action's `failed-tests-detail`: a JSON array of {name, classname, message, stacktrace,
+    duration}, `name` required; the first 1,000 are kept (the relay's cap), each cut as JUnit's are."""
+    items = _json_or_file(text, "--failed-tests-detail", "[")
+    if not isinstance(items, list):
+        raise BadInput("--failed-tests-detail must be a JSON array of {name, classname, message, stacktrace}")
+    if len(items) > MAX_FAILED_TESTS:
+        log("warning", f"only the first {MAX_FAILED_TESTS} of {len(items)} failed tests are sent (the relay's limit)")
+    return [_detail_test(item, index) for index, item in enumerate(items[:MAX_FAILED_TESTS])]
+
+
+def _detail_test(item, index: int) -> FailedTest:
+    where = f"--failed-tests-detail[{index}]"
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+        raise BadInput(f"{where} needs a non-empty 'name' string")
+    fields = {}
+    for key in ("classname", "file", "message", "stacktrace"):
+        value = item.get(key)
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{where}.{key} must be a string")
+        fields[key] = value or ""
+    return FailedTest(name=item["name"][:MAX_NAME_CHARS], **fields)
+
+
+def triage_verdict_read(text: str | None):
+    """The action's `triage-verdict`, or None. It is advice: one that is not a JSON object of at
+    most 16 KB is left out with a warning and never costs the report. The relay judges the rest."""
+    if not text or not text.strip():
+        return None
+    try:
+        verdict = _json_or_file(text, "--triage-verdict", "{")
+    except BadInput as exc:
+        log("warning", f"{exc}; the triage verdict is left out of the report")
+        return None
+    size = len(json.dumps(verdict, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"))
+    if not isinstance(verdict, dict) or size > MAX_VERDICT_BYTES:
+        problem = "is not a JSON object" if not isinstance(verdict, dict) else f"is {size} bytes, over 16 KB"
+        log("warning", f"--triage-verdict {problem}; it is left out of the report")
+        return None
+    return verdict
+
+
 def dispatch_read(args, env) -> dict:
     """The client_payload the relay dispatched, to be echoed back as the relay expects."""
     data, origin = _payload_source(args, env)
@@ -483,7 +535,9 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def workflow_build(args, run: RunFacts, tests: dict | None, has_failed_tests: bool) -> dict:
+def workflow_build(
+    args, run: RunFacts, tests: dict | None, has_failed_tests: bool, verdict: dict | None = None
+) -> dict:
     """The `workflow` object: the existing action's fields in its order, then ours."""
     now, in_progress = now_iso(), args.status == "in_progress"
     workflow = {
@@ -508,6 +562,8 @@ def workflow_build(args, run: RunFacts, tests: dict | None, has_failed_tests: bo
         workflow["failed_tests"] = []  # filled by body_encode, which knows the size budget
     if args.env:
         workflow["environment"] = dict(args.env)
+    if verdict is not None:
+        workflow["triage_verdict"] = verdict
     return workflow
 
 
@@ -865,6 +921,12 @@ def _common_options() -> argparse.ArgumentParser:
         "--artifact-url", type=_http_url, metavar="URL", help="where this job's logs and artifacts can be seen"
     )
     what.add_argument(
+        "--triage-verdict",
+        metavar="JSON",
+        help="an advisory triage verdict (schema_version 1, as the callback action's triage-verdict input), "
+        "inline or a file path; one that is not a JSON object of at most 16 KB is left out with a warning",
+    )
+    what.add_argument(
         "--env",
         type=_env_pair,
         action="append",
@@ -899,7 +961,7 @@ def parser_build() -> argparse.ArgumentParser:
         formatter_class=layout,
         help="the job has started: send it first, as early as possible",
     )
-    started.set_defaults(status="in_progress", conclusion=None, junit=[], test_results=None)
+    started.set_defaults(status="in_progress", conclusion=None, junit=[], test_results=None, failed_tests_detail=None)
     done = commands.add_parser(
         "completed",
         parents=[common],
@@ -919,6 +981,12 @@ def parser_build() -> argparse.ArgumentParser:
         default=[],
         metavar="GLOB",
         help="JUnit XML reports to count tests and list failures from ('**' allowed); repeatable",
+    )
+    done.add_argument(
+        "--failed-tests-detail",
+        metavar="JSON",
+        help="failed tests given directly, as the action's failed-tests-detail input: a JSON array of "
+        "{name, classname, message, stacktrace, duration}, inline or a file path (instead of --junit)",
     )
     done.add_argument(
         "--test-results",
@@ -949,6 +1017,8 @@ def options_check(args, env) -> None:
         args.conclusion = _conclusion(args, env)
         if args.junit and args.test_results:
             raise UsageError("give either --junit or --test-results, not both")
+        if args.junit and args.failed_tests_detail:
+            raise UsageError("give either --junit or --failed-tests-detail, not both")
     if bool(args.event_type) != bool(args.delivery_id):
         raise UsageError("--event-type and --delivery-id go together (a nightly or periodic self-report)")
     if args.event_type:
@@ -1019,8 +1089,11 @@ def report(args, env) -> int:
     run = run_facts(args, env)
     junit = junit_read(args.junit) if args.junit else None
     tests = junit.counts() if junit else _given_counts(args.test_results)
-    body = dict(base, workflow=workflow_build(args, run, tests, has_failed_tests=junit is not None))
-    data, listed = body_encode(body, junit.failures if junit else [])
+    detail = failed_tests_detail_read(args.failed_tests_detail) if args.failed_tests_detail else None
+    failures = junit.failures if junit else (detail or [])
+    verdict = triage_verdict_read(args.triage_verdict)
+    workflow = workflow_build(args, run, tests, junit is not None or detail is not None, verdict)
+    data, listed = body_encode(dict(base, workflow=workflow), failures)
     if args.dry_run:
         print(data.decode())
         return EXIT_OK
@@ -1028,7 +1101,7 @@ def report(args, env) -> int:
     deadline = time.monotonic() + args.max_time  # the clock covers the network, not the parsing
     answer = deliver(args.url, data, tokens, deadline, args.request_timeout)
     answer_check(answer)
-    outcome_print(args, answer, tests, listed if junit else None)
+    outcome_print(args, answer, tests, listed if junit or detail is not None else None)
     return EXIT_OK
 
 

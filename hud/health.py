@@ -38,8 +38,14 @@ DELIVERIES_STALE_AFTER = timedelta(hours=1)
 """Upstream opens and pushes PRs around the clock; an hour without a single webhook is an outage."""
 CALLBACKS_STALE_AFTER = timedelta(hours=2)
 DISPATCH_SUCCESS_TARGET = 0.95
+SWEEP_ALLOWANCE = timedelta(minutes=10)
 OVERDUE_GRACE = timedelta(minutes=15)
-"""A job in progress longer than the timeout plus this has been missed by the sweeper (#8800)."""
+"""A job in progress longer than the timeout, a sweep interval and this grace has been missed by the
+sweeper: 385 minutes at the 6 h default, upstream's probe rule (6 h + 10 min sweep + 15 min grace)."""
+
+
+def stuck_after() -> timedelta:
+    return timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) + SWEEP_ALLOWANCE + OVERDUE_GRACE
 
 
 def health_cards(
@@ -163,7 +169,7 @@ def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
 
 
 def overdue_jobs(project: Project | None = None):
-    cutoff = timezone.now() - timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) - OVERDUE_GRACE
+    cutoff = timezone.now() - stuck_after()
     jobs = JobRun.objects.filter(status=JobRun.Status.IN_PROGRESS, in_progress_at__lt=cutoff)
     return jobs.filter(project=project) if project else jobs
 

@@ -23,6 +23,7 @@ from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
 from relay.params import int_param
+from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks
@@ -30,6 +31,7 @@ from relay.results.status import StateShown
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
+from .selectors_commit import commit_pr_number
 from .selectors_triage import expectation_rows
 
 PER_PAGE = 50
@@ -300,6 +302,8 @@ class AttemptView(StateShown):
     job: JobRun
     state: State
     url: str
+    advice: Advice | None = None
+    """The attempt's triage verdict, advisory (relay.results.advice)."""
 
     @property
     def queue_text(self) -> str:
@@ -350,18 +354,35 @@ def cell_detail(project: Project, tab: str, sha: str, column_key: str, grouped: 
     column = next((c for c in columns_build(verdicts, grouped) if c.key == column_key), None)
     if column is None:
         return None
-    members = [_member_detail(project, label, verdicts[label], jobs) for label in column.members]
     pr_number = next((j.pr_number for j in jobs if j.pr_number), None)
-    return CellDetail(sha, column.title, members, UpstreamCommit.objects.filter(sha=sha).first(), pr_number)
+    commit = UpstreamCommit.objects.filter(sha=sha).first()
+    context_pr = pr_number or commit_pr_number(commit)
+    members = [_member_detail(project, label, verdicts[label], jobs, context_pr) for label in column.members]
+    return CellDetail(sha, column.title, members, commit, pr_number)
 
 
-def _member_detail(project: Project, label: str, verdict, jobs: list) -> MemberDetail:
+def _member_detail(project: Project, label: str, verdict, jobs: list, pr_number: int | None) -> MemberDetail:
     judge = probe_state if project.is_health_probe else conclusion_state
     mine = list(reversed(attempts_in_order(j for j in jobs if matrix_label(j) == label)))  # newest first, by the policy
-    attempts = [AttemptView(job, judge(job), run_url(job, project)) for job in mine]
+    verdicts = _triage_verdicts([job.pk for job in mine])
+    attempts = [
+        AttemptView(
+            job,
+            judge(job),
+            run_url(job, project),
+            advice_from(verdicts.get(job.pk), job.pr_number or pr_number, job.head_sha),
+        )
+        for job in mine
+    ]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
     return MemberDetail(label, verdict.state, attempts, failed, _tests_text(latest))
+
+
+def _triage_verdicts(job_ids: list[int]) -> dict[int, dict]:
+    """The attempts' verdicts, read apart: the matrix loads its jobs without them."""
+    rows = JobRun.objects.filter(pk__in=job_ids, triage_verdict__isnull=False).values_list("pk", "triage_verdict")
+    return dict(rows)
 
 
 def _tests_text(job) -> str:

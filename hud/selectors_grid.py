@@ -377,6 +377,11 @@ class CellTooltip:
         return MARK_LABELS.get(self.mark or "", "")
 
     @property
+    def pr_number(self) -> int | None:
+        """The PR the commit is the head of, or that landed it: what "(this PR)" compares with."""
+        return commit_pr_number(self.commit)
+
+    @property
     def jobs(self) -> list[TooltipJob]:
         """Each job with its attempts and the first few failed tests (the commit page has all)."""
         jobs = []

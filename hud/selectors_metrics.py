@@ -18,6 +18,7 @@ METRIC_WINDOWS = {
     "7d": ("Last 7 days", 7),
     "14d": ("Last 14 days", 14),
     "30d": ("Last 30 days", 30),
+    "90d": ("Last 90 days", 90),
 }
 HOURLY_WINDOWS = {"24h": 24, "3d": 72}
 """Ranges drawn hour by hour (the value: how many hours)."""

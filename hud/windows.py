@@ -20,8 +20,11 @@ class Window:
 WINDOWS = {
     "24h": Window("24h", "Last 24 hours", 1, timedelta(hours=6)),
     "7d": Window("7d", "Last 7 days", 7, timedelta(hours=24)),
+    "14d": Window("14d", "Last 14 days", 14, timedelta(days=2)),
     "30d": Window("30d", "Last 30 days", 30, timedelta(days=3)),
+    "90d": Window("90d", "Last 90 days", 90, timedelta(days=3)),
 }
+"""1, 7, 14, 30 and 90 days, as every upstream CRCR page offers them."""
 DEFAULT_WINDOW = "7d"
 
 TABS = {"pr": "Pull requests", "nightly": "Nightly", "periodic": "Periodic"}

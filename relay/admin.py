@@ -6,7 +6,7 @@ import importlib.util
 from django import forms
 from django.contrib import admin, messages
 
-from .allowlist import clean_handle, handle_problem, repo_name_problem
+from .allowlist import handle_problem, oncall_list, repo_name_problem
 from .models import Event, Installation, InstalledRepo, Level, LevelChange, Project
 from .registry import project_register, project_set_level, projects_deactivate
 
@@ -43,7 +43,7 @@ class ProjectAdminForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.initial["oncalls"] = ", ".join(self.instance.oncalls or ())
+        self.initial["oncalls"] = ", ".join(oncall_list(self.instance.oncalls))
 
     def clean_full_name(self):
         full_name = self.cleaned_data["full_name"].strip().strip("/")
@@ -52,8 +52,7 @@ class ProjectAdminForm(forms.ModelForm):
         return full_name
 
     def clean_oncalls(self):
-        handles = [clean_handle(h) for h in self.cleaned_data["oncalls"].split(",")]
-        handles = [h for h in handles if h]
+        handles = oncall_list(self.cleaned_data["oncalls"])
         problems = [p for p in map(handle_problem, handles) if p]
         if problems:
             raise forms.ValidationError(problems)

@@ -85,6 +85,17 @@ def clean_handle(handle: str) -> str:
     return handle.strip().removeprefix("@")
 
 
+def oncall_list(raw) -> list[str]:
+    """`oncalls` as handles, whichever shape holds them: a list, or one comma-separated string
+    (the allowlist takes both; a row or request written either way reads the same)."""
+    return [h for h in (clean_handle(str(item)) for item in _oncall_items(raw) or []) if h]
+
+
+def oncall_problems(raw) -> list[str]:
+    """Why `raw` is not a list or comma-separated string of GitHub handles (empty when it is)."""
+    return [p for p in _Parser().oncalls(raw) if p]
+
+
 # --- parsing -------------------------------------------------------------------------------------
 
 
@@ -177,7 +188,7 @@ class _Parser:
         if problems:
             self.errors.extend(f"{where}: {problem}" for problem in problems)
             return
-        oncalls = tuple(h for h in (clean_handle(str(h)) for h in _oncall_items(raw_oncalls)) if h)
+        oncalls = tuple(oncall_list(raw_oncalls))
         events = tuple(e.strip() for e in raw_events or ())
         self.entries.append(Entry(name, level, device, oncalls, position, events))
 

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from .allowlist import Entry, parse_allowlist, render_allowlist, repo_name_problem
+from .allowlist import Entry, oncall_list, parse_allowlist, render_allowlist, repo_name_problem
 from .models import Level, LevelChange, Project
 from .providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 
@@ -170,7 +170,7 @@ def project_entry(project: Project) -> Entry:
         project.full_name,
         project.level,
         device,
-        tuple(project.oncalls or ()),
+        tuple(oncall_list(project.oncalls)),
         project.position,
         tuple(project.events or ()),
     )

@@ -39,6 +39,16 @@ TEST_POOL = [
     ("test_binary_ufuncs.py", "TestBinaryUfuncs{D}", "test_pow_scalar_overflow_{d}_int64", "GENERIC"),
     ("test_linalg.py", "TestLinalg{D}", "test_svd_lowrank_{d}_float64", "GENERIC"),
 ]
+PROBE_L4_LABEL = "ciflow/crcr/crcr-test-L4"
+"""The label that runs the probe repo's proposed L4 check (success, xfail, xcancel, xtimeout and a
+three-leg matrix) on a PR, as upstream's pytorch/crcr-test gates it."""
+PROBE_L4_JOBS = [
+    ("l4-success", "success"),
+    ("l4-xfail", "failure"),
+    ("l4-xcancel", "cancelled"),
+    ("l4-xtimeout", "timed_out"),
+    *((f"l4-matrix ({leg}, 3)", "success") for leg in (1, 2, 3)),
+]
 PRODUCERS = {
     # repo: (class suffix, the device name in methods, report shape, environment.device). As PyTorch's
     # instantiate_device_type_tests names them: the class by device *type*, methods by the name the
@@ -160,6 +170,8 @@ class Upstream:
         pull = Pull(number, title, author, _sha("pr", number, 1), [])
         if self.rng.random() < 0.5 and self.devices:
             pull.labels.append(f"ciflow/crcr/{self.rng.choice(self.devices)}")
+        if self.rng.random() < 0.25:
+            pull.labels.append(PROBE_L4_LABEL)
         self.pulls[number] = pull
         self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=title, author=author)
         reference_run(self.standin, pull.head)
@@ -173,11 +185,31 @@ class Upstream:
         self.pr_event("synchronize", pull)
 
     def label(self, pull: Pull) -> None:
-        free = [d for d in self.devices if f"ciflow/crcr/{d}" not in pull.labels]
+        free = [f"ciflow/crcr/{d}" for d in self.devices] + [PROBE_L4_LABEL]
+        free = [name for name in free if name not in pull.labels]
         if free:
-            name = f"ciflow/crcr/{self.rng.choice(free)}"
+            name = self.rng.choice(free)
             pull.labels.append(name)
             self.pr_event("labeled", pull, label=name)
+
+    def merge_run(self, pull: Pull) -> None:
+        """pytorchbot's merge: the `ciflow/trunk/<pr>` tag pushed at the PR's head, which runs the
+        trunk jobs (and the relay relays as the PR's merge run)."""
+        self.send(
+            "push",
+            {
+                "ref": f"refs/tags/ciflow/trunk/{pull.number}",
+                "before": "0" * 40,
+                "after": pull.head,
+                "created": True,
+                "deleted": False,
+                "forced": False,
+                "base_ref": None,
+                "commits": [],
+                "head_commit": {"id": pull.head, "message": pull.title, "timestamp": _now_iso(), "distinct": True},
+                "pusher": {"name": "pytorchmergebot"},
+            },
+        )
 
     def step(self) -> None:
         """One piece of upstream activity, weighted like a busy day."""
@@ -189,8 +221,10 @@ class Upstream:
             self.open_pr()
         elif roll < 0.8:
             self.synchronize(self.rng.choice(open_pulls))
-        elif roll < 0.92:
+        elif roll < 0.9:
             self.label(self.rng.choice(open_pulls))
+        elif roll < 0.95:
+            self.merge_run(self.rng.choice(open_pulls))
         else:
             pull = self.rng.choice(open_pulls)
             pull.state = "closed"
@@ -389,6 +423,9 @@ class JobPlan:
         self.project, self.client_payload = project, client_payload
         payload = client_payload.get("payload") or {}
         self.head = ((payload.get("pull_request") or {}).get("head") or {}).get("sha") or payload.get("after") or ""
+        self.pr_number = (payload.get("pull_request") or {}).get("number")
+        labels = (payload.get("pull_request") or {}).get("labels") or []
+        self.labels = {label.get("name") for label in labels if isinstance(label, dict)}
         self.upstream_broken, self.broken_tests = commit_fate(self.head)
         self.rng = random.Random(f"{self.head}:{project['full_name']}:{time.time()}")
         self.run_id = str(self.rng.randint(10**9, 10**10))
@@ -396,13 +433,15 @@ class JobPlan:
     def jobs(self) -> list[dict]:
         if self.project.get("is_health_probe"):
             # pytorch/crcr-test's convention: x-probes are built to end failure, cancelled, timed_out
-            # (its xtimeout job reports timed_out itself here, so the sandbox need not wait 6 h)
-            return [
+            # (its xtimeout job reports timed_out itself here, so the sandbox need not wait 6 h);
+            # a PR labelled ciflow/crcr/crcr-test-L4 also runs the proposed L4 check's jobs.
+            jobs = [
                 self.job("smoke", "success"),
                 self.job("xfail", "failure"),
                 self.job("xcancel", "cancelled"),
                 self.job("xtimeout", "timed_out"),
             ]
+            return jobs + ([self.job(n, c) for n, c in PROBE_L4_JOBS] if PROBE_L4_LABEL in self.labels else [])
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
         return [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
 
@@ -485,7 +524,39 @@ class JobPlan:
             workflow["artifact_url"] = (
                 f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}/artifacts"
             )
+            if failed and self.rng.random() < 0.6:
+                workflow["triage_verdict"] = self.triage_verdict(job)
         return {**self.client_payload, "workflow": workflow}
+
+    def triage_verdict(self, job: dict) -> dict:
+        """The backend's own analyser on a failed job, as the callback action's triage-verdict input
+        carries it: upstream when the commit broke the reference too, else backend or flake; now
+        and then one the relay must drop (a javascript: log link), which must cost nothing."""
+        first = job["failed_tests"][0]
+        log = f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}"
+        verdict = {
+            "schema_version": 1,
+            "category": "upstream" if self.upstream_broken else ("flake" if job["flaky"] else "backend"),
+            "confidence": self.rng.choice(["high", "medium", "low"]),
+            "summary": (
+                f"{first['name']} also fails on the OpenReg reference: likely upstream"
+                if self.upstream_broken
+                else f"{first['name']} fails on this backend only"
+            ),
+            "evidence": [
+                {"job": job["name"], "test": f"{t['classname']}.{t['name']}", "excerpt": t["message"], "log_url": log}
+                for t in job["failed_tests"][:3]
+            ],
+            "reproduced_on_retry": not job["flaky"],
+            "analyzer": {"name": "sandbox-triage", "version": "1.0", "model": "rules", "prompt_version": "1"},
+            "analyzed_at": _now_iso(),
+        }
+        if self.upstream_broken:
+            suspect = {"pr": self.pr_number} if self.pr_number else {"commit": self.head}
+            verdict["suspected_upstream"] = {**suspect, "reason": "the reference fails the same tests on this commit"}
+        if self.rng.random() < 0.1:
+            verdict["evidence"].append({"log_url": "javascript:alert(document.domain)"})
+        return verdict
 
 
 # --- nightly reporters --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from relay.params import int_param
+from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
 from relay.verdicts import STATES, State, conclusion_state
@@ -59,6 +60,13 @@ def http_url(value) -> str:
     except ValueError:
         return ""
     return text if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+@register.filter
+def advice(job, pr_number=None):
+    """The job attempt's triage verdict as advice (relay.results.advice), or None; `pr_number` is
+    the page's PR for a job that has none of its own."""
+    return advice_for(job, pr_number if isinstance(pr_number, int) else None)
 
 
 @register.filter

@@ -3,6 +3,7 @@ cross-repo-ci-relay-callback action sends it, plus our optional failed_tests and
 into a checked `Report`. Every problem is a `BadCallback` naming the field."""
 
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -11,6 +12,9 @@ from relay import jsonin
 from relay.params import aware_datetime
 
 from ..models import SELF_REPORT_EVENTS, Conclusion
+from .triage_verdict import triage_verdict_read
+
+logger = logging.getLogger(__name__)
 
 MAX_FAILED_TESTS = 1000
 MAX_MESSAGE_BYTES = 1024
@@ -65,6 +69,8 @@ class Report:
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     failed_tests_truncated: bool = False
     environment: dict = field(default_factory=dict)
+    triage_verdict: dict | None = None
+    """The normalised advisory verdict (relay.callbacks.triage_verdict), or None."""
     body: dict = field(default_factory=dict)
 
     @property
@@ -171,6 +177,9 @@ def report_read(body: dict) -> Report:
     if report.tests.get("failed", 0) > len(report.failed_tests) and report.failed_tests:
         report.failed_tests_truncated = True
     report.environment = _environment(workflow.get("environment"))
+    report.triage_verdict, dropped = triage_verdict_read(workflow.get("triage_verdict"))
+    if dropped:  # advice only: the callback is recorded as if no verdict had been sent
+        logger.warning("callback %s: triage verdict dropped: %s", report.delivery_id[:100], dropped)
     return report
 
 
@@ -306,6 +315,11 @@ def _test_counts(value) -> dict:
 def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:
     if value is None:
         return [], False
+    if isinstance(value, str):  # the action's failed-tests-detail, should it arrive unparsed
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise BadCallback("'workflow.failed_tests' must be a list") from exc
     if not isinstance(value, list):
         raise BadCallback("'workflow.failed_tests' must be a list")
     tests = [_failed_test(item, index) for index, item in enumerate(value[:MAX_FAILED_TESTS])]

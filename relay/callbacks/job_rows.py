@@ -31,6 +31,7 @@ JOB_STATE_COLUMNS = (
     "check_run_id",
     "reported_started_at",
     "environment",
+    "triage_verdict",
 )
 """What the state machine reads of an existing row: its state, and what a completion keeps."""
 DISPATCH_COLUMNS = ("id", "delivery_id", "project_id", "state", "event_type", "pr_number", "head_sha", "sent_at")

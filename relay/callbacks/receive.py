@@ -252,6 +252,7 @@ def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
         "tests_xpassed": report.tests.get("xpassed"),
         "failed_tests_truncated": report.failed_tests_truncated,
         "environment": report.environment or (keep.environment if keep else {}),
+        "triage_verdict": report.triage_verdict or (keep.triage_verdict if keep else None),
         "body": body,
     }
     return fields

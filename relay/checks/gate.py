@@ -17,7 +17,7 @@ failures; this gate settles on one rule for both."""
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from ..models import Dispatch, JobRun, Level, Project
+from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project
 from ..results.heads import pr_head
 from ..triage.issues import not_blocking
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
@@ -32,8 +32,11 @@ GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SK
 
 def jobs_counted(project: Project, head_sha: str):
     """Every attempt of every job of `project` that counts for this head, as the pages count them
-    (JobRun.objects.results_for)."""
-    return JobRun.objects.results_for([head_sha]).filter(project=project).prefetch_related("failed_tests")
+    (JobRun.objects.results_for): a `ciflow/trunk` merge run's jobs are later attempts of the same
+    jobs. A push run nobody started is left out: a backend that takes no push events must not
+    fail the PR for it."""
+    jobs = JobRun.objects.results_for([head_sha]).filter(project=project)
+    return jobs.exclude(dispatch__event_type="push", run_id=NEVER_STARTED_RUN_ID).prefetch_related("failed_tests")
 
 
 def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:

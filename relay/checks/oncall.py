@@ -8,8 +8,10 @@ import logging
 
 from django.conf import settings
 
+from ..allowlist import oncall_list
 from ..github.upstream import upstream_installation_id
 from ..models import OncallComment, Project, UpstreamWrite
+from ..results.advice import advice_for
 from ..results.heads import pr_head
 from ..verdicts import FAILING, PASSING
 from . import gate
@@ -29,8 +31,7 @@ def marker(repo: str) -> str:
 
 def oncall_handles(project: Project) -> list[str]:
     """Project.oncalls as GitHub handles (a list, or one comma-separated string)."""
-    raw = project.oncalls if isinstance(project.oncalls, list) else str(project.oncalls or "").split(",")
-    return [h.strip().lstrip("@") for h in raw if str(h).strip()]
+    return oncall_list(project.oncalls)
 
 
 # --- deciding -------------------------------------------------------------------------------------
@@ -84,6 +85,7 @@ def failing_body(project: Project, pr_number: int, head: str, failing: list) -> 
         "|---|---|---|---|",
     ]
     lines += [_job_row(v) for v in failing]
+    lines += _advice_lines(failing, pr_number)
     lines += ["", f"Commit: `{head}` · [all results]({settings.CRCR_PUBLIC_URL}/pr/{pr_number})"]
     return fit_lines(lines, COMMENT_LIMIT)
 
@@ -93,6 +95,26 @@ def _job_row(verdict) -> str:
     name = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
     linked = md_link(md_code(name, table=True), job_details_url(job))
     return f"| {linked} | {verdict.state.replace('_', ' ')} | {job.run_attempt} | {_tests_cell(job)} |"
+
+
+def _advice_lines(failing: list, pr_number: int) -> list[str]:
+    """Each failing job's triage verdict, marked advisory: the backend's analyser's opinion, which
+    changes nothing above. Its text is code spans, and a suspect PR is `#N` in one too, so a
+    verdict can neither mention anyone nor cross-reference another PR."""
+    shown = [(v.job, advice) for v in failing if (advice := advice_for(v.job, pr_number))]
+    if not shown:
+        return []
+    lines = ["", "**Triage verdicts** (advisory, from the backend's own analyser; they change no result):"]
+    for job, advice in shown:
+        name = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
+        line = f"- {md_code(name)}: {advice.headline} — {md_code(advice.summary, 500)}"
+        if advice.suspect_pr or advice.suspect_commit:
+            named = md_code(f"#{advice.suspect_pr}" if advice.suspect_pr else advice.suspect_commit[:12])
+            line += f"; suspected upstream change {named} {advice.suspect_mark}".rstrip()
+        if advice.analyzer_text:
+            line += f" · by {md_code(advice.analyzer_text)}"
+        lines.append(line)
+    return lines
 
 
 def _tests_cell(job) -> str:

@@ -70,8 +70,9 @@ def job_reacted(job_run_id: int) -> None:
 
 def upstream_wants_job(level: str, event_type: str, pr_number: int | None) -> bool:
     """Only L3/L4 jobs on an upstream PR show on it (check runs, the gate, oncall): a writer asks
-    this before it enqueues a reaction that would otherwise find nothing to do."""
-    return bool(pr_number) and event_type == "pull_request" and level in UPSTREAM_LEVELS
+    this before it enqueues a reaction that would otherwise find nothing to do. A push has a PR
+    only when it is the PR's `ciflow/trunk/<pr>` merge run (relay.intake.deliveries)."""
+    return bool(pr_number) and event_type in ("pull_request", "push") and level in UPSTREAM_LEVELS
 
 
 def _pr_job(job: JobRun) -> bool:

@@ -12,7 +12,7 @@ MAX_PUSH_COMMITS = 200
 
 
 def commits_record(event: str, payload: dict, received_at) -> None:
-    if event == "push":
+    if event == "push" and str(payload.get("ref") or "").startswith("refs/heads/"):
         _push_commits(payload, received_at)
     elif event == "pull_request":
         _pr_head(payload, received_at)

@@ -2,6 +2,7 @@
 one transaction (relay.dispatch.fan_out makes the dispatch rows and kicks the fan-out after commit). Nothing here calls GitHub."""
 
 import logging
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -18,6 +19,14 @@ logger = logging.getLogger(__name__)
 
 PR_DISPATCH_ACTIONS = {"opened", "reopened", "synchronize", "closed"}
 CRCR_LABEL_PREFIX = "ciflow/crcr/"
+TRUNK_TAG_RE = re.compile(r"refs/tags/ciflow/trunk/([1-9][0-9]{0,8})")
+"""pytorchbot's merge pushes this tag at the PR's head to run trunk jobs: an L4 backend's merge run."""
+
+
+def trunk_tag_pr(payload: dict) -> int | None:
+    """The PR a `ciflow/trunk/<pr>` tag push runs for (its head is the push's `after`), else None."""
+    match = TRUNK_TAG_RE.fullmatch(str(payload.get("ref") or ""))
+    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)
@@ -59,10 +68,12 @@ def _pull_request_route(action: str, payload: dict) -> Route:
 
 def _push_route(payload: dict) -> Route:
     ref = payload.get("ref") or ""
-    if not ref.startswith("refs/heads/"):
-        return Route(Delivery.Outcome.IGNORED, "tag pushes are not relayed")
     if payload.get("deleted"):
-        return Route(Delivery.Outcome.IGNORED, "branch deletions are not relayed")
+        return Route(Delivery.Outcome.IGNORED, "deletions of a branch or tag are not relayed")
+    if (pr := trunk_tag_pr(payload)) is not None:
+        return Route(Delivery.Outcome.RELAYED, f"ciflow/trunk merge run of PR #{pr}")
+    if not ref.startswith("refs/heads/"):
+        return Route(Delivery.Outcome.IGNORED, "tag pushes are not relayed (except ciflow/trunk/<pr>)")
     return Route(Delivery.Outcome.RELAYED)
 
 
@@ -124,7 +135,7 @@ def _delivery_fields(hook: WebhookRequest, route: Route) -> dict:
         "outcome": route.outcome,
         "reason": route.reason[:200],
         "repo_full_name": str((payload.get("repository") or {}).get("full_name", ""))[:140],
-        "pr_number": pr.get("number") if isinstance(pr.get("number"), int) else None,
+        "pr_number": _pr_number(hook.event, payload),
         "head_sha": _head_sha(hook.event, payload),
         "ref": str(payload.get("ref") or pr.get("head", {}).get("ref") or "")[:255],
         "label": str((payload.get("label") or {}).get("name", ""))[:100],
@@ -132,6 +143,13 @@ def _delivery_fields(hook: WebhookRequest, route: Route) -> dict:
         "payload": payload if keep else {},
         "payload_bytes": hook.size,
     }
+
+
+def _pr_number(event: str, payload: dict) -> int | None:
+    if event == "push":
+        return trunk_tag_pr(payload)
+    number = (payload.get("pull_request") or {}).get("number")
+    return number if isinstance(number, int) else None
 
 
 def _head_sha(event: str, payload: dict) -> str:

@@ -113,6 +113,9 @@ class JobRun(models.Model):
     failed_tests_truncated = models.BooleanField(default=False)
     tests_source = models.CharField(max_length=16, choices=TestsSource.choices, blank=True, default="")
     environment = models.JSONField(default=dict, blank=True)
+    triage_verdict = models.JSONField(
+        null=True, blank=True, help_text="the downstream's advisory triage verdict on this attempt, normalised"
+    )
     body = models.JSONField(default=dict, blank=True, help_text="the last accepted callback body, as sent")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

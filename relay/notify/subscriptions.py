@@ -14,6 +14,7 @@ from django.core.validators import EmailValidator, URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from ..allowlist import oncall_list
 from ..models import Project
 from ..models.triage import NotificationEvent, Subscription
 from ..triage.matching import id_matches
@@ -78,7 +79,7 @@ def subscriptions_for(event: NotificationEvent) -> list[Subscription]:
 
 
 def oncall_defaults_ensure(project: Project) -> None:
-    handles = [str(h).lower() for h in project.oncalls or []]
+    handles = [h.lower() for h in oncall_list(project.oncalls)]
     if not handles:
         return
     named = Q()

@@ -63,6 +63,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "environment",
     "tests_xfailed",
     "tests_xpassed",
+    "triage_verdict",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))
 """A grid row as a light tuple: a page reads tens of thousands. Its `created_at` is the row's

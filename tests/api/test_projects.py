@@ -2,6 +2,7 @@
 
 import pytest
 
+from relay import registry
 from relay.models import LevelChange, Project
 from tests.factories import ProjectFactory
 
@@ -101,6 +102,26 @@ def test_alice_updates_oncalls_and_deactivates(alice):
     assert alice.patch("/api/v1/projects/a/b/", {"oncalls": ["x", "y"]}, format="json").json()["oncalls"] == ["x", "y"]
     assert alice.post("/api/v1/projects/a/b/deactivate").json()["active"] is False
     assert Project.objects.get().level == "L2"
+
+
+def test_alice_may_send_oncalls_as_a_comma_separated_string_as_the_allowlist_writes_them(alice):
+    ProjectFactory(full_name="a/b", level="L2")
+    response = alice.patch("/api/v1/projects/a/b/", {"oncalls": "@x, y"}, format="json")
+    assert response.status_code == 200 and response.json()["oncalls"] == ["x", "y"]
+    assert Project.objects.get().oncalls == ["x", "y"]
+
+
+def test_a_string_of_oncalls_already_stored_reads_as_a_list_everywhere(alice):
+    ProjectFactory(full_name="a/b", level="L2", oncalls="x, @y")
+    assert alice.get("/api/v1/projects/a/b/").json()["oncalls"] == ["x", "y"]
+    assert "a/b: x, y" in registry.allowlist_export()
+
+
+def test_alice_gets_a_400_for_oncalls_that_are_not_handles(alice):
+    ProjectFactory(full_name="a/b", level="L2")
+    response = alice.patch("/api/v1/projects/a/b/", {"oncalls": ["not a handle"]}, format="json")
+    assert response.status_code == 400 and "not a GitHub handle" in str(response.json())
+    assert alice.patch("/api/v1/projects/a/b/", {"oncalls": 5.5}, format="json").status_code == 400
 
 
 def test_delete_is_not_an_allowed_method(alice):

@@ -72,3 +72,40 @@ def test_the_pr_page_shows_one_row_per_head_and_the_gate(page, live_server, hud_
     assert "backends passed" in page.locator("#pr-summary").inner_text()
     assert "crcr/gate" in page.locator("#gate").inner_text()
     page.screenshot(path=str(screenshots / "pr.png"), full_page=True)
+
+
+def test_a_triage_verdict_shows_as_advice_in_the_pinned_tooltip_and_on_the_commit_page_of_a_phone(
+    browser, live_server, hud_store, screenshots
+):
+    from relay.callbacks.triage_verdict import triage_verdict_read
+    from relay.models import JobRun
+
+    sha = hud_store["shared"]
+    job = JobRun.objects.filter(head_sha=sha, conclusion="failure", project__is_reference=False).first()
+    number = int(hud_store["commits"][7].title.rsplit("#", 1)[1].rstrip(")"))
+    raw = {
+        "schema_version": 1,
+        "category": "upstream",
+        "confidence": "high",
+        "summary": "fails on the OpenReg reference too " + "x" * 300,
+        "suspected_upstream": {"pr": number, "reason": "landed this commit"},
+        "evidence": [
+            {"test": "test_binary_ufuncs.TestBinaryUfuncs.test_add_" + "y" * 120, "log_url": "https://l.example/1"}
+        ],
+        "analyzer": {"name": "triage-bot"},
+    }
+    JobRun.objects.filter(pk=job.pk).update(triage_verdict=triage_verdict_read(raw)[0])
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/commit/{sha}?open=all")
+    advice = page.locator(".advice").first
+    assert "Upstream · high confidence · advisory" in advice.inner_text()
+    assert f"#{number} (this PR)" in advice.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    page.goto(f"{live_server.url}/")
+    page.locator(f'#hud-grid tr[data-sha="{sha}"] td.c[data-p="{job.project_id}"]').click()
+    tip = page.locator("#hud-tip .advice")
+    tip.wait_for()
+    assert "advisory" in tip.inner_text() and f"#{number} (this PR)" in tip.inner_text()
+    page.locator("#hud-tip").screenshot(path=str(screenshots / "tooltip-advice-phone.png"))
+    context.close()

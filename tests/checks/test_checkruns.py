@@ -4,7 +4,9 @@ and that each is created once and then updated in place."""
 import pytest
 
 from relay.checks.checkruns import SUMMARY_LIMIT, TITLE_LIMIT, check_run_body
-from relay.models import Dispatch, JobRun, UpstreamCheckRun
+from relay.checks.gate import gate_verdict
+from relay.models import Delivery, Dispatch, JobRun, UpstreamCheckRun
+from tests.conftest import fixture_payload
 
 from .conftest import HEAD, NEW_HEAD
 
@@ -213,3 +215,36 @@ def test_a_closed_pr_gets_no_new_check_runs(relay, xpu):
     relay.drain()
     assert len(relay.check_runs()) == before
     assert Dispatch.objects.filter(delivery__action="closed").exists()
+
+
+def trunk_tag_push(relay, pr: int = 2, head: str = HEAD) -> Delivery:
+    """pytorchbot's merge: the `ciflow/trunk/<pr>` tag pushed at the PR's head."""
+    payload = {**fixture_payload("push"), "ref": f"refs/tags/ciflow/trunk/{pr}", "deleted": False, "after": head}
+    delivery = Delivery.objects.get(delivery_id=relay.webhook("push", payload)["delivery"])
+    relay.send_dispatches(delivery)
+    return delivery
+
+
+def test_an_l4_merge_run_of_a_ciflow_trunk_tag_gets_its_check_run_on_the_prs_head(relay, xpu):
+    relay.pr("opened")
+    relay.report(xpu, "completed", "success", job="build")
+    delivery = trunk_tag_push(relay)
+    assert (delivery.pr_number, delivery.head_sha) == (2, HEAD)
+    assert Dispatch.objects.get(delivery=delivery, project=xpu).pr_number == 2
+    relay.report(xpu, "completed", "failure", job="trunk-test", run_id="5151")
+    relay.drain()
+    merge = relay.check_run(f"crcr/{XPU}/xpu-ci/trunk-test")
+    assert (merge["conclusion"], merge["external_id"]) == ("failure", f"5151:2:{XPU}")
+    assert JobRun.objects.get(job_name="trunk-test").event_type == "push"
+    assert gate_verdict(2)["state"] == "failure", "the merge run's failure blocks the merge like the PR run's"
+
+
+def test_a_merge_run_the_backend_never_starts_neither_fails_the_gate_nor_shows_a_check_run(relay, xpu):
+    relay.pr("opened")
+    relay.report(xpu, "completed", "success")
+    trunk_tag_push(relay)
+    relay.sweep_results(hours_later=7)
+    relay.drain()
+    assert JobRun.objects.filter(ended_by="never_started", event_type="push", pr_number=2).exists()
+    assert gate_verdict(2)["state"] == "success"
+    assert {r["name"] for r in relay.check_runs()} == {f"crcr/{XPU}", JOB, "crcr/gate"}

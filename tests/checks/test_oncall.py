@@ -43,6 +43,26 @@ def test_a_failing_backend_pings_its_oncalls_in_one_marked_comment(relay, xpu):
     assert OncallComment.objects.get().comment_id == comment["id"]
 
 
+def test_the_comment_shows_a_triage_verdict_as_advice_that_cannot_mention_anyone(relay, xpu):
+    relay.pr("opened")
+    verdict = {
+        "schema_version": 1,
+        "category": "upstream",
+        "confidence": "medium",
+        "summary": "broken by upstream, ping @pytorch/everyone",
+        "suspected_upstream": {"pr": 2, "reason": "changed addmm"},
+        "analyzer": {"name": "triage-bot", "version": "1.2"},
+    }
+    relay.report(xpu, "completed", "failure", triage_verdict=verdict)
+    relay.drain()
+    [comment] = comments(relay)
+    assert (
+        "- `xpu-ci / build`: Upstream · medium confidence · advisory — `broken by upstream, ping @pytorch/everyone`; "
+        "suspected upstream change `#2` (this PR) · by `triage-bot 1.2`"
+    ) in comment["body"]
+    assert "| failure | 1 |" in comment["body"], "the verdict changes no result"
+
+
 def test_a_passing_backend_pings_nobody(relay, xpu):
     relay.pr("opened")
     relay.report(xpu, "completed", "success")

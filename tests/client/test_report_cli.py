@@ -144,6 +144,59 @@ def test_a_passing_job_reports_success_with_no_failed_tests(github_job, tmp_path
     assert not job.failed_tests.exists()
 
 
+TRIAGE_VERDICT = {
+    "schema_version": 1,
+    "category": "backend",
+    "confidence": "medium",
+    "summary": "the XPU kernel for addmm regressed",
+    "evidence": [{"test": "TestOps.test_add", "log_url": "https://github.com/intel/torch-xpu-ops/actions/runs/4242"}],
+    "analyzer": {"name": "xpu-triage", "version": "3"},
+}
+
+
+def test_a_job_sends_its_failed_tests_and_triage_verdict_from_files(github_job, tmp_path):
+    (tmp_path / "failed.json").write_text(json.dumps([{"name": "test_conv", "classname": "TestNN", "duration": 2}]))
+    (tmp_path / "verdict.json").write_text(json.dumps(TRIAGE_VERDICT))
+    done = run_client(
+        github_job,
+        "completed",
+        "--conclusion",
+        "failure",
+        "--failed-tests-detail",
+        "failed.json",
+        "--triage-verdict",
+        "verdict.json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    job = JobRun.objects.get()
+    assert [t.name for t in job.failed_tests.all()] == ["test_conv"]
+    assert job.triage_verdict["summary"] == "the XPU kernel for addmm regressed"
+
+
+@pytest.mark.parametrize("verdict", ["{not json", "[1, 2]", json.dumps({**TRIAGE_VERDICT, "summary": "x" * 17000})])
+def test_a_triage_verdict_that_cannot_be_sent_is_left_out_and_the_report_still_goes(github_job, verdict):
+    done = run_client(github_job, "completed", "--conclusion", "failure", "--triage-verdict", verdict)
+    assert done.returncode == 0, done.stderr
+    assert "left out of the report" in done.stderr
+    assert JobRun.objects.get().triage_verdict is None
+
+
+def test_junit_and_failed_tests_detail_together_are_a_usage_error(github_job):
+    done = run_client(
+        github_job, "completed", "--conclusion", "failure", "--junit", "x.xml", "--failed-tests-detail", "[]"
+    )
+    assert done.returncode == 2 and "not both" in done.stderr
+
+
+def test_a_malformed_failed_tests_detail_exits_3_and_sends_nothing(github_job):
+    done = run_client(
+        github_job, "completed", "--conclusion", "failure", "--failed-tests-detail", '[{"classname": "A"}]'
+    )
+    assert done.returncode == 3 and "needs a non-empty 'name'" in done.stderr
+    assert not JobRun.objects.exists()
+
+
 def test_it_sends_the_same_request_shape_as_the_existing_action(github_job, dispatch):
     printed = run_client(github_job, "completed", "--conclusion", "success", "--dry-run")
     body = json.loads(printed.stdout)
@@ -572,6 +625,8 @@ def action_run(env: dict, cwd: Path, **inputs: str) -> subprocess.CompletedProce
             "event_type",
             "delivery_id",
             "test_results",
+            "failed_tests_detail",
+            "triage_verdict",
             "callback_url",
             "audience",
             "max_time",
@@ -616,6 +671,27 @@ def test_the_composite_action_reports_a_matrix_leg_start_and_end(github_job, tmp
         "failure",
     )
     assert (job.tests_total, job.failed_tests.count(), job.environment) == (11, 3, {"device": "xpu", "sdk": "2025.2"})
+
+
+def test_the_composite_action_sends_failed_tests_detail_and_a_triage_verdict(github_job, tmp_path):
+    detail = [
+        {"name": "test_add", "classname": "TestOps", "message": "m" * 2000, "stacktrace": "s", "duration": 1.5},
+        {"name": "test_mul"},
+    ]
+    done = action_run(
+        github_job,
+        tmp_path,
+        status="completed",
+        conclusion="failure",
+        test_results='{"passed": 8, "failed": 2}',
+        failed_tests_detail=json.dumps(detail),
+        triage_verdict=json.dumps(TRIAGE_VERDICT),
+    )
+    assert done.returncode == 0, done.stderr
+    job = JobRun.objects.get()
+    assert [(t.classname, t.name) for t in job.failed_tests.all()] == [("TestOps", "test_add"), ("", "test_mul")]
+    assert len(job.failed_tests.first().message.encode()) <= 1024 and (job.tests_failed, job.tests_total) == (2, 10)
+    assert job.conclusion == "failure" and job.triage_verdict["category"] == "backend"
 
 
 def test_the_composite_action_refuses_an_unknown_status(github_job, tmp_path):

@@ -14,6 +14,7 @@ from hud.tallies.buckets import Bucket, TalliesPending, bucket_compute
 from hud.tallies.histograms import Histogram
 from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
+from hud.windows import WINDOWS
 from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.verdicts import State, job_verdicts, rates
@@ -300,6 +301,24 @@ def test_it_calls_the_sweeper_degraded_when_jobs_are_overdue_even_with_a_heartbe
     job(project(), status="in_progress", at=timezone.now() - timedelta(hours=7))
     card = _cards(summary_build("7d", "pr", timezone.now()))["sweeper"]
     assert card.state == "degraded" and card.headline == "1 overdue"
+
+
+@pytest.mark.parametrize(("minutes", "state"), [(384, "healthy"), (386, "degraded")])
+def test_it_calls_the_probe_degraded_once_a_job_is_in_progress_past_385_minutes(minutes, state):
+    now = timezone.now()
+    probe = project("pytorch/crcr-test", is_health_probe=True)
+    job(probe, "success", name="smoke", at=now - timedelta(hours=1))
+    job(probe, name="hung", sha="b" * 40, status="in_progress", at=now - timedelta(minutes=minutes))
+    card = _cards(summary_build("7d", "pr", now))["probe"]
+    assert card.state == state and ("stuck in progress" in card.detail) == (state == "degraded")
+
+
+def test_it_offers_1_7_14_30_and_90_days_and_counts_each_range_by_its_days():
+    assert [w.days for w in WINDOWS.values()] == [1, 7, 14, 30, 90]
+    backend = project()
+    job(backend, "failure", sha="c" * 40, at=NOW - timedelta(days=60))
+    job(backend, "success", at=NOW - timedelta(days=10))
+    assert [tally_of(backend, days=d).rates.decided for d in (7, 14, 30, 90)] == [0, 1, 1, 2]
 
 
 def test_it_passes_the_probe_only_on_the_conclusions_its_jobs_expect():

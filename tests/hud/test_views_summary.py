@@ -36,6 +36,15 @@ def test_it_keeps_range_and_kind_of_run_in_the_url(client):
     assert 'hx-get="?range=30d&amp;event=nightly"' in page
 
 
+@pytest.mark.parametrize("path", ["/crcr", "/crcr/intel/torch-xpu-ops", "/crcr/metrics"])
+def test_every_summary_page_offers_1_7_14_30_and_90_days(client, path):
+    project("intel/torch-xpu-ops")
+    page = client.get(path + "?range=90d").content.decode()
+    for label in ("Last 24 hours", "Last 7 days", "Last 14 days", "Last 30 days", "Last 90 days"):
+        assert f">{label}</a>" in page
+    assert re.search(r'href="\?range=90d[^"]*" aria-current', page)
+
+
 def test_it_falls_back_to_defaults_for_unknown_parameters(client):
     page = client.get("/crcr?range=1y&event=bogus").content.decode()
     assert 'hx-get="?range=7d&amp;event=pr"' in page

@@ -157,12 +157,25 @@ def test_it_dispatches_pushes_to_branches(post_webhook, backends):
     assert Dispatch.objects.filter(event_type="push").count() == 4
 
 
+def test_it_maps_a_ciflow_trunk_tag_push_to_its_pr_and_head(post_webhook, backends):
+    payload = {**fixture_payload("push"), "ref": "refs/tags/ciflow/trunk/170001", "deleted": False, "after": "c" * 40}
+    response = post_webhook("push", payload)
+    assert response.status_code == 202 and response.json()["reason"] == "ciflow/trunk merge run of PR #170001"
+    assert (Delivery.objects.get().pr_number, Delivery.objects.get().head_sha) == (170001, "c" * 40)
+    assert set(Dispatch.objects.values_list("event_type", "pr_number", "head_sha")) == {("push", 170001, "c" * 40)}
+
+
 @pytest.mark.parametrize(
     "change, reason",
-    [({"ref": "refs/tags/v2.9.0"}, "tag pushes"), ({"ref": "refs/heads/gone", "deleted": True}, "branch deletions")],
+    [
+        ({"ref": "refs/tags/v2.9.0"}, "tag pushes"),
+        ({"ref": "refs/tags/ciflow/trunk/0123"}, "tag pushes"),
+        ({"ref": "refs/tags/ciflow/trunk/12", "deleted": True}, "deletions"),
+        ({"ref": "refs/heads/gone", "deleted": True}, "deletions of a branch"),
+    ],
 )
 def test_it_records_but_does_not_dispatch_tags_and_deletions(post_webhook, backends, change, reason):
-    payload = {**fixture_payload("push"), **change}
+    payload = {**fixture_payload("push"), "deleted": False, **change}
     response = post_webhook("push", payload)
     assert response.json()["status"] == "ignored"
     assert reason in response.json()["reason"]

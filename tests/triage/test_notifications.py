@@ -182,6 +182,15 @@ def test_a_backends_oncalls_get_email_by_default(backends, settings, django_user
     assert Subscription.objects.filter(origin="oncall").count() == 1 and Notification.objects.count() == 1
 
 
+def test_oncalls_stored_as_a_comma_separated_string_are_subscribed_by_handle(backends, django_user_model):
+    backends["xpu"].oncalls = "@xpu-oncall, intel-ci"
+    backends["xpu"].save()
+    django_user_model.objects.create_user("intel-ci", "ci@intel.example", "x" * 20)
+    django_user_model.objects.create_user("x", "x@intel.example", "x" * 20)  # a character of the string
+    event_emit("new_failure", "new_failure:x", "Intel XPU: 1 new backend-specific failure", project=backends["xpu"])
+    assert list(Subscription.objects.filter(origin="oncall").values_list("target", flat=True)) == ["ci@intel.example"]
+
+
 def test_recovery_and_upstream_breaking_the_reference_are_events(backends, trunk):
     from hud.events import events_detect
 
