@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relay', '0012_h23id_project_device_type'),
+        ('relay', '0013_h23id_project_device_type'),
     ]
 
     operations = [

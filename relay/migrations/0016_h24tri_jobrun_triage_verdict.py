@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relay', '0011_h1_dispatch_open_idx'),
+        ('relay', '0015_h23ref_tests_source'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relay', '0011_h1_dispatch_open_idx'),
+        ('relay', '0012_lead_delivery_guid'),
     ]
 
     operations = [
