@@ -137,7 +137,8 @@ class _Parser:
     def feed(self, line: str) -> None:
         if self.trace is not None:
             if not (_RULE_HEAVY.match(line) or _RULE_LIGHT.match(line) or _RAN.match(line)):
-                self.trace.append(line) if len(self.trace) < MAX_STACK_LINES else None
+                if len(self.trace) < MAX_STACK_LINES:
+                    self.trace.append(line)
                 return
             self._close_problem()
         if ran := _RAN.match(line):
@@ -178,8 +179,9 @@ class _Parser:
         outcome = _STATUS_OUTCOME.get(status["status"], "skipped")
         known = self.report.tests.get(key)
         if known is None:
-            if len(self.report.tests) < MAX_TESTS:
-                self.report.tests[key] = ParsedTest(key[1], key[0], outcome)
+            if len(self.report.tests) >= MAX_TESTS:  # a test left out would read as passed
+                raise IncompleteLog(f"more than {MAX_TESTS:,} tests in one log")
+            self.report.tests[key] = ParsedTest(key[1], key[0], outcome)
         elif WORST_FIRST.index(outcome) < WORST_FIRST.index(known.outcome):
             known.outcome = outcome
 

@@ -152,3 +152,10 @@ def test_any_log_gives_a_report_nothing_or_incomplete_and_never_crashes(lines):
     if report is not None:
         assert set(report.counts()) == set(OUTCOMES) and sum(report.counts().values()) == len(report.tests)
         assert report.test_report().total == len(report.tests)
+
+
+def test_a_log_with_more_tests_than_the_cap_is_refused_rather_than_cut(monkeypatch):
+    monkeypatch.setattr("relay.callbacks.unittest_log.MAX_TESTS", 2)
+    log = "test_a (m.C.test_a) ... ok\ntest_b (m.C.test_b) ... ok\ntest_c (m.C.test_c) ... FAIL\nRan 3 tests in 0.1s\n"
+    with pytest.raises(IncompleteLog, match="more than 2 tests"):
+        unittest_log_parse(log)
