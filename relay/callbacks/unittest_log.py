@@ -27,14 +27,9 @@ import re
 from dataclasses import dataclass, field
 
 from .body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
-from .junit import TestReport
+from .junit import FAILING, OUTCOMES, TestReport
 
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 WORST_FIRST = ("error", "failed", "xpassed", "passed", "xfailed", "skipped")
-AS_FAILED = {"failed", "error", "xpassed"}
-"""unittest counts an unexpected success against the run (wasSuccessful() is False)."""
-AS_SKIPPED = {"skipped", "xfailed"}
-"""pytest's JUnit writes an xfail as <skipped>: the same reading for the same outcome."""
 MAX_TESTS = 200_000
 MAX_STACK_LINES = 200
 MAX_LINE_CHARS = 10_000
@@ -95,16 +90,14 @@ class LogReport:
         return counts
 
     def test_report(self) -> TestReport:
-        """Counts and failed tests as the JUnit reader gives them (failed, error and xpassed
-        fail; skipped and xfailed skip), so either source compares the same way."""
+        """Counts per outcome and a row per failed, error or xpassed test, as the JUnit reader
+        gives them, so either source compares the same way."""
         report = TestReport()
         for test in self.tests.values():
-            if test.outcome in AS_FAILED:
-                report.merge(TestReport(failed=1, failed_tests=[_failed(test)]))
-            elif test.outcome in AS_SKIPPED:
-                report.skipped += 1
-            else:
-                report.passed += 1
+            one = TestReport(**{test.outcome: 1})
+            if test.outcome in FAILING:
+                one.failed_tests.append(_failed(test))
+            report.merge(one)
         return report
 
 
@@ -215,4 +208,5 @@ def _failed(test: ParsedTest) -> FailedTestReport:
         message=message,
         stacktrace=stack,
         truncated=cut_message or cut_stack,
+        outcome=test.outcome,
     )

@@ -213,7 +213,13 @@ def test_the_s3_test_reports_are_read_first_by_run_attempt_and_job_id(upstream, 
     upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
     result = reference_import(SHA)
     job = JobRun.objects.get()
-    assert (result.with_tests, job.tests_source, job.tests_total, job.tests_failed) == (1, "s3", 9, 3)
+    assert (result.with_tests, job.tests_source, job.tests_total, job.tests_failed, job.tests_error) == (
+        1,
+        "s3",
+        9,
+        2,
+        1,
+    )
     (fetch,) = upstream.requests("GET", r"/_s3/.*")
     assert "authorization" not in fetch.headers, "the bucket is read anonymously"
     assert not upstream.requests("GET", r".*/artifacts") and not upstream.requests("GET", r".*/logs")
@@ -253,7 +259,16 @@ def test_without_any_report_the_unittest_log_gives_the_per_test_results(upstream
     job = JobRun.objects.get()
     assert (result.with_tests, job.tests_source) == (1, "log")
     assert "1 with per-test results [1 via job log]" in result.summary
-    assert (job.tests_passed, job.tests_failed, job.tests_skipped, job.tests_total) == (2, 5, 2, 9)
+    counts = (
+        job.tests_passed,
+        job.tests_failed,
+        job.tests_error,
+        job.tests_skipped,
+        job.tests_xfailed,
+        job.tests_xpassed,
+    )
+    assert (counts, job.tests_total) == ((2, 3, 1, 1, 1, 1), 9)
+    assert job.failed_tests.get(name="test_div_openreg_float32").outcome == "error"
     failed = {t.name: t.message for t in job.failed_tests.all()}
     assert failed["test_mul_openreg_float32"] == "AssertionError: 4 != 5 : upstream broke mul"
     assert job.failed_tests.get(name="test_resize").classname == "suite_openreg_ops.TestOpenRegStorage"
@@ -328,7 +343,14 @@ def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(u
     upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(log))])
     reference_import(SHA)
     job = JobRun.objects.get()
-    assert (job.tests_source, job.tests_total, job.tests_failed, job.tests_skipped) == ("log", 22, 10, 4)
+    assert (job.tests_source, job.tests_total, job.tests_failed, job.tests_error, job.tests_skipped) == (
+        "log",
+        22,
+        6,
+        2,
+        2,
+    )
+    assert (job.tests_xfailed, job.tests_xpassed) == (2, 2)
     failed = job.failed_tests.get(name="test_binary_op_sub_openreg_float32")
     assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
 

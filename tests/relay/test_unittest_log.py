@@ -68,10 +68,16 @@ def test_failures_carry_the_last_line_and_the_traceback_of_their_block(real_log)
     assert "Ran 9 tests" not in tests["test_sub_openreg_float16"].stacktrace
 
 
-def test_as_a_report_errors_and_unexpected_successes_fail_and_expected_failures_skip(real_log):
+def test_as_a_report_each_outcome_is_counted_and_errors_and_unexpected_successes_keep_a_row(real_log):
     report = unittest_log_parse(real_log).test_report()
-    assert (report.passed, report.failed, report.skipped, report.total) == (2, 5, 2, 9)
+    counts = (report.passed, report.failed, report.error, report.skipped, report.xfailed, report.xpassed)
+    assert (counts, report.total) == ((2, 3, 1, 1, 1, 1), 9)
     failed = {t.name: t for t in report.failed_tests}
+    assert {t.outcome for t in report.failed_tests} == {"failed", "error", "xpassed"} and len(failed) == 5
+    assert (failed["test_sub_openreg_float16"].outcome, failed["test_div_openreg_float32"].outcome) == (
+        "xpassed",
+        "error",
+    )
     assert failed["test_sub_openreg_float16"].message == "unexpected success"
     assert failed["test_mul_openreg_float32"].classname == CLASS
     assert failed["test_mul_openreg_float32"].file == ""
