@@ -355,13 +355,33 @@ def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(u
     assert (failed.classname, failed.file) == ("TestDeviceGenericPRIVATEUSE1", "test/test_device_generic.py")
 
 
-def test_the_sandboxs_reference_run_is_imported_from_s3_like_pytorchs(upstream, reference):
-    from devtools.standin.sandbox import reference_junit, reference_run
+def sandbox_sha(log_only: bool) -> str:
+    from devtools.standin.sandbox import commit_fate, reference_log_only
 
-    reference_run(upstream, SHA)
-    reference_import(SHA)
-    job = JobRun.objects.get()
-    assert (job.tests_source, job.tests_total) == ("s3", reference_junit(SHA).count(b"<testcase"))
+    return next(
+        sha
+        for sha in (f"{i:040x}" for i in range(1, 500))
+        if reference_log_only(sha) == log_only and commit_fate(sha)[0]  # a commit that broke upstream
+    )
+
+
+@pytest.mark.parametrize("log_only, source", [(False, "s3"), (True, "log")])
+def test_the_sandboxs_reference_is_imported_from_s3_or_its_log_with_the_same_answer(
+    upstream, reference, log_only, source
+):
+    from devtools.standin.sandbox import reference_junit, reference_run
+    from relay.callbacks.junit import junit_parse
+
+    sha = sandbox_sha(log_only)
+    reference_run(upstream, sha)
+    reference_import(sha)
+    job, expected = JobRun.objects.get(), junit_parse(reference_junit(sha))
+    counts = (job.tests_passed, job.tests_failed, job.tests_error, job.tests_skipped, job.tests_xfailed)
+    assert (job.tests_source, job.conclusion) == (source, "failure")
+    assert counts == (expected.passed, expected.failed, expected.error, expected.skipped, expected.xfailed)
+    assert sorted((t.classname, t.name, t.outcome) for t in job.failed_tests.all()) == sorted(
+        (t.classname, t.name, t.outcome) for t in expected.failed_tests
+    )
 
 
 @pytest.mark.parametrize(
