@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from relay.models import JobRun
 from relay.reference import reference_import, shas_to_import
 from tests.factories import ProjectFactory
-from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
+from tests.relay.unittest_producer import PYTORCH_OPENREG_LOG, github_log, unittest_verbose_output
 
 pytestmark = pytest.mark.django_db
 JUNIT = Path(__file__).resolve().parent.parent / "fixtures" / "junit"
@@ -339,7 +339,7 @@ def test_s3_is_not_asked_when_no_bucket_is_configured(upstream, reference, setti
 
 
 def test_a_log_of_pytorchs_own_test_runner_gives_its_failures_with_their_files(upstream, reference):
-    log = (SUITES / "pytorch-run-tests-openreg.log").read_text()
+    log = PYTORCH_OPENREG_LOG.read_text()
     upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(log))])
     reference_import(SHA)
     job = JobRun.objects.get()

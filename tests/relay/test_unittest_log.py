@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relay.callbacks.unittest_log import OUTCOMES, IncompleteLog, clean_line, unittest_log_parse
-from tests.relay.unittest_producer import SUITES, github_log, unittest_verbose_output
+from tests.relay.unittest_producer import PYTORCH_OPENREG_LOG, github_log, unittest_verbose_output
 
 CLASS = "suite_openreg_ops.TestBinaryUfuncsPRIVATEUSE1"
 STORAGE = "suite_openreg_ops.TestOpenRegStorage"
@@ -105,7 +105,7 @@ def test_github_timestamps_and_colours_are_removed():
     )
 
 
-PYTORCH_LOG = SUITES / "pytorch-run-tests-openreg.log"
+PYTORCH_LOG = PYTORCH_OPENREG_LOG
 
 
 def test_pytorchs_own_run_tests_output_is_read_with_every_outcome():

@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-SUITES = Path(__file__).resolve().parent.parent / "fixtures" / "unittest_log"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SUITES = FIXTURES / "unittest_log"
+PYTORCH_OPENREG_LOG = FIXTURES / "pytorch-reports" / "openreg" / "unittest-verbose.log"
+"""PyTorch 2.13.0's own run_tests -v on an OpenReg-named PrivateUse1 device (devtools/pytorch_reports)."""
 
 
 def unittest_verbose_output(pattern: str = "suite_*.py") -> str:
