@@ -325,3 +325,48 @@ def test_a_token_living_within_the_limit_is_accepted(client, oidc, settings):
     settings.CRCR_OIDC_MAX_LIFETIME_SECONDS = 3600
     token = oidc.mint(repository="sec-org/backend", repository_id="9100", exp=int(time.time()) + 3000)
     assert _callback(client, oidc, token=token).status_code == 200
+
+
+# --- 6. redirects to reported run URLs -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "provider, url, redirected",
+    [
+        ("github", "https://github.com/intel/torch-xpu-ops/actions/runs/5", True),
+        ("github", "https://evil.example/phish", False),
+        ("github", "https://github.com.evil.example/actions/runs/5", False),
+        ("github", "https://github.com@evil.example/actions/runs/5", False),
+        ("github", "http://github.com/intel/torch-xpu-ops/actions/runs/5", False),
+        ("github", "https://buildkite.com/org/pipe/builds/5", False),
+        ("buildkite", "https://buildkite.com/org/pipe/builds/5", True),
+        ("gitlab", "https://gitlab.example.org/group/proj/-/pipelines/5", True),
+        ("gitlab", "https://gitlab.com/group/proj/-/pipelines/5", False),
+    ],
+)
+def test_a_cells_log_redirects_only_to_a_host_its_ci_provider_owns(client, settings, provider, url, redirected):
+    settings.CRCR_OIDC_ISSUERS = [
+        {"issuer": "https://token.actions.githubusercontent.com", "kind": "github"},
+        {"issuer": "https://agent.buildkite.com", "kind": "buildkite"},
+        {"issuer": "https://gitlab.example.org", "kind": "gitlab"},
+    ]
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L2", ci_provider=provider)
+    UpstreamCommitFactory(sha="a" * 40)
+    JobRunFactory(project=project, head_sha="a" * 40, conclusion="failure", workflow_url=url, check_run_id="x")
+    response = client.get("/", {"log": f"{'a' * 40}.{project.pk}"})
+    if redirected:
+        assert response.status_code == 302 and response["Location"] == url
+    else:
+        html = response.content.decode()
+        assert response.status_code == 200 and "Location" not in response
+        assert "not a host its CI provider runs on" in html and 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_check_runs_and_comments_link_a_run_only_on_its_providers_host():
+    from relay.checks.checkruns import job_details_url, job_summary
+
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4")
+    evil = JobRunFactory(project=project, workflow_url="https://evil.example/run/5", check_run_id="77", run_id="5")
+    good = JobRunFactory(project=project, check_run_id="77")
+    assert job_details_url(evil) == "" and "evil.example" not in job_summary(evil)
+    assert job_details_url(good) == f"{good.workflow_url}/job/77" and good.workflow_url in job_summary(good)
