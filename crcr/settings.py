@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
     "api.middleware.ETagMiddleware",
+    "hud.middleware.VisibleControlsMiddleware",
 ]
 
 ROOT_URLCONF = "crcr.urls"

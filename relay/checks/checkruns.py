@@ -18,7 +18,7 @@ from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..verdicts import latest_attempt
 from . import gate
-from .markdown import md_code, md_link
+from .markdown import md_code, md_link, plain_line
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,8 @@ GITHUB_CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "suc
 
 
 def job_check_run_name(project: Project, workflow_name: str, job_name: str) -> str:
-    return f"{NAME_PREFIX}{project.full_name}/{workflow_name}/{job_name or workflow_name}"[:500]
+    """Plain text (relay.text.plain_line): the name is stored as it is sent."""
+    return plain_line(f"{NAME_PREFIX}{project.full_name}/{workflow_name}/{job_name or workflow_name}")[:500]
 
 
 def backend_check_run_name(project: Project) -> str:
@@ -45,7 +46,7 @@ def backend_check_run_name(project: Project) -> str:
 
 def external_id(run_id: str, pr_number: int, repo: str) -> str:
     """`<run_id>:<pr>:<repo>`: fork PRs' check-run events carry no PR, so the id must."""
-    return f"{run_id}:{pr_number}:{repo}"
+    return plain_line(f"{run_id}:{pr_number}:{repo}")
 
 
 def check_run_ensure(kind: str, pr_number: int, head_sha: str, name: str, **fields) -> UpstreamCheckRun:
