@@ -11,4 +11,4 @@ COPY static static
 COPY manage.py ./
 RUN pip install --no-cache-dir . && python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["gunicorn", "crcr.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--timeout", "30"]
+CMD ["gunicorn", "-c", "python:crcr.gunicorn_conf", "crcr.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]

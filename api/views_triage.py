@@ -6,7 +6,7 @@ user's) own; admins see all."""
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, parsers, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -106,7 +106,10 @@ class ExpectationsView(APIView):
     def _project(self, full_name: str) -> Project:
         return get_object_or_404(Project, full_name__iexact=full_name)
 
-    @extend_schema(responses={200: s.ExpectationOut(many=True), (200, "text/plain"): OpenApiResponse(response=str)})
+    @extend_schema(
+        parameters=[OpenApiParameter("as", str, enum=["text"], description="`text`: the upload format, as text/plain")],
+        responses={200: s.ExpectationOut(many=True), (200, "text/plain"): OpenApiResponse(response=str)},
+    )
     def get(self, request, full_name):
         project = self._project(full_name)
         if request.query_params.get("as") == "text":

@@ -76,7 +76,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "relay.middleware.DatabaseUnavailableMiddleware",
+    "relay.middleware.SlowBodyMiddleware",
     "api.middleware.ETagMiddleware",
+    "hud.middleware.VisibleControlsMiddleware",
 ]
 
 ROOT_URLCONF = "crcr.urls"
@@ -331,6 +333,10 @@ CRCR_OIDC_JWKS_COOLDOWN_SECONDS = float(env("CRCR_OIDC_JWKS_COOLDOWN_SECONDS", "
 # answer 503 at once, or verify with the keys fetched before).
 CRCR_OIDC_FAILURE_BACKOFF_SECONDS = float(env("CRCR_OIDC_FAILURE_BACKOFF_SECONDS", "30"))
 CRCR_CALLBACK_MAX_BYTES = 2 * 1024 * 1024
+# A request body must arrive within this many seconds of the request reaching the app, or the
+# answer is 408 and the connection is closed (crcr/body_deadline.py): a slow client cannot hold a
+# gunicorn thread. GitHub's largest webhook (25 MB) takes well under it on any real link.
+CRCR_BODY_READ_SECONDS = float(env("CRCR_BODY_READ_SECONDS", "20"))
 CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
 # How long a web process remembers which project a callback's identity belongs to (every callback
 # asks; a registry change reaches callbacks within this time). 0 turns the memory off.

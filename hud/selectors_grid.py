@@ -426,14 +426,15 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):
-    """The job whose log a double-clicked cell opens: the named job (an expanded job column), else
-    the cell's worst job (verdicts come worst first), i.e. the failure to read when there is one."""
+    """The job whose log a double-clicked cell opens, with its backend's CI provider (which hosts
+    may be redirected to): the named job (an expanded job column), else the cell's worst job
+    (verdicts come worst first), i.e. the failure to read when there is one. (None, "") if none."""
     project = next((p for p in registered_backends() if p.id == project_id), None)
     if project is None:
-        return None
+        return None, ""
     verdicts = cells_for_commits([sha], [project], detail=True)[(sha, project_id)].verdicts
     named = [v for v in verdicts if not job or job_label(v.job) == job]
-    return named[0].job if named else None
+    return (named[0].job if named else None), project.ci_provider
 
 
 # --- the PR page --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from relay.params import int_list_param
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
+from relay.run_links import run_host, run_host_trusted
 
 from .rendering import page, unavailable
 from .selectors_commit import commit_detail
@@ -76,12 +77,15 @@ def _job_log(request):
     key = parse_cell_key(request.GET.get("log", ""))
     context = {"key": request.GET.get("log", ""), "job": request.GET.get("job", "")[:300]}
     try:
-        job = cell_log_job(*key, job=context["job"]) if key else None
+        job, provider = cell_log_job(*key, job=context["job"]) if key else (None, "")
     except DatabaseError as exc:
         return unavailable(request, "hud/no_log.html", context, exc, partial=None)
     url = job_log_url(job) if job else ""
-    if url:
+    if url and run_host_trusted(url, provider):
         return redirect(url)
+    if url:  # never lend our origin to a host the backend's CI provider does not own
+        context.update(url=url, host=run_host(url))
+        return page(request, "hud/log_elsewhere.html", context, partial=None)
     context["job_found"] = job is not None
     return page(request, "hud/no_log.html", context, status=400 if key is None else 404, partial=None)
 

@@ -7,9 +7,16 @@ first — up to DRAIN_MAX_BYTES and for at most DRAIN_SECONDS, after which the c
 
 import time
 
+from django.core.exceptions import BadRequest
+
 DRAIN_MAX_BYTES = 64 * 1024 * 1024
 DRAIN_SECONDS = 5.0
 CHUNK = 256 * 1024
+
+
+class BodyTooSlow(BadRequest):
+    """The client did not send its body within CRCR_BODY_READ_SECONDS (crcr/body_deadline.py):
+    408 from relay.middleware.SlowBodyMiddleware, or Django's 400 where it is read before a view."""
 
 
 def declared_length(request) -> int:

@@ -6,7 +6,25 @@ import logging
 from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 
+from .bodies import BodyTooSlow
+
 logger = logging.getLogger(__name__)
+
+
+class SlowBodyMiddleware:
+    """408, as JSON, for a request whose body did not arrive in time (relay.bodies.BodyTooSlow)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, BodyTooSlow):
+            logger.info("request body too slow: %s %s", request.method, request.path)
+            return JsonResponse({"detail": str(exception)}, status=408)
+        return None
 
 
 class DatabaseUnavailableMiddleware:

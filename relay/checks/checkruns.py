@@ -12,12 +12,13 @@ from django.conf import settings
 from django.db.models import Q
 
 from relay.params import int_param
+from relay.run_links import run_host_trusted
 
 from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..verdicts import latest_attempt
 from . import gate
-from .markdown import md_code, md_link
+from .markdown import md_code, md_link, plain_line
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ GITHUB_CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "suc
 
 
 def job_check_run_name(project: Project, workflow_name: str, job_name: str) -> str:
-    return f"{NAME_PREFIX}{project.full_name}/{workflow_name}/{job_name or workflow_name}"[:500]
+    """Plain text (relay.text.plain_line): the name is stored as it is sent."""
+    return plain_line(f"{NAME_PREFIX}{project.full_name}/{workflow_name}/{job_name or workflow_name}")[:500]
 
 
 def backend_check_run_name(project: Project) -> str:
@@ -44,7 +46,7 @@ def backend_check_run_name(project: Project) -> str:
 
 def external_id(run_id: str, pr_number: int, repo: str) -> str:
     """`<run_id>:<pr>:<repo>`: fork PRs' check-run events carry no PR, so the id must."""
-    return f"{run_id}:{pr_number}:{repo}"
+    return plain_line(f"{run_id}:{pr_number}:{repo}")
 
 
 def check_run_ensure(kind: str, pr_number: int, head_sha: str, name: str, **fields) -> UpstreamCheckRun:
@@ -234,7 +236,7 @@ def _result_title(job: JobRun, conclusion: str) -> str:
 def job_summary(job: JobRun, limit: int = SUMMARY_LIMIT) -> str:
     """Markdown: where the job ran, its test counts and failed tests, within GitHub's cap. Every
     reported string is a code span (relay.checks.markdown)."""
-    run = md_link(md_code(job.run_id), job.workflow_url)
+    run = md_link(md_code(job.run_id), run_url_trusted(job))
     lines = [
         f"**{md_code(job.project.full_name)}** · workflow {md_code(job.workflow_name)} · job {md_code(job.job_name or job.workflow_name)} · run {run}, attempt {job.run_attempt}"
     ]
@@ -275,10 +277,17 @@ def fit_lines(lines: list[str], limit: int) -> str:
 
 
 def job_details_url(job: JobRun) -> str:
-    """The job's own page: `<workflow_url>/job/<check_run_id>` when the id is GitHub's numeric one."""
-    if job.workflow_url and int_param(job.check_run_id) is not None:
-        return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
-    return job.workflow_url
+    """The job's own page: `<workflow_url>/job/<check_run_id>` when the id is GitHub's numeric one;
+    "" when the reported run is not on a host the project's CI provider owns (relay.run_links):
+    GitHub's Details button and our comments never send reviewers to an arbitrary site."""
+    url = run_url_trusted(job)
+    if url and int_param(job.check_run_id) is not None:
+        return f"{url.rstrip('/')}/job/{job.check_run_id}"
+    return url
+
+
+def run_url_trusted(job: JobRun) -> str:
+    return job.workflow_url if run_host_trusted(job.workflow_url, job.project.ci_provider) else ""
 
 
 def hud_pr_url(pr_number: int) -> str:

@@ -6,12 +6,21 @@ no team ping, no link or autolink, no image, no HTML, no emphasis. Control chara
 breaks become spaces (a newline could end a table row or the span), the fence is longer than any
 run of backticks inside, and in table cells `|` is escaped (GitHub splits cells before it reads
 code spans and drops the backslash again). Links are only ever ours or a reported run URL, behind
-fixed link text and percent-encoded so they cannot break out."""
+fixed link text and percent-encoded so they cannot break out.
+
+Every body we send upstream also passes `upstream_body` on its way out: single-line fields (names,
+titles, external ids) lose every control, line-break and bidirectional-override character, and
+Markdown bodies keep their newlines but lose the rest — so a job named `build\x1b[2J` or
+`test\u202egnp.exe` reaches GitHub as plain text, whichever code path built the body."""
 
 import re
 from urllib.parse import quote, urlsplit
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
+from ..text import CONTROLS, CONTROLS_BUT_LAYOUT, plain_line
+
+_CONTROL = re.compile(f"[{CONTROLS}]+")
+_CONTROL_BUT_NEWLINES = re.compile(rf"[\r{CONTROLS_BUT_LAYOUT}]+")
+SINGLE_LINE_FIELDS = frozenset({"name", "title", "external_id"})
 _SAFE_URL_CHARS = "/:?#[]@!$&'*+,;=%-._~"
 
 
@@ -25,6 +34,17 @@ def md_code(text, limit: int = 300, *, table: bool = False) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
     pad = " " if flat[0] == "`" or flat[-1] == "`" else ""  # CommonMark strips one space each side
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def upstream_body(value, key: str = ""):
+    """A JSON body for GitHub with every string made safe as above (dicts and lists walked)."""
+    if isinstance(value, dict):
+        return {k: upstream_body(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [upstream_body(v, key) for v in value]
+    if isinstance(value, str):
+        return plain_line(value) if key in SINGLE_LINE_FIELDS else _CONTROL_BUT_NEWLINES.sub("", value)
+    return value
 
 
 def md_link(label: str, url: str) -> str:

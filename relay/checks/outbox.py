@@ -11,6 +11,7 @@ from ..github import client as github
 from ..models import UpstreamWrite, UpstreamWriteAttempt
 from ..outbox.engine import Outbox, Result, retry_countdown
 from . import checkruns, oncall, reruns, writes
+from .markdown import upstream_body
 from .writes import Plan, Skip
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,8 @@ def _execute(plan: Plan) -> github.Response:
         return github.paginate_as_installation(
             plan.installation_id, plan.path, key=plan.paginate_key, max_pages=MAX_PAGES
         )
-    return github.as_installation(plan.installation_id, plan.method, plan.path, json=plan.body)
+    body = upstream_body(plan.body) if plan.body is not None else None
+    return github.as_installation(plan.installation_id, plan.method, plan.path, json=body)
 
 
 # --- sweep and read -------------------------------------------------------------------------------

@@ -325,3 +325,93 @@ def test_a_token_living_within_the_limit_is_accepted(client, oidc, settings):
     settings.CRCR_OIDC_MAX_LIFETIME_SECONDS = 3600
     token = oidc.mint(repository="sec-org/backend", repository_id="9100", exp=int(time.time()) + 3000)
     assert _callback(client, oidc, token=token).status_code == 200
+
+
+# --- 6. redirects to reported run URLs -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "provider, url, redirected",
+    [
+        ("github", "https://github.com/intel/torch-xpu-ops/actions/runs/5", True),
+        ("github", "https://evil.example/phish", False),
+        ("github", "https://github.com.evil.example/actions/runs/5", False),
+        ("github", "https://github.com@evil.example/actions/runs/5", False),
+        ("github", "http://github.com/intel/torch-xpu-ops/actions/runs/5", False),
+        ("github", "https://buildkite.com/org/pipe/builds/5", False),
+        ("buildkite", "https://buildkite.com/org/pipe/builds/5", True),
+        ("gitlab", "https://gitlab.example.org/group/proj/-/pipelines/5", True),
+        ("gitlab", "https://gitlab.com/group/proj/-/pipelines/5", False),
+    ],
+)
+def test_a_cells_log_redirects_only_to_a_host_its_ci_provider_owns(client, settings, provider, url, redirected):
+    settings.CRCR_OIDC_ISSUERS = [
+        {"issuer": "https://token.actions.githubusercontent.com", "kind": "github"},
+        {"issuer": "https://agent.buildkite.com", "kind": "buildkite"},
+        {"issuer": "https://gitlab.example.org", "kind": "gitlab"},
+    ]
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L2", ci_provider=provider)
+    UpstreamCommitFactory(sha="a" * 40)
+    JobRunFactory(project=project, head_sha="a" * 40, conclusion="failure", workflow_url=url, check_run_id="x")
+    response = client.get("/", {"log": f"{'a' * 40}.{project.pk}"})
+    if redirected:
+        assert response.status_code == 302 and response["Location"] == url
+    else:
+        html = response.content.decode()
+        assert response.status_code == 200 and "Location" not in response
+        assert "not a host its CI provider runs on" in html and 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_check_runs_and_comments_link_a_run_only_on_its_providers_host():
+    from relay.checks.checkruns import job_details_url, job_summary
+
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4")
+    evil = JobRunFactory(project=project, workflow_url="https://evil.example/run/5", check_run_id="77", run_id="5")
+    good = JobRunFactory(project=project, check_run_id="77")
+    assert job_details_url(evil) == "" and "evil.example" not in job_summary(evil)
+    assert job_details_url(good) == f"{good.workflow_url}/job/77" and good.workflow_url in job_summary(good)
+
+
+# --- 7. control and bidi characters ------------------------------------------------------------------
+
+SNEAKY = "test\n\x1b[2J\u202egnp.exe\u2066x\u2069\x85\u2028\r"
+
+
+def test_a_check_run_name_and_external_id_are_plain_lines():
+    from relay.checks.checkruns import external_id, job_check_run_name
+
+    project = ProjectFactory(full_name="intel/torch-xpu-ops")
+    name = job_check_run_name(project, "ci" + SNEAKY, "job" + SNEAKY)
+    assert name == "crcr/intel/torch-xpu-ops/citest [2J gnp.exe x /jobtest [2J gnp.exe x"
+    assert external_id("5\u202e1", 7, "a/b") == "5 1:7:a/b"
+
+
+def test_every_body_sent_upstream_loses_controls_and_bidi_but_markdown_keeps_its_lines():
+    from relay.checks.markdown import upstream_body
+
+    body = upstream_body(
+        {"name": SNEAKY, "output": {"title": SNEAKY, "summary": "line 1\n" + SNEAKY}, "body": SNEAKY, "n": 3}
+    )
+    assert body["name"] == body["output"]["title"] == "test [2J gnp.exe x"
+    assert body["output"]["summary"] == "line 1\ntest\n[2Jgnp.exex" and body["body"] == "test\n[2Jgnp.exex"
+    assert body["n"] == 3
+
+
+def test_the_outbox_sends_what_upstream_body_makes_of_a_plan(monkeypatch):
+    from relay.checks import outbox
+    from relay.checks.writes import Plan
+
+    sent = []
+    monkeypatch.setattr(outbox.github, "as_installation", lambda *args, json=None: sent.append(json))
+    outbox._execute(Plan("POST", "/repos/o/r/check-runs", 1, body={"name": "a\u202eb", "output": {"title": "t\n"}}))
+    assert sent == [{"name": "a b", "output": {"title": "t"}}]
+
+
+def test_pages_show_invisible_characters_as_code_points(client):
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", display_name="XPU")
+    UpstreamCommitFactory(sha="a" * 40, title="Fix \u202etxt.exe (#1)")
+    JobRunFactory(project=project, head_sha="a" * 40, conclusion="failure", job_name="build\u202egnp.exe\x1b[2J")
+    for url in ("/", "/commit/" + "a" * 40, "/crcr/intel/torch-xpu-ops"):
+        html = client.get(url).content.decode()
+        assert "\u202e" not in html and "\x1b" not in html, url
+    assert "⟨U+202E⟩" in client.get("/commit/" + "a" * 40).content.decode()

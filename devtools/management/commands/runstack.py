@@ -212,6 +212,8 @@ class Command(BaseCommand):
                 sys.executable,
                 "-m",
                 "gunicorn",
+                "-c",
+                "python:crcr.gunicorn_conf",  # the production timeouts; a quicker stop below
                 "crcr.wsgi:application",
                 "--bind",
                 f"{host}:{port}",
@@ -219,8 +221,6 @@ class Command(BaseCommand):
                 workers,
                 "--threads",
                 "8",
-                "--timeout",
-                "30",
                 "--graceful-timeout",
                 "5",
                 "--access-logfile",

@@ -1,0 +1,278 @@
+"""Every page × every query parameter × a list of hostile values: no answer is a 5xx.
+
+The reviews found one odd character at a time (`²` in a page number, a non-hex SHA, `1e999`);
+this table finds the next one. Pages and their parameters are listed here, and two checks keep
+the list whole: every GET route the URL configuration has is swept (or named as not a page), and
+every parameter name the views read from a query string is in the table. API endpoints take
+their parameters from the OpenAPI schema, so a new filter is swept the day it is added. (The
+sweeps are marked slow — a few minutes in all — and run in `make test`, hence `.ci/run`.)"""
+
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from relay.models import PullRequest
+from relay.models.triage import Subscription
+from tests.factories import (
+    DeliveryFactory,
+    DispatchFactory,
+    FailedTestFactory,
+    JobRunFactory,
+    ProjectFactory,
+    UpstreamCommitFactory,
+)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
+ROOT = Path(__file__).resolve().parents[2]
+SHA = "a" * 40
+
+HOSTILE = [
+    "²",
+    "١٢",
+    "𝟗",
+    "-1",
+    "0",
+    "9" * 30,
+    "1e999",
+    "NaN",
+    "-Infinity",
+    " 1",
+    "1,²,x,,",
+    "",
+    "\x00",
+    "\u202egnp.exe",
+    "\n\r\x1b[2J",
+    "<script>alert(1)</script>",
+    "'\"><svg onload=alert(1)>",
+    "javascript:alert(1)",
+    "//evil.example/x",
+    "../../etc/passwd",
+    "(a+)+$",
+    "*",
+    "%",
+    "{{7*7}}",
+    "🙂",
+    "all",
+    "a" * 5000,
+    f"{SHA}.²",
+    f"{SHA}.99999999999999999999",
+    f"{SHA[:7]}:x",
+    "abc.1",
+]
+CORE = ["²", "١٢", "9" * 30, "1e999", "-1", "", "\x00", "\u202egnp.exe", "<script>alert(1)</script>", "a" * 5000]
+CORE += [f"{SHA}.²", "abc.1", "(a+)+$", "🙂"]
+"""Tried on every parameter alone; the whole list is tried on all of a page's parameters at once."""
+RAW = ["%ED%A0%80", "%FF%FE", "%C0%AE"]
+"""Percent-escapes that decode to no valid UTF-8 (a lone surrogate, stray bytes, an overlong dot)."""
+
+PAGES = {
+    # path: (who, the query parameters the page reads)
+    "/": (
+        "anonymous",
+        [
+            "tip",
+            "log",
+            "job",
+            "level",
+            "device",
+            "hw",
+            "name",
+            "regex",
+            "hide_green",
+            "failures",
+            "heads",
+            "page",
+            "expand",
+        ],
+    ),
+    f"/commit/{SHA}": ("anonymous", ["open"]),
+    "/pr/100": ("anonymous", []),
+    "/search": ("anonymous", ["q"]),
+    "/crcr": ("anonymous", ["range", "event"]),
+    "/crcr/metrics": ("anonymous", ["range", "event", "level", "backend"]),
+    "/crcr/intel/torch-xpu-ops": ("anonymous", ["range", "event", "page", "shards", "cell"]),
+    "/known-issues": ("anonymous", ["state"]),
+    "/known-issues/new": ("superuser", ["title", "pattern", "kind", "project", "also", "sha"]),
+    "/known-issues/suggested": ("anonymous", []),
+    "/known-issues/{issue}": ("anonymous", []),
+    "/healthz": ("anonymous", []),
+    "/relay/deliveries": ("superuser", ["event", "action", "status", "page", "view"]),
+    "/notifications": ("superuser", ["subscription", "state"]),
+}
+PAIRED = {"/": [("regex", "1", "name"), ("heads", "pr", "page"), ("failures", "1", "expand")]}
+"""Parameters that matter only with another set: (fixed name, its value, the swept one)."""
+NOT_PAGES = {
+    "github-webhook",  # POST only: test_hostile_requests.py and tests/relay/test_intake.py
+    "github-callback",  # POST only: tests/reliability/test_hostile_input.py
+    "hud-known-issue-state",  # POST only
+    "admin",  # Django's own
+    "favicon",
+}
+
+
+@pytest.fixture
+def world(django_user_model):
+    from relay.triage import issues
+
+    ref = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, display_name="OpenReg")
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", display_name="Intel XPU")
+    UpstreamCommitFactory(sha="b" * 40, title="Parent (#99)")
+    UpstreamCommitFactory(sha=SHA, title="Fix \u202eadd (#100)", parent_sha="b" * 40)
+    UpstreamCommitFactory(sha="c" * 40, is_trunk=False, pr_number=100, title="Fix add")
+    PullRequest.objects.create(number=100, head_sha="c" * 40, base_sha="b" * 40)
+    JobRunFactory(project=ref, head_sha=SHA, conclusion="success", tests_total=5)
+    job = JobRunFactory(
+        project=xpu, head_sha=SHA, conclusion="failure", job_name="test (², 3)", check_run_id="²", tests_failed=1
+    )
+    FailedTestFactory(job_run=job, classname="TestX\x1b", name="test_add\u202e")
+    JobRunFactory(project=xpu, head_sha="c" * 40, pr_number=100, conclusion="success", job_name="test-1")
+    DispatchFactory(project=xpu, delivery=DeliveryFactory(head_sha=SHA), head_sha=SHA, state="sent")
+    issue = issues.known_issue_create({"title": "add fails", "test_patterns": ["TestX*"]}, by="alice")
+    Subscription.objects.create(name="hook", channel="webhook", target="https://u:p@hooks.example.com/x?t=1")
+    django_user_model.objects.create_superuser("root", "root@example.org", "x" * 24)
+    return {"issue": issue}
+
+
+def query_strings(path: str, params: list[str]):
+    for name in params:
+        for value in CORE:
+            yield f"{name}={quote(value)}"
+        yield f"{name}={RAW[0]}"
+    for fixed, fixed_value, name in PAIRED.get(path, []):
+        for value in CORE:
+            yield f"{fixed}={fixed_value}&{name}={quote(value)}"
+    for value in [*HOSTILE, *RAW]:  # every parameter at once
+        yield "&".join(f"{name}={value if value in RAW else quote(value)}" for name in params)
+
+
+def sweep(client, path: str, queries) -> list[str]:
+    failures = []
+    for query in queries:
+        response = client.get(path, QUERY_STRING=query)
+        if response.status_code >= 500:
+            failures.append(f"{response.status_code} {path}?{query[:120]}")
+    return failures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", list(PAGES))
+def test_no_hostile_query_value_makes_a_page_answer_5xx(client, world, path):
+    who, params = PAGES[path]
+    if who == "superuser":
+        client.login(username="root", password="x" * 24)
+    path = path.format(issue=world["issue"].pk)
+    assert sweep(client, path, query_strings(path, params)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "template", ["/crcr/{}/torch-xpu-ops", "/crcr/intel/{}", "/commit/{}", "/pr/{}", "/known-issues/{}"]
+)
+def test_no_hostile_path_segment_makes_a_page_answer_5xx(client, world, template):
+    values = [*HOSTILE[:-5], "a" * 7, "A" * 40, "f" * 39 + "²", "9" * 9, "0"]
+    failures = []
+    for value in values:
+        if not value or "/" in value:
+            continue
+        response = client.get(template.format(quote(value, safe="")))
+        if response.status_code >= 500:
+            failures.append(f"{response.status_code} {template.format(value[:60])}")
+    assert failures == []
+
+
+# --- the API, parameters from its schema --------------------------------------------------------------
+
+
+def api_reads() -> dict[str, list[str]]:
+    """Every GET path of the OpenAPI schema with its query parameters."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    reads = {}
+    for path, operations in schema["paths"].items():
+        if "get" in operations:
+            reads[path] = [p["name"] for p in operations["get"].get("parameters", []) if p["in"] == "query"]
+    return reads
+
+
+def api_path(template: str, world) -> str:
+    values = {"full_name": "intel/torch-xpu-ops", "sha": SHA, "number": "100", "id": str(world["issue"].pk)}
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), "1"), template)
+
+
+@pytest.mark.slow
+def test_no_hostile_query_value_makes_an_api_read_answer_5xx(client, world):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(user=get_user_model().objects.get(username="root"))
+    failures = []
+    reads = api_reads()
+    assert len(reads) >= 10, reads
+    for template, params in reads.items():
+        path = api_path(template, world)
+        for query in query_strings(path, params):
+            response = api.get(path, QUERY_STRING=query)
+            if response.status_code >= 500:
+                failures.append(f"{response.status_code} {path}?{query[:120]}")
+    assert failures == []
+
+
+# --- the table is whole ----------------------------------------------------------------------------
+
+
+def route_names(resolver=None, prefix="") -> set[str]:
+    names = set()
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            if entry.app_name == "admin":
+                names.add("admin")
+                continue
+            names |= route_names(entry, prefix)
+        elif isinstance(entry, URLPattern):
+            names.add(entry.name or entry.lookup_str.rsplit(".", 1)[-1])
+    return names
+
+
+SWEPT_ROUTES = {
+    "hud-grid": "/",
+    "hud-commit": f"/commit/{SHA}",
+    "hud-pr": "/pr/100",
+    "hud-search": "/search",
+    "hud-summary": "/crcr",
+    "hud-metrics": "/crcr/metrics",
+    "hud-backend": "/crcr/intel/torch-xpu-ops",
+    "hud-known-issues": "/known-issues",
+    "hud-known-issue-new": "/known-issues/new",
+    "hud-suggested": "/known-issues/suggested",
+    "hud-known-issue": "/known-issues/{issue}",
+    "healthz": "/healthz",
+    "relay-deliveries": "/relay/deliveries",
+    "relay-notifications": "/notifications",
+}
+
+
+def test_every_page_route_is_swept():
+    api = {name for name in route_names() if name.startswith("api-") or name.endswith(("-list", "-detail", "-root"))}
+    api |= {n for n in route_names() if n.startswith(("project-", "delivery-", "dispatch-", "jobrun-", "commit-"))}
+    api |= {n for n in route_names() if n.startswith(("knownissue-", "subscription-"))}
+    unswept = route_names() - set(SWEPT_ROUTES) - NOT_PAGES - api
+    assert unswept == set()
+    assert set(SWEPT_ROUTES.values()) == set(PAGES)
+
+
+PARAM_READ = re.compile(r"""(?:GET|query|get|query_params)\.(?:get|getlist)\(\s*["']([A-Za-z_]+)["']""")
+
+
+def test_every_query_parameter_a_view_reads_is_in_the_table():
+    read = set()
+    for package in ("hud", "relay", "api"):
+        for path in (ROOT / package).rglob("*.py"):
+            read |= set(PARAM_READ.findall(path.read_text()))
+    swept = {name for _, params in PAGES.values() for name in params}
+    swept |= {name for params in api_reads().values() for name in params}
+    assert read - swept == set()
