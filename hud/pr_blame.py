@@ -69,7 +69,7 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     )
     before = list(dict.fromkeys(([pr.base_sha] if pr and pr.base_sha else []) + trunk))
     cells = cells_for_commits([head_sha, *before], backends + ([reference] if reference else []))
-    tests = failed_tests_for_jobs(latest_failing_job_ids(c for c in cells.values() if c.failing))
+    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in cells.values() if c.failing]))
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
     ref = failures.get((head_sha, reference.id)) if reference else None
