@@ -23,8 +23,8 @@ ROUTE = re.compile(r"`((?:GET |POST |PUT |PATCH |DELETE )?/[\w/<>{}.:?=&%-]*)`")
 PLACEHOLDER = re.compile(r"<[^>]+>|\{[^}]+\}")
 NOT_PATHS = {"crcr/gate"}
 """Names that look like paths: the merge gate's check-run name."""
-ELSEWHERE = {"usr", "proc", "run", "repos", "_standin"}
-"""Routes on other servers or paths on the host: the machine, GitHub's API, the stand-in's control."""
+ELSEWHERE = {"usr", "proc", "run", "repos", "_standin", "_s3"}
+"""Routes on other servers or paths on the host: the machine, GitHub's API, the stand-in's control and its S3-shaped bucket."""
 SAMPLES = {"sha": "a" * 40, "n": "7", "number": "7", "pr": "7", "id": "1", "org": "o", "repo": "r"}
 
 

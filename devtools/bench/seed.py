@@ -233,7 +233,7 @@ def failed_test_values(ident: tuple, dtype: str, b: Backend, rng: random.Random)
         f"    raise error_metas.pop()[0].to_error(msg)\n{message.splitlines()[0]}"
     )
     hw = "HW" if rng.random() < 0.1 else ""
-    return (f"{method}_{word}_{dtype}", f"{cls}{word.upper()}", file, message, stack, hw, False)
+    return (f"{method}_{word}_{dtype}", f"{cls}{word.upper()}", file, message, stack, hw, False, "failed")
 
 
 # --- commits ------------------------------------------------------------------------------------------
@@ -399,8 +399,16 @@ JOB_FIELDS = (
     "body",
     "created_at",
     "updated_at",
+    "tests_error",
+    "tests_xfailed",
+    "tests_xpassed",
+    "tests_source",
+    "triage_verdict",
 )
 _J = {name: i for i, name in enumerate(JOB_FIELDS)}
+NO_OUTCOME_DETAIL = (None, None, None, "", None)
+"""tests_error, tests_xfailed, tests_xpassed, tests_source, triage_verdict: the seed's jobs report
+passed/failed/skipped only, from their own CI (no reference import), with no triage verdict."""
 FAILED_FIELDS = (
     "id",
     "job_run_id",
@@ -411,6 +419,7 @@ FAILED_FIELDS = (
     "stacktrace",
     "hw_classification",
     "truncated",
+    "outcome",
 )
 DELIVERY_FIELDS = (
     "id",
@@ -731,6 +740,7 @@ class Generator:
             body,
             ts(created),
             ts(end if completed else start),
+            *NO_OUTCOME_DETAIL,
             failed_rows,
         ]
         c.jobs.append(row)
@@ -774,6 +784,7 @@ class Generator:
                 body,
                 ts(at),
                 ts(at),
+                *NO_OUTCOME_DETAIL,
                 None,
             ]
         )

@@ -40,7 +40,7 @@ PR, PR_HEAD = 4242, "e" * 40
 
 @pytest.fixture
 def story(transactional_db):
-    from relay.models import Project, PullRequest, UpstreamCommit
+    from relay.models import Delivery, Project, PullRequest, UpstreamCommit
 
     reference = Project.objects.create(
         full_name="pytorch/openreg-ci", level="L2", is_reference=True, display_name="OpenReg", hardware_kind="reference"
@@ -74,6 +74,17 @@ def story(transactional_db):
     )
     PullRequest.objects.create(
         number=PR, author="alice", labels=["ciflow/crcr/rocm"], base_sha=trunk[5].sha, head_sha=PR_HEAD
+    )
+    # The labelled webhook that told us so: the check runs and the PR page read labels from it.
+    Delivery.objects.create(
+        guid="two-questions-labeled",
+        event="pull_request",
+        action="labeled",
+        outcome="relayed",
+        pr_number=PR,
+        head_sha=PR_HEAD,
+        received_at=T0 + timedelta(hours=7),
+        payload={"pull_request": {"number": PR, "labels": [{"name": "ciflow/crcr/rocm"}]}},
     )
     _result(xpu, PR_HEAD, [XPU_ADDMM, XPU_SUM], pr_number=PR)
     _reference_result(reference, PR_HEAD, 0, pr_number=PR)

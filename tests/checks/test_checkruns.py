@@ -220,7 +220,7 @@ def test_a_closed_pr_gets_no_new_check_runs(relay, xpu):
 def trunk_tag_push(relay, pr: int = 2, head: str = HEAD) -> Delivery:
     """pytorchbot's merge: the `ciflow/trunk/<pr>` tag pushed at the PR's head."""
     payload = {**fixture_payload("push"), "ref": f"refs/tags/ciflow/trunk/{pr}", "deleted": False, "after": head}
-    delivery = Delivery.objects.get(delivery_id=relay.webhook("push", payload)["delivery"])
+    delivery = Delivery.objects.get(guid=relay.webhook("push", payload)["delivery"])
     relay.send_dispatches(delivery)
     return delivery
 

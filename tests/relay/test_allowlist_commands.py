@@ -107,9 +107,12 @@ def test_it_exports_the_registry_to_stdout():
 
 
 def test_it_seeds_the_sandbox_registry_idempotently():
+    from devtools.sandbox_registry import SANDBOX_PROJECTS
+
     run("seed_sandbox")
     out, _ = run("seed_sandbox")
-    assert "10 projects" in out and Project.objects.count() == 10
+    expected = len(SANDBOX_PROJECTS)
+    assert f"{expected} projects" in out and Project.objects.count() == expected
 
 
 EVERY_SHAPE_PATH = SAMPLE_PATH.parent / "allowlist_every_shape.yml"
