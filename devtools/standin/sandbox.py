@@ -395,6 +395,11 @@ def reference_junit(sha: str) -> bytes:
     ).encode()
 
 
+def _qualified(test: dict) -> str:
+    """A reported test's full name: a node id alone carries its class in the name."""
+    return f"{test['classname']}.{test['name']}" if test.get("classname") else test["name"]
+
+
 def _problem(method: str) -> tuple[str, str]:
     """How a pool test goes wrong: the stream test raises (an error), the others assert (a failure)."""
     if method.startswith("test_stream"):
@@ -580,7 +585,7 @@ class JobPlan:
                 else f"{first['name']} fails on this backend only"
             ),
             "evidence": [
-                {"job": job["name"], "test": f"{t['classname']}.{t['name']}", "excerpt": t["message"], "log_url": log}
+                {"job": job["name"], "test": _qualified(t)[:200], "excerpt": t["message"], "log_url": log}
                 for t in job["failed_tests"][:3]
             ],
             "reproduced_on_retry": not job["flaky"],

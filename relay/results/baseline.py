@@ -66,7 +66,12 @@ MARK_SHORT = {
 MARK_GLYPHS = {SHARED: "=", BACKEND: "≠", MIXED: "±", NO_BASELINE: "∗", INFRA: "!", KNOWN: "K", EXPECTED: "E"}
 """The second mark on a failing cell, in text so that colour is never the only signal."""
 RANKED_FIRST = {"GENERIC", "ACCELERATOR"}
-SUMMARY_KINDS = (("shared", "shared"), ("backend_only", "backend-only"), ("not_comparable", "not comparable"))
+SUMMARY_KINDS = (
+    ("shared", "shared"),
+    ("backend_only", "backend-only"),
+    ("not_comparable", "not comparable"),
+    ("known", "known or expected"),
+)
 JOB_LEVEL_STATES = {State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED}
 MESSAGE_CHARS = 300
 
@@ -209,7 +214,7 @@ def _combine(kinds: set[str]) -> str:
 def grid_baseline(cells: dict[CellKey, Cell], reference_id: int | None) -> tuple[dict[CellKey, str], set[str]]:
     """Marks for every failing non-reference cell and the upstream-broken SHAs, from the cells
     already loaded plus one query for the failing attempts' tests."""
-    marks, broken, _ = _grid(cells, reference_id)
+    marks, broken, _, _ = _grid(cells, reference_id)
     return marks, broken
 
 
@@ -217,7 +222,7 @@ def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
     """grid_baseline's marks and upstream-broken SHAs, and each failing cell's CellFailures."""
     failing = [c for c in cells.values() if c.failing and c.project.level != Level.L1]
     if not failing:
-        return {}, set(), {}
+        return {}, set(), {}, {}
     triager = triager_load({c.project.id for c in failing})
     tests = failed_tests_for_jobs(latest_failing_job_ids(failing), with_messages=needs_messages(triager))
     failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
@@ -229,7 +234,7 @@ def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
         if pid != reference_id:
             marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id)
     broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
-    return marks, broken, failures
+    return marks, broken, failures, triage
 
 
 def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cells, reference_id) -> str:
@@ -254,19 +259,24 @@ def _reference_on(sha: str, references, cells, reference_id) -> CellFailures | N
     return reference
 
 
-def tests_summary(mine: CellFailures, reference: CellFailures | None) -> str:
-    """Test-level status beside the job's: "3 tests failing, all shared with the reference"."""
-    count = len(mine.tests)
+def tests_summary(mine: CellFailures, reference: CellFailures | None, triage: CellTriage | None = None) -> str:
+    """Test-level status beside the job's: "3 tests failing, all shared with the reference",
+    "…: 1 shared, 1 backend-only, 1 known"; known and expected failures counted apart, as the
+    mark leaves them out; jobs that failed without a test named after."""
+    count, remainder = len(mine.tests), open_remainder(mine, triage)
     if not count:
         return "failed before any test ran (infrastructure)" if mine.infra_only else ""
-    kinds = Counter(test_kind(t, reference) if has_baseline(reference) else "not_comparable" for t in mine.tests)
+    kinds = Counter(test_kind(t, reference) if has_baseline(reference) else "not_comparable" for t in remainder.tests)
+    kinds["known"] = count - len(remainder.tests)
     failing = f"{count} test{'s' if count != 1 else ''} failing"
     if kinds["shared"] == count:
-        return f"{failing}, {'all ' if count > 1 else ''}shared with the reference"
-    if kinds["backend_only"] == count:
-        return f"{failing}, none shared with the reference"
-    parts = [f"{kinds[k]} {label}" for k, label in SUMMARY_KINDS if kinds[k]]
-    return f"{failing}: {', '.join(parts)}"
+        text = f"{failing}, {'all ' if count > 1 else ''}shared with the reference"
+    elif kinds["backend_only"] == count:
+        text = f"{failing}, none shared with the reference"
+    else:
+        text = f"{failing}: {', '.join(f'{kinds[k]} {label}' for k, label in SUMMARY_KINDS if kinds[k])}"
+    jobs = len(remainder.job_level)
+    return text + (f"; {jobs} job{'s' if jobs != 1 else ''} failed without a test" if jobs else "")
 
 
 @dataclass
@@ -287,10 +297,10 @@ def backend_baseline(project, shas: list[str]) -> BackendBaseline:
     if reference is None or reference.id == project.id:
         return BackendBaseline(reference, {}, {}, set())
     cells = cells_for_commits(shas, [project, reference])
-    marks, broken, failures = _grid(cells, reference.id)
+    marks, broken, failures, triage = _grid(cells, reference.id)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference.id}
     summaries = {
-        sha: tests_summary(mine, _reference_on(sha, references, cells, reference.id))
+        sha: tests_summary(mine, _reference_on(sha, references, cells, reference.id), triage.get((sha, pid)))
         for (sha, pid), mine in failures.items()
         if pid == project.id
     }
@@ -486,7 +496,7 @@ def _compare_backend(
         basis=_basis(cell, ref),
         job_level_failures=remainder.job_level,
         infrastructure_failures=mine.infra,
-        tests_summary=tests_summary(mine, ref) if cell.failing else "",
+        tests_summary=tests_summary(mine, ref, triage) if cell.failing else "",
     )
     for tid in sorted(mine.tests):
         kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"

@@ -71,3 +71,14 @@ def test_a_test_that_raises_is_an_error_on_the_reference_and_on_backends():
     assert reference["test_stream_event_sync_openreg"] == "error"
     backend = {t["name"]: t["outcome"] for t in plan("ROCm/pytorch", sha).job("test", "failure")["failed_tests"]}
     assert backend["test_stream_event_sync_cuda"] == "error"
+
+
+@pytest.mark.parametrize("repo", sorted(PRODUCERS))
+def test_every_producer_shape_makes_a_callback_body_with_its_triage_verdict(repo):
+    sandbox = plan(repo)
+    tests = [sandbox.failed_test(spec) for spec in TEST_POOL[:3]]
+    job = {**sandbox.job("test", "failure"), "broken_before_tests": False, "failed_tests": tests}
+    assert sandbox.body(job, "completed")["workflow"]["failed_tests"] == tests
+    evidence = sandbox.triage_verdict(job)["evidence"]  # the action's verdict input names each test
+    named = [e["test"].rpartition(".")[2].rpartition("::")[2] for e in evidence if "test" in e]
+    assert set(named) <= {t["name"].rpartition("::")[2] for t in tests}

@@ -94,3 +94,15 @@ def test_a_retry_keeps_the_first_attempt_s_failed_tests(reference, ascend):
     assert list(second.failed_tests.values_list("name", flat=True)) == ["test_div_npu_float32"]
     [comparison] = commit_baseline(SHA).backends  # the latest attempt decides
     assert [t.test_id for t in comparison.not_comparable + comparison.backend_only] == [f"{CLASS}.test_div_float32"]
+
+
+def test_the_summary_counts_known_failures_apart_and_names_jobs_failed_without_a_test(reference, ascend):
+    from relay.models import KnownIssue
+
+    KnownIssue.objects.create(title="mul is flaky", test_patterns=["TestCommon.test_mul*"])
+    job(reference, "failure", [("add",)], word="openreg")
+    job(ascend, failed=[("add",), ("mul",)])
+    JobRunFactory(project=ascend, head_sha=SHA, conclusion="failure", job_name="build", tests_total=None)
+    summary = "2 tests failing: 1 shared, 1 known or expected; 1 job failed without a test"
+    assert backend_baseline(ascend, [SHA]).summaries == {SHA: summary}
+    assert commit_baseline(SHA).backends[0].tests_summary == summary
