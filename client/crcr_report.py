@@ -366,6 +366,11 @@ def _github_facts(env) -> dict:
     }
 
 
+def _digits(value: str) -> bool:
+    """1–18 ASCII digits: str.isdigit() also accepts "²", which int() refuses (as the server reads them)."""
+    return value.isascii() and value.isdigit() and len(value) <= 18
+
+
 def _buildkite_facts(env) -> dict:
     # The build number rather than BUILDKITE_BUILD_ID: the existing relay wants an integer run id,
     # and the number is unique within the pipeline the token names anyway.
@@ -375,7 +380,7 @@ def _buildkite_facts(env) -> dict:
         "name": env.get("BUILDKITE_PIPELINE_SLUG"),
         "url": f"{build_url}#{job_id}" if build_url and job_id else build_url,
         "run_id": env.get("BUILDKITE_BUILD_NUMBER"),
-        "run_attempt": str(int(retries) + 1) if retries.isdigit() else None,
+        "run_attempt": str(int(retries) + 1) if _digits(retries) else None,
         "job_name": env.get("BUILDKITE_LABEL") or env.get("BUILDKITE_STEP_KEY"),
         "check_run_id": job_id,
     }
@@ -411,7 +416,7 @@ def run_facts(args, env) -> RunFacts:
             else "this machine (not GitHub Actions, Buildkite or GitLab CI)"
         )
         raise UsageError(f"cannot tell the workflow name and run id on {where}: pass --workflow-name and --run-id")
-    if not facts.run_attempt.isdigit() or int(facts.run_attempt) < 1:
+    if not _digits(facts.run_attempt) or int(facts.run_attempt) < 1:
         raise UsageError(f"the run attempt must be a positive integer, not {facts.run_attempt!r}")
     return facts
 
@@ -751,7 +756,7 @@ def _reason(exc: Exception) -> str:
 def retry_after_seconds(value: str | None) -> float | None:
     """Retry-After in seconds (HTTP allows a delay or a date); None when absent or unreadable."""
     value = (value or "").strip()
-    if value.isdigit():
+    if _digits(value):
         return float(value)
     try:
         when = parsedate_to_datetime(value) if value else None

@@ -715,3 +715,20 @@ def test_the_client_is_python_3_8_syntax_and_imports_only_the_standard_library()
     }
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= sys.stdlib_module_names
+
+
+def test_the_client_reads_numbers_from_ascii_digits_only():
+    """`²` passes str.isdigit() and fails int(): a retry count or Retry-After like it is unreadable,
+    not a crash on the runner."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("crcr_report_digits", CLIENT)
+    client = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = client  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(client)
+        assert client.retry_after_seconds("²") is None and client.retry_after_seconds("30") == 30.0
+        assert client._buildkite_facts({"BUILDKITE_RETRY_COUNT": "²"})["run_attempt"] is None
+        assert client._buildkite_facts({"BUILDKITE_RETRY_COUNT": "1"})["run_attempt"] == "2"
+    finally:
+        del sys.modules[spec.name]
