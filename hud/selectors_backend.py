@@ -15,7 +15,6 @@ from django.utils import timezone
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
-from hud.selectors_summary import PASS_RATE_TARGET
 from hud.tallies.buckets import window_buckets
 from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
@@ -27,6 +26,7 @@ from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks
+from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.results.status import StateShown
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
@@ -409,6 +409,17 @@ class StatCard:
         return {True: "✓", False: "✗", None: ""}[self.ok]
 
 
+def adjusted_card(adjusted: AdjustedRates) -> StatCard:
+    excused = len(adjusted.excused)
+    return StatCard(
+        "Upstream-adjusted pass rate",
+        percent(adjusted.adjusted_pass_rate),
+        f"{excused:,} failed job{'s' if excused != 1 else ''} excused as upstream's (listed below) · "
+        f"{adjusted.raw.passed:,} of {adjusted.counted:,} · target ≥ 90 %",
+        readiness_rules.pass_rate_met(adjusted.adjusted_pass_rate),
+    )
+
+
 def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
     rates = tally.rates
     infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
@@ -416,8 +427,8 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "Pass rate",
             percent(rates.pass_rate),
-            f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
-            None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET,
+            f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target ≥ 90 %",
+            readiness_rules.pass_rate_met(rates.pass_rate),
         ),
         StatCard(
             "First-attempt pass rate",
@@ -490,9 +501,24 @@ def backend_readiness(project: Project, now: datetime):
     key = (project.pk, "pr")
     tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
     tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
+    adjusted14 = window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now)
+    adjusted7 = window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now)
     return readiness_rules.readiness(
-        project.level, tally14, tally7, level_since(project), first_result_at(project), now
+        project.level,
+        tally14,
+        tally7,
+        level_since(project),
+        first_result_at(project),
+        now,
+        adjusted14,
+        adjusted7,
+        project.level_pass_rate,
     )
+
+
+def window_adjusted(project: Project, tally: Tally, days: int, now: datetime) -> AdjustedRates:
+    """The tally's raw rates and the failed jobs excused over the same window (relay.results.excused)."""
+    return adjusted_rates(project, tally.rates, window_buckets(days, now)[0].start)
 
 
 @dataclass
@@ -511,6 +537,8 @@ class Dashboard:
     """Since which commit each job and test failing on the newest trunk commit fails."""
     expectations: list = field(default_factory=list)
     """The backend's published expectations, each with how many trunk commits in a row it passed."""
+    adjusted: AdjustedRates | None = None
+    """PR/push tab: the window's failed jobs excused as upstream's, for the adjusted pass rate."""
 
     @property
     def known_heads(self) -> int:
@@ -531,6 +559,9 @@ def dashboard_build(
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
+    adjusted = adjusted_rates(project, tally.rates, since) if tab == "pr" and not project.is_reference else None
+    if adjusted is not None:
+        cards.insert(1, adjusted_card(adjusted))
     if tab != "pr":
         cards.insert(
             3,
@@ -558,4 +589,5 @@ def dashboard_build(
         history,
         since,
         expected,
+        adjusted,
     )
