@@ -23,6 +23,8 @@ E2E_P50_MAX = 3 * 3600
 OVERRUN_SECONDS = 3 * 3600
 OVERRUN_RATE_MAX = 0.01
 """Fewer than 1 % of jobs run longer than 3 h (#8754 turned "max exec < 3 h" into this rate)."""
+DEMOTION_KEYS = ("e2e", "timeouts", "pass_rate")
+"""Upstream's demotion criteria, a subset of promotion's: end-to-end p50, timeout rate, pass rate."""
 TIME_AT_LEVEL_MIN = timedelta(days=30)
 """At the current level for at least a month before promotion."""
 DATA_AGE_MIN = timedelta(days=14)
@@ -158,6 +160,10 @@ def health_criteria(tally, adjusted=None, basis: str = "adjusted") -> list[Crite
     ]
 
 
+def demotion_criteria(tally7, adjusted7=None, basis: str = "adjusted") -> list[Criterion]:
+    return [c for c in health_criteria(tally7, adjusted7, basis) if c.key in DEMOTION_KEYS]
+
+
 def tenure_criteria(level_since: datetime | None, first_result_at: datetime | None, now: datetime) -> list[Criterion]:
     at_level = now - level_since if level_since else None
     data_age = now - first_result_at if first_result_at else None
@@ -168,6 +174,8 @@ def tenure_criteria(level_since: datetime | None, first_result_at: datetime | No
             "≥ 30 d",
             _days(at_level),
             None if at_level is None else at_level >= TIME_AT_LEVEL_MIN,
+            target=TIME_AT_LEVEL_MIN.days,
+            measured=_day_count(at_level),
         ),
         Criterion(
             "data_days",
@@ -175,8 +183,14 @@ def tenure_criteria(level_since: datetime | None, first_result_at: datetime | No
             "≥ 14 d",
             _days(data_age),
             None if data_age is None else data_age >= DATA_AGE_MIN,
+            target=DATA_AGE_MIN.days,
+            measured=_day_count(data_age),
         ),
     ]
+
+
+def _day_count(span: timedelta | None) -> float | None:
+    return None if span is None else round(span.total_seconds() / 86400, 2)
 
 
 def _days(span: timedelta | None) -> str:
@@ -199,7 +213,7 @@ def readiness(
             level, [], [], "L1 backends report no results, so readiness cannot be judged; register at L2 first.", "n/a"
         )
     promotion = health_criteria(tally14, adjusted14, basis) + tenure_criteria(level_since, first_result_at, now)
-    demotion = health_criteria(tally7, adjusted7, basis)
+    demotion = demotion_criteria(tally7, adjusted7, basis)
     headline, outlook = _headline(level, promotion, demotion)
     excuse = _excuse_note(level, tally7, adjusted7, demotion, basis)
     return Readiness(level, promotion, demotion, f"{headline} {excuse}".strip(), outlook)

@@ -496,22 +496,40 @@ def first_result_at(project: Project) -> datetime | None:
     )
 
 
-def backend_readiness(project: Project, now: datetime):
+@dataclass
+class ReadinessInputs:
+    """What the level criteria read: PR/push tallies and the excused failures over 14 and 7 days."""
+
+    tally14: Tally
+    tally7: Tally
+    adjusted14: AdjustedRates
+    adjusted7: AdjustedRates
+
+
+def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
     """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
     key = (project.pk, "pr")
     tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
     tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
-    adjusted14 = window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now)
-    adjusted7 = window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now)
-    return readiness_rules.readiness(
-        project.level,
+    return ReadinessInputs(
         tally14,
         tally7,
+        window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
+        window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
+    )
+
+
+def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs | None = None):
+    inputs = inputs or readiness_inputs(project, now)
+    return readiness_rules.readiness(
+        project.level,
+        inputs.tally14,
+        inputs.tally7,
         level_since(project),
         first_result_at(project),
         now,
-        adjusted14,
-        adjusted7,
+        inputs.adjusted14,
+        inputs.adjusted7,
         project.level_pass_rate,
     )
 
