@@ -73,8 +73,14 @@ class AdjustedRates:
         return self.raw.pass_rate
 
     @property
+    def excused_count(self) -> int:
+        """Never more than the failed jobs the raw rates count: the rates may come from rollups a
+        minute older than the jobs read here."""
+        return min(len(self.excused), self.raw.failed)
+
+    @property
     def counted(self) -> int:
-        return self.raw.decided - len(self.excused)
+        return self.raw.decided - self.excused_count
 
     @property
     def adjusted_pass_rate(self) -> float | None:

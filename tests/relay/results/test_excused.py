@@ -144,3 +144,9 @@ def test_the_adjusted_rate_leaves_excused_jobs_out_of_the_count():
     rates = AdjustedRates(Rates(passed=80, failed=20, infra=0, pending=0, first_attempt_passed=80), [object()] * 15)
     assert rates.raw_pass_rate == 0.8 and round(rates.adjusted_pass_rate, 3) == 0.941
     assert rates.pass_rate("raw") == 0.8 and rates.pass_rate("adjusted") == rates.adjusted_pass_rate
+
+
+def test_the_adjusted_rate_never_excuses_more_jobs_than_the_raw_rates_count_as_failed():
+    """The raw rates come from rollups that may lag the jobs read for the excused list."""
+    rates = AdjustedRates(Rates(passed=5, failed=1, infra=0, pending=0, first_attempt_passed=5), [object()] * 3)
+    assert rates.excused_count == 1 and rates.adjusted_pass_rate == 1.0
