@@ -150,3 +150,17 @@ def test_the_adjusted_rate_never_excuses_more_jobs_than_the_raw_rates_count_as_f
     """The raw rates come from rollups that may lag the jobs read for the excused list."""
     rates = AdjustedRates(Rates(passed=5, failed=1, infra=0, pending=0, first_attempt_passed=5), [object()] * 3)
     assert rates.excused_count == 1 and rates.adjusted_pass_rate == 1.0
+
+
+def test_a_cached_list_is_never_one_change_behind(reference, xpu):
+    from django.core.cache import cache
+
+    from relay.results.excused import adjusted_rates
+
+    cache.clear()
+    raw = Rates(passed=0, failed=1, infra=0, pending=0, first_attempt_passed=0)
+    run(reference, "success")
+    run(xpu, "failure", failed=[XPU_MUL])
+    assert adjusted_rates(xpu, raw, since()).excused == []
+    KnownIssue.objects.create(title="mul upstream", kind="upstream", test_patterns=["TestFoo.test_mul_*"])
+    assert len(adjusted_rates(xpu, raw, since()).excused) == 1
