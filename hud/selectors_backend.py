@@ -20,7 +20,7 @@ from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
-from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelChange, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
@@ -482,6 +482,36 @@ def environment_latest(project: Project) -> Environment | None:
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, matrix_label(job), job.created_at)
 
 
+@dataclass
+class LevelHistory:
+    """The registry's audit of a backend's level: every change (newest first) with who or what
+    decided it and why, since when it holds its level, and since when it has reported results
+    (L2 or above) without a break, which a promotion does not reset."""
+
+    changes: list
+    level_since: datetime
+    reporting_since: datetime | None
+
+
+def level_history(project: Project, limit: int = 50) -> LevelHistory:
+    changes = list(LevelChange.objects.filter(project=project).order_by("-changed_at", "-id"))  # an audit: short
+    return LevelHistory(changes[:limit], level_since(project), reporting_since(project, changes[::-1]))
+
+
+def reporting_since(project: Project, oldest_first: list) -> datetime | None:
+    """When the backend last came up to L2 or above (from L1, or registered there); None at L1.
+    A promotion (L2 → L3) or demotion within L2–L4 keeps the date: the time counts on."""
+    if project.level == Level.L1:
+        return None
+    since = project.created_at
+    for change in oldest_first:
+        if change.to_level == Level.L1:
+            since = None
+        elif since is None or not change.from_level or change.from_level == Level.L1:
+            since = change.changed_at
+    return since
+
+
 def level_since(project: Project) -> datetime:
     change = LevelChange.objects.filter(project=project, to_level=project.level).order_by("-changed_at", "-id").first()
     return change.changed_at if change else project.created_at
@@ -557,6 +587,7 @@ class Dashboard:
     """The backend's published expectations, each with how many trunk commits in a row it passed."""
     adjusted: AdjustedRates | None = None
     """PR/push tab: the window's failed jobs excused as upstream's, for the adjusted pass rate."""
+    history: LevelHistory | None = None
 
     @property
     def known_heads(self) -> int:
@@ -608,4 +639,5 @@ def dashboard_build(
         since,
         expected,
         adjusted,
+        level_history(project),
     )

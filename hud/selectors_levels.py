@@ -14,7 +14,7 @@ from hud import readiness as rules
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 
-from .selectors_backend import backend_readiness, readiness_inputs
+from .selectors_backend import LevelHistory, backend_readiness, level_history, readiness_inputs
 
 CRITERION_NAMES = {
     "e2e": "e2e_p50",
@@ -36,6 +36,7 @@ class RepoStatus:
     window_days: int
     criteria: list
     adjusted: AdjustedRates
+    history: LevelHistory
 
     def as_dict(self) -> dict:
         return {
@@ -46,6 +47,8 @@ class RepoStatus:
             "windowDays": self.window_days,
             "criteria": [self._criterion(c) for c in self.criteria],
             "passRate": self._pass_rates(),
+            "levelSince": self.history.level_since,
+            "reportingSince": self.history.reporting_since,
         }
 
     def _criterion(self, c) -> dict:
@@ -96,7 +99,7 @@ def _decided(project, kind: str, days: int, criteria: list, tally, adjusted) -> 
         change = "promote" if not no_data and all(c.met for c in criteria) else None
     else:
         change = "demote" if not no_data and any(c.met is False for c in criteria) else None
-    return RepoStatus(project, change, no_data, days, criteria, adjusted)
+    return RepoStatus(project, change, no_data, days, criteria, adjusted, level_history(project, limit=0))
 
 
 def level_status(now: datetime | None = None) -> list[RepoStatus]:

@@ -117,6 +117,8 @@ def test_an_l2_backend_meeting_every_promotion_criterion_is_promoted_over_14_day
         ["queue_time_avg", "timeout_rate", "pass_rate", "e2e_p50", "overrun_rate", "tenure_days", "data_days"], True
     )
     assert criterion(repo, "tenure_days")["measured"] >= 40 and criterion(repo, "tenure_days")["target"] == 30
+    assert repo["levelSince"] == repo["reportingSince"]  # the L2 entry 40 days ago
+    assert repo["reportingSince"].startswith(str((timezone.now() - timedelta(days=40)).date()))
 
 
 def test_an_l2_backend_short_of_tenure_is_not_promoted(api, reference):

@@ -59,3 +59,32 @@ def test_the_summary_shows_the_adjusted_rate_on_the_default_window_only(client, 
     default = client.get("/crcr").content.decode()
     assert "adjusted <span" in default and "2 excused" in default
     assert "adjusted <span" not in client.get("/crcr?range=30d").content.decode()
+
+
+def test_the_backend_page_shows_its_level_history_and_tenure_not_reset_by_promotion(client):
+    from relay.models import LevelChange
+    from relay.registry import project_create, project_update
+
+    backend = project_create("Ascend/pytorch", "L2", by="admin", reason="first results")
+    LevelChange.objects.filter(project=backend).update(changed_at=timezone.now() - timedelta(days=40))
+    project_update(
+        backend, {"level": "L3", "device": "npu"}, by="crcr-bot", reason="met every L3 criterion for 14 days"
+    )
+    page = client.get("/crcr/Ascend/pytorch").content.decode()
+    assert "Level history" in page and "L2 → L3" in page and "registered at L2" in page
+    assert "crcr-bot" in page and "met every L3 criterion for 14 days" in page
+    assert "Reporting results (L2 or above) since" in page and "1\xa0month" in page
+
+
+def test_tenure_at_l2_or_above_restarts_only_after_a_stay_at_l1():
+    from hud.selectors_backend import level_history
+    from relay.models import LevelChange
+    from relay.registry import project_create, project_update
+
+    backend = project_create("vendor/ci", "L2", by="admin", reason="")
+    project_update(backend, {"level": "L1"}, by="admin", reason="broke")
+    project_update(backend, {"level": "L2"}, by="admin", reason="fixed")
+    project_update(backend, {"level": "L3", "device": "x"}, by="admin", reason="promoted")
+    backend.refresh_from_db()
+    readmitted = LevelChange.objects.filter(project=backend, to_level="L2").order_by("-id").first()
+    assert level_history(backend).reporting_since == readmitted.changed_at
