@@ -47,6 +47,7 @@ urlpatterns = [
         name="api-expectations",
     ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
+    re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_grid import pr_page
+from hud.selectors_levels import level_status
 from relay.checks.gate import gate_verdict
 from relay.models import Project, UpstreamCommit
 from relay.results.baseline import commit_baseline
@@ -119,6 +120,29 @@ class CulpritsView(APIView):
                 "streaks": [s.to_dict() for s in found],
             }
         )
+
+
+class LevelStatusView(APIView):
+    """Level decisions in the shape of upstream's `level-status`: per backend (L2–L4) its level,
+    `change` (demote for an L3/L4 backend missing a demotion criterion over 7 days, promote for an
+    L2 backend meeting every promotion criterion over 14 days, else null), `noData` (no decided job
+    in the window: listed, never changed), `windowDays` and `criteria` [{criterion, measured,
+    target, met}] (times in seconds, rates as fractions, tenure in days; met null = no data). The
+    pass-rate criterion and `passRate` carry the raw and upstream-adjusted rates, which one the
+    registry lets decide, and the excused failed jobs with their evidence."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("repo", str, description="owner/repo: only this backend")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        repo = request.query_params.get("repo", "").strip()
+        if repo:
+            project = _project(repo)
+            repos = [r for r in level_status() if r.project.pk == project.pk]
+        else:
+            repos = level_status()
+        return Response({"repos": [r.as_dict() for r in repos]})
 
 
 REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")

@@ -15,18 +15,18 @@ from django.utils import timezone
 from hud import readiness as readiness_rules
 from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
-from hud.selectors_summary import PASS_RATE_TARGET
 from hud.tallies.buckets import window_buckets
 from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
-from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, LevelChange, Project, UpstreamCommit
+from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelChange, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state
 from relay.results.culprits import streaks
+from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.results.status import StateShown
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
@@ -409,6 +409,17 @@ class StatCard:
         return {True: "✓", False: "✗", None: ""}[self.ok]
 
 
+def adjusted_card(adjusted: AdjustedRates) -> StatCard:
+    excused = len(adjusted.excused)
+    return StatCard(
+        "Upstream-adjusted pass rate",
+        percent(adjusted.adjusted_pass_rate),
+        f"{excused:,} failed job{'s' if excused != 1 else ''} excused as upstream's (listed below) · "
+        f"{adjusted.raw.passed:,} of {adjusted.counted:,} · target ≥ 90 %",
+        readiness_rules.pass_rate_met(adjusted.adjusted_pass_rate),
+    )
+
+
 def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
     rates = tally.rates
     infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
@@ -416,8 +427,8 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "Pass rate",
             percent(rates.pass_rate),
-            f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target > 90 %",
-            None if rates.pass_rate is None else rates.pass_rate > PASS_RATE_TARGET,
+            f"{rates.passed:,} of {rates.decided:,} jobs, latest attempts · target ≥ 90 %",
+            readiness_rules.pass_rate_met(rates.pass_rate),
         ),
         StatCard(
             "First-attempt pass rate",
@@ -471,6 +482,36 @@ def environment_latest(project: Project) -> Environment | None:
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, matrix_label(job), job.created_at)
 
 
+@dataclass
+class LevelHistory:
+    """The registry's audit of a backend's level: every change (newest first) with who or what
+    decided it and why, since when it holds its level, and since when it has reported results
+    (L2 or above) without a break, which a promotion does not reset."""
+
+    changes: list
+    level_since: datetime
+    reporting_since: datetime | None
+
+
+def level_history(project: Project, limit: int = 50) -> LevelHistory:
+    changes = list(LevelChange.objects.filter(project=project).order_by("-changed_at", "-id"))  # an audit: short
+    return LevelHistory(changes[:limit], level_since(project), reporting_since(project, changes[::-1]))
+
+
+def reporting_since(project: Project, oldest_first: list) -> datetime | None:
+    """When the backend last came up to L2 or above (from L1, or registered there); None at L1.
+    A promotion (L2 → L3) or demotion within L2–L4 keeps the date: the time counts on."""
+    if project.level == Level.L1:
+        return None
+    since = project.created_at
+    for change in oldest_first:
+        if change.to_level == Level.L1:
+            since = None
+        elif since is None or not change.from_level or change.from_level == Level.L1:
+            since = change.changed_at
+    return since
+
+
 def level_since(project: Project) -> datetime:
     change = LevelChange.objects.filter(project=project, to_level=project.level).order_by("-changed_at", "-id").first()
     return change.changed_at if change else project.created_at
@@ -485,14 +526,47 @@ def first_result_at(project: Project) -> datetime | None:
     )
 
 
-def backend_readiness(project: Project, now: datetime):
+@dataclass
+class ReadinessInputs:
+    """What the level criteria read: PR/push tallies and the excused failures over 14 and 7 days."""
+
+    tally14: Tally
+    tally7: Tally
+    adjusted14: AdjustedRates
+    adjusted7: AdjustedRates
+
+
+def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
     """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
     key = (project.pk, "pr")
     tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
     tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
-    return readiness_rules.readiness(
-        project.level, tally14, tally7, level_since(project), first_result_at(project), now
+    return ReadinessInputs(
+        tally14,
+        tally7,
+        window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
+        window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
     )
+
+
+def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs | None = None):
+    inputs = inputs or readiness_inputs(project, now)
+    return readiness_rules.readiness(
+        project.level,
+        inputs.tally14,
+        inputs.tally7,
+        level_since(project),
+        first_result_at(project),
+        now,
+        inputs.adjusted14,
+        inputs.adjusted7,
+        project.level_pass_rate,
+    )
+
+
+def window_adjusted(project: Project, tally: Tally, days: int, now: datetime) -> AdjustedRates:
+    """The tally's raw rates and the failed jobs excused over the same window (relay.results.excused)."""
+    return adjusted_rates(project, tally.rates, window_buckets(days, now)[0].start)
 
 
 @dataclass
@@ -511,6 +585,9 @@ class Dashboard:
     """Since which commit each job and test failing on the newest trunk commit fails."""
     expectations: list = field(default_factory=list)
     """The backend's published expectations, each with how many trunk commits in a row it passed."""
+    adjusted: AdjustedRates | None = None
+    """PR/push tab: the window's failed jobs excused as upstream's, for the adjusted pass rate."""
+    history: LevelHistory | None = None
 
     @property
     def known_heads(self) -> int:
@@ -531,6 +608,9 @@ def dashboard_build(
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
+    adjusted = adjusted_rates(project, tally.rates, since) if tab == "pr" and not project.is_reference else None
+    if adjusted is not None:
+        cards.insert(1, adjusted_card(adjusted))
     if tab != "pr":
         cards.insert(
             3,
@@ -558,4 +638,6 @@ def dashboard_build(
         history,
         since,
         expected,
+        adjusted,
+        level_history(project),
     )

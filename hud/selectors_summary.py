@@ -8,13 +8,14 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from hud.health import dispatch_states, health_cards
-from hud.readiness import PASS_RATE_MIN
+from hud.readiness import PASS_RATE_MIN, pass_rate_met
 from hud.tallies.buckets import window_buckets
 from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
-from hud.windows import WINDOWS, Window, stale_after
+from hud.windows import DEFAULT_WINDOW, WINDOWS, Window, stale_after
 from relay.models import Level, Project
+from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.verdicts import Rates
 
 # --- the summary page ---------------------------------------------------------------------------------
@@ -26,7 +27,7 @@ LEVEL_SECTIONS = [
     (Level.L1, "L1 integrations · webhook dispatch only, no results"),
 ]
 PASS_RATE_TARGET = PASS_RATE_MIN
-"""One threshold everywhere a pass rate is coloured: the L3 criterion (rfcs#102, pass rate > 90 %)."""
+"""One threshold everywhere a pass rate is coloured: the level criterion (pass rate ≥ 90 %, inclusive)."""
 
 
 @dataclass
@@ -37,6 +38,8 @@ class BackendRow:
     activity_text: str
     last_result_at: datetime | None
     last_result_text: str
+    adjusted: AdjustedRates | None = None
+    """The upstream-adjusted pass rate: computed for the default window's PR tab only (cost)."""
 
     @property
     def rates(self) -> Rates:
@@ -44,8 +47,15 @@ class BackendRow:
 
     @property
     def pass_rate_ok(self) -> bool | None:
-        rate = self.rates.pass_rate
-        return None if rate is None else rate > PASS_RATE_TARGET
+        return pass_rate_met(self.rates.pass_rate)
+
+    @property
+    def adjusted_ok(self) -> bool | None:
+        return pass_rate_met(self.adjusted.adjusted_pass_rate) if self.adjusted else None
+
+    @property
+    def adjusted_text(self) -> str:
+        return percent(self.adjusted.adjusted_pass_rate) if self.adjusted else ""
 
     @property
     def pass_rate_text(self) -> str:
@@ -141,9 +151,10 @@ def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSec
                 counts = dispatches.get(project.pk, Counter())
                 section.chips.append(L1Chip(project, counts["sent"], counts["not_installed"], counts["failed"]))
             else:
-                section.rows.append(
-                    backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now)
-                )
+                row = backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now)
+                if window.key == DEFAULT_WINDOW and tab == "pr":
+                    row.adjusted = adjusted_rates(project, row.rates, since)
+                section.rows.append(row)
         section.rows.sort(key=_worst_first)
         if section.rows or section.chips:
             sections.append(section)

@@ -44,6 +44,11 @@ class ProjectAdminForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.initial["oncalls"] = ", ".join(oncall_list(self.instance.oncalls))
+        if "level_pass_rate" in self.fields:  # a form (or script) that leaves it out keeps the entry's basis
+            self.fields["level_pass_rate"].required = False
+
+    def clean_level_pass_rate(self):
+        return self.cleaned_data.get("level_pass_rate") or self.instance.level_pass_rate
 
     def clean_full_name(self):
         full_name = self.cleaned_data["full_name"].strip().strip("/")
@@ -102,6 +107,7 @@ class ProjectAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
+        ("Level criteria", {"fields": ("level_pass_rate", "excuse_triage_verdicts")}),
         (
             "Kind",
             {

@@ -63,6 +63,11 @@ PRODUCERS = {
 DEFAULT_PRODUCER = ("CUDA", "cuda", "client", "cuda")
 REFERENCE_DEVICE = ("PRIVATEUSE1", "openreg")
 """Upstream's OpenReg registers `openreg`: its methods read test_x_openreg_float32."""
+SOUND_BACKENDS = {"Ascend/pytorch"}
+"""Backends whose own CI is sound in the sandbox: they rarely fail on their own and never hang,
+so nearly every failure is upstream's (the reference fails the same tests). Their raw pass rate
+sits below 90 % and the upstream-adjusted one above it: the case issue 24's levels are for."""
+OWN_FAILURE_RATE, SOUND_OWN_FAILURE_RATE = 0.14, 0.02
 OUTCOME_MIX = {"skipped": 42, "xfailed": 7, "xpassed": 1}
 """Besides passed and failed, what backends' summaries count (torch-spyre's: errors, xfailed, xpassed)."""
 
@@ -486,10 +491,15 @@ class JobPlan:
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
         return [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
 
+    @property
+    def sound(self) -> bool:
+        return self.project["full_name"] in SOUND_BACKENDS
+
     def conclusion(self) -> str:
         if self.upstream_broken:
             return "failure"
-        return "failure" if self.rng.random() < 0.14 else "success"
+        own = SOUND_OWN_FAILURE_RATE if self.sound else OWN_FAILURE_RATE
+        return "failure" if self.rng.random() < own else "success"
 
     def job(self, name: str, conclusion: str) -> dict:
         fail = conclusion == "failure" and not self.project.get("is_health_probe")
@@ -501,8 +511,8 @@ class JobPlan:
             "conclusion": conclusion,
             "queue": self.rng.uniform(1, 12),
             "duration": self.rng.uniform(4, 40),
-            "never_starts": self.rng.random() < 0.02,
-            "hangs": self.rng.random() < 0.03,
+            "never_starts": self.rng.random() < 0.02 and not self.sound,
+            "hangs": self.rng.random() < 0.03 and not self.sound,
             "flaky": fail and not self.upstream_broken and self.rng.random() < 0.35,
             "broken_before_tests": broken_before_tests,
             "failed_tests": self.failed_tests() if fail and not broken_before_tests else [],
@@ -510,7 +520,7 @@ class JobPlan:
 
     def failed_tests(self) -> list[dict]:
         tests = list(self.broken_tests) if self.upstream_broken else []
-        if not self.upstream_broken or self.rng.random() < 0.3:
+        if not self.upstream_broken or (self.rng.random() < 0.3 and not self.sound):
             tests.append(self.rng.choice(TEST_POOL))
         return [self.failed_test(t) for t in dict.fromkeys(tests)]
 

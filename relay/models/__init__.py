@@ -19,6 +19,7 @@ from .registry import (
     InstalledRepo,
     Level,
     LevelChange,
+    PassRateBasis,
     Project,
     RelayState,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "InstalledRepo",
     "JobRun",
     "Level",
+    "PassRateBasis",
     "LevelChange",
     "OncallComment",
     "Project",

@@ -38,6 +38,13 @@ class HardwareKind(models.TextChoices):
     OTHER = "other", "Other"
 
 
+class PassRateBasis(models.TextChoices):
+    """Which pass rate decides the level criteria (relay.results.excused)."""
+
+    ADJUSTED = "adjusted", "upstream-adjusted (failures shared with the reference or known upstream excused)"
+    RAW = "raw", "raw (every failed job counts)"
+
+
 class ProjectQuerySet(models.QuerySet):
     def dispatch_targets(self):
         """Who an upstream event is relayed to: every active project but a reference that does
@@ -102,6 +109,17 @@ class Project(models.Model):
     gitlab_project_path = models.CharField(max_length=200, blank=True, help_text="GitLab identity: group/project path")
     oidc_required_claims = models.JSONField(
         default=dict, blank=True, help_text='Claims a callback token must carry, e.g. {"build_branch": ["main"]}'
+    )
+    level_pass_rate = models.CharField(
+        max_length=10,
+        choices=PassRateBasis.choices,
+        default=PassRateBasis.ADJUSTED,
+        help_text="Which pass rate the level criteria (promotion, demotion) are decided on",
+    )
+    excuse_triage_verdicts = models.BooleanField(
+        default=False,
+        help_text="Also excuse a failed job whose triage verdict says upstream or infra with high confidence "
+        "(advisory, written by the downstream's own analyzer)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,0 +1,237 @@
+"""The upstream-adjusted pass rate: which failed jobs are upstream's to answer for, not the backend's.
+
+A job counts as failed when its latest attempt failed (relay.verdicts, Counts.FAIL). It is
+**excused** when every failure it has is accounted for as upstream's:
+
+* each failed test it reported is **shared**: the OpenReg reference failed it too on the same
+  commit (relay.results.baseline's comparison; a job that reported no failed test but a build
+  failure compares as a job: shared when the reference's build failed too);
+* or it matches an **open known issue of kind upstream** (relay.triage);
+* or, only when the project's registry entry allows it (`excuse_triage_verdicts`), the job's own
+  triage verdict says `upstream` or `infra` with `high` confidence (the whole job).
+
+A job whose reported failed tests are fewer than its failed count (a truncated list) cannot show
+that *every* failure is shared, so only a known issue or a verdict can excuse it. A job that broke
+before any test ran, timed out or never started is never excused by the baseline: the reference
+cannot speak for it. The adjusted rate leaves excused jobs out of the count (passed / (decided −
+excused)): an upstream failure says nothing about whether the backend would have passed."""
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.core.cache import cache
+from django.db.models import Count, Max
+from django.urls import reverse
+
+from relay.models import SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project
+from relay.testids import TestIdResolver, report_ids
+from relay.triage.classify import triager_load
+from relay.triage.matching import Failure
+from relay.verdicts import STATES, Counts, Rates, job_label
+
+from .baseline import CellFailures, _job_level_kind, broke_before_tests, cell_failures, has_baseline, resolve_commit_ids
+from .cells import (
+    cells_for_commits,
+    failed_tests_for_jobs,
+    latest_failing_job_ids,
+    reference_backend,
+    registered_backends,
+    reported_environment,
+)
+
+BASELINE, KNOWN_UPSTREAM, VERDICT = "baseline", "known_issue", "triage_verdict"
+CACHE_SECONDS = 90
+"""A window's excused list is shared this long: about 2 ms per failing head SHA (measured on the
+sandbox), so /crcr's rows and the readiness panel's two windows would otherwise recompute it on
+every refresh."""
+VERDICT_CATEGORIES = {"upstream", "infra"}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str
+    """baseline, known_issue or triage_verdict."""
+    label: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ExcusedJob:
+    sha: str
+    job_id: int
+    job: str
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def reason(self) -> str:
+        return ", ".join(sorted({e.kind for e in self.evidence}))
+
+
+@dataclass
+class AdjustedRates:
+    """Raw rates (from the tallies) and the failed jobs excused in the same window."""
+
+    raw: Rates
+    excused: list[ExcusedJob] = field(default_factory=list)
+
+    @property
+    def raw_pass_rate(self) -> float | None:
+        return self.raw.pass_rate
+
+    @property
+    def excused_count(self) -> int:
+        """Never more than the failed jobs the raw rates count: the rates may come from rollups a
+        minute older than the jobs read here."""
+        return min(len(self.excused), self.raw.failed)
+
+    @property
+    def counted(self) -> int:
+        return self.raw.decided - self.excused_count
+
+    @property
+    def adjusted_pass_rate(self) -> float | None:
+        return self.raw.passed / self.counted if self.counted > 0 else None
+
+    def pass_rate(self, basis: str) -> float | None:
+        return self.raw_pass_rate if basis == "raw" else self.adjusted_pass_rate
+
+
+# --- one job -------------------------------------------------------------------------------------
+
+
+def job_excuse(job, reported: list, mine: CellFailures, reference: CellFailures | None, triager, verdicts: dict):
+    """The evidence that excuses one failed job, or None when a failure of it stays the backend's."""
+    verdict = verdicts.get(job.id)
+    if verdict and verdict.get("category") in VERDICT_CATEGORIES and verdict.get("confidence") == "high":
+        return (Evidence(VERDICT, f"triage verdict: {verdict['category']}, high confidence", _job_anchor(mine)),)
+    if broke_before_tests(job, reported):
+        return None
+    if not reported:
+        return _job_level_excuse(job, mine, reference, triager)
+    if len(reported) < (job.tests_failed or 0):
+        reference = None  # a truncated list: only known issues can account for every failure
+    return _tests_excuse(reported, mine, reference, triager)
+
+
+def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
+    project = mine.cell.project
+    ids = report_ids(reported, project.device_type, reported_environment(reported))
+    resolver = TestIdResolver([*mine.tests, *(reference.tests if reference else [])])
+    evidence = []
+    for test, tid in zip(reported, ids, strict=True):
+        tid = resolver.resolve(tid)
+        if has_baseline(reference) and reference.failing(tid):
+            evidence.append(Evidence(BASELINE, "shared with the reference", _baseline_anchor(mine)))
+            continue
+        issue = _upstream_issue(triager.classify(Failure(project.id, tid, test.get("message") or "")))
+        if issue is None:
+            return None
+        evidence.append(_issue_evidence(issue))
+    return _distinct(evidence)
+
+
+def _job_level_excuse(job, mine: CellFailures, reference, triager):
+    if has_baseline(reference) and reference.complete and _job_level_kind(reference) == "shared":
+        return (Evidence(BASELINE, "the reference's build failed too", _baseline_anchor(mine)),)
+    issue = _upstream_issue(triager.classify(Failure(mine.cell.project.id, job_label(job))))
+    return (_issue_evidence(issue),) if issue else None
+
+
+def _upstream_issue(match):
+    issue = match.issue if match is not None else None
+    return issue if issue is not None and issue.kind == KnownIssue.Kind.UPSTREAM else None
+
+
+def _issue_evidence(issue) -> Evidence:
+    return Evidence(KNOWN_UPSTREAM, f"known upstream issue #{issue.pk}: {issue.title}", _issue_url(issue))
+
+
+def _issue_url(issue) -> str:
+    return reverse("hud-known-issue", args=[issue.pk])
+
+
+def _baseline_anchor(mine: CellFailures) -> str:
+    return reverse("hud-commit", args=[mine.cell.sha]) + f"#compare-{mine.cell.project.id}"
+
+
+def _job_anchor(mine: CellFailures) -> str:
+    return reverse("hud-commit", args=[mine.cell.sha]) + f"#backend-{mine.cell.project.id}"
+
+
+def _distinct(evidence: list) -> tuple:
+    return tuple(dict.fromkeys(evidence))
+
+
+# --- a window --------------------------------------------------------------------------------------
+
+
+def excused_jobs(project: Project, since: datetime, until: datetime | None = None) -> list[ExcusedJob]:
+    """The failed PR/push jobs of `project` dated in [since, until) (a job is dated by its first
+    attempt, as the tallies date it) that the rule above excuses. A constant number of queries."""
+    reference = reference_backend(registered_backends())
+    if project.level == Level.L1 or project.is_reference:
+        return []
+    shas = _failing_shas(project, since, until)
+    if not shas:
+        return []
+    projects = [project] + ([reference] if reference else [])
+    cells = cells_for_commits(shas, projects, detail=True)
+    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
+    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
+    resolve_commit_ids(failures.values())
+    triager = triager_load([project.id])
+    verdicts = _verdicts(failures, project) if project.excuse_triage_verdicts else {}
+    excused = []
+    for sha in shas:
+        mine = failures[(sha, project.id)]
+        ref = failures.get((sha, reference.id)) if reference else None
+        for verdict in mine.cell.verdicts:
+            if not _counted_failure(verdict, mine, since, until):
+                continue
+            evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts)
+            if evidence:
+                excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence))
+    return excused
+
+
+def _failing_shas(project: Project, since: datetime, until: datetime | None) -> list[str]:
+    """Heads with a non-passing PR/push attempt in the window: only there can a job have failed."""
+    rows = JobRun.objects.filter(project=project, created_at__gte=since, status=JobRun.Status.COMPLETED)
+    rows = rows.exclude(event_type__in=SELF_REPORT_EVENTS).exclude(conclusion="success")
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
+    return sorted(set(rows.values_list("head_sha", flat=True)))
+
+
+def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:
+    """A failed PR/push job the window's tally counts: latest attempt failed, first attempt dated in it."""
+    if STATES[verdict.state].counts != Counts.FAIL or verdict.job.event_type in SELF_REPORT_EVENTS:
+        return False
+    first = mine.cell.attempts_of(verdict)[0].created_at
+    return first >= since and (until is None or first < until)
+
+
+def _verdicts(failures: dict, project: Project) -> dict[int, dict]:
+    ids = [v.job.id for (sha, pid), f in failures.items() if pid == project.id for v in f.cell.verdicts]
+    rows = JobRun.objects.filter(pk__in=ids, triage_verdict__isnull=False).values_list("pk", "triage_verdict")
+    return dict(rows)
+
+
+def _version(project: Project) -> str:
+    """What the excused list depends on, so a cached list is never one change behind: the newest
+    row and update of the backend's and the reference's jobs, and of the known issues."""
+    ids = [project.pk, *Project.objects.filter(is_reference=True).values_list("pk", flat=True)]
+    jobs = JobRun.objects.filter(project_id__in=ids).aggregate(Max("id"), Max("updated_at"))
+    issues = KnownIssue.objects.aggregate(Max("updated_at"), Count("id"))
+    return ":".join(str(v) for v in (*jobs.values(), *issues.values()))
+
+
+def adjusted_rates(project: Project, raw: Rates, since: datetime, until: datetime | None = None) -> AdjustedRates:
+    facts = f"{project.excuse_triage_verdicts:d}:{since.isoformat()}:{until or ''}:{_version(project)}"
+    key = f"crcr:excused:{project.pk}:{hashlib.sha256(facts.encode()).hexdigest()[:32]}"
+    excused = cache.get(key)
+    if excused is None:
+        excused = excused_jobs(project, since, until)
+        cache.set(key, excused, CACHE_SECONDS)
+    return AdjustedRates(raw, excused)
