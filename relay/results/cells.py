@@ -9,7 +9,7 @@ and never with the table, and nothing is queried per cell."""
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTextTransform
 
 from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project
 from relay.verdicts import (
@@ -129,7 +129,9 @@ def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> di
         ["message", "truncated"] if with_messages else []
     )
     tests: dict[int, list] = {}
-    rows = FailedTest.objects.filter(job_run_id__in=job_ids).annotate(env_device=KT("job_run__environment__device"))
+    # KT("job_run__environment__device") would read job_run as the JSON column (a bigint on PostgreSQL).
+    device = KeyTextTransform("device", "job_run__environment")
+    rows = FailedTest.objects.filter(job_run_id__in=job_ids).annotate(env_device=device)
     for row in rows.values(*fields) if job_ids else []:
         tests.setdefault(row["job_run_id"], []).append(row)
     return tests

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from django.db import transaction
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTextTransform
 
 from relay.models import FailedTest
 from relay.models.triage import IssueOccurrence
@@ -52,7 +52,7 @@ def old_test_id(name: str, classname: str = "", file: str = "") -> TestId:
 def rematch(write: bool = True) -> Rematch:
     result = Rematch()
     rows = (
-        FailedTest.objects.annotate(env_device=KT("job_run__environment__device"))
+        FailedTest.objects.annotate(env_device=KeyTextTransform("device", "job_run__environment"))
         .values("job_run_id", "name", "classname", "file", "env_device", "job_run__project__device_type")
         .order_by("job_run_id", "id")
     )
