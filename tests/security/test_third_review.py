@@ -415,3 +415,13 @@ def test_pages_show_invisible_characters_as_code_points(client):
         html = client.get(url).content.decode()
         assert "\u202e" not in html and "\x1b" not in html, url
     assert "⟨U+202E⟩" in client.get("/commit/" + "a" * 40).content.decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/search?q=%00", "/?tip=a%00b", "/crcr?range=7d%00", "/api/v1/jobs/?repo=%00", "/api/v1/commits/?branch=x%00"],
+)
+def test_a_nul_in_a_url_is_a_400_on_every_database(client, url):
+    """PostgreSQL refuses NUL in text: before, a search answered 503 there (SQLite let it by)."""
+    response = client.get(url)
+    assert response.status_code == 400 and "NUL" in response.json()["detail"]
