@@ -188,13 +188,13 @@ def mark_for(backend: CellFailures, reference: CellFailures | None) -> str:
     if not kinds - {"not_comparable"}:
         if not reference.complete:
             return NO_BASELINE
-        kinds = {_job_level_kind(reference)}
+        kinds = {job_level_kind(reference)}
     elif backend.job_level:
-        kinds.add(_job_level_kind(reference))
+        kinds.add(job_level_kind(reference))
     return _combine(kinds)
 
 
-def _job_level_kind(reference: CellFailures) -> str:
+def job_level_kind(reference: CellFailures) -> str:
     """Failures with no test to compare are compared as jobs: shared when the reference's build
     failed too, or (job-level only) when the reference failed at all."""
     return "shared" if reference.build_failed or (reference.cell.failing and not reference.per_test) else "backend_only"

@@ -30,7 +30,7 @@ from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
 from relay.verdicts import STATES, Counts, Rates, job_label
 
-from .baseline import CellFailures, _job_level_kind, broke_before_tests, cell_failures, has_baseline, resolve_commit_ids
+from .baseline import CellFailures, broke_before_tests, cell_failures, has_baseline, job_level_kind, resolve_commit_ids
 from .cells import (
     cells_for_commits,
     failed_tests_for_jobs,
@@ -132,7 +132,7 @@ def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
 
 
 def _job_level_excuse(job, mine: CellFailures, reference, triager):
-    if has_baseline(reference) and reference.complete and _job_level_kind(reference) == "shared":
+    if has_baseline(reference) and reference.complete and job_level_kind(reference) == "shared":
         return (Evidence(BASELINE, "the reference's build failed too", _baseline_anchor(mine)),)
     issue = _upstream_issue(triager.classify(Failure(mine.cell.project.id, job_label(job))))
     return (_issue_evidence(issue),) if issue else None
