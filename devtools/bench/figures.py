@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from .harness import WEBHOOK_SECRET, MachineWatch, Services, peak_rss_mb, rss_mb
+from .harness import STAGES_ENV, WEBHOOK_SECRET, MachineWatch, Services, peak_rss_mb, rss_mb
 from .load import (
     UPSTREAM,
     UPSTREAM_ID,
@@ -642,11 +642,16 @@ def callbacks(b: Bench) -> None:
     started = time.monotonic()
     jobs = world.jobs(count)
     b.log(f"  minted {2 * count:,} OIDC tokens in {time.monotonic() - started:.1f} s")
+    stages_on = os.environ.get(STAGES_ENV) == "1"
+    if stages_on:
+        _stages_take(b)  # the warm-up's
     b.begin()
     before = b.watch.cpu()
     run = callback_run(b, jobs, p.callback_seconds, p.callback_clients)
     b.machine = b.watch.report()
     per = cpu_per(cpu_delta(before, b.watch.cpu()), run["accepted"])
+    if stages_on:
+        _callback_stages_figure(b, per)
     lost, extra, checked = _callbacks_stored(world, jobs, run["records"])
     tokens_used = UsedToken.objects.count()
     expected_tokens = warm["accepted"] + run["accepted"]
@@ -669,6 +674,46 @@ def callbacks(b: Bench) -> None:
         b.log(
             f"  note: {len(run['exhausted'])} client(s) ran out of pre-minted jobs before the end; throughput is a lower bound"
         )
+
+
+def _stages_take(b: Bench) -> dict:
+    """Every web process's stage totals (each answer comes from one gunicorn worker and resets it;
+    asking a few times per worker over fresh connections reaches them all)."""
+    from devtools.bench.stages import merged
+    from devtools.bench.urls import STAGES_PATH
+
+    takes = []
+    for _ in range(6 * b.services.config.web_workers):
+        client = Client(b.base_url)
+        try:
+            reply = client.get(f"/{STAGES_PATH}")
+        finally:
+            client.close()
+        if reply.status == 200:
+            takes.append(reply.json())
+    return merged(takes)
+
+
+def _callback_stages_figure(b: Bench, per: dict) -> None:
+    """Where a callback's web CPU goes, step by step (docs/performance.md, "Where each millisecond goes")."""
+    from devtools.bench.stages import per_request
+
+    report = per_request(_stages_take(b))
+    inside = report["stages"]["request"]["cpu_ms"]
+    outside = round(per.get("web", 0) - inside, 3) if per.get("web") else None
+    b.log(f"  stages (CPU / wall per request, self time; {report['requests']:,} requests):")
+    for stage, row in report["stages"].items():
+        b.log(f"    {stage:<30} {row['self_cpu_ms']:7.3f} ms CPU  {row['self_wall_ms']:7.3f} ms wall")
+    b.log(f"    {'gunicorn + WSGI (web − request)':<30} {outside} ms CPU")
+    b.add(
+        "callback_stages",
+        "callback: CPU inside Django's handler per request (stages in details)",
+        inside,
+        "ms",
+        outside_django_cpu_ms=outside,
+        web_cpu_ms=per.get("web"),
+        **report,
+    )
 
 
 def _callback_figures(b: Bench, run: dict, jobs: list[CallbackJob], world: CallbackWorld) -> None:

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH_DIR = ROOT / "var" / "bench"
 CHILD_FLAG = "CRCR_BENCH_CHILD"
 TARGET_ENV = "CRCR_BENCH_TARGET"
+STAGES_ENV = "CRCR_BENCH_STAGES"
+"""Set to 1: the web server times each step of a callback (devtools/bench/stages.py)."""
 SECRET_KEY = "bench-only-secret-key-never-used-outside-the-benchmark-0123456789abcdef"
 WEBHOOK_SECRET = "bench webhook secret"
 APP_ID = 1001
@@ -138,6 +140,8 @@ def base_env(target: Target) -> dict:
         env["CRCR_BENCH_SETTINGS"] = settings_module
     if target.redis_url:
         env["REDIS_URL"] = target.redis_url
+    if os.environ.get(STAGES_ENV) == "1":
+        env[STAGES_ENV] = "1"
     return env
 
 
@@ -422,6 +426,8 @@ class Services:
                     sys.executable,
                     "-m",
                     "gunicorn",
+                    "-c",
+                    "python:crcr.gunicorn_conf",  # production's worker class and bounds; the flags below win
                     "crcr.wsgi:application",
                     "--bind",
                     f"127.0.0.1:{port}",

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from devtools.bench.harness import (
     BENCH_DIR,
     CHILD_FLAG,
+    STAGES_ENV,
     TARGET_ENV,
     both_targets,
     run_child,
@@ -62,6 +63,12 @@ class Command(BaseCommand):
             "servers), and one table of every target's verdict in both (what `make bench` runs)",
         )
         parser.add_argument("--drop", action="store_true", help="drop the benchmark database afterwards")
+        parser.add_argument(
+            "--stages",
+            action="store_true",
+            help="time each step of a callback inside the web server (devtools/bench/stages.py) and print where "
+            "its milliseconds go",
+        )
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
     def handle(self, *args, **options):
@@ -128,6 +135,7 @@ class Command(BaseCommand):
             argv += ["--callback-clients", str(options["callback_clients"])]
         argv += ["--quick"] if options["quick"] else []
         argv += ["--tiny"] if options["tiny"] else []
+        argv += ["--stages"] if options["stages"] else []
         return argv
 
     # --- child: the harness ---------------------------------------------------------------------------------
@@ -142,6 +150,8 @@ class Command(BaseCommand):
         from devtools.standin import StandIn
 
         signal.signal(signal.SIGTERM, _interrupt)  # so `finally` stops the servers
+        if options["stages"]:
+            os.environ[STAGES_ENV] = "1"  # the web server's environment (harness.child_env) passes it on
         target = Target.from_json(os.environ[TARGET_ENV])
         profile = figures.PROFILES[_profile(options)]
         if options["callback_clients"]:
