@@ -39,7 +39,10 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():  # a forked worker starts its own
                 self._thread = threading.Thread(target=self._run, name="body-deadline", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            # Every deadline is the same length from now, so a new one is nearly always the latest:
+            # the watchdog, asleep until the earliest, is woken only when this one comes first.
+            if self._heap[0][2] is watch:
+                self._wake.notify()
         return watch
 
     def _run(self):

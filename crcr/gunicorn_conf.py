@@ -17,7 +17,7 @@ import os
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
-worker_class = "gthread"
+worker_class = "crcr.gunicorn_worker.ThreadWorker"  # gthread, its heartbeat throttled
 timeout = 30
 graceful_timeout = 30
 keepalive = 5
