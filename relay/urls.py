@@ -1,10 +1,9 @@
-from django.urls import path, re_path
+from django.urls import path
 
-from . import pages, views
+from . import machine_urls, pages, views
 
 urlpatterns = [
-    re_path(r"^github/webhook/?$", views.webhook, name="github-webhook"),
-    re_path(r"^github/callback/?$", views.callback, name="github-callback"),
+    *machine_urls.urlpatterns,
     path("healthz", views.healthz, name="healthz"),
     path("relay/deliveries", pages.deliveries, name="relay-deliveries"),
     path("notifications", pages.notifications, name="relay-notifications"),

@@ -1,0 +1,64 @@
+"""The relay's machine endpoints (`/github/webhook`, `/github/callback`) through a lean Django
+handler: the same views, with only the middleware a machine caller needs.
+
+GitHub and downstream CI send JSON with a signature or a bearer token; nothing they send uses a
+session, a CSRF cookie, a login, messages, static files, a Content-Security-Policy or an ETag. The
+pages' middleware stack (settings.MIDDLEWARE) cost more CPU than the whole callback view's checks
+(docs/performance.md, "Where each millisecond goes"), so these URLs get settings.MACHINE_MIDDLEWARE
+instead: security headers, the Host check, the NUL-in-URL refusal, the slow-body 408 and the
+database-down 503. Every other URL goes to the full handler, unchanged.
+
+`machine_or_pages` picks the handler by resolving the path against settings.MACHINE_URLCONF; the
+lean handler resolves views there too but never installs it for `reverse()`, which keeps naming
+every URL of the site."""
+
+from django.conf import settings
+from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.wsgi import WSGIHandler
+from django.urls import Resolver404, get_resolver
+from django.utils.module_loading import import_string
+
+
+class MachineHandler(WSGIHandler):
+    """A WSGI handler whose middleware is settings.MACHINE_MIDDLEWARE (all synchronous)."""
+
+    def load_middleware(self, is_async=False):
+        # Django's own load_middleware reads settings.MIDDLEWARE only; this builds the same chain
+        # (innermost last, exception-to-response around each) from the machine list.
+        self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
+        handler = convert_exception_to_response(self._get_response)
+        for path in reversed(settings.MACHINE_MIDDLEWARE):
+            middleware = import_string(path)(handler)
+            if hasattr(middleware, "process_view"):
+                self._view_middleware.insert(0, middleware.process_view)
+            if hasattr(middleware, "process_exception"):
+                self._exception_middleware.append(middleware.process_exception)
+            handler = convert_exception_to_response(middleware)
+        self._middleware_chain = handler
+
+    def resolve_request(self, request):
+        match = machine_resolver().resolve(request.path_info)
+        request.resolver_match = match
+        return match
+
+
+def machine_resolver():
+    return get_resolver(settings.MACHINE_URLCONF)
+
+
+def is_machine_path(path: str) -> bool:
+    try:
+        machine_resolver().resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
+def machine_or_pages(pages, machine):
+    """One WSGI application: machine endpoints to `machine`, everything else to `pages`."""
+
+    def application(environ, start_response):
+        handler = machine if is_machine_path(environ.get("PATH_INFO", "")) else pages
+        return handler(environ, start_response)
+
+    return application
