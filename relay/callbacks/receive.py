@@ -12,7 +12,7 @@ from django.utils import timezone
 from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
-from ..models import Dispatch, FailedTest, JobRun, Level, Project, UpstreamCommit, UsedToken
+from ..models import Dispatch, JobRun, Level, Project, UpstreamCommit, UsedToken
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
@@ -269,8 +269,7 @@ def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
 
 
 def _failed_tests_store(job_id: int, report: Report) -> None:
-    if report.failed_tests:
-        FailedTest.objects.bulk_create(FailedTest(job_run_id=job_id, **vars(t)) for t in report.failed_tests)
+    job_rows.failed_tests_insert(job_id, [vars(t) for t in report.failed_tests])
 
 
 # --- timing -------------------------------------------------------------------------------------------
