@@ -40,6 +40,9 @@ EXPECTED = {
     "floor_throughput": "requests/s",
     "floor_cpu": "ms",
     "callback_floor_ratio": "×",
+    "callback_floor_rate_ratio": "×",
+    "callback_throughput_1": "accepted/s",
+    "callback_vs_public_relay": "×",
     "web_peak_rss": "MB",
     "worker_peak_rss": "MB",
 }

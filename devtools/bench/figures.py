@@ -617,6 +617,20 @@ def callback_targets() -> tuple[float, float]:
     return 200.0, 0.100
 
 
+PUBLIC_RELAY_CALLBACKS_PER_S = 332.0
+"""The public relay's best rate, one client, in_progress + completed pairs, run locally with an
+in-memory Redis and no HUD forward (so it stores nothing): docs/performance.md, "The public relay"."""
+
+
+def public_relay_target() -> float:
+    """How many times the public relay's rate one client must reach here: 1.5 on the default
+    install, 1.2 on PostgreSQL + Redis (the callback issue)."""
+    from django.conf import settings
+    from django.db import connection
+
+    return 1.2 if connection.vendor == "postgresql" and settings.REDIS_URL else 1.5
+
+
 CALLBACK_CPU_TARGET_MS = 4.0
 """CPU per accepted L2 callback, every server process (web + database + worker)."""
 
@@ -669,7 +683,9 @@ def callbacks(b: Bench) -> None:
         used_tokens_expected=expected_tokens,
     )
     _callback_cpu_figure(b, per)
-    callback_floor(b, jobs, per)
+    floor_rate = callback_floor(b, jobs, per)
+    _callback_floor_rate_figure(b, run, floor_rate)
+    callback_one_client(b, world, rate)
     if run["exhausted"]:
         b.log(
             f"  note: {len(run['exhausted'])} client(s) ran out of pre-minted jobs before the end; throughput is a lower bound"
@@ -713,6 +729,51 @@ def _callback_stages_figure(b: Bench, per: dict) -> None:
         outside_django_cpu_ms=outside,
         web_cpu_ms=per.get("web"),
         **report,
+    )
+
+
+def callback_one_client(b: Bench, world: CallbackWorld, warm_rate: float) -> None:
+    """One client, one request at a time: the public relay's measurement, judged as a ratio to the
+    rate it recorded (PUBLIC_RELAY_CALLBACKS_PER_S), with zero errors."""
+    p = b.profile
+    jobs = world.jobs(int(max(warm_rate, 500) * p.callback_seconds * 1.5 / 2) + 100)
+    b.begin()
+    run = callback_run(b, jobs, p.callback_seconds, 1)
+    b.machine = b.watch.report()
+    rate = run["accepted"] / run["elapsed"]
+    b.add(
+        "callback_throughput_1",
+        "callback throughput, one client",
+        round(rate, 1),
+        "accepted/s",
+        p50_ms=ms(median(run["latencies"])),
+        p99_ms=ms(percentile(run["latencies"], 99)),
+        errors=len(run["errors"]),
+        token_limited=bool(run["exhausted"]),
+    )
+    target = public_relay_target()
+    ratio = rate / PUBLIC_RELAY_CALLBACKS_PER_S
+    b.add(
+        "callback_vs_public_relay",
+        "one client: callbacks/s ÷ the public relay's",
+        round(ratio, 2),
+        "×",
+        f"≥ {target}",
+        ratio >= target and not run["errors"],
+        public_relay_per_s=PUBLIC_RELAY_CALLBACKS_PER_S,
+        errors=len(run["errors"]),
+    )
+
+
+def _callback_floor_rate_figure(b: Bench, run: dict, floor_rate: float) -> None:
+    rate = run["accepted"] / run["elapsed"]
+    b.add(
+        "callback_floor_rate_ratio",
+        "callbacks/s ÷ empty view requests/s, same clients and server",
+        round(rate / floor_rate, 2) if floor_rate else None,
+        "×",
+        callbacks_per_s=round(rate, 1),
+        floor_per_s=round(floor_rate, 1),
     )
 
 
@@ -781,10 +842,10 @@ def _callback_cpu_figure(b: Bench, per: dict) -> None:
     )
 
 
-def callback_floor(b: Bench, jobs: list[CallbackJob], callback_cpu: dict) -> None:
-    """The same requests (bodies, headers, clients) to an empty view behind the same middleware
-    and gunicorn: what any Django endpoint costs here. The ratio says how much of a callback is
-    the relay's own work."""
+def callback_floor(b: Bench, jobs: list[CallbackJob], callback_cpu: dict) -> float:
+    """The same requests (bodies, headers, clients) to an empty view behind the callbacks' own
+    handler and gunicorn: what any machine endpoint costs here. The ratios say how much of a
+    callback is the relay's own work. Returns the empty view's requests per second."""
     from devtools.bench.urls import FLOOR_PATH
 
     p = b.profile
@@ -815,6 +876,7 @@ def callback_floor(b: Bench, jobs: list[CallbackJob], callback_cpu: dict) -> Non
         callback_web_ms=callback_cpu.get("web"),
         floor_web_ms=per.get("web"),
     )
+    return rate
 
 
 def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: list) -> tuple[int, int, int]:
