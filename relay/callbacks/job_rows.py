@@ -7,11 +7,14 @@ model from its concrete fields, with every value prepared by its own field
 (`get_db_prep_save`: JSON, datetimes and booleans come out exactly as the ORM writes them), on
 SQLite and PostgreSQL alike (both have `INSERT … ON CONFLICT DO NOTHING … RETURNING`). A read
 gives model instances through the ORM's own converters and `Model.from_db` (what
-`Model.objects.raw` does, at a fifth of its cost)."""
+`Model.objects.raw` does, at a fifth of its cost). Each statement's text is built once per
+model, columns and database vendor, and each call reads the connection once: every attribute
+read through `django.db.connection` is a lookup in a context-local, about seventy per callback
+when the values were prepared through it."""
 
 from functools import cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from ..models import Dispatch, FailedTest, JobRun, UsedToken
@@ -38,26 +41,32 @@ DISPATCH_COLUMNS = ("id", "delivery_id", "project_id", "state", "event_type", "p
 """What a callback reads of the dispatch it answers."""
 
 
+def _db():
+    """The default connection itself, read once per statement (see the module docstring)."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
 @cache
 def _fields(model) -> dict:
     return {f.attname: f for f in model._meta.concrete_fields if not f.primary_key}
 
 
-def _values(model, values: dict) -> list:
+def _values(model, values: dict, db) -> list:
     fields = _fields(model)
-    return [fields[name].get_db_prep_save(value, connection) for name, value in values.items()]
+    return [fields[name].get_db_prep_save(value, db) for name, value in values.items()]
 
 
 @cache
-def _reader(model, names: tuple[str, ...]) -> tuple[tuple[str, ...], list]:
+def _reader(model, names: tuple[str, ...], vendor: str) -> tuple[tuple[str, ...], list]:
     """`names` in the model's field order (what `Model.from_db` expects), each with the ORM's
-    converters for its column, and where the SELECT put it."""
+    converters for its column on this vendor's database, and where the SELECT put it."""
+    db = _db()
     ordered = tuple(f.attname for f in model._meta.concrete_fields if f.attname in names)
     fields = {f.attname: f for f in model._meta.concrete_fields}
     steps = []
     for name in ordered:
         column = fields[name].get_col(model._meta.db_table)
-        converters = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        converters = db.ops.get_db_converters(column) + column.get_db_converters(db)
         steps.append((names.index(name), column, converters))
     return ordered, steps
 
@@ -66,47 +75,53 @@ def row_read(model, names: tuple[str, ...], sql: str, params: list, flags: int =
     """The first row of `sql` (selecting `names`, in order, then `flags` more columns, each true or
     false) as a `model` instance whose other fields are deferred, with the flags as booleans; or
     (None, ()) when there is no row."""
-    with connection.cursor() as cursor:
+    db = _db()
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None, ()
-    ordered, steps = _reader(model, names)
+    ordered, steps = _reader(model, names, db.vendor)
     values = []
     for position, column, converters in steps:
         value = row[position]
         for convert in converters:
-            value = convert(value, column, connection)
+            value = convert(value, column, db)
         values.append(value)
-    return model.from_db(connection.alias, ordered, values), tuple(bool(f) for f in row[len(names) :][:flags])
+    return model.from_db(db.alias, ordered, values), tuple(bool(f) for f in row[len(names) :][:flags])
+
+
+@cache
+def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], vendor: str) -> str:
+    quote, fields = _db().ops.quote_name, _fields(model)
+    columns = ", ".join(quote(fields[name].column) for name in names)
+    target = f"({', '.join(quote(c) for c in conflict)}) " if conflict else ""  # "" = any (partitions)
+    return (
+        f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(names))}) "
+        f"ON CONFLICT {target}DO NOTHING RETURNING id"
+    )
 
 
 def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
     """INSERT one row unless one with the same `conflict` columns exists; its id, or None."""
-    fields = _fields(model)
-    columns = ", ".join(connection.ops.quote_name(fields[name].column) for name in values)
-    sql = (
-        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
-        f"VALUES ({', '.join(['%s'] * len(values))}) "
-        f"ON CONFLICT {_conflict_target(conflict)}DO NOTHING RETURNING id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, _values(model, values))
+    db = _db()
+    with db.cursor() as cursor:
+        cursor.execute(_insert_sql(model, tuple(values), conflict, db.vendor), _values(model, values, db))
         row = cursor.fetchone()
     return row[0] if row else None
 
 
-def _conflict_target(conflict: tuple[str, ...]) -> str:
-    """`(a, b) ` for a unique key, or "" for any conflict (a partitioned table's keys)."""
-    return f"({', '.join(connection.ops.quote_name(c) for c in conflict)}) " if conflict else ""
+@cache
+def _update_sql(model, names: tuple[str, ...], vendor: str) -> str:
+    quote, fields = _db().ops.quote_name, _fields(model)
+    assignments = ", ".join(f"{quote(fields[name].column)} = %s" for name in names)
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = %s"
 
 
 def row_update(model, pk: int, values: dict) -> None:
-    fields = _fields(model)
-    assignments = ", ".join(f"{connection.ops.quote_name(fields[name].column)} = %s" for name in values)
-    sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {assignments} WHERE id = %s"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*_values(model, values), pk])
+    db = _db()
+    with db.cursor() as cursor:
+        cursor.execute(_update_sql(model, tuple(values), db.vendor), [*_values(model, values, db), pk])
 
 
 def token_insert(issuer: str, jti: str, expires_at, used_for: str) -> bool:
@@ -126,9 +141,9 @@ def job_insert(values: dict) -> int | None:
     # Monthly partitions (manage.py partition_by_month, docs/scaling.md) hold no unique index on
     # the job's key alone: callbacks for one key take turns on an advisory lock, and the second
     # finds the first.
-    key = [row[name] for name in JOB_KEY]
-    where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
-    with connection.cursor() as cursor:
+    key, db = [row[name] for name in JOB_KEY], _db()
+    where = " AND ".join(f"{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    with db.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(map(str, key))])
         cursor.execute(f"SELECT 1 FROM relay_jobrun WHERE {where}", key)
         if cursor.fetchone() is not None:
@@ -141,11 +156,12 @@ _partitioned_tables: dict[str, bool] = {}
 
 def _partitioned(model) -> bool:
     """Whether the model's table is partitioned, asked once per process and connection alias."""
-    if connection.vendor != "postgresql":
+    db = _db()
+    if db.vendor != "postgresql":
         return False
     table = model._meta.db_table
     if table not in _partitioned_tables:
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.execute("SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass(%s)", [table])
             _partitioned_tables[table] = cursor.fetchone() is not None
     return _partitioned_tables[table]
@@ -156,15 +172,21 @@ def job_locked(key: dict) -> tuple[JobRun | None, bool]:
     transaction holds the lock already), with only the columns the state machine reads; and
     whether it has failed tests stored (asked in the same statement: a completion then deletes
     them only when there are some, which is rare)."""
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    where = " AND ".join(f"j.{connection.ops.quote_name(c)} = %s" for c in JOB_KEY)
-    sql = (
+    sql = _job_locked_sql(_db().vendor)
+    job, flags = row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY], flags=1)
+    return job, bool(flags and flags[0])
+
+
+@cache
+def _job_locked_sql(vendor: str) -> str:
+    db = _db()
+    lock = " FOR UPDATE" if db.features.has_select_for_update else ""
+    where = " AND ".join(f"j.{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    return (
         f"SELECT {', '.join('j.' + name for name in JOB_STATE_COLUMNS)}, "
         "EXISTS (SELECT 1 FROM relay_failedtest f WHERE f.job_run_id = j.id) "
         f"FROM relay_jobrun j WHERE {where}{lock}"
     )
-    job, flags = row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY], flags=1)
-    return job, bool(flags and flags[0])
 
 
 def job_update(pk: int, values: dict) -> None:
@@ -187,24 +209,31 @@ def failed_tests_insert(job_id: int, tests: list[dict]) -> None:
     INSERTs: the ORM's bulk_create cost a job with three failed tests as much as its job row."""
     if not tests:
         return
-    names = ("job_run_id", *tests[0])
-    fields = _fields(FailedTest)
-    columns = ", ".join(connection.ops.quote_name(fields[name].column) for name in names)
+    names, fields, db = ("job_run_id", *tests[0]), _fields(FailedTest), _db()
+    columns = ", ".join(db.ops.quote_name(fields[name].column) for name in names)
     for start in range(0, len(tests), FAILED_TESTS_PER_STATEMENT):
         chunk = tests[start : start + FAILED_TESTS_PER_STATEMENT]
         rows = ", ".join([f"({', '.join(['%s'] * len(names))})"] * len(chunk))
         params = [
-            fields[name].get_db_prep_save(value, connection)
+            fields[name].get_db_prep_save(value, db)
             for test in chunk
             for name, value in (("job_run_id", job_id), *test.items())
         ]
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.execute(f"INSERT INTO relay_failedtest ({columns}) VALUES {rows}", params)
 
 
 def failed_tests_drop(job_id: int) -> None:
-    with connection.cursor() as cursor:
+    with _db().cursor() as cursor:
         cursor.execute("DELETE FROM relay_failedtest WHERE job_run_id = %s", [job_id])
+
+
+DISPATCH_ANSWERED_SQL = (
+    f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
+    "EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = %s) "
+    "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
+    "WHERE v.guid = %s AND d.project_id = %s"
+)
 
 
 def dispatch_answered(delivery_guid: str, project_id: int) -> Dispatch | None:
@@ -213,14 +242,8 @@ def dispatch_answered(delivery_guid: str, project_id: int) -> Dispatch | None:
     "never started" row for it (nearly never: asked in the same statement, through the job
     table's dispatch index). The sweeper writes one only for a dispatch no job answered, so a
     race with it is no wider than the one the callback's own transaction already has."""
-    sql = (
-        f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
-        "EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = %s) "
-        "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
-        "WHERE v.guid = %s AND d.project_id = %s"
-    )
     params = [JobRun.EndedBy.NEVER_STARTED.value, delivery_guid, project_id]
-    dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, sql, params, flags=1)
+    dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, DISPATCH_ANSWERED_SQL, params, flags=1)
     if dispatch is not None:
         dispatch.never_started_row = flags[0]
     return dispatch
