@@ -171,7 +171,8 @@ class Upstream:
         self.send("pull_request", payload)
 
     def open_pr(self) -> Pull:
-        number = 170000 + len(self.pulls) + 1
+        # The relay's demotion PRs take numbers in the same repo: never reuse one.
+        number = max(170000 + len(self.pulls) + 1, self.standin.next_pull_number(UPSTREAM))
         title, author = self.rng.choice(PR_TITLES), self.rng.choice(AUTHORS)
         pull = Pull(number, title, author, _sha("pr", number, 1), [])
         if self.rng.random() < 0.5 and self.devices:
@@ -179,6 +180,7 @@ class Upstream:
         if self.rng.random() < 0.25:
             pull.labels.append(PROBE_L4_LABEL)
         self.pulls[number] = pull
+        self.standin.add_pull(UPSTREAM, number, pull.head, labels=pull.labels)  # the number is taken now
         self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=title, author=author)
         reference_run(self.standin, pull.head)
         self.pr_event("opened", pull)
@@ -783,10 +785,17 @@ def wait_for_file(path: Path, stopping: threading.Event, timeout: float = 600) -
     return None
 
 
-def seed_world(standin, projects: list[dict]) -> None:
-    """Installations and repos as GitHub would have them; one repo lacks the App on purpose."""
+ALLOWLIST_PATH = ".github/allowlist.yml"
+
+
+def seed_world(standin, projects: list[dict], allowlist: str | None = None) -> None:
+    """Installations and repos as GitHub would have them; one repo lacks the App on purpose. The
+    upstream repo's main branch holds the allowlist the registry exports (the demotion loop's PRs
+    move entries in it)."""
     standin.add_installation(INSTALLATION_ID, "pytorch")
     standin.add_repo(UPSTREAM, repo_id=UPSTREAM_ID, installation_id=INSTALLATION_ID)
+    if allowlist:
+        standin.add_file(UPSTREAM, ALLOWLIST_PATH, allowlist, message="Add the CRCR allowlist")
     for index, project in enumerate(projects, start=2):
         installed = project["level"] != "L1"
         if installed:
@@ -801,7 +810,7 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
     if registry is None:
         return
     projects = registry["projects"]
-    seed_world(standin, projects)
+    seed_world(standin, projects, registry.get("allowlist"))
     runners = Runners(standin, relay_url, projects)
     standin.on_dispatch(runners.on_dispatch)
     upstream = Upstream(standin, relay_url, secret, sorted({p["device"] for p in projects if p.get("device")}))

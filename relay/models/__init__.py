@@ -11,8 +11,8 @@
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
-from .demotion import DemotionDecision, DemotionPullRequest
 from .deliveries import Delivery, Dispatch, DispatchAttempt
+from .demotion import DemotionDecision, DemotionPullRequest
 from .registry import (
     CIProvider,
     Event,
