@@ -67,7 +67,10 @@ SOUND_BACKENDS = {"Ascend/pytorch"}
 """Backends whose own CI is sound in the sandbox: they rarely fail on their own and never hang,
 so nearly every failure is upstream's (the reference fails the same tests). Their raw pass rate
 sits below 90 % and the upstream-adjusted one above it: the case issue 24's levels are for."""
-OWN_FAILURE_RATE, SOUND_OWN_FAILURE_RATE = 0.14, 0.02
+STRUGGLING_BACKENDS = {"quic/ai-engine-direct-torch"}
+"""An L3 backend whose own CI fails often (the reference passes those tests): its pass rate stays
+well below 90 % on both rates, so the demotion loop opens a PR for it on the stand-in."""
+OWN_FAILURE_RATE, SOUND_OWN_FAILURE_RATE, STRUGGLING_OWN_FAILURE_RATE = 0.14, 0.02, 0.4
 OUTCOME_MIX = {"skipped": 42, "xfailed": 7, "xpassed": 1}
 """Besides passed and failed, what backends' summaries count (torch-spyre's: errors, xfailed, xpassed)."""
 
@@ -501,6 +504,7 @@ class JobPlan:
         if self.upstream_broken:
             return "failure"
         own = SOUND_OWN_FAILURE_RATE if self.sound else OWN_FAILURE_RATE
+        own = STRUGGLING_OWN_FAILURE_RATE if self.project["full_name"] in STRUGGLING_BACKENDS else own
         return "failure" if self.rng.random() < own else "success"
 
     def job(self, name: str, conclusion: str) -> dict:
