@@ -25,16 +25,14 @@ def rollups_refresh() -> int:
 
 @shared_task(name="hud.demotion_prs_reconcile", acks_late=True, soft_time_limit=240, time_limit=290)
 def demotion_prs_reconcile() -> int:
-    """The demotion loop's decisions: each L3/L4 backend's level-status entry (upstream's shape)
-    goes to the relay, which opens, refreshes or closes its demotion PR (relay.checks.demotion)."""
+    """The demotion loop's decisions: every backend's level-status entry (upstream's shape) goes to
+    the relay, which opens, refreshes or closes its demotion PR (relay.checks.demotion)."""
     from relay.checks.demotion import demotion_decide
-    from relay.models import Level
 
     from .selectors_levels import level_status
 
     decided = 0
     for status in level_status():
-        if status.project.level in (Level.L3, Level.L4):
-            entry = {k: v for k, v in status.as_dict().items() if k != "demotionPr"}
-            decided += demotion_decide(status.project.pk, entry) is not None
+        entry = {k: v for k, v in status.as_dict().items() if k != "demotionPr"}
+        decided += demotion_decide(status.project.pk, entry) is not None
     return decided

@@ -96,6 +96,8 @@ def demotion_decide(project_id: int, status: dict) -> DemotionDecision | None:
         project = Project.objects.select_for_update().get(pk=project_id)
         active = demotion_pr_active(project)
         misses = status.get("change") == "demote"
+        if active is not None and project.level != active.from_level:
+            return _moot(active, f"the registry has it at {project.level} now", status)
         if project.level not in DEMOTED_LEVELS:
             note = f"{project.level} is not demoted by the loop (upstream demotes L3 to L2); a person decides"
             return _once(project, Decision.SKIPPED_LEVEL, note, status) if misses else None
@@ -151,6 +153,14 @@ def _recovered(row: DemotionPullRequest, status: dict) -> DemotionDecision | Non
     row.state, row.evidence = State.CLOSING, status
     sync_enqueue(row)
     return decision_record(row, Decision.CLOSED_RECOVERED, "every demotion criterion is met again", status)
+
+
+def _moot(row: DemotionPullRequest, note: str, status: dict) -> DemotionDecision | None:
+    if not DemotionPullRequest.objects.filter(pk=row.pk, state=State.OPEN).update(state=State.CLOSING, steps=0):
+        return None
+    row.state = State.CLOSING
+    sync_enqueue(row)
+    return decision_record(row, Decision.CLOSED_MOOT, note, status)
 
 
 def _once(project: Project, kind: str, note: str, status: dict) -> DemotionDecision | None:

@@ -63,6 +63,8 @@ class Sync:
         pull = self.pull() if row.number else None
         if pull is not None and pull.get("state") == "closed":
             return self.closed_on_github(pull)
+        if row.number and pull is None:
+            self.forget_pull()  # GitHub no longer has it (a deleted repo or a reset stand-in): open it again
         main_sha, main_file = self.ref_sha(self.base), self.file(self.base)
         if main_sha is None or main_file is None:
             raise github.PermanentGitHubError(f"{self.repo} has no {settings.CRCR_ALLOWLIST_PATH} on {self.base}")
@@ -141,6 +143,12 @@ class Sync:
 
         path = f"/repos/{self.repo}/pulls"
         return Plan("POST", path, self.installation_id, payload, on_sent=stored, on_error=already_open)
+
+    def forget_pull(self) -> None:
+        fields = {"number": None, "html_url": "", "labelled": False, "sent_digest": ""}
+        DemotionPullRequest.objects.filter(pk=self.row.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(self.row, name, value)
 
     def adopt(self) -> bool:
         owner = self.repo.split("/")[0]

@@ -241,3 +241,19 @@ def test_the_sweeper_notices_a_pr_closed_by_hand_without_waiting_for_the_next_de
     relay.drain()
     assert [p["state"] for p in pulls(relay)] == ["closed", "open"]
     assert decisions(world) == ["opened", "closed_by_hand", "reopened"]
+
+
+def test_a_pr_github_no_longer_has_is_opened_again(relay, world):
+    decide(relay)
+    DemotionPullRequest.objects.filter(project=world).update(number=999)
+    decide(relay)
+    row = DemotionPullRequest.objects.get(project=world)
+    assert row.state == "open" and row.number == pulls(relay)[-1]["number"] != 999
+
+
+def test_a_pr_for_a_backend_the_registry_moved_meanwhile_is_closed_as_moot(relay, world):
+    decide(relay)
+    Project.objects.filter(pk=world.pk).update(level="L4")
+    decide(relay)
+    assert [p["state"] for p in pulls(relay)] == ["closed"]
+    assert decisions(world)[:2] == ["opened", "closed_moot"]
