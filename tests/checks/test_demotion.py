@@ -257,3 +257,16 @@ def test_a_pr_for_a_backend_the_registry_moved_meanwhile_is_closed_as_moot(relay
     decide(relay)
     assert [p["state"] for p in pulls(relay)] == ["closed"]
     assert decisions(world)[:2] == ["opened", "closed_moot"]
+
+
+def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(relay, world):
+    from relay.allowlist import allowlist_demoted
+
+    decide(relay)
+    moved_main = relay.gh.file_text(UPSTREAM, PATH).replace("L1: []", "L1:\n  - newcomer/ci")
+    relay.gh.add_file(UPSTREAM, PATH, moved_main)
+    decide(relay)
+    branch = relay.gh.file_text(UPSTREAM, PATH, BRANCH)
+    assert branch == allowlist_demoted(moved_main, "vendor/own-ci", "L3")
+    assert len(changed_lines(moved_main, branch)) == 3 and len(pulls(relay)) == 1
+    assert decisions(world) == ["opened", "refreshed"]
