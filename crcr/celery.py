@@ -6,6 +6,7 @@ from celery.schedules import crontab
 from kombu import Queue
 
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
+from .env import env
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crcr.settings")
 
@@ -31,6 +32,7 @@ FOLLOW_UP_TASKS = (
     "relay.notification_sweep",
     "relay.notification_digests",
     "hud.notification_events_detect",
+    "hud.demotion_prs_reconcile",
     "relay.results_sweep",
     "relay.reference_import_sweep",
     "relay.retention_sweep",
@@ -51,6 +53,9 @@ def worker_command(queue: str, concurrency: int | None = None) -> list[str]:
         *("--loglevel", "INFO", "--without-gossip", "--without-mingle"),
     ]
 
+
+DEMOTION_EVERY_SECONDS = float(env("CRCR_DEMOTION_EVERY_SECONDS", "900"))
+"""How often the demotion loop decides (hud.demotion_prs_reconcile); the sandbox sets a minute."""
 
 app.conf.beat_schedule = {
     "every-minute-sweep-dispatches": {
@@ -97,6 +102,11 @@ app.conf.beat_schedule = {
         "task": "hud.notification_events_detect",
         "schedule": 60.0,
         "options": {"expires": 55},
+    },
+    "every-15-minutes-reconcile-demotion-prs": {
+        "task": "hud.demotion_prs_reconcile",
+        "schedule": DEMOTION_EVERY_SECONDS,
+        "options": {"expires": max(30.0, DEMOTION_EVERY_SECONDS - 5)},
     },
     "daily-notification-digests": {
         "task": "relay.notification_digests",

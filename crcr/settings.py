@@ -320,6 +320,9 @@ GITHUB_WRITE_BURST_POINTS = env_int("GITHUB_WRITE_BURST_POINTS", 450)
 GITHUB_WRITE_POINTS = env_int("GITHUB_WRITE_POINTS", 5)
 
 CRCR_UPSTREAM_REPO = env("CRCR_UPSTREAM_REPO", "pytorch/pytorch")
+# Where the demotion loop's pull requests move entries: upstream's allowlist, on its default branch.
+CRCR_ALLOWLIST_PATH = env("CRCR_ALLOWLIST_PATH", ".github/allowlist.yml")
+CRCR_ALLOWLIST_BRANCH = env("CRCR_ALLOWLIST_BRANCH", "main")
 _upstream_id = env("CRCR_UPSTREAM_REPO_ID")
 CRCR_UPSTREAM_REPO_ID = int(_upstream_id) if _upstream_id else None
 CRCR_OIDC_AUDIENCE = env("CRCR_OIDC_AUDIENCE", "pytorch-cross-repo-ci-relay")

@@ -20,6 +20,7 @@ from hud.tallies.rollups import window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
+from relay.checks.demotion import demotion_pr_active
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelChange, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
@@ -588,6 +589,8 @@ class Dashboard:
     adjusted: AdjustedRates | None = None
     """PR/push tab: the window's failed jobs excused as upstream's, for the adjusted pass rate."""
     history: LevelHistory | None = None
+    demotion_pr: object = None
+    """The backend's active demotion pull request (relay.checks.demotion), or None."""
 
     @property
     def known_heads(self) -> int:
@@ -640,4 +643,5 @@ def dashboard_build(
         expected,
         adjusted,
         level_history(project),
+        demotion_pr_active(project),
     )

@@ -11,6 +11,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from hud import readiness as rules
+from relay.checks.demotion import demotion_pr_summary
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 
@@ -49,6 +50,7 @@ class RepoStatus:
             "passRate": self._pass_rates(),
             "levelSince": self.history.level_since,
             "reportingSince": self.history.reporting_since,
+            "demotionPr": demotion_pr_summary(self.project),
         }
 
     def _criterion(self, c) -> dict:

@@ -1,5 +1,6 @@
-"""The HUD's periodic tasks: detect the events subscribers hear about (hud.events), and keep the
-summary pages' stored tallies fresh (hud.tallies.rollups)."""
+"""The HUD's periodic tasks: detect the events subscribers hear about (hud.events), keep the
+summary pages' stored tallies fresh (hud.tallies.rollups), and hand the level decisions the HUD
+computes (hud.selectors_levels) to the relay's demotion loop."""
 
 from celery import shared_task
 
@@ -20,3 +21,18 @@ def rollups_refresh() -> int:
     report = refresh()
     statistics_refresh()
     return report.recomputed if report else 0
+
+
+@shared_task(name="hud.demotion_prs_reconcile", acks_late=True, soft_time_limit=240, time_limit=290)
+def demotion_prs_reconcile() -> int:
+    """The demotion loop's decisions: every backend's level-status entry (upstream's shape) goes to
+    the relay, which opens, refreshes or closes its demotion PR (relay.checks.demotion)."""
+    from relay.checks.demotion import demotion_decide
+
+    from .selectors_levels import level_status
+
+    decided = 0
+    for status in level_status():
+        entry = {k: v for k, v in status.as_dict().items() if k != "demotionPr"}
+        decided += demotion_decide(status.project.pk, entry) is not None
+    return decided

@@ -7,7 +7,16 @@ from django import forms
 from django.contrib import admin, messages
 
 from .allowlist import handle_problem, oncall_list, repo_name_problem
-from .models import Event, Installation, InstalledRepo, Level, LevelChange, Project
+from .models import (
+    DemotionDecision,
+    DemotionPullRequest,
+    Event,
+    Installation,
+    InstalledRepo,
+    Level,
+    LevelChange,
+    Project,
+)
 from .registry import project_register, project_set_level, projects_deactivate
 
 
@@ -169,6 +178,25 @@ class LevelChangeAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ("to_level", "from_level")
     search_fields = ("project__full_name", "changed_by", "reason")
     date_hierarchy = "changed_at"
+
+
+@admin.register(DemotionPullRequest)
+class DemotionPullRequestAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The demotion loop's pull requests (relay.checks.demotion): what the relay wants of each."""
+
+    list_display = ("project", "from_level", "to_level", "number", "state", "created_at", "synced_at", "closed_at")
+    list_filter = ("state",)
+    search_fields = ("project__full_name", "branch")
+
+
+@admin.register(DemotionDecision)
+class DemotionDecisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The demotion loop's audit: every decision, who took it and the evidence it rested on."""
+
+    list_display = ("project", "kind", "decided_by", "demotion_pr", "upstream_pr", "decided_at", "note")
+    list_filter = ("kind",)
+    search_fields = ("project__full_name", "decided_by", "note")
+    date_hierarchy = "decided_at"
 
 
 class InstalledRepoInline(ReadOnlyMixin, admin.TabularInline):

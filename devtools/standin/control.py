@@ -136,6 +136,28 @@ def pull_add(call: Call):
     return _seed(call.standin.add_pull, _fields(call, "repo", "number", "head_sha"))
 
 
+@route("/_standin/pulls/<owner>/<name>", "GET")
+def pulls_get(call: Call, owner: str, name: str):
+    return json_response(call.standin.pulls(f"{owner}/{name}"))
+
+
+@route("/_standin/pulls/<owner>/<name>/<int:number>/close", "POST")
+def pull_close(call: Call, owner: str, name: str, number: int):
+    """A person closes (`{"merged": true}`: merges) a pull request on GitHub."""
+    try:
+        return json_response(call.standin.close_pull(f"{owner}/{name}", number, bool(call.json_object().get("merged"))))
+    except KeyError:
+        raise HTTPError(404, "no such pull request") from None
+
+
+@route("/_standin/files", "POST")
+def file_add(call: Call):
+    body = _fields(call, "repo", "path", "text")
+    return json_response(
+        {"sha": call.standin.add_file(body["repo"], body["path"], body["text"], body.get("branch", "main"))}, 201
+    )
+
+
 @route("/_standin/runs/running", "POST")
 def run_running_set(call: Call):
     body = _fields(call, "repo", "run_id")

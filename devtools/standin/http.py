@@ -18,20 +18,22 @@ JSON_TYPE = "application/json; charset=utf-8"
 class HTTPError(Exception):
     """Raised anywhere in a handler; turned into GitHub's error body by the dispatcher."""
 
-    def __init__(self, status: int, message: str, headers: dict | None = None):
+    def __init__(self, status: int, message: str, headers: dict | None = None, errors: list | None = None):
         super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers or {}
+        self.status, self.message, self.headers, self.errors = status, message, headers or {}, errors
 
     def response(self) -> Response:
-        return error_response(self.status, self.message, self.headers)
+        return error_response(self.status, self.message, self.headers, self.errors)
 
 
 def json_response(data, status: int = 200, headers: dict | None = None) -> Response:
     return Response(json.dumps(data), status=status, headers=headers, content_type=JSON_TYPE)
 
 
-def error_response(status: int, message: str, headers: dict | None = None) -> Response:
-    return json_response({"message": message, "documentation_url": DOCS_URL}, status, headers)
+def error_response(status: int, message: str, headers: dict | None = None, errors: list | None = None) -> Response:
+    """GitHub's error body; a 422 "Validation Failed" also lists its `errors`."""
+    body = {"message": message, **({"errors": errors} if errors else {}), "documentation_url": DOCS_URL}
+    return json_response(body, status, headers)
 
 
 def empty_response(status: int = 204) -> Response:

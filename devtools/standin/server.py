@@ -17,13 +17,22 @@ from werkzeug.routing import Map
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from . import actions, checks, control, github, s3
+from . import actions, checks, control, git, github, s3
 from .auth import credentials
 from .http import DOCS_URL, Call, HTTPError, error_response, json_response, status_phrase
 from .oidc import OIDC
 from .state import Fault, Recorded, World
 
-URL_MAP = Map([*github.route.rules, *checks.route.rules, *actions.route.rules, *s3.route.rules, *control.route.rules])
+URL_MAP = Map(
+    [
+        *github.route.rules,
+        *git.route.rules,
+        *checks.route.rules,
+        *actions.route.rules,
+        *s3.route.rules,
+        *control.route.rules,
+    ]
+)
 CONTROL_PREFIX = "/_standin/"
 API_VERSIONS = ("2022-11-28", "2026-03-10")
 SECONDARY_LIMIT = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
@@ -234,6 +243,31 @@ class StandIn:
         with self.world.lock:
             return self.world.add_pull(repo, number, head_sha, labels, state, **options)
 
+    def add_file(self, repo: str, path: str, text: str, branch: str = "main", message: str = "") -> str:
+        """Commit a file on a branch (created when absent); the new commit's sha."""
+        with self.world.lock:
+            found = self.world.repo(*repo.split("/", 1))
+            return git.commit(self.world, found, branch, {path: text.encode()}, message or f"Update {path}")
+
+    def file_text(self, repo: str, path: str, ref: str = "main") -> str | None:
+        with self.world.lock:
+            data = git.file_at(self.world, self.world.repo(*repo.split("/", 1)), ref, path)
+        return data.decode() if data is not None else None
+
+    def branches(self, repo: str) -> dict[str, str]:
+        with self.world.lock:
+            return dict(git.git(self.world, self.world.repo(*repo.split("/", 1))).refs)
+
+    def next_pull_number(self, repo: str) -> int:
+        with self.world.lock:
+            key = repo.lower()
+            return max((n for r, n in self.world.pulls if r == key), default=0) + 1
+
+    def close_pull(self, repo: str, number: int, merged: bool = False) -> dict:
+        """A person closes (or merges) the pull request on GitHub."""
+        with self.world.lock:
+            return git.pull_close(self.world, repo, number, merged)
+
     def add_workflow_run(self, repo: str, head_sha: str, **options):
         """An upstream Actions run with jobs and artifacts (see standin.actions.add_workflow_run)."""
         with self.world.lock:
@@ -300,6 +334,15 @@ class StandIn:
     def comments(self) -> list[dict]:
         with self.world.lock:
             return self._snapshot(comment for _, comment in sorted(self.world.comments.items()))
+
+    def pulls(self, repo: str) -> list[dict]:
+        """Every pull request of `repo` as GitHub shows it, by number."""
+        with self.world.lock:
+            found = self.world.repo(*repo.split("/", 1))
+            key = found["full_name"].lower()
+            return self._snapshot(
+                self.world.pull_json(found, p) for (r, _), p in sorted(self.world.pulls.items()) if r == key
+            )
 
     @property
     def reruns(self) -> list[dict]:

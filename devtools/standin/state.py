@@ -421,10 +421,13 @@ class World:
                 "sha": pull["base_sha"],
                 "repo": self.repo_json(repo),
             },
+            "body": pull.get("body"),
             "html_url": f"https://github.com/{full}/pull/{number}",
             "url": f"{self.base_url}/repos/{full}/pulls/{number}",
             "created_at": pull["created_at"],
             "updated_at": pull["created_at"],
+            "closed_at": pull.get("closed_at"),
+            "merged_at": pull.get("merged_at"),
             "author_association": "CONTRIBUTOR",
         }
 

@@ -18,6 +18,7 @@ from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..verdicts import latest_attempt
 from . import gate
+from .demotion import check_runs_suppressed, suppression_record
 from .markdown import md_code, md_link, plain_line
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
@@ -82,6 +83,8 @@ def job_check_run_refresh(job: JobRun) -> UpstreamWrite | None:
         and not UpstreamCheckRun.objects.filter(head_sha=job.head_sha, name=name).exists()
     ):
         return None  # never shown, and moot now
+    if creation_suppressed(job.project, job.pr_number, job.head_sha, name):
+        return None
     row = check_run_ensure(
         Kind.JOB,
         job.pr_number,
@@ -99,10 +102,22 @@ def job_check_run_refresh(job: JobRun) -> UpstreamWrite | None:
 def backend_check_run_refresh(project: Project, pr_number: int, head_sha: str) -> UpstreamWrite | None:
     if not gate.head_dispatches(project, pr_number, head_sha).filter(state=Dispatch.State.SENT).exists():
         return None
+    if creation_suppressed(project, pr_number, head_sha, backend_check_run_name(project)):
+        return None
     row = check_run_ensure(
         Kind.BACKEND, pr_number, head_sha, backend_check_run_name(project), project=project, withdrawn=False
     )
     return check_run_refresh(row)
+
+
+def creation_suppressed(project: Project, pr_number: int, head_sha: str, name: str) -> bool:
+    """While the repo's demotion PR is open (relay.checks.demotion) no new check run is created
+    for it; one the relay already decided to create is still sent, updated and finished."""
+    demotion_pr = check_runs_suppressed(project)
+    if demotion_pr is None or UpstreamCheckRun.objects.filter(head_sha=head_sha, name=name).exists():
+        return False
+    suppression_record(demotion_pr, pr_number)
+    return True
 
 
 def gate_check_run_refresh(pr_number: int, head_sha: str) -> UpstreamWrite | None:

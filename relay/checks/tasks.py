@@ -8,7 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
-from . import outbox, reactions
+from . import demotion, outbox, reactions
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,8 @@ def upstream_write_sweep() -> int:
         upstream_write_send.apply_async(args=[pk])
     if ids:
         logger.info("sweeper re-sent %s upstream writes", len(ids))
+    # Demotion PRs merged or closed by hand are noticed here, not only on the next decision.
+    demotion.demotions_sync_stale()
     return len(ids)
 
 

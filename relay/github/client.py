@@ -250,7 +250,11 @@ def _retry_after(raw: httpx.Response) -> float | None:
 
 
 def _message(raw: httpx.Response) -> str:
+    """GitHub's message, with the reasons of a 422 "Validation Failed" (its `errors`) after it."""
     try:
-        return str(raw.json().get("message", ""))[:500]
-    except ValueError:
+        body = raw.json()
+        errors = body.get("errors") if isinstance(body.get("errors"), list) else []
+    except (ValueError, AttributeError):
         return raw.text[:200]
+    reasons = [str(e.get("message") or e.get("code") or "") if isinstance(e, dict) else str(e) for e in errors]
+    return ": ".join([str(body.get("message", "")), *filter(None, reasons)])[:500]

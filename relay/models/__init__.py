@@ -5,12 +5,14 @@
 - results: job runs, failed tests, used callback tokens, re-run requests;
 - upstream: the upstream repository's commits and pull requests;
 - checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
+- demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
 - triage: known issues and their occurrences, expectations, subscriptions and notifications.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import Delivery, Dispatch, DispatchAttempt
+from .demotion import DemotionDecision, DemotionPullRequest
 from .registry import (
     CIProvider,
     Event,
@@ -51,6 +53,8 @@ __all__ = [
     "CIProvider",
     "Conclusion",
     "Delivery",
+    "DemotionDecision",
+    "DemotionPullRequest",
     "Dispatch",
     "DispatchAttempt",
     "Event",

@@ -92,6 +92,7 @@ class UpstreamWrite(OutboxRow):
         COMMENT_UPDATE = "comment_update", "update comment"
         RERUN = "rerun", "re-run downstream run"
         SUITE_RERUN = "suite_rerun", "re-run a check suite's downstream runs"
+        DEMOTION_SYNC = "demotion_sync", "sync a demotion pull request"
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -105,7 +106,8 @@ class UpstreamWrite(OutboxRow):
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     target_key = models.CharField(
-        max_length=64, help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>"
+        max_length=64,
+        help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>, demotion:<pk>",
     )
     target_label = models.CharField(max_length=600, blank=True)
     check_run = models.ForeignKey(
@@ -117,6 +119,9 @@ class UpstreamWrite(OutboxRow):
     )
     delivery = models.ForeignKey(
         "relay.Delivery", on_delete=models.CASCADE, null=True, blank=True, related_name="upstream_writes"
+    )
+    demotion = models.ForeignKey(
+        "relay.DemotionPullRequest", on_delete=models.CASCADE, null=True, blank=True, related_name="writes"
     )
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     note = models.CharField(max_length=300, blank=True, help_text="what the last attempt did")

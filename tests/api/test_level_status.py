@@ -80,6 +80,7 @@ def test_a_backend_failing_on_its_own_is_demoted(api, reference):
     repo = by_repo(api)["vendor/own-ci"]
     assert repo["change"] == "demote"
     assert criterion(repo, "pass_rate")["met"] is False and repo["passRate"]["excused"] == []
+    assert repo["demotionPr"] is None  # until the demotion loop opens one (tests/checks/test_demotion.py)
 
 
 def test_the_registry_can_make_the_raw_rate_decide(api, reference):

@@ -420,3 +420,39 @@ def test_what_it_writes_reads_the_same_under_the_upstream_relay_rules(entries):
     entries = [replace(e, events=()) for e in entries]  # the snapshot's relay predates `events`
     expected = {e.full_name: (e.level, e.device, list(e.oncalls)) for e in entries}
     assert upstream_read(render_allowlist(entries)) == expected
+
+
+# --- one entry down a level (the demotion loop) ----------------------------------------------------
+
+DEMOTION_FILE = """# upstream's own header
+# kept as it is
+
+L1: []
+L2:
+  - a/b
+L3:
+  npu:
+    Ascend/pytorch: [x, y]
+  rocm:
+    ROCm/pytorch: [r]
+L4:
+  - intel/xpu
+"""
+
+
+def test_demoting_moves_only_that_entry_to_the_end_of_the_level_below_and_keeps_the_header():
+    from relay.allowlist import allowlist_demoted
+
+    moved = allowlist_demoted(DEMOTION_FILE, "rocm/PyTorch", "L3")
+    assert moved.startswith("# upstream's own header\n# kept as it is\n\nL1: []\nL2:\n  - a/b\n  - ROCm/pytorch: r\n")
+    assert "rocm:" not in moved and "Ascend/pytorch: [x, y]" in moved
+
+
+def test_demoting_an_entry_not_at_that_level_is_none_and_l4_to_l3_needs_a_device():
+    from relay.allowlist import AllowlistError, allowlist_demoted
+
+    assert allowlist_demoted(DEMOTION_FILE, "a/b", "L3") is None
+    assert allowlist_demoted(DEMOTION_FILE, "nobody/here", "L3") is None
+    with pytest.raises(AllowlistError):
+        allowlist_demoted(DEMOTION_FILE, "intel/xpu", "L4")
+    assert "    intel/xpu: []" in allowlist_demoted(DEMOTION_FILE, "intel/xpu", "L4", device="xpu")

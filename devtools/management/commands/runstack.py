@@ -147,6 +147,8 @@ class Command(BaseCommand):
             # Make the sweeper's verdicts visible within minutes instead of hours.
             "CRCR_JOB_TIMEOUT_HOURS": "0.05",
             "CRCR_NEVER_STARTED_HOURS": "0.05",
+            # The demotion loop decides every minute, so a failing backend's PR shows up soon.
+            "CRCR_DEMOTION_EVERY_SECONDS": "60",
             # The stand-in process also runs a webhook sink: the seeded subscription posts there.
             "CRCR_SANDBOX_SINK_URL": info.get("sink_url", ""),
         }

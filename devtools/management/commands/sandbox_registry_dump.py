@@ -1,10 +1,12 @@
-"""Print the registry as JSON for the sandbox simulators (which run outside Django)."""
+"""Print the registry as JSON for the sandbox simulators (which run outside Django), with the
+allowlist it exports."""
 
 import json
 
 from django.core.management import BaseCommand
 
 from relay.models import Project
+from relay.registry import allowlist_export
 
 FIELDS = (
     "full_name",
@@ -25,4 +27,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         projects = list(Project.objects.filter(active=True).values(*FIELDS))
-        self.stdout.write(json.dumps({"projects": projects}, indent=2))
+        # The stand-in's upstream repo serves this as .github/allowlist.yml, for the demotion loop.
+        self.stdout.write(json.dumps({"projects": projects, "allowlist": allowlist_export()}, indent=2))
