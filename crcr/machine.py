@@ -4,9 +4,9 @@ handler: the same views, with only the middleware a machine caller needs.
 GitHub and downstream CI send JSON with a signature or a bearer token; nothing they send uses a
 session, a CSRF cookie, a login, messages, static files, a Content-Security-Policy or an ETag. The
 pages' middleware stack (settings.MIDDLEWARE) cost more CPU than the whole callback view's checks
-(docs/performance.md, "Where each millisecond goes"), so these URLs get settings.MACHINE_MIDDLEWARE
+(docs/performance.md, "Where each millisecond goes"), so these URLs get MACHINE_MIDDLEWARE
 instead: security headers, the Host check, the NUL-in-URL refusal, the slow-body 408 and the
-database-down 503. Every other URL goes to the full handler, unchanged.
+database-down 503, named here as classes (not dotted names) so "find callers" leads here. Every other URL goes to the full handler, unchanged.
 
 `machine_or_pages` picks the handler by resolving the path against settings.MACHINE_URLCONF; the
 lean handler resolves views there too but never installs it for `reverse()`, which keeps naming
@@ -15,20 +15,34 @@ every URL of the site."""
 from django.conf import settings
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler
+from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, get_resolver
-from django.utils.module_loading import import_string
+
+from relay.middleware import DatabaseUnavailableMiddleware, HostCheckMiddleware, NulInUrlMiddleware, SlowBodyMiddleware
+
+MACHINE_MIDDLEWARE = (
+    SecurityMiddleware,
+    HostCheckMiddleware,
+    NulInUrlMiddleware,
+    DatabaseUnavailableMiddleware,
+    SlowBodyMiddleware,
+)
 
 
 class MachineHandler(WSGIHandler):
-    """A WSGI handler whose middleware is settings.MACHINE_MIDDLEWARE (all synchronous)."""
+    """A WSGI handler whose middleware is `middleware`, outermost first (all synchronous)."""
+
+    def __init__(self, middleware=MACHINE_MIDDLEWARE):
+        self.middleware = middleware
+        super().__init__()
 
     def load_middleware(self, is_async=False):
         # Django's own load_middleware reads settings.MIDDLEWARE only; this builds the same chain
         # (innermost last, exception-to-response around each) from the machine list.
         self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []
         handler = convert_exception_to_response(self._get_response)
-        for path in reversed(settings.MACHINE_MIDDLEWARE):
-            middleware = import_string(path)(handler)
+        for factory in reversed(self.middleware):
+            middleware = factory(handler)
             if hasattr(middleware, "process_view"):
                 self._view_middleware.insert(0, middleware.process_view)
             if hasattr(middleware, "process_exception"):

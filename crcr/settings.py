@@ -82,15 +82,8 @@ MIDDLEWARE = [
     "hud.middleware.VisibleControlsMiddleware",
 ]
 
-# The webhook and the callback skip the pages' middleware (crcr/machine.py): nothing a machine
-# sends uses a session, CSRF, a login, messages, static files, CSP or ETags.
-MACHINE_MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "relay.middleware.HostCheckMiddleware",
-    "relay.middleware.NulInUrlMiddleware",
-    "relay.middleware.DatabaseUnavailableMiddleware",
-    "relay.middleware.SlowBodyMiddleware",
-]
+# The webhook and the callback skip the pages' middleware (crcr/machine.py, MACHINE_MIDDLEWARE):
+# nothing a machine sends uses a session, CSRF, a login, messages, static files, CSP or ETags.
 MACHINE_URLCONF = "relay.machine_urls"
 
 ROOT_URLCONF = "crcr.urls"

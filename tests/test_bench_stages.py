@@ -6,7 +6,6 @@ import io
 import json
 
 import pytest
-from django.test import override_settings
 
 from devtools.bench import stages
 
@@ -43,16 +42,17 @@ def stage_wrappers(monkeypatch):
     stages.report_take()
 
 
-@override_settings(MACHINE_MIDDLEWARE=["devtools.bench.stages.StageMiddleware", "relay.middleware.HostCheckMiddleware"])
 def test_a_refused_callback_is_timed_up_to_the_step_that_refused_it(stage_wrappers):
     from django.test import RequestFactory
 
     from crcr.machine import MachineHandler
+    from relay.middleware import HostCheckMiddleware
 
     request = RequestFactory().post("/github/callback", data=b"{}", content_type="application/json")
     request.environ["HTTP_AUTHORIZATION"] = "Bearer not-a-token"
     request.environ["wsgi.input"] = io.BytesIO(b"{}")
-    response = MachineHandler()(request.environ, lambda *args: None)
+    handler = MachineHandler((stages.StageMiddleware, HostCheckMiddleware))
+    response = handler(request.environ, lambda *args: None)
     assert json.loads(b"".join(response))["detail"].startswith("malformed token")
     totals = stages.report_take()["totals"]
     assert {name: values[2] for name, values in totals.items()} == {

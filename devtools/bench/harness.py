@@ -428,7 +428,7 @@ class Services:
                     "gunicorn",
                     "-c",
                     "python:crcr.gunicorn_conf",  # production's worker class and bounds; the flags below win
-                    "crcr.wsgi:application",
+                    "devtools.bench.wsgi:application",  # crcr.wsgi's, with the stage timer if asked
                     "--bind",
                     f"127.0.0.1:{port}",
                     "--workers",

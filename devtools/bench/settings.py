@@ -11,4 +11,3 @@ MACHINE_URLCONF = "devtools.bench.machine_urls"  # the floor view behind the cal
 
 if os.environ.get("CRCR_BENCH_STAGES") == "1":
     MIDDLEWARE = ["devtools.bench.stages.StageMiddleware", *MIDDLEWARE]  # noqa: F405
-    MACHINE_MIDDLEWARE = ["devtools.bench.stages.StageMiddleware", *MACHINE_MIDDLEWARE]  # noqa: F405

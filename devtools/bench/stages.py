@@ -2,7 +2,7 @@
 
 With CRCR_BENCH_STAGES=1 the benchmark's URL conf wraps the callback path's steps, by the names
 the product calls them through, in timers that add up this thread's CPU and the wall time of each
-step. `GET /bench/stages` answers one web process's totals and resets them (`manage.py bench --stages`). The
+step. The benchmark-only URL bench/stages (devtools/bench/urls.py) answers one web process's totals and resets them (`manage.py bench --stages`). The
 product is untouched: the wrappers exist only in benchmark processes, and each costs ~2 µs.
 
 A stage is inclusive of the stages listed under it; the report subtracts them, so every
