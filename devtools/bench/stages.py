@@ -1,14 +1,16 @@
 """Where one callback's milliseconds go, measured inside the web server under the benchmark's load.
 
-With CRCR_BENCH_STAGES=1 the benchmark's URL conf wraps the callback path's steps, by the names
-the product calls them through, in timers that add up this thread's CPU and the wall time of each
-step. The benchmark-only URL bench/stages (devtools/bench/urls.py) answers one web process's totals and resets them (`manage.py bench --stages`). The
-product is untouched: the wrappers exist only in benchmark processes, and each costs ~2 µs.
+With CRCR_BENCH_STAGES=1 (`manage.py bench --stages`) the benchmark's web server wraps the
+callback path's steps, by the names the product calls them through, in timers that add up this
+thread's CPU and the wall time of each step; the benchmark-only URL bench/stages
+(devtools/bench/urls.py) answers one web process's totals and resets them. The product is
+untouched: the wrappers exist only in benchmark processes, and each costs ~2 µs.
 
 A stage is inclusive of the stages listed under it; the report subtracts them, so every
-millisecond is counted once: "request" is everything inside Django's handler (its own time:
-the middleware, URL resolution and the answer's JSON), "callback service" relay.callbacks.receive, "state machine" the job's transaction, whose own
-("self") time is BEGIN and COMMIT, and "job step" the job row's statements."""
+millisecond is counted once: "request" is everything inside Django's handler (its own time: the
+middleware, URL resolution and the answer's JSON), "callback service" relay.callbacks.receive,
+"state machine" the job's transaction (its own time: BEGIN and COMMIT) and "job step" the job
+row's statements."""
 
 import importlib
 import os
