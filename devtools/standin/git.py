@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .access import readable, target
 from .http import Call, HTTPError, Routes, empty_response, iso, json_response, paginate
+from .state import unsigned
 
 route = Routes()
 VALIDATION_FAILED = "Validation Failed"
@@ -252,13 +253,7 @@ def _commit_json(world, repo: dict, sha: str) -> dict:
             }
             for p in entry["parents"]
         ],
-        "verification": {
-            "verified": False,
-            "reason": "unsigned",
-            "signature": None,
-            "payload": None,
-            "verified_at": None,
-        },
+        "verification": unsigned(),
     }
 
 

@@ -28,6 +28,11 @@ DEFAULT_PERMISSIONS = {
 APP_EVENTS = ["check_run", "check_suite", "installation", "pull_request", "push"]
 
 
+def unsigned() -> dict:
+    """A commit's `verification` as GitHub gives it for an unsigned commit."""
+    return {"verified": False, "reason": "unsigned", "signature": None, "payload": None, "verified_at": None}
+
+
 def node_id(kind: str, number: int) -> str:
     # The legacy global id format ("010:Repository123" base64), good enough to be opaque.
     raw = f"0{len(kind):02d}:{kind}{number}"
@@ -341,13 +346,7 @@ class World:
                 "committer": dict(person),
                 "tree": {"sha": sha, "url": f"{self.base_url}/repos/{full}/git/trees/{sha}"},
                 "comment_count": 0,
-                "verification": {
-                    "verified": False,
-                    "reason": "unsigned",
-                    "signature": None,
-                    "payload": None,
-                    "verified_at": None,
-                },
+                "verification": unsigned(),
             },
             "author": user,
             "committer": dict(user),
