@@ -2,6 +2,7 @@
 how `make bench` finds the second configuration (devtools/bench/harness.py)."""
 
 import socket
+from pathlib import Path
 
 from devtools.bench.harness import both_targets
 from devtools.bench.report import side_by_side
@@ -58,3 +59,11 @@ def test_an_unreachable_server_is_named_instead_of_measured():
             {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed_port}/x", "REDIS_URL": "redis://127.0.0.1:1/0"}
         )
     assert servers.vendor == "postgresql" and f"127.0.0.1:{closed_port} is not reachable" in why_not
+
+
+def test_the_public_relay_rate_the_bench_judges_against_is_the_one_the_docs_record():
+    from devtools.bench.figures import PUBLIC_RELAY_CALLBACKS_PER_S
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "performance.md").read_text()
+    section = doc.split("### The public relay", 1)[1].split("###", 1)[0]
+    assert f"**{PUBLIC_RELAY_CALLBACKS_PER_S:.0f}/s**" in section
