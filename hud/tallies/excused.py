@@ -31,7 +31,7 @@ from hud.models import ExcusedRollup
 from hud.tallies.buckets import _floor_hour
 from relay.github.softcache import soft_get, soft_set
 from relay.models import KnownIssue, Level, Project
-from relay.results.excused import excused_jobs
+from relay.results.excused import excused_jobs, projects_with_failures
 
 HOUR = timedelta(hours=1)
 HORIZON = timedelta(days=90)
@@ -46,12 +46,13 @@ STORED_CACHE_SECONDS = 300
 
 
 def excused_hours_store(hours) -> None:
-    """Recount these hours for every backend the rule judges (one rule call per backend and span)."""
+    """Recount these hours for every backend the rule judges (one rule call per backend with a
+    failure in the span)."""
     projects = _judged()
     for span in _spans(sorted(hours)):
         start, end = span[0], span[-1] + HOUR
         counts = Counter()
-        for project in projects:
+        for project in _failing(projects, start, end):
             for job in excused_jobs(project, start, end):
                 counts[(_floor_hour(job.dated), project.pk)] += 1
         _rows_replace(span, counts)
@@ -60,6 +61,11 @@ def excused_hours_store(hours) -> None:
 def _judged() -> list[Project]:
     """The rule excuses nothing for L1 backends or the reference: no call for them."""
     return list(Project.objects.exclude(level=Level.L1).exclude(is_reference=True))
+
+
+def _failing(projects: list, since: datetime, until: datetime | None = None) -> list:
+    ids = projects_with_failures(since, until) if projects else set()
+    return [p for p in projects if p.pk in ids]
 
 
 def _spans(hours: list) -> list[list]:
@@ -108,6 +114,6 @@ def current_hour_excused(current: datetime) -> Counter:
     key = f"hud:excused:live:v1:{current:%Y%m%d%H}"
     counts = soft_get(key)
     if counts is None:
-        counts = Counter({p.pk: len(excused_jobs(p, current)) for p in _judged()})
+        counts = Counter({p.pk: len(excused_jobs(p, current)) for p in _failing(_judged(), current)})
         soft_set(key, counts, LIVE_CACHE_SECONDS)
     return counts

@@ -208,11 +208,19 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
 
 def _failing_shas(project: Project, since: datetime, until: datetime | None) -> list[str]:
     """Heads with a non-passing PR/push attempt in the window: only there can a job have failed."""
-    rows = JobRun.objects.filter(project=project, created_at__gte=since, status=JobRun.Status.COMPLETED)
+    return sorted(set(_failing_rows(since, until).filter(project=project).values_list("head_sha", flat=True)))
+
+
+def projects_with_failures(since: datetime, until: datetime | None = None) -> set[int]:
+    """The backends that can have an excused job in the window (one query): callers that judge
+    every backend skip the others without a call each."""
+    return set(_failing_rows(since, until).values_list("project_id", flat=True).distinct())
+
+
+def _failing_rows(since: datetime, until: datetime | None):
+    rows = JobRun.objects.filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
     rows = rows.exclude(event_type__in=SELF_REPORT_EVENTS).exclude(conclusion="success")
-    if until is not None:
-        rows = rows.filter(created_at__lt=until)
-    return sorted(set(rows.values_list("head_sha", flat=True)))
+    return rows.filter(created_at__lt=until) if until is not None else rows
 
 
 def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:
