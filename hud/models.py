@@ -26,6 +26,21 @@ class TallyRollup(models.Model):
         return f"{self.size} {self.start:%Y-%m-%d %H:00} project {self.project_id} {self.kind}"
 
 
+class ExcusedRollup(models.Model):
+    """How many of one backend's failed PR/push jobs dated in one UTC hour the excused-jobs rule
+    (relay.results.excused) excuses as upstream's; hours with none have no row (hud.tallies.excused)."""
+
+    start = models.DateTimeField()
+    project_id = models.IntegerField(help_text="relay.Project id (no foreign key: a derived copy)")
+    excused = models.IntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["start", "project_id"], name="excused_rollup_unique")]
+
+    def __str__(self):
+        return f"{self.start:%Y-%m-%d %H:00} project {self.project_id}: {self.excused} excused"
+
+
 class RollupState(models.Model):
     """The refresh's watermark (one row): what it has seen, and which hours it must look at again."""
 
@@ -38,6 +53,12 @@ class RollupState(models.Model):
     open_hours = models.JSONField(default=list, help_text="hours whose jobs were still running: looked at again")
     pending_hours = models.JSONField(default=list, help_text="hours found changed but not recomputed yet")
     claimed_until = models.DateTimeField(null=True, blank=True, help_text="a refresh is running until then")
+    excused_facts = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="known issues and registry as the excused counts last saw them",
+    )
 
     def __str__(self):
         return f"rollups up to job {self.last_id}, refreshed {self.refreshed_at}"

@@ -10,12 +10,13 @@ from django.utils import timezone
 from hud.health import dispatch_states, health_cards
 from hud.readiness import PASS_RATE_MIN, pass_rate_met
 from hud.tallies.buckets import window_buckets
-from hud.tallies.rollups import window_tallies
+from hud.tallies.excused import window_excused
+from hud.tallies.rollups import rollups_state, window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
-from hud.windows import DEFAULT_WINDOW, WINDOWS, Window, stale_after
+from hud.windows import WINDOWS, Window, stale_after
 from relay.models import Level, Project
-from relay.results.excused import AdjustedRates, adjusted_rates
+from relay.results.excused import AdjustedRates
 from relay.verdicts import Rates
 
 # --- the summary page ---------------------------------------------------------------------------------
@@ -39,7 +40,8 @@ class BackendRow:
     last_result_at: datetime | None
     last_result_text: str
     adjusted: AdjustedRates | None = None
-    """The upstream-adjusted pass rate: computed for the default window's PR tab only (cost)."""
+    """The upstream-adjusted pass rate on the PR tab (the rule judges PR and push jobs only): the
+    excused count from stored rollups (hud.tallies.excused); the list is on the backend page."""
 
     @property
     def rates(self) -> Rates:
@@ -128,7 +130,8 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
         p for p in projects if not (p.is_health_probe or p.is_reference)
     ]  # the reference is a source, not ranked
     since = window_buckets(window.days, now)[0].start
-    sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now)
+    excused = window_excused(since, now, rollups_state().generation) if tab == "pr" else None
+    sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now, excused)
     cards = health_cards(tallies, probe, window, tab, since, now)
     return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
 
@@ -141,7 +144,7 @@ def in_tab(project: Project, tab: str) -> bool:
     return project.takes_part_in("pull_request" if tab == "pr" else "nightly")
 
 
-def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSection]:
+def _sections_build(products, tallies, window, tab, since, now, excused) -> list[LevelSection]:
     dispatches = _dispatch_counts([p.pk for p in products if p.level == Level.L1], since)
     sections = []
     for level, title in LEVEL_SECTIONS:
@@ -152,8 +155,8 @@ def _sections_build(products, tallies, window, tab, since, now) -> list[LevelSec
                 section.chips.append(L1Chip(project, counts["sent"], counts["not_installed"], counts["failed"]))
             else:
                 row = backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now)
-                if window.key == DEFAULT_WINDOW and tab == "pr":
-                    row.adjusted = adjusted_rates(project, row.rates, since)
+                if excused is not None:
+                    row.adjusted = AdjustedRates(row.rates, stored=excused[project.pk])
                 section.rows.append(row)
         section.rows.sort(key=_worst_first)
         if section.rows or section.chips:

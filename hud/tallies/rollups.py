@@ -22,6 +22,10 @@ write. What can change an hour's tallies, and how the refresh notices it:
   through the running-jobs index) are recomputed at every refresh until they close.
 * A refresh that runs out of time (a page filling a cold store) keeps the hours it did not reach
   as pending, so nothing is lost between refreshes.
+
+Every hour recomputed here also gets its excused counts recounted (hud.tallies.excused, which says
+what else can change them): a reference row that changed counts as a change to every backend's
+rows on its commit, and a change of known issues or registry recomputes the longest range.
 """
 
 import random
@@ -46,11 +50,13 @@ from hud.tallies.buckets import (
     buckets_computed,
     window_buckets,
 )
+from hud.tallies.excused import HORIZON as EXCUSED_HORIZON
+from hud.tallies.excused import excused_facts, excused_hours_store
 from hud.tallies.histograms import Histogram
 from hud.tallies.tally import Tally, tallies_merge
 from relay.callbacks.tokens import MAX_AGE_SECONDS as CALLBACK_TOKEN_MAX_AGE
 from relay.github.softcache import soft_get, soft_set
-from relay.models import JobRun
+from relay.models import JobRun, Project
 from relay.verdicts import State
 
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)
@@ -112,7 +118,11 @@ def rollups_refresh(budget: float | None = None) -> RefreshReport | None:
     try:
         state = RollupState.objects.get(pk=1)
         top = JobRun.objects.aggregate(top=Max("id"))["top"] or 0
-        todo = sorted(_hours_changed(state, started) | _stamps(state.open_hours + state.pending_hours), reverse=True)
+        facts = excused_facts()
+        todo = _hours_changed(state, started) | _stamps(state.open_hours + state.pending_hours)
+        if state.refreshed_at is not None and facts != state.excused_facts:
+            todo |= _every_hour(since=started - EXCUSED_HORIZON)
+        todo = sorted(todo, reverse=True)
         open_now = _pairs_hours(_running_pairs())
         done = []
         for hour in todo:
@@ -121,7 +131,8 @@ def rollups_refresh(budget: float | None = None) -> RefreshReport | None:
             _hour_store(hour)
             done.append(hour)
         _days_store({_floor_day(hour) for hour in done})
-        _state_save(state, top, started, open_now, todo[len(done) :], bool(done))
+        excused_hours_store(done)
+        _state_save(state, top, started, open_now, todo[len(done) :], bool(done), facts)
     finally:
         RollupState.objects.filter(pk=1).update(claimed_until=None)
     return RefreshReport(len(done), len(todo) - len(done), time.monotonic() - clock)
@@ -134,8 +145,9 @@ def _claim(now: datetime) -> bool:
     return RollupState.objects.filter(free, pk=1).update(claimed_until=now + CLAIM) == 1
 
 
-def _state_save(state: RollupState, top: int, started: datetime, open_now: set, pending: list, stored: bool):
+def _state_save(state: RollupState, top: int, started: datetime, open_now: set, pending: list, stored: bool, facts):
     RollupState.objects.filter(pk=1).update(
+        excused_facts=facts,
         last_id=max(top, state.last_id),
         refreshed_at=started,
         finished_at=state.finished_at if pending else timezone.now(),
@@ -156,15 +168,26 @@ def _hours_changed(state: RollupState, now: datetime) -> set:
     rows = JobRun.objects.filter(
         Q(id__gt=state.last_id) | Q(created_at__gte=now - CHANGE_HORIZON, updated_at__gte=since)
     )
-    return _pairs_hours(set(rows.values_list("project_id", "head_sha").distinct()))
+    return _pairs_hours(_with_reference_commits(set(rows.values_list("project_id", "head_sha").distinct())))
 
 
-def _every_hour() -> set:
-    """The first refresh: every hour from the oldest job to the newest (empty ones are cheap)."""
+def _with_reference_commits(pairs: set) -> set:
+    """A reference row that changed can change the excuse of every backend's job on its commit."""
+    references = set(Project.objects.filter(is_reference=True).values_list("pk", flat=True))
+    shas = sorted({sha for project_id, sha in pairs if project_id in references})
+    for i in range(0, len(shas), 500):
+        rows = JobRun.objects.filter(head_sha__in=shas[i : i + 500]).values_list("project_id", "head_sha")
+        pairs = pairs | set(rows.distinct())
+    return pairs
+
+
+def _every_hour(since: datetime | None = None) -> set:
+    """The first refresh: every hour from the oldest job (or `since`) to the newest (empty ones are cheap)."""
     span = JobRun.objects.aggregate(first=Min("created_at"), last=Max("created_at"))
     if span["first"] is None:
         return set()
-    hour, last, hours = _floor_hour(span["first"]), span["last"], set()
+    first = max(span["first"], since) if since else span["first"]
+    hour, last, hours = _floor_hour(first), span["last"], set()
     while hour <= last:
         hours.add(hour)
         hour += HOUR

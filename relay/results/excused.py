@@ -62,6 +62,8 @@ class ExcusedJob:
     job_id: int
     job: str
     evidence: tuple[Evidence, ...]
+    dated: datetime | None = None
+    """The job's first attempt: the hour it is counted in (hud's stored rollups bucket by it)."""
 
     @property
     def reason(self) -> str:
@@ -74,6 +76,13 @@ class AdjustedRates:
 
     raw: Rates
     excused: list[ExcusedJob] = field(default_factory=list)
+    stored: int | None = None
+    """The excused count read from stored rollups (hud.tallies.excused) when the list itself was not
+    computed: then `excused` is empty and `listed` is False."""
+
+    @property
+    def listed(self) -> bool:
+        return self.stored is None
 
     @property
     def raw_pass_rate(self) -> float | None:
@@ -83,7 +92,8 @@ class AdjustedRates:
     def excused_count(self) -> int:
         """Never more than the failed jobs the raw rates count: the rates may come from rollups a
         minute older than the jobs read here."""
-        return min(len(self.excused), self.raw.failed)
+        found = len(self.excused) if self.stored is None else self.stored
+        return min(found, self.raw.failed)
 
     @property
     def counted(self) -> int:
@@ -191,17 +201,26 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
                 continue
             evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts)
             if evidence:
-                excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence))
+                dated = mine.cell.attempts_of(verdict)[0].created_at
+                excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence, dated))
     return excused
 
 
 def _failing_shas(project: Project, since: datetime, until: datetime | None) -> list[str]:
     """Heads with a non-passing PR/push attempt in the window: only there can a job have failed."""
-    rows = JobRun.objects.filter(project=project, created_at__gte=since, status=JobRun.Status.COMPLETED)
+    return sorted(set(_failing_rows(since, until).filter(project=project).values_list("head_sha", flat=True)))
+
+
+def projects_with_failures(since: datetime, until: datetime | None = None) -> set[int]:
+    """The backends that can have an excused job in the window (one query): callers that judge
+    every backend skip the others without a call each."""
+    return set(_failing_rows(since, until).values_list("project_id", flat=True).distinct())
+
+
+def _failing_rows(since: datetime, until: datetime | None):
+    rows = JobRun.objects.filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
     rows = rows.exclude(event_type__in=SELF_REPORT_EVENTS).exclude(conclusion="success")
-    if until is not None:
-        rows = rows.filter(created_at__lt=until)
-    return sorted(set(rows.values_list("head_sha", flat=True)))
+    return rows.filter(created_at__lt=until) if until is not None else rows
 
 
 def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:

@@ -55,10 +55,35 @@ def test_the_backend_page_reads_the_raw_rate_when_the_registry_says_so(client, u
     assert "At risk of demotion from L3: pass rate" in page and "raw decides" in page
 
 
-def test_the_summary_shows_the_adjusted_rate_on_the_default_window_only(client, upstream_broken_backend):
-    default = client.get("/crcr").content.decode()
-    assert "adjusted <span" in default and "2 excused" in default
-    assert "adjusted <span" not in client.get("/crcr?range=30d").content.decode()
+@pytest.mark.parametrize("range_key", ["24h", "7d", "14d", "30d", "90d"])
+def test_the_summary_shows_raw_and_adjusted_rates_for_every_range(client, upstream_broken_backend, range_key):
+    page = client.get(f"/crcr?range={range_key}").content.decode()
+    assert "Pass rate · raw, upstream-adjusted</th>" in page
+    assert '<span class="chip bad" title="raw · target at least 90 %">✗ 80.0 %</span>' in page
+    assert 'adjusted <span class="chip ok">✓ 100.0 %</span></a> · 2 excused' in page
+    assert f"/crcr/Ascend/pytorch?range={range_key}&amp;event=pr#excused" in page
+
+
+def test_the_summary_shows_both_rates_for_failures_a_month_old_on_30_and_90_days_only(client):
+    reference = project("pytorch/openreg-ci", is_reference=True, hardware_kind="reference")
+    backend = project("Ascend/pytorch", level="L3")
+    for i in range(4):
+        sha = f"{i:040x}"
+        conclusion = "failure" if i < 2 else "success"
+        ref, mine = (job(p, conclusion, sha=sha, at=recent(24 * 20)) for p in (reference, backend))
+        if i < 2:
+            failed(ref, "TestFooPRIVATEUSE1", "test_add_privateuse1_float32")
+            failed(mine, "TestFooPRIVATEUSE1", "test_add_npu_float32" if i == 0 else "test_own_npu")
+    for range_key in ("30d", "90d"):
+        page = client.get(f"/crcr?range={range_key}").content.decode()
+        assert "✗ 50.0 %" in page and "2 / 4 jobs" in page  # raw
+        assert 'adjusted <span class="chip bad">✗ 66.7 %</span></a> · 1 excused' in page, range_key
+    assert "adjusted <span" not in client.get("/crcr?range=14d").content.decode()  # no data in 14 days
+
+
+def test_the_nightly_tab_says_the_adjusted_rate_covers_pr_and_push_runs_only(client, upstream_broken_backend):
+    page = client.get("/crcr?range=30d&event=periodic").content.decode()
+    assert "(upstream-adjusted: PR and push runs only)" in page and "adjusted <span" not in page
 
 
 def test_the_backend_page_shows_its_level_history_and_tenure_not_reset_by_promotion(client):
