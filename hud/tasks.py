@@ -2,7 +2,11 @@
 summary pages' stored tallies fresh (hud.tallies.rollups), and hand the level decisions the HUD
 computes (hud.selectors_levels) to the relay's demotion loop."""
 
+import logging
+
 from celery import shared_task
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="hud.notification_events_detect", acks_late=True, soft_time_limit=50, time_limit=60)
@@ -30,9 +34,15 @@ def demotion_prs_reconcile() -> int:
     from relay.checks.demotion import demotion_decide
 
     from .selectors_levels import level_status
+    from .tallies.buckets import TalliesPending
 
+    try:
+        statuses = level_status()
+    except TalliesPending as pending:  # a fresh store: decide on whole windows only, next run
+        logger.info("demotion loop waits for the tallies (%s); nothing decided this run", pending)
+        return 0
     decided = 0
-    for status in level_status():
+    for status in statuses:
         entry = {k: v for k, v in status.as_dict().items() if k != "demotionPr"}
         decided += demotion_decide(status.project.pk, entry) is not None
     return decided

@@ -270,3 +270,17 @@ def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(r
     assert branch == allowlist_demoted(moved_main, "vendor/own-ci", "L3")
     assert len(changed_lines(moved_main, branch)) == 3 and len(pulls(relay)) == 1
     assert decisions(world) == ["opened", "refreshed"]
+
+
+def test_before_the_tallies_are_ready_the_loop_decides_nothing_and_says_why(relay, world, monkeypatch, caplog):
+    from hud import selectors_levels
+    from hud.tallies.buckets import TalliesPending
+
+    def pending(*args, **kwargs):
+        raise TalliesPending(0, 1)
+
+    monkeypatch.setattr(selectors_levels, "level_status", pending)
+    with caplog.at_level("INFO", logger="hud.tasks"):
+        assert demotion_prs_reconcile() == 0
+    assert pulls(relay) == [] and decisions(world) == []
+    assert "waits for the tallies" in caplog.text
