@@ -52,6 +52,12 @@ def test_a_callback_skips_the_pages_middleware():
     assert headers["X-Content-Type-Options"] == "nosniff"  # SecurityMiddleware still runs
 
 
+def test_a_machine_answer_says_its_length_so_it_is_not_sent_chunked():
+    status, headers, body = call(application, "POST", "/github/callback", b"{}", HTTP_AUTHORIZATION="Bearer x")
+    assert status == 401
+    assert headers["Content-Length"] == str(len(body))
+
+
 def test_a_page_keeps_the_pages_middleware():
     status, headers, _ = call(application, "GET", "/favicon.ico")
     assert status == 302

@@ -732,12 +732,33 @@ def _callback_stages_figure(b: Bench, per: dict) -> None:
     )
 
 
+QUIET_CPU_SHARE = 0.05
+"""The relay's processes are quiet when they use less than this share of one core."""
+QUIET_TIMEOUT_SECONDS = 30.0
+
+
+def servers_quiet(b: Bench, window: float = 0.5) -> float:
+    """Wait (at most QUIET_TIMEOUT_SECONDS) until the web server, the workers and the database have
+    finished what the previous figure left them (the follow-up tasks of thousands of callbacks),
+    so a figure measures only its own requests; the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < QUIET_TIMEOUT_SECONDS:
+        before = b.watch.cpu()
+        time.sleep(window)
+        used = sum(v for name, v in cpu_delta(before, b.watch.cpu()).items() if name != "bench")
+        if used < QUIET_CPU_SHARE * window:
+            break
+    return round(time.monotonic() - started, 1)
+
+
 def callback_one_client(b: Bench, world: CallbackWorld, warm_rate: float) -> None:
     """One client, one request at a time: the public relay's measurement, judged as a ratio to the
     rate it recorded (PUBLIC_RELAY_CALLBACKS_PER_S), with zero errors."""
     p = b.profile
     jobs = world.jobs(int(max(warm_rate, 500) * p.callback_seconds * 1.5 / 2) + 100)
+    waited = servers_quiet(b)
     b.begin()
+    before = b.watch.cpu()
     run = callback_run(b, jobs, p.callback_seconds, 1)
     b.machine = b.watch.report()
     rate = run["accepted"] / run["elapsed"]
@@ -750,6 +771,8 @@ def callback_one_client(b: Bench, world: CallbackWorld, warm_rate: float) -> Non
         p99_ms=ms(percentile(run["latencies"], 99)),
         errors=len(run["errors"]),
         token_limited=bool(run["exhausted"]),
+        cpu_ms=cpu_per(cpu_delta(before, b.watch.cpu()), run["accepted"]),
+        waited_for_quiet_s=waited,
     )
     target = public_relay_target()
     ratio = rate / PUBLIC_RELAY_CALLBACKS_PER_S
@@ -850,6 +873,7 @@ def callback_floor(b: Bench, jobs: list[CallbackJob], callback_cpu: dict) -> flo
 
     p = b.profile
     seconds = min(p.callback_seconds, 10.0)
+    servers_quiet(b)
     b.begin()
     before = b.watch.cpu()
     run = callback_run(b, jobs, seconds, p.callback_clients, path=f"/{FLOOR_PATH}")

@@ -4,6 +4,7 @@ body a byte at a time; each is answered 408 once the body deadline passes, and m
 /healthz and a callback from a normal client are answered. Timeouts are generous (the deadline
 is 2 s, every wait allows 60 s): the test asserts what happens, not how fast."""
 
+import http.client
 import json
 import os
 import selectors
@@ -132,3 +133,41 @@ def test_slow_bodies_are_cut_at_the_deadline_while_healthz_and_callbacks_answer(
     statuses = [status_of(c.answer) for c in clients]
     assert statuses == [408] * SLOW_CLIENTS, statuses
     assert b"did not arrive within 2 s" in clients[0].answer
+
+
+class BusyClient(threading.Thread):
+    """Sends GET /healthz back to back over one kept-alive connection until told to stop."""
+
+    def __init__(self, port: int):
+        super().__init__(daemon=True)
+        self.port, self.answers, self.failure, self.stop = port, 0, None, threading.Event()
+
+    def run(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
+        try:
+            while not self.stop.is_set():
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+                self.answers += 1
+        except (OSError, http.client.HTTPException) as exc:
+            self.failure = exc
+        finally:
+            conn.close()
+
+
+def test_busy_kept_alive_connections_are_served_in_turn_with_a_new_one(server):
+    # A thread serves its connection's next request itself while it comes at once
+    # (crcr/gunicorn_worker.py); twice as many busy connections as threads still all get answers,
+    # on the same connection each time, and a newcomer is answered too.
+    busy = [BusyClient(server) for _ in range(SLOW_CLIENTS)]
+    for client in busy:
+        client.start()
+    time.sleep(1.0)
+    newcomer = urllib.request.urlopen(f"http://127.0.0.1:{server}/healthz", timeout=WAIT).status
+    time.sleep(1.0)
+    for client in busy:
+        client.stop.set()
+        client.join(WAIT)
+    assert newcomer == 200
+    assert [c.failure for c in busy] == [None] * SLOW_CLIENTS
+    assert all(c.answers >= 2 for c in busy), [c.answers for c in busy]
