@@ -3,13 +3,12 @@
 Only configured issuers are trusted (never a key fetched on an unverified `iss`); keys come from
 each issuer's JWKS, fetched with bounded time and size, kept for a few minutes and refetched at
 most once per cooldown when a token names an unknown `kid`. The key decides the algorithm: a token
-whose `alg` does not fit its key is refused, as is every other malformed token (401), whatever
-the library raises for it. A key server we cannot reach is our problem (503), not the caller's
-(401) — and its failure is remembered for a while (a negative cache), so a dead or slow issuer
-costs one fetch per backoff window, not one per unauthenticated request."""
+whose `alg` does not fit its key is refused, as is every other malformed token (401), whatever the
+parse or the crypto raises for it. A key server we cannot reach is our problem (503), not the
+caller's (401) — and its failure is remembered for a while (a negative cache), so a dead or slow
+issuer costs one fetch per backoff window, not one per unauthenticated request."""
 
 import base64
-import binascii
 import json
 import threading
 import time
@@ -67,8 +66,8 @@ class _IssuerState:
 _states: dict[str, _IssuerState] = {}
 _states_lock = threading.Lock()
 
-# Every way PyJWT (and the crypto below it) reports a token it cannot use: key/alg mismatches
-# raise InvalidKeyError, TypeError or ValueError rather than InvalidTokenError.
+# Every way PyJWT's signature primitive (and the crypto below it) reports a token or key it cannot
+# use: key/alg mismatches raise InvalidKeyError, TypeError or ValueError rather than returning False.
 _UNUSABLE_TOKEN = (jwt.PyJWTError, TypeError, ValueError, KeyError, AttributeError)
 
 
@@ -98,56 +97,133 @@ def bearer_token(header: str | None) -> str:
 
 
 def token_verify(token: str) -> VerifiedToken:
-    header, issuer = _trusted_issuer(token)
+    """Every check `jwt.decode` made, from one strict parse of the token: PyJWT's own parse (a
+    per-character base64 alphabet check, a second JSON read) cost several times the signature check
+    (docs/performance.md). PyJWT still parses the keys and runs the signature primitive."""
+    header, claims, signing_input, signature = _parts(token)
+    issuer = _trusted_issuer(header, claims)
     key = _signing_key(issuer, header)
-    try:
-        claims = jwt.decode(
-            token,
-            key.key,  # the key object itself: PyJWK would be re-wrapped on every call
-            algorithms=[header["alg"]],
-            audience=settings.CRCR_OIDC_AUDIENCE,
-            issuer=issuer.url,
-            leeway=settings.CRCR_OIDC_LEEWAY_SECONDS,
-            options={"require": REQUIRED_CLAIMS, "strict_aud": False},
-        )
-    except _UNUSABLE_TOKEN as exc:
-        raise TokenRejected(f"invalid token: {exc}") from exc
-    _lifetime_check(claims)
+    _signature_check(key, signing_input, signature)
+    _claims_check(claims)
+    _times_check(claims)
     return VerifiedToken(issuer, claims)
 
 
-def _lifetime_check(claims: dict) -> None:
-    """PyJWT checked that `exp` is a number not yet past; this bounds how far ahead it may be."""
-    limit = settings.CRCR_OIDC_MAX_LIFETIME_SECONDS
-    if int(claims["exp"]) - time.time() > limit:
-        raise TokenRejected(f"invalid token: it expires more than {limit} seconds from now")
+def _parts(token: str) -> tuple[dict, dict, bytes, bytes]:
+    """(header, claims, signing input, signature), or TokenRejected for anything that is not a
+    compact JWS of two JSON objects (a deeply nested one is a RecursionError, not a 500)."""
+    try:
+        header_segment, claims_segment, signature_segment = token.split(".")
+        header, claims = (json.loads(_base64url(segment)) for segment in (header_segment, claims_segment))
+        signature = _base64url(signature_segment)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise TokenRejected(f"malformed token: {exc}") from exc
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise TokenRejected("malformed token: its header and claims must be JSON objects")
+    return header, claims, f"{header_segment}.{claims_segment}".encode(), signature
 
 
-def _trusted_issuer(token: str) -> tuple[dict, Issuer]:
-    header, unverified = _unverified_parts(token)
+def _base64url(segment: str) -> bytes:
+    """Strict base64url, as PyJWT reads a segment: padding only to a multiple of four, and only
+    the canonical encoding. The lax decoder skips foreign characters and ignores stray bits, so
+    re-encoding what it decoded is the check: only the canonical alphabet-only text survives it."""
+    stripped = segment.rstrip("=")
+    padding = len(segment) - len(stripped)
+    if padding > 2 or (padding and len(segment) % 4):
+        raise ValueError("invalid base64url padding")
+    decoded = base64.urlsafe_b64decode(stripped + "=" * (-len(stripped) % 4))
+    if base64.urlsafe_b64encode(decoded).rstrip(b"=") != stripped.encode():
+        raise ValueError("invalid base64url")
+    return decoded
+
+
+def _trusted_issuer(header: dict, claims: dict) -> Issuer:
+    _header_check(header)
+    iss = claims.get("iss")
+    issuer = issuers().get(iss) if isinstance(iss, str) else None
+    if issuer is None:  # configured URLs have no trailing slash; a token's `iss` must equal one
+        raise TokenRejected(f"untrusted OIDC issuer: {iss!r}")
+    return issuer
+
+
+def _header_check(header: dict) -> None:
+    """An accepted algorithm and a key id; `crit` may name only `b64`, which must be present and
+    not false (a detached payload): what PyJWT understands, and all that a CI token ever uses."""
     if header.get("alg") not in ALLOWED_ALGORITHMS:
         raise TokenRejected(f"token algorithm {header.get('alg')!r} is not accepted")
     if not isinstance(header.get("kid"), str) or not header["kid"]:
         raise TokenRejected("token header has no key id (kid)")
-    iss = unverified.get("iss")
-    issuer = issuers().get(iss.rstrip("/")) if isinstance(iss, str) else None
-    if issuer is None or iss not in (issuer.url, issuer.url + "/"):
-        raise TokenRejected(f"untrusted OIDC issuer: {iss!r}")
-    return header, issuer
+    crit = header.get("crit", ["b64"])
+    if not isinstance(crit, list) or not crit or any(name != "b64" for name in crit):
+        raise TokenRejected(f"token header names unsupported critical extensions: {crit!r}")
+    if ("crit" in header and "b64" not in header) or header.get("b64", True) is False:
+        raise TokenRejected("token header asks for a detached payload (b64), which is not supported")
 
 
-def _unverified_parts(token: str) -> tuple[dict, dict]:
-    """The header and claims as sent, only to choose the issuer and key that `jwt.decode` then
-    verifies everything with (itself parsing the token strictly). Read with the standard library:
-    PyJWT's own parse costs as much as the signature check, and every callback would pay it twice."""
+def _signature_check(key: jwt.PyJWK, signing_input: bytes, signature: bytes) -> None:
+    """PyJWT's primitive for the key's algorithm; `prepare_key` refuses a key whose curve does not
+    fit its `alg` (PyJWK accepts a P-384 key labelled ES256)."""
     try:
-        header, payload, _signature = token.split(".")
-        parts = [json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))) for part in (header, payload)]
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise TokenRejected(f"malformed token: {exc}") from exc
-    if not all(isinstance(part, dict) for part in parts):
-        raise TokenRejected("malformed token: its header and claims must be JSON objects")
-    return parts[0], parts[1]
+        valid = key.Algorithm.verify(signing_input, key.Algorithm.prepare_key(key.key), signature)
+    except _UNUSABLE_TOKEN as exc:
+        raise TokenRejected(f"invalid token: {exc}") from exc
+    if not valid:
+        raise TokenRejected("invalid token: signature verification failed")
+
+
+def _claims_check(claims: dict) -> None:
+    """Required claims (null counts as missing, as in PyJWT), our audience, string ids. `iss` was
+    matched to a configured issuer before the key was chosen."""
+    missing = [name for name in REQUIRED_CLAIMS if claims.get(name) is None]
+    if missing:
+        raise TokenRejected(f"invalid token: it lacks the required claim(s) {', '.join(missing)}")
+    _audience_check(claims["aud"])
+    if not isinstance(claims["jti"], str):
+        raise TokenRejected("invalid token: its JWT id (jti) must be a string")
+    if not isinstance(claims.get("sub", ""), str):
+        raise TokenRejected("invalid token: its subject (sub) must be a string")
+
+
+def _audience_check(aud) -> None:
+    """`aud` is one string or a list of strings, and one of them is ours (PyJWT, strict_aud off)."""
+    if not aud:
+        raise TokenRejected("invalid token: it lacks the required claim(s) aud")
+    claimed = [aud] if isinstance(aud, str) else aud
+    if not isinstance(claimed, list) or not all(isinstance(name, str) for name in claimed):
+        raise TokenRejected("invalid token: its audience (aud) must be a string or a list of strings")
+    ours = settings.CRCR_OIDC_AUDIENCE
+    if not any(name in claimed for name in ([ours] if isinstance(ours, str) else ours)):
+        raise TokenRejected(f"invalid token: audience {aud!r} does not include {ours!r}")
+
+
+def _times_check(claims: dict) -> None:
+    """Issued and valid by now and not expired, each within the leeway (as PyJWT's `leeway`)."""
+    now, leeway = time.time(), settings.CRCR_OIDC_LEEWAY_SECONDS
+    if _numeric_date(claims, "iat") > now + leeway:
+        raise TokenRejected("invalid token: it is not yet valid (iat is in the future)")
+    if "nbf" in claims and _numeric_date(claims, "nbf") > now + leeway:
+        raise TokenRejected("invalid token: it is not yet valid (nbf)")
+    exp = _numeric_date(claims, "exp")
+    if exp <= now - leeway:
+        raise TokenRejected("invalid token: it has expired")
+    _lifetime_check(exp, now)
+
+
+def _lifetime_check(exp: int, now: float) -> None:
+    """An `exp` no further ahead than CRCR_OIDC_MAX_LIFETIME_SECONDS: its jti is remembered until
+    then. Compared int against float (not subtracted), so a huge `exp` is refused, not an overflow."""
+    limit = settings.CRCR_OIDC_MAX_LIFETIME_SECONDS
+    if exp > now + limit:
+        raise TokenRejected(f"invalid token: it expires more than {limit} seconds from now")
+
+
+def _numeric_date(claims: dict, name: str) -> int:
+    """int() of the claim, exactly as PyJWT reads it: a float is truncated and (leniently) a
+    numeric string or a boolean passes; anything else is refused."""
+    try:
+        return int(claims[name])
+    except (TypeError, ValueError, OverflowError):
+        raise TokenRejected(f"invalid token: {name} must be a number") from None
 
 
 def _signing_key(issuer: Issuer, header: dict) -> jwt.PyJWK:

@@ -15,12 +15,14 @@ AUDIENCE = "pytorch-cross-repo-ci-relay"
 
 
 class KeyServer:
-    """Discovery and JWKS over real HTTP: `rsa-1` (RS256), `ec-256` (ES256, P-256)."""
+    """Discovery and JWKS over real HTTP: `rsa-1` (RS256), `ec-256` (ES256, P-256), and whatever
+    `publish` adds."""
 
     def __init__(self):
         self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.ec256 = ec.generate_private_key(ec.SECP256R1())
         self.ec384 = ec.generate_private_key(ec.SECP384R1())
+        self.published: dict[str, tuple[str, object]] = {}
         self.fetches: list[str] = []
         self.mode = "ok"  # ok | fail | hang
         self.hang_seconds = 10.0
@@ -58,15 +60,13 @@ class KeyServer:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/issuer"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def publish(self, kid: str, alg: str, private_key) -> None:
+        """Also serve `private_key`'s public half under `kid`, labelled `alg` (rightly or not)."""
+        self.published[kid] = (alg, private_key)
+
     def jwks(self) -> dict:
-        rsa_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.rsa.public_key()))
-        ec_jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec256.public_key()))
-        return {
-            "keys": [
-                {**rsa_jwk, "kid": "rsa-1", "alg": "RS256", "use": "sig"},
-                {**ec_jwk, "kid": "ec-256", "alg": "ES256", "use": "sig"},
-            ]
-        }
+        keys = {"rsa-1": ("RS256", self.rsa), "ec-256": ("ES256", self.ec256), **self.published}
+        return {"keys": [{**public_jwk(key), "kid": kid, "alg": alg, "use": "sig"} for kid, (alg, key) in keys.items()]}
 
     def claims(self, **overrides) -> dict:
         now = int(time.time())
@@ -93,6 +93,11 @@ class KeyServer:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def public_jwk(private_key) -> dict:
+    family = jwt.algorithms.RSAAlgorithm if isinstance(private_key, rsa.RSAPrivateKey) else jwt.algorithms.ECAlgorithm
+    return json.loads(family.to_jwk(private_key.public_key()))
 
 
 @pytest.fixture

@@ -77,6 +77,17 @@ def test_every_allowed_algorithm_against_every_published_kid_is_a_401_unless_the
     assert {(a, k) for a, k in fits} and oidc.token_verify(keyserver.mint("ES256", "ec-256"))
 
 
+def test_a_header_nested_past_the_recursion_limit_is_a_401_not_a_500(client, keyserver):
+    nested = base64.urlsafe_b64encode(b"[" * 5000).rstrip(b"=").decode()
+    response = post(client, f"{nested}.{b64(keyserver.claims())}.AAAA")
+    assert response.status_code == 401 and "malformed token" in response.json()["detail"]
+
+
+def test_a_signed_exp_too_large_for_a_float_is_refused_as_too_far_ahead_not_a_500(keyserver):
+    with pytest.raises(oidc.TokenRejected, match="expires more than"):
+        oidc.token_verify(keyserver.mint("RS256", "rsa-1", exp=10**400))
+
+
 # --- a key server that fails or hangs ------------------------------------------------------------------
 
 
