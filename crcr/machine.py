@@ -5,10 +5,10 @@ GitHub and downstream CI send JSON with a signature or a bearer token; nothing t
 session, a CSRF cookie, a login, messages, static files, a Content-Security-Policy or an ETag. The
 pages' middleware stack (settings.MIDDLEWARE) cost more CPU than the whole callback view's checks
 (docs/performance.md, "Where each millisecond goes"), so these URLs get MACHINE_MIDDLEWARE
-instead: security headers, the Host check, the NUL-in-URL refusal, the slow-body 408 and the
-database-down 503 (and the Content-Length that CommonMiddleware gives the pages), named here as
-classes (not dotted names) so "find callers" leads here. Every other URL goes to the full handler,
-unchanged.
+instead: security headers, the NUL-in-URL refusal, CommonMiddleware (the Host check and the
+Content-Length, without which gunicorn sends an answer chunked), the database-down 503 and the
+slow-body 408, in the pages' order and named here as classes (not dotted names) so "find callers"
+leads here. Every other URL goes to the full handler, unchanged.
 
 `machine_or_pages` picks the handler by resolving the path against settings.MACHINE_URLCONF; the
 lean handler resolves views there too but never installs it for `reverse()`, which keeps naming
@@ -17,15 +17,16 @@ every URL of the site."""
 from django.conf import settings
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler
+from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, get_resolver
 
-from relay.middleware import DatabaseUnavailableMiddleware, HostCheckMiddleware, NulInUrlMiddleware, SlowBodyMiddleware
+from relay.middleware import DatabaseUnavailableMiddleware, NulInUrlMiddleware, SlowBodyMiddleware
 
 MACHINE_MIDDLEWARE = (
     SecurityMiddleware,
-    HostCheckMiddleware,
     NulInUrlMiddleware,
+    CommonMiddleware,
     DatabaseUnavailableMiddleware,
     SlowBodyMiddleware,
 )
@@ -51,15 +52,6 @@ class MachineHandler(WSGIHandler):
                 self._exception_middleware.append(middleware.process_exception)
             handler = convert_exception_to_response(middleware)
         self._middleware_chain = handler
-
-    def get_response(self, request):
-        # The pages get Content-Length from CommonMiddleware. Without it gunicorn frames every
-        # answer as chunked: three writes (headers, the chunk, the last chunk) instead of two,
-        # and the client decodes chunks.
-        response = super().get_response(request)
-        if not response.streaming and not response.has_header("Content-Length"):
-            response.headers["Content-Length"] = str(len(response.content))
-        return response
 
     def resolve_request(self, request):
         match = machine_resolver().resolve(request.path_info)

@@ -26,19 +26,6 @@ class NulInUrlMiddleware:
         return self.get_response(request)
 
 
-class HostCheckMiddleware:
-    """The Host header must be one of ALLOWED_HOSTS (400 otherwise), as on every page, where
-    CommonMiddleware asks; the machine endpoints' lean stack (crcr/machine.py) has no
-    CommonMiddleware, so this asks instead."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        request.get_host()  # DisallowedHost → 400, as Django answers it everywhere
-        return self.get_response(request)
-
-
 class SlowBodyMiddleware:
     """408, as JSON, for a request whose body did not arrive in time (relay.bodies.BodyTooSlow)."""
 

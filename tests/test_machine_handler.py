@@ -82,6 +82,7 @@ def test_the_lean_handler_answers_as_the_full_stack_does(method, path, body, hea
     assert lean[0] == full[0]
     assert json.loads(lean[2]) == json.loads(full[2])
     assert lean[1]["Content-Type"] == full[1]["Content-Type"] == "application/json"
+    assert lean[1]["Content-Length"] == full[1]["Content-Length"]
 
 
 @override_settings(ALLOWED_HOSTS=["relay.example.org"])
