@@ -37,3 +37,11 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_int_or_off(name: str, default: int) -> int | None:
+    """An integer, or None when NAME is "off"."""
+    value = env(name)
+    if value is not None and value.strip().lower() == "off":
+        return None
+    return env_int(name, default)

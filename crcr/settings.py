@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from .env import env, env_bool, env_int, env_list
+from .env import env, env_bool, env_int, env_int_or_off, env_list
 from .secrets import app_credentials_check, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -126,6 +126,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-crcr-{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's engine, without the health check's SELECT 1 for a connection that has just worked
+    # (crcr/postgresql). prepare_threshold: the callback's hot statements (relay/callbacks/
+    # job_rows.py: _cursor) are prepared on the server the second time a connection runs them;
+    # Django's own cursors bind on the client and never prepare, so nothing else changes. A
+    # pooler in transaction mode needs PgBouncer 1.21+ (max_prepared_statements) for that, or
+    # DATABASE_PREPARE_THRESHOLD=off.
+    DATABASES["default"]["ENGINE"] = "crcr.postgresql"
+    DATABASES["default"]["OPTIONS"]["prepare_threshold"] = env_int_or_off("DATABASE_PREPARE_THRESHOLD", 2)
 # A read replica (PostgreSQL streaming replication) serves HUD pages and API reads; writes, the
 # relay, the admin and the workers stay on the primary (crcr/dbrouter.py says which request
 # reads where). Tests run it as a mirror of the test database.

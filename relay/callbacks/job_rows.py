@@ -10,10 +10,15 @@ gives model instances through the ORM's own converters and `Model.from_db` (what
 `Model.objects.raw` does, at a fifth of its cost). Each statement's text is built once per
 model, columns and database vendor, and each call reads the connection once: every attribute
 read through `django.db.connection` is a lookup in a context-local, about seventy per callback
-when the values were prepared through it."""
+when the values were prepared through it.
+
+On PostgreSQL these statements are also prepared on the server (`_cursor`): Django's own cursors
+bind values on the client, so each statement reached the server as new text, parsed and planned
+again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)")."""
 
 from functools import cache
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
@@ -44,6 +49,22 @@ DISPATCH_COLUMNS = ("id", "delivery_id", "project_id", "state", "event_type", "p
 def _db():
     """The default connection itself, read once per statement (see the module docstring)."""
     return connections[DEFAULT_DB_ALIAS]
+
+
+def _cursor(db):
+    """A cursor for one of the hot statements below. On PostgreSQL it is psycopg's server-side
+    binding cursor, so the statement's text and its values travel apart and the server keeps
+    what it planned: psycopg prepares a statement (its text and its values' types) on its
+    connection once it has run `prepare_threshold` times there (crcr/settings.py), in an LRU of
+    100 per connection. It is wrapped by Django as Django's own cursors are (error translation,
+    execute wrappers, debug logging). Elsewhere it is Django's cursor: Python's sqlite3 keeps
+    its own statement cache."""
+    if db.vendor != "postgresql":
+        return db.cursor()
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    with db.wrap_database_errors:
+        return db._prepare_cursor(psycopg.Cursor(db.connection))
 
 
 @cache
@@ -78,7 +99,7 @@ def row_read(model, names: tuple[str, ...], sql: str, params: list, flags: int =
     false) as a `model` instance whose other fields are deferred, with the flags as booleans; or
     (None, ()) when there is no row."""
     db = _db()
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -107,7 +128,7 @@ def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], vendor
 def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
     """INSERT one row unless one with the same `conflict` columns exists; its id, or None."""
     db = _db()
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(_insert_sql(model, tuple(values), conflict, db.vendor), _values(model, values, db))
         row = cursor.fetchone()
     return row[0] if row else None
@@ -122,7 +143,7 @@ def _update_sql(model, names: tuple[str, ...], vendor: str) -> str:
 
 def row_update(model, pk: int, values: dict) -> None:
     db = _db()
-    with db.cursor() as cursor:
+    with _cursor(db) as cursor:
         cursor.execute(_update_sql(model, tuple(values), db.vendor), [*_values(model, values, db), pk])
 
 
