@@ -189,3 +189,17 @@ def upstream_reactions_inline(settings):
     """No worker runs in most tests: check-run/gate/oncall reactions happen in the test's own
     process. Tests of the deferred path turn this off."""
     settings.CRCR_UPSTREAM_REACT_INLINE = True
+
+
+@pytest.fixture
+def fresh_tallies(monkeypatch):
+    """The tallies are cached per bucket; a test using this starts from the database, with time
+    enough to fill a cold window (the loading state that a spent budget gives is tested on its own)."""
+    from django.core.cache import cache
+
+    from hud.tallies import buckets
+
+    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
+    cache.clear()
+    yield
+    cache.clear()

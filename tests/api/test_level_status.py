@@ -4,22 +4,12 @@ pass rates and the excused jobs; no data is listed, never demoted."""
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
 from django.utils import timezone
 
-from hud.tallies import buckets
 from relay.models import FailedTest, JobRun, LevelChange
 from tests.hud.test_selectors_summary import job, project
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 
 
 def recent(hours: float = 2):

@@ -10,7 +10,6 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.tallies import buckets
 from hud.tallies.rollups import rollups_refresh
 from hud.tasks import demotion_prs_reconcile
 from relay.allowlist import parse_allowlist
@@ -19,18 +18,10 @@ from relay.registry import allowlist_export
 from tests.conftest import UPSTREAM
 from tests.hud.test_selectors_summary import job, project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 PATH = ".github/allowlist.yml"
 BRANCH = "crcr-demotion/vendor/own-ci"
 TITLE = "[CRCR] Demote vendor/own-ci from L3 to L2"
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def recent():

@@ -19,18 +19,8 @@ from relay.health import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.verdicts import State, job_verdicts, rates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 NOW = timezone.now().replace(minute=30, second=0, microsecond=0)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    """The tallies are cached per bucket; every test starts from the database, with time enough
-    to fill a cold window (the loading state that a spent budget gives is tested on its own)."""
-    monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
-    cache.clear()
-    yield
-    cache.clear()
 
 
 # --- helpers, shared by the other summary-page test modules -----------------------------------------
