@@ -203,3 +203,19 @@ def fresh_tallies(monkeypatch):
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def wsgi_direct():
+    """For a test that calls a WSGI application itself: as Django's test client does, the
+    connection checks Django runs on request_started and request_finished stay out, so a
+    connection that an earlier test left open in this thread is not touched (touching it needs
+    the database access this test has not asked for)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

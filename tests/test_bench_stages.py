@@ -42,7 +42,7 @@ def stage_wrappers(monkeypatch):
     stages.report_take()
 
 
-def test_a_refused_callback_is_timed_up_to_the_step_that_refused_it(stage_wrappers):
+def test_a_refused_callback_is_timed_up_to_the_step_that_refused_it(stage_wrappers, wsgi_direct):
     from django.middleware.common import CommonMiddleware
     from django.test import RequestFactory
 

@@ -12,6 +12,8 @@ from django.urls import reverse
 from crcr.machine import is_machine_path
 from crcr.wsgi import application, pages
 
+pytestmark = pytest.mark.usefixtures("wsgi_direct")
+
 
 def call(app, method: str, path: str, body: bytes = b"", **headers) -> tuple[int, dict, bytes]:
     factory = RequestFactory()
