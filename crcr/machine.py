@@ -54,28 +54,37 @@ class MachineHandler(WSGIHandler):
         self._middleware_chain = handler
 
     def resolve_request(self, request):
-        match = machine_resolver().resolve(request.path_info)
+        # machine_or_pages resolved this very path already (machine paths are ASCII, so
+        # PATH_INFO and path_info are the same string); a caller that did not is resolved here.
+        match = request.environ.pop(MATCH_KEY, None) or machine_resolver().resolve(request.path_info)
         request.resolver_match = match
         return match
+
+
+MATCH_KEY = "crcr.machine_match"
+"""Where machine_or_pages leaves the machine path's ResolverMatch for MachineHandler."""
 
 
 def machine_resolver():
     return get_resolver(settings.MACHINE_URLCONF)
 
 
-def is_machine_path(path: str) -> bool:
+def machine_match(path: str):
+    """The path's match among the machine endpoints, or None."""
     try:
-        machine_resolver().resolve(path)
+        return machine_resolver().resolve(path)
     except Resolver404:
-        return False
-    return True
+        return None
 
 
 def machine_or_pages(pages, machine):
     """One WSGI application: machine endpoints to `machine`, everything else to `pages`."""
 
     def application(environ, start_response):
-        handler = machine if is_machine_path(environ.get("PATH_INFO", "")) else pages
-        return handler(environ, start_response)
+        match = machine_match(environ.get("PATH_INFO", ""))
+        if match is None:
+            return pages(environ, start_response)
+        environ[MATCH_KEY] = match
+        return machine(environ, start_response)
 
     return application

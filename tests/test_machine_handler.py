@@ -9,7 +9,7 @@ from django.db import OperationalError
 from django.test import RequestFactory, override_settings
 from django.urls import reverse
 
-from crcr.machine import is_machine_path
+from crcr.machine import machine_match
 from crcr.wsgi import application, pages
 
 pytestmark = pytest.mark.usefixtures("wsgi_direct")
@@ -37,12 +37,12 @@ def application_call(app, environ, start_response) -> bytes:
 
 @pytest.mark.parametrize("path", ["/github/callback", "/github/callback/", "/github/webhook", "/github/webhook/"])
 def test_the_webhook_and_the_callback_are_machine_paths(path):
-    assert is_machine_path(path)
+    assert machine_match(path) is not None
 
 
 @pytest.mark.parametrize("path", ["/", "/github/callbacks", "/api/v1/jobs", "/admin/", "/healthz", "/github/"])
 def test_pages_api_and_health_are_not(path):
-    assert not is_machine_path(path)
+    assert machine_match(path) is None
 
 
 def test_a_callback_skips_the_pages_middleware():
@@ -113,3 +113,14 @@ def test_reverse_still_names_every_url_during_a_machine_request(monkeypatch):
     monkeypatch.setattr("relay.views.callback_receive", names_a_page)
     status, _, body = call(application, "POST", "/github/callback", b"{}", HTTP_AUTHORIZATION="Bearer x")
     assert (status, json.loads(body)["status"]) == (200, "/healthz")
+
+
+def test_a_machine_request_resolves_its_path_once(monkeypatch):
+    from django.urls.resolvers import URLResolver
+
+    resolved = []
+    real = URLResolver.resolve
+    monkeypatch.setattr(URLResolver, "resolve", lambda self, path: resolved.append(path) or real(self, path))
+    status, _, _ = call(application, "POST", "/github/callback", b"{}", HTTP_AUTHORIZATION="Bearer x")
+    assert status == 401
+    assert resolved.count("/github/callback") == 1
