@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 
 from relay.models import FailedTest, UpstreamCommit
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_tallies")]
 
 
 @pytest.fixture

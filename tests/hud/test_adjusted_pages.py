@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from relay.models import FailedTest
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 
 
 def recent(hours: float = 1):

@@ -18,9 +18,9 @@ from hud.tallies.rollups import rollups_refresh, rollups_state
 from relay.callbacks.junit import junit_parse
 from relay.models import FailedTest, KnownIssue
 from relay.results.excused import excused_jobs
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
 RANGES = {"24h": 1, "7d": 7, "14d": 14, "30d": 30, "90d": 90}
 BACKENDS = [

@@ -15,9 +15,9 @@ from hud.tallies.rollups import rollups_refresh, tally_dump, window_tallies
 from hud.tallies.tally import tallies_merge
 from relay.callbacks import job_rows
 from relay.models import JobRun
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 
 
 def on_demand(days: int, now) -> dict:

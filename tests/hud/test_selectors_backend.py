@@ -18,9 +18,9 @@ from hud.selectors_backend import (
 )
 from relay.models import FailedTest, LevelChange, UpstreamCommit
 from relay.verdicts import State
-from tests.hud.test_selectors_summary import NOW, fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+from tests.hud.test_selectors_summary import NOW, job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 SINCE = NOW - timedelta(days=7)
 
 

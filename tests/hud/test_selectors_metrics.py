@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from hud.selectors_metrics import metrics_build
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 
 
 def test_the_last_24_hours_are_drawn_hour_by_hour():

@@ -12,9 +12,9 @@ from django.utils import timezone
 from hud import views_summary
 from hud.tallies import buckets
 from relay.models import FailedTest
-from tests.hud.test_selectors_summary import fresh_cache, job, project  # noqa: F401  (fresh_cache is an autouse fixture)
+from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 

@@ -7,10 +7,9 @@ import os
 import pytest
 
 from tests.browser.test_summary_pages import backends  # noqa: F401  (the fixture)
-from tests.hud.test_selectors_summary import fresh_cache  # noqa: F401  (autouse)
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_tallies")]
 
 
 @pytest.fixture
