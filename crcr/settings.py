@@ -128,9 +128,9 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's engine, without the health check's SELECT 1 for a connection that has just worked
-    # (crcr/postgresql). prepare_threshold: the callback's hot statements (relay/callbacks/
-    # job_rows.py: _cursor) are prepared on the server the second time a connection runs them;
-    # Django's own cursors bind on the client and never prepare, so nothing else changes. A
+    # (crcr/postgresql). prepare_threshold: the callback's hot statements (crcr/postgresql:
+    # prepared_cursor) are prepared on the server once a connection has run them twice (psycopg
+    # prepares on the next run); Django's own cursors bind on the client and never prepare. A
     # pooler in transaction mode needs PgBouncer 1.21+ (max_prepared_statements) for that, or
     # DATABASE_PREPARE_THRESHOLD=off.
     DATABASES["default"]["ENGINE"] = "crcr.postgresql"

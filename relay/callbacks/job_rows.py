@@ -18,7 +18,6 @@ again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)").
 
 from functools import cache
 
-import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
@@ -52,19 +51,11 @@ def _db():
 
 
 def _cursor(db):
-    """A cursor for one of the hot statements below. On PostgreSQL it is psycopg's server-side
-    binding cursor, so the statement's text and its values travel apart and the server keeps
-    what it planned: psycopg prepares a statement (its text and its values' types) on its
-    connection once it has run `prepare_threshold` times there (crcr/settings.py), in an LRU of
-    100 per connection. It is wrapped by Django as Django's own cursors are (error translation,
-    execute wrappers, debug logging). Elsewhere it is Django's cursor: Python's sqlite3 keeps
-    its own statement cache."""
-    if db.vendor != "postgresql":
-        return db.cursor()
-    db.close_if_health_check_failed()
-    db.ensure_connection()
-    with db.wrap_database_errors:
-        return db._prepare_cursor(psycopg.Cursor(db.connection))
+    """A cursor for one of the hot statements below: on PostgreSQL one whose statements the server
+    prepares (crcr/postgresql: `prepared_cursor`), elsewhere Django's (Python's sqlite3 keeps its
+    own statement cache)."""
+    prepared = getattr(db, "prepared_cursor", None)
+    return prepared() if prepared is not None else db.cursor()
 
 
 @cache

@@ -1,5 +1,6 @@
 """On PostgreSQL the callback's hot statements are prepared on the server (relay/callbacks/
-job_rows.py: _cursor), and what they store is what Django's own cursors store."""
+job_rows.py: _cursor, crcr/postgresql: prepared_cursor), and what they store is what Django's
+own cursors store."""
 
 import json
 from datetime import timedelta
@@ -51,10 +52,17 @@ def test_a_connection_prepares_the_job_and_token_statements_once_it_has_run_them
     assert UsedToken.objects.count() == 6 and JobRun.objects.filter(status="completed").count() == 3
 
 
-def test_a_prepared_completion_stores_what_an_unprepared_one_stores(client, oidc, settings):
+def _job_update_prepared() -> bool:
+    return any(statement.startswith('UPDATE "relay_jobrun" SET') for statement in _prepared_statements())
+
+
+def test_a_prepared_completion_stores_what_an_unprepared_one_stores(client, oidc):
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
-    stored = []
-    for _ in range(4):  # the first two run unprepared on a fresh statement, the last two prepared
+    connection.ensure_connection()
+    connection.connection.execute("DEALLOCATE ALL")  # psycopg forgets its own cache with it
+    stored, prepared_before = [], []
+    for _ in range(4):  # psycopg prepares a statement on its third run: unprepared, then prepared
+        prepared_before.append(_job_update_prepared())
         dispatch = DispatchFactory(
             project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=5)
         )
@@ -86,4 +94,5 @@ def test_a_prepared_completion_stores_what_an_unprepared_one_stores(client, oidc
         "device": "rocm",
         "torch_version": "2.13.0a0",
     }
+    assert prepared_before == [False, False, False, True]
     assert all(row == stored[0] for row in stored)
