@@ -68,10 +68,15 @@ def triager_for(issues: list[KnownIssue]) -> Triager:
     return Triager(issues, {}, {i.pk: {p.pk for p in i.projects.all()} for i in issues if not i.all_backends})
 
 
+def issues_load(states=(KnownIssue.State.OPEN,)) -> list[KnownIssue]:
+    """The known issues in `states` (open by default), each with the projects it is limited to."""
+    return list(KnownIssue.objects.filter(state__in=states).prefetch_related("projects").order_by("id")[:MAX_ISSUES])
+
+
 def triager_load(project_ids=None, states=(KnownIssue.State.OPEN,)) -> Triager:
     """Open known issues (or those in `states`) and the expectations of the given projects (all
     projects when None)."""
-    issues = list(KnownIssue.objects.filter(state__in=states).prefetch_related("projects").order_by("id")[:MAX_ISSUES])
+    issues = issues_load(states)
     scopes = {i.pk: {p.pk for p in i.projects.all()} for i in issues if not i.all_backends}
     expectations: dict[int, list[Expectation]] = {}
     rows = (

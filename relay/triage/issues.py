@@ -13,7 +13,7 @@ from ..models import FailedTest, JobRun, Project
 from ..models.triage import IssueOccurrence, KnownIssue
 from ..testids import report_ids
 from ..verdicts import FAILING, conclusion_state
-from .classify import triager_for, triager_load
+from .classify import issues_load, triager_for, triager_load
 from .matching import Failure, message_check, patterns_check
 
 logger = logging.getLogger(__name__)
@@ -104,13 +104,14 @@ def job_failures(job: JobRun, tests: list, device_type: str = "") -> list[Failur
 def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
     """Match one attempt's failures against every known issue (open and resolved); returns the
     new occurrences. Idempotent: an attempt recorded twice adds nothing."""
-    job = JobRun.objects.filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
-    if job is None:
+    job = JobRun.objects.select_related("project").filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
+    # Issues first: with none to match (a fresh install, or a quiet week), a failing job's tests
+    # are never read or parsed (this task follows every failing callback; docs/performance.md).
+    issues = issues_load(KnownIssue.State.values) if job is not None else []
+    if not issues:
         return []
     failures = job_failures(job, list(FailedTest.objects.filter(job_run=job)), job.project.device_type)
-    if not failures:
-        return []
-    triager = triager_load([job.project_id], states=KnownIssue.State.values)
+    triager = triager_for(issues)
     created = []
     for failure in failures:
         for issue in triager.issues:

@@ -25,6 +25,21 @@ def test_it_records_where_a_known_issue_was_seen_once_per_failure(backends, trun
     assert IssueOccurrence.objects.get().issue == issue
 
 
+def test_with_no_known_issue_a_failing_job_is_matched_without_reading_its_tests(
+    backends, trunk, django_assert_num_queries
+):
+    run = result(backends["xpu"], trunk[0].sha, [XPU_ADDMM, XPU_SUM])
+    with django_assert_num_queries(2):  # the job with its project, the issues
+        assert issues.occurrences_record(run.pk) == []
+
+
+def test_a_resolved_issue_still_matches_new_failures(backends, trunk):
+    issue = make_issue()
+    issues.known_issue_update(issue, {"state": KnownIssue.State.RESOLVED})
+    run = result(backends["xpu"], trunk[1].sha, [XPU_ADDMM])
+    assert [o.issue for o in issues.occurrences_record(run.pk)] == [issue]
+
+
 def test_an_issue_limited_to_some_backends_ignores_the_others(backends, trunk):
     make_issue(all_backends=False, projects=[backends["xpu"]])
     run = result(backends["rocm"], trunk[0].sha, [ROCM_ADDMM])
