@@ -16,6 +16,7 @@ On PostgreSQL these statements are also prepared on the server (`_cursor`): Djan
 bind values on the client, so each statement reached the server as new text, parsed and planned
 again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)")."""
 
+from contextlib import nullcontext
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -58,6 +59,40 @@ def _cursor(db):
     return prepared() if prepared is not None else db.cursor()
 
 
+def batch():
+    """Statements sent inside the block travel together: on PostgreSQL in one round trip when the
+    block ends (crcr/postgresql: `pipeline`, with the transaction's BEGIN), elsewhere one by one
+    as they are sent. Read what they answered (`Sent.row`) after the block."""
+    pipeline = getattr(_db(), "pipeline", None)
+    return pipeline() if pipeline is not None else nullcontext()
+
+
+class Sent:
+    """A statement sent whose answer is read later: inside `batch()` on PostgreSQL it has not
+    reached the server yet."""
+
+    __slots__ = ("_cursor", "_row")
+
+    def __init__(self, sql: str, params: list):
+        self._cursor, self._row = _cursor(_db()), None
+        try:
+            self._cursor.execute(sql, params)
+        except BaseException:
+            self._cursor.close()
+            raise
+
+    def row(self):
+        """The statement's first row (None when it gave none); the first call reads it and
+        closes the cursor."""
+        if self._cursor is not None:
+            try:
+                self._row = self._cursor.fetchone()
+            finally:
+                self._cursor.close()
+                self._cursor = None
+        return self._row
+
+
 @cache
 def _fields(model) -> dict:
     return {f.attname: f for f in model._meta.concrete_fields if not f.primary_key}
@@ -89,12 +124,14 @@ def row_read(model, names: tuple[str, ...], sql: str, params: list, flags: int =
     """The first row of `sql` (selecting `names`, in order, then `flags` more columns, each true or
     false) as a `model` instance whose other fields are deferred, with the flags as booleans; or
     (None, ()) when there is no row."""
-    db = _db()
-    with _cursor(db) as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    return row_model(model, names, Sent(sql, params).row(), flags)
+
+
+def row_model(model, names: tuple[str, ...], row: tuple | None, flags: int = 0):
+    """`row_read` for a row read already."""
     if row is None:
         return None, ()
+    db = _db()
     ordered, steps = _reader(model, names, db.vendor)
     values = []
     for position, column, converters in steps:
@@ -116,12 +153,31 @@ def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], vendor
     )
 
 
+class Answered:
+    """A statement's answer known without sending it (read as a `Sent`'s)."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: tuple | None):
+        self._row = row
+
+    def row(self):
+        return self._row
+
+
 def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
     """INSERT one row unless one with the same `conflict` columns exists; its id, or None."""
+    return inserted_id(row_insert_send(model, values, conflict))
+
+
+def row_insert_send(model, values: dict, conflict: tuple[str, ...]) -> Sent:
     db = _db()
-    with _cursor(db) as cursor:
-        cursor.execute(_insert_sql(model, tuple(values), conflict, db.vendor), _values(model, values, db))
-        row = cursor.fetchone()
+    return Sent(_insert_sql(model, tuple(values), conflict, db.vendor), _values(model, values, db))
+
+
+def inserted_id(sent: Sent | Answered) -> int | None:
+    """What `row_insert` answers, for an INSERT sent by `row_insert_send`."""
+    row = sent.row()
     return row[0] if row else None
 
 
@@ -138,20 +194,26 @@ def row_update(model, pk: int, values: dict) -> None:
         cursor.execute(_update_sql(model, tuple(values), db.vendor), [*_values(model, values, db), pk])
 
 
-def token_insert(issuer: str, jti: str, expires_at, used_for: str) -> bool:
-    """Remember a token's jti; False when it was already used (the row exists)."""
+def token_insert_send(issuer: str, jti: str, expires_at, used_for: str) -> Sent:
+    """Remember a token's jti; its `inserted_id` is None when the token was already used (the
+    row exists)."""
     values = {"issuer": issuer, "jti": jti, "expires_at": expires_at, "used_for": used_for}
-    return row_insert(UsedToken, values, ("issuer", "jti")) is not None
+    return row_insert_send(UsedToken, values, ("issuer", "jti"))
 
 
 def job_insert(values: dict) -> int | None:
     """A new job row (every column given or defaulted), or None when its key exists already.
     Call inside a transaction: on a partitioned table the key's lock lasts until its commit."""
+    return inserted_id(job_insert_send(values))
+
+
+def job_insert_send(values: dict) -> Sent | Answered:
+    """`job_insert`, its answer (`inserted_id`) read later."""
     now = timezone.now()
     row = {name: field.get_default() for name, field in _fields(JobRun).items()}
     row.update(values, updated_at=now)
     if not _partitioned(JobRun):
-        return row_insert(JobRun, row, JOB_KEY)
+        return row_insert_send(JobRun, row, JOB_KEY)
     # Monthly partitions (manage.py partition_by_month, docs/scaling.md) hold no unique index on
     # the job's key alone: callbacks for one key take turns on an advisory lock, and the second
     # finds the first.
@@ -161,8 +223,8 @@ def job_insert(values: dict) -> int | None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(map(str, key))])
         cursor.execute(f"SELECT 1 FROM relay_jobrun WHERE {where}", key)
         if cursor.fetchone() is not None:
-            return None
-    return row_insert(JobRun, row, ())
+            return Answered(None)
+    return row_insert_send(JobRun, row, ())
 
 
 _partitioned_tables: dict[str, bool] = {}
@@ -186,8 +248,16 @@ def job_locked(key: dict) -> tuple[JobRun | None, bool]:
     transaction holds the lock already), with only the columns the state machine reads; and
     whether it has failed tests stored (asked in the same statement: a completion then deletes
     them only when there are some, which is rare)."""
-    sql = _job_locked_sql(_db().vendor)
-    job, flags = row_read(JobRun, JOB_STATE_COLUMNS, sql, [key[c] for c in JOB_KEY], flags=1)
+    return job_locked_read(job_locked_send(key))
+
+
+def job_locked_send(key: dict) -> Sent:
+    return Sent(_job_locked_sql(_db().vendor), [key[c] for c in JOB_KEY])
+
+
+def job_locked_read(sent: Sent) -> tuple[JobRun | None, bool]:
+    """What `job_locked` answers, for a lock sent by `job_locked_send`."""
+    job, flags = row_model(JobRun, JOB_STATE_COLUMNS, sent.row(), flags=1)
     return job, bool(flags and flags[0])
 
 

@@ -131,19 +131,31 @@ def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
 
 
 def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken):
-    """(outcome, the job as written). An in_progress report is usually a new row, so it tries
-    the insert first; a completion usually finds its row, so it looks first."""
-    if not _token_consume(token, report, project):
-        return "duplicate", None
+    """(outcome, the job as written). The token's INSERT and the job's first statement are sent
+    together (one round trip on PostgreSQL, with BEGIN): an in_progress report is usually a new
+    row, so it tries the insert; a completion usually finds its row, so it locks it. The job's
+    statement is undone when the token turns out to have carried this callback already."""
     key = _job_key(project, report)
-    existing, has_failed_tests = (None, False)
-    if report.status != JobRun.Status.IN_PROGRESS:
+    new_row = _job_fields(dispatch, report, key) if report.status == JobRun.Status.IN_PROGRESS else None
+    with job_rows.batch():
+        used = _token_send(token, report, project)
+        first = job_rows.job_insert_send(new_row) if new_row else job_rows.job_locked_send(key)
+    if not _token_consumed(used, token, report, project):
+        first.row()  # read, so that its cursor is closed before the rollback
+        transaction.set_rollback(True)
+        return "duplicate", None
+    if new_row:
+        pk = job_rows.inserted_id(first)
+        if pk is not None:
+            return report.status, _job_created(dispatch, report, pk, new_row)
         existing, has_failed_tests = job_rows.job_locked(key)
-    if existing is None:
-        created = _job_create(project, dispatch, report, key)
-        if created is not None:
-            return report.status, created
-        existing, has_failed_tests = job_rows.job_locked(key)
+    else:
+        existing, has_failed_tests = job_rows.job_locked_read(first)
+        if existing is None:
+            created = _job_create(dispatch, report, key)
+            if created is not None:
+                return report.status, created
+            existing, has_failed_tests = job_rows.job_locked(key)
     return _job_advance(existing, report, has_failed_tests), existing
 
 
@@ -157,19 +169,23 @@ def _job_key(project: Project, report: Report) -> dict:
     }
 
 
-def _token_consume(token: VerifiedToken, report: Report, project: Project) -> bool:
+def _token_send(token: VerifiedToken, report: Report, project: Project) -> job_rows.Sent:
+    now = timezone.now()
+    expires = now + timedelta(seconds=max(60, int(token.claims["exp"]) - int(now.timestamp()) + 120))
+    jti = str(token.claims["jti"])[:200]
+    return job_rows.token_insert_send(token.issuer.url, jti, expires, _token_use(report, project))
+
+
+def _token_consumed(used: job_rows.Sent, token: VerifiedToken, report: Report, project: Project) -> bool:
     """False when this very token already carried this very callback (a safe retry). A nightly
     reporter may sign every job of one run with one token (vLLM's Buildkite reporter takes a single
     --oidc-token per build): there the token is bound to the run, and each job's delivery_id keeps
     the write idempotent."""
-    used_for = _token_use(report, project)
-    now = int(timezone.now().timestamp())
-    expires = timezone.now() + timedelta(seconds=max(60, int(token.claims["exp"]) - now + 120))
-    jti = str(token.claims["jti"])[:200]
-    if job_rows.token_insert(token.issuer.url, jti, expires, used_for):
+    if job_rows.inserted_id(used) is not None:
         return True
+    jti = str(token.claims["jti"])[:200]
     previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=jti).first()
-    if previous is not None and previous.used_for == used_for:
+    if previous is not None and previous.used_for == _token_use(report, project):
         return report.is_self_report
     raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback")
 
@@ -180,8 +196,8 @@ def _token_use(report: Report, project: Project) -> str:
     return f"{project.pk}:{report.job_key}:{report.status}"[:600]
 
 
-def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
-    """The new row, or None when a concurrent callback created it first."""
+def _job_fields(dispatch: Dispatch | None, report: Report, key: dict) -> dict:
+    """The columns of a new row for this report."""
     now = timezone.now()
     fields = {**key, **_report_fields(report), "dispatch_id": dispatch.pk if dispatch else None}
     fields.update(status=report.status, created_at=now, **_upstream_fields(dispatch, report))
@@ -189,9 +205,19 @@ def _job_create(project: Project, dispatch: Dispatch | None, report: Report, key
         fields.update(in_progress_at=now, queue_seconds=queue_seconds(dispatch, report, now))
     else:
         fields.update(completed_at=now, start_unknown=True)
+    return fields
+
+
+def _job_create(dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
+    """The new row, or None when a concurrent callback created it first."""
+    fields = _job_fields(dispatch, report, key)
     pk = job_rows.job_insert(fields)
-    if pk is None:
-        return None
+    return None if pk is None else _job_created(dispatch, report, pk, fields)
+
+
+def _job_created(dispatch: Dispatch | None, report: Report, pk: int, fields: dict) -> JobRun:
+    """What goes with a row just inserted: its failed tests, and the end of the sweeper's
+    stand-in row for its dispatch."""
     _failed_tests_store(pk, report)
     # A dispatch read elsewhere than `dispatch_answered` was not asked about the sweeper's row.
     if dispatch is not None and getattr(dispatch, "never_started_row", True):

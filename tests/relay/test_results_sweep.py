@@ -57,7 +57,7 @@ def test_a_late_first_callback_replaces_the_never_started_row(client):
     dispatch = DispatchFactory(state="sent", sent_at=timezone.now() - 7 * HOURS)
     results_sweep()
     report = report_read(action_body(dispatch_client_payload(dispatch), "in_progress"))
-    assert _job_create(dispatch.project, dispatch, report, _job_key(dispatch.project, report)) is not None
+    assert _job_create(dispatch, report, _job_key(dispatch.project, report)) is not None
     assert list(JobRun.objects.values_list("ended_by", flat=True)) == [""]
 
 
