@@ -62,3 +62,10 @@ def test_a_refused_callback_is_timed_up_to_the_step_that_refused_it(stage_wrappe
         "body parse (JSON)": 1,
         "OIDC verify": 1,
     }
+
+
+def test_every_stage_names_a_function_the_product_still_calls_by_that_name():
+    import importlib
+
+    for stage, module, attribute, _parent in stages.STAGES:
+        assert callable(getattr(importlib.import_module(module), attribute, None)), stage

@@ -34,7 +34,10 @@ STAGES = (
     ("dispatch + callback_token", "relay.callbacks.receive", "dispatch_for", "callback service"),
     ("state machine (transaction)", "relay.callbacks.receive", "job_record", "callback service"),
     ("job step", "relay.callbacks.receive", "_job_step", "state machine (transaction)"),
-    ("token insert", "relay.callbacks.receive", "_token_consume", "job step"),
+    # On PostgreSQL the token's INSERT is sent with the job's first statement and answered after it
+    # (relay/callbacks/job_rows.py: batch): its round trip is in "job step", not here.
+    ("token insert (sent)", "relay.callbacks.receive", "_token_send", "job step"),
+    ("token answer", "relay.callbacks.receive", "_token_consumed", "job step"),
     ("follow-up enqueue", "relay.follow_up", "react_on_commit", "state machine (transaction)"),
 )
 ORDER = ("request",) + tuple(s[0] for s in STAGES)
