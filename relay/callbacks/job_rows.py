@@ -16,7 +16,7 @@ On PostgreSQL these statements are also prepared on the server (`_cursor`): Djan
 bind values on the client, so each statement reached the server as new text, parsed and planned
 again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)")."""
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -88,9 +88,25 @@ class Sent:
             try:
                 self._row = self._cursor.fetchone()
             finally:
-                self._cursor.close()
-                self._cursor = None
+                self.close()
         return self._row
+
+    def close(self) -> None:
+        """Give the cursor back unread (its statement's answer is no longer wanted)."""
+        if self._cursor is not None:
+            self._cursor, cursor = None, self._cursor
+            cursor.close()
+
+
+@contextmanager
+def closed_on_error(sent: "Sent"):
+    """Close `sent`'s cursor when the block raises: its answer will not be read, and an open
+    cursor keeps SQLite from releasing the enclosing savepoint."""
+    try:
+        yield
+    except BaseException:
+        sent.close()
+        raise
 
 
 @cache
@@ -163,6 +179,9 @@ class Answered:
 
     def row(self):
         return self._row
+
+    def close(self) -> None:
+        pass
 
 
 def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:

@@ -137,11 +137,8 @@ def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token
     statement is undone when the token turns out to have carried this callback already."""
     key = _job_key(project, report)
     new_row = _job_fields(dispatch, report, key) if report.status == JobRun.Status.IN_PROGRESS else None
-    with job_rows.batch():
-        used = _token_send(token, report, project)
-        first = job_rows.job_insert_send(new_row) if new_row else job_rows.job_locked_send(key)
+    used, first = _token_and_job_sent(token, report, project, new_row, key)
     if not _token_consumed(used, token, report, project):
-        first.row()  # read, so that its cursor is closed before the rollback
         transaction.set_rollback(True)
         return "duplicate", None
     if new_row:
@@ -157,6 +154,20 @@ def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token
                 return report.status, created
             existing, has_failed_tests = job_rows.job_locked(key)
     return _job_advance(existing, report, has_failed_tests), existing
+
+
+def _token_and_job_sent(token: VerifiedToken, report: Report, project: Project, new_row: dict | None, key: dict):
+    """The token's INSERT and the job's first statement, sent together, both answers read: a
+    cursor left unread (a replay refused, a statement failed) keeps SQLite from releasing the
+    savepoint around them, which breaks an enclosing transaction."""
+    with job_rows.batch():
+        used = _token_send(token, report, project)
+        with job_rows.closed_on_error(used):
+            first = job_rows.job_insert_send(new_row) if new_row else job_rows.job_locked_send(key)
+    with job_rows.closed_on_error(first):
+        used.row()
+    first.row()
+    return used, first
 
 
 def _job_key(project: Project, report: Report) -> dict:

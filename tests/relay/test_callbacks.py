@@ -229,6 +229,17 @@ def test_it_refuses_a_replayed_token_for_another_callback(call, payload, oidc):
     response = call(action_body(payload, "in_progress", job="other"), token=token)
     assert response.status_code == 401
     assert "already used" in response.json()["detail"]
+    # Nothing of the refused callback stays, and the test's enclosing transaction still works: on
+    # SQLite an unread cursor of the job's speculative INSERT had broken it.
+    assert list(JobRun.objects.values_list("job_name", flat=True)) == ["build"]
+    assert UsedToken.objects.count() == 1
+
+
+def test_a_refused_replay_of_a_completion_leaves_the_job_as_it_was(call, payload, oidc):
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    assert call(action_body(payload, "in_progress"), token=token).status_code == 200
+    assert call(action_body(payload, "completed", "success", job="build"), token=token).status_code == 401
+    assert JobRun.objects.get().status == "in_progress" and UsedToken.objects.count() == 1
 
 
 def test_it_answers_a_retry_with_the_same_token_as_duplicate(call, payload, oidc):
@@ -326,3 +337,17 @@ def test_it_writes_nothing_when_storing_the_results_fails(call, payload, monkeyp
         call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t"}]))
     assert JobRun.objects.get().status == "in_progress", "state did not advance without its results"
     assert not FailedTest.objects.exists() and UsedToken.objects.count() == 1
+
+
+def test_a_job_statement_that_fails_after_the_tokens_insert_was_sent_leaves_nothing_and_breaks_nothing(
+    client, call, payload, monkeypatch
+):
+    from django.db import transaction
+
+    from relay.callbacks import job_rows
+
+    client.raise_request_exception = False  # PostgreSQL's undefined table is a 500, SQLite's a 503
+    monkeypatch.setattr(job_rows, "job_insert_send", lambda values: job_rows.Sent("SELECT * FROM no_such_table", []))
+    with transaction.atomic():  # a caller's transaction around the callback's
+        assert call(action_body(payload, "in_progress")).status_code in (500, 503)
+        assert not JobRun.objects.exists() and not UsedToken.objects.exists()
