@@ -10,6 +10,7 @@ from werkzeug.wrappers import Response
 
 from .access import readable
 from .http import Call, HTTPError, Routes, iso, json_response, paginate
+from .state import ids_unique_across_restarts
 
 route = Routes()
 
@@ -45,11 +46,10 @@ class ActionsWorld:
         self.artifacts: dict[int, Artifact] = {}
         self.logs: dict[int, tuple[str, bytes]] = {}
         """job id → (blob token, the log's text as GitHub serves it)."""
-        self.next_id = 30_000_000_000  # above 2**31 like real run and job ids
+        self.ids = ids_unique_across_restarts(30_000_000_000)  # above 2**31 like real run and job ids
 
     def new_id(self) -> int:
-        self.next_id += 1
-        return self.next_id
+        return next(self.ids)
 
 
 def actions(world) -> ActionsWorld:

@@ -73,6 +73,21 @@ class Fault:
         return method_ok and self.pattern.fullmatch(path) is not None
 
 
+IDS_EPOCH = 1_767_225_600
+"""2026-01-01T00:00:00Z: where ids_unique_across_restarts starts counting milliseconds."""
+
+
+def ids_unique_across_restarts(floor: int) -> itertools.count:
+    """Ids for what the stand-in creates while it runs (check runs, suites, comments, workflow runs
+    and jobs). A sandbox started again on its old database keeps the relay's rows, whose check-run
+    and comment ids are unique, while the stand-in starts empty: counting from the same number
+    each time, its first check run collided with the last run's and the relay could not store it.
+    Each process starts a thousand ids above every millisecond since IDS_EPOCH, where no earlier
+    process can have reached (none creates a thousand objects a millisecond)."""
+    milliseconds = (time.time_ns() // 1_000_000) - IDS_EPOCH * 1000
+    return itertools.count(floor + milliseconds * 1000 + 1)
+
+
 class World:
     """State of the fake GitHub. Callers hold `lock` (an RLock) around every read and write."""
 
@@ -96,9 +111,9 @@ class World:
         self.owner_ids: dict[str, int] = {}
         self.suites: dict[tuple[str, str], int] = {}
         # Ids above 2**31 so a relay storing them in 32-bit columns fails in tests, not production.
-        self.check_run_ids = itertools.count(30_000_000_001)
-        self.suite_ids = itertools.count(20_000_000_001)
-        self.comment_ids = itertools.count(2_500_000_001)
+        self.check_run_ids = ids_unique_across_restarts(30_000_000_000)
+        self.suite_ids = ids_unique_across_restarts(20_000_000_000)
+        self.comment_ids = ids_unique_across_restarts(2_500_000_000)
         self.repo_ids = itertools.count(900_000_001)
         self.owner_id_seq = itertools.count(80_000_001)
         self.dispatch_callbacks: list = []

@@ -147,3 +147,18 @@ def test_it_links_same_repo_pull_requests_but_not_forks(gh, api, upstream_token)
 def test_it_keeps_runs_per_repository(api, upstream_token, downstream_token):
     run = _create(api, upstream_token).json()
     assert api.get(f"/repos/{DOWNSTREAM}/check-runs/{run['id']}", headers=downstream_token).status_code == 404
+
+
+def test_a_stand_in_started_again_never_gives_an_id_its_previous_run_gave(app_key_pem, monkeypatch):
+    # `make run` again on the same database: the relay still holds the last run's check-run ids.
+    from devtools.standin import state
+    from devtools.standin.actions import ActionsWorld
+
+    clock = [1_780_000_000 * 10**9]
+    monkeypatch.setattr(state.time, "time_ns", lambda: clock[0])
+    before, before_actions = state.World(1001, app_key_pem), ActionsWorld()
+    given = [next(before.check_run_ids) for _ in range(999)] + [before_actions.new_id() for _ in range(999)]
+    clock[0] += 10**6  # the next process, a millisecond later
+    after, after_actions = state.World(1001, app_key_pem), ActionsWorld()
+    assert next(after.check_run_ids) > max(given[:999]) and after_actions.new_id() > max(given[999:])
+    assert min(given) > 2**31
