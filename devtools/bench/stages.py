@@ -39,6 +39,8 @@ STAGES = (
     ("token insert (sent)", "relay.callbacks.receive", "_token_send", "job step"),
     ("token answer", "relay.callbacks.receive", "_token_consumed", "job step"),
     ("follow-up enqueue", "relay.follow_up", "react_on_commit", "state machine (transaction)"),
+    # What react_on_commit registered runs at COMMIT: the task's publish to the broker.
+    ("follow-up publish (at commit)", "relay.checks.tasks", "_react", "state machine (transaction)"),
 )
 ORDER = ("request",) + tuple(s[0] for s in STAGES)
 
