@@ -75,11 +75,8 @@ class Sent:
 
     def __init__(self, sql: str, params: list):
         self._cursor, self._row = _cursor(_db()), None
-        try:
+        with closed_on_error(self):
             self._cursor.execute(sql, params)
-        except BaseException:
-            self._cursor.close()
-            raise
 
     def row(self):
         """The statement's first row (None when it gave none); the first call reads it and

@@ -183,8 +183,7 @@ def _job_key(project: Project, report: Report) -> dict:
 def _token_send(token: VerifiedToken, report: Report, project: Project) -> job_rows.Sent:
     now = timezone.now()
     expires = now + timedelta(seconds=max(60, int(token.claims["exp"]) - int(now.timestamp()) + 120))
-    jti = str(token.claims["jti"])[:200]
-    return job_rows.token_insert_send(token.issuer.url, jti, expires, _token_use(report, project))
+    return job_rows.token_insert_send(token.issuer.url, _token_jti(token), expires, _token_use(report, project))
 
 
 def _token_consumed(used: job_rows.Sent, token: VerifiedToken, report: Report, project: Project) -> bool:
@@ -194,11 +193,15 @@ def _token_consumed(used: job_rows.Sent, token: VerifiedToken, report: Report, p
     the write idempotent."""
     if job_rows.inserted_id(used) is not None:
         return True
-    jti = str(token.claims["jti"])[:200]
-    previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=jti).first()
+    previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=_token_jti(token)).first()
     if previous is not None and previous.used_for == _token_use(report, project):
         return report.is_self_report
     raise TokenRejected("this token was already used (jti replay); mint a fresh one for each callback")
+
+
+def _token_jti(token: VerifiedToken) -> str:
+    """The token's jti as UsedToken stores it (its column holds 200 characters)."""
+    return str(token.claims["jti"])[:200]
 
 
 def _token_use(report: Report, project: Project) -> str:
