@@ -21,15 +21,19 @@ from functools import wraps
 _totals: dict[str, list[int]] = {}
 _lock = threading.Lock()
 
-# (stage, module, attribute, parent stage). Each attribute is a module global its caller looks up
-# at call time, so patching it works whenever the URL confs were imported.
+# (stage, module, attribute, parent stage). Each attribute is a module global (or a class's method,
+# "Class.method") its caller looks up at call time, so patching it works whenever the URL confs
+# were imported.
 STAGES = (
     ("body read", "relay.views", "body_within", "request"),
     ("callback service", "relay.views", "callback_receive", "request"),
     ("body parse (JSON)", "relay.callbacks.receive", "body_parse", "callback service"),
     ("OIDC verify", "relay.callbacks.receive", "token_verify", "callback service"),
     ("project lookup", "relay.callbacks.receive", "project_for_token", "callback service"),
-    ("rate limit", "relay.callbacks.receive", "rate_limit_hit", "callback service"),
+    # On Redis the rate limit's INCR is sent first and its reply read after the report and the
+    # dispatch (relay/callbacks/ratelimit.py): the wait in between is theirs.
+    ("rate limit (sent)", "relay.callbacks.receive", "rate_limit_asked", "callback service"),
+    ("rate limit (answer)", "relay.callbacks.ratelimit", "RateQuestion.decision", "callback service"),
     ("report read", "relay.callbacks.receive", "report_read", "callback service"),
     ("dispatch + callback_token", "relay.callbacks.receive", "dispatch_for", "callback service"),
     ("state machine (transaction)", "relay.callbacks.receive", "job_record", "callback service"),
@@ -79,12 +83,21 @@ class StageMiddleware:
 def install() -> None:
     """Wrap every stage, once per process (each handler's middleware asks)."""
     for stage, module_name, attribute, _parent in STAGES:
-        module = importlib.import_module(module_name)
-        original = getattr(module, attribute)
+        owner, name = owner_of(module_name, attribute)
+        original = getattr(owner, name)
         if not getattr(original, "_bench_stage", False):
             wrapper = timed(stage, original)
             wrapper._bench_stage = True
-            setattr(module, attribute, wrapper)
+            setattr(owner, name, wrapper)
+
+
+def owner_of(module_name: str, attribute: str) -> tuple[object, str]:
+    """(what holds the stage's function: its module or a class of it, the function's name)."""
+    owner = importlib.import_module(module_name)
+    *path, name = attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name
 
 
 def report_take() -> dict:

@@ -17,7 +17,7 @@ from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
-from .ratelimit import rate_limit_hit
+from .ratelimit import rate_limit_asked
 from .tokens import InvalidCallbackToken, callback_token_read
 
 logger = logging.getLogger(__name__)
@@ -64,17 +64,32 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
     project = project_for_token(token)
     if project is None or not project.active or project.level == Level.L1:
         return _ok("ignored")
-    decision = rate_limit_hit(project.full_name, project.rate_limit_per_min)
+    with rate_limit_asked(project.full_name, project.rate_limit_per_min) as asked:
+        # While the limiter answers, the report is read and its dispatch looked up (reads only):
+        # a repo over its limit still hears 429, whatever its report says.
+        bound, refusal = _bound(project, body)
+        decision = asked.decision()
     headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
     if not decision.allowed:
         return CallbackResult(
             429, {"detail": f"rate limit exceeded for {project.full_name}"}, {"Retry-After": str(decision.retry_after)}
         )
-    report = report_read(body)
+    if refusal is not None:
+        raise refusal
+    report, dispatch = bound
     if report.is_self_report:
         return _ok(self_report_record(project, report, token), headers)
-    dispatch = dispatch_for(project, report)
     return _ok(job_record(project, dispatch, report, token), headers)
+
+
+def _bound(project: Project, body: dict):
+    """((the report, the dispatch it answers or None for a self-report), None), or (None, why
+    the callback is refused)."""
+    try:
+        report = report_read(body)
+        return (report, None if report.is_self_report else dispatch_for(project, report)), None
+    except (BadCallback, Forbidden) as exc:
+        return None, exc
 
 
 # --- binding ----------------------------------------------------------------------------------------

@@ -262,12 +262,37 @@ def test_it_rate_limits_per_repo_with_retry_after(call, payload, project, settin
     assert JobRun.objects.count() == 3
 
 
+@pytest.mark.parametrize("refused", ["bad report", "never dispatched"])
+def test_a_repo_over_its_limit_hears_429_whatever_its_report_says(call, payload, project, refused):
+    from django.core.cache import cache
+
+    cache.clear()
+    project.rate_limit_per_min = 1
+    project.save()
+    assert call(action_body(payload, "in_progress", job="first")).status_code == 200
+    body = action_body(payload, "in_progress", job="second")
+    if refused == "bad report":
+        body["workflow"]["status"] = "sleeping"
+    else:
+        body["delivery_id"] = "never-sent"
+    assert call(body).status_code == 429
+    assert call(body).status_code == 429  # and, refused, it counts
+
+
 def _broken(*args, **kwargs):
     raise ConnectionError("cache down")
 
 
-class _BrokenRedis:
-    pipeline = _broken
+def _redis_nobody_listens_on():
+    """A real redis-py client for a port nothing listens on: every connect is refused."""
+    import socket
+
+    import redis
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=1)
 
 
 @pytest.mark.parametrize("cache_kind", ["redis", "django-cache-api"])
@@ -277,7 +302,8 @@ def test_it_keeps_callbacks_flowing_when_the_rate_limiter_cache_is_down(call, pa
     from relay.callbacks import ratelimit
 
     if cache_kind == "redis":
-        monkeypatch.setattr(ratelimit, "redis_of", lambda: _BrokenRedis())
+        down = _redis_nobody_listens_on()
+        monkeypatch.setattr(ratelimit, "redis_of", lambda: down)
     else:
         monkeypatch.setattr(ratelimit, "redis_of", lambda: None)
         monkeypatch.setattr(cache, "incr", _broken)
