@@ -5,7 +5,7 @@ lost to it.
 On Redis the question is asked before its answer is needed (`rate_limit_asked`): the INCR is
 sent, the caller reads the report and looks up its dispatch while Redis answers, and
 `decision()` reads the reply. With one client the Redis round trip was a tenth of a callback's
-wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-05")."""
+wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-04 (night)")."""
 
 import logging
 import time
