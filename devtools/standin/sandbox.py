@@ -109,10 +109,14 @@ class Pull:
 class Upstream:
     """pytorch/pytorch as the sandbox sees it: trunk pushes and PRs, sent as signed webhooks."""
 
-    def __init__(self, standin, relay_url: str, secret: str, devices: list[str]):
+    FIRST_PULL = 170001
+    """The sandbox's first upstream PR number (near pytorch/pytorch's own)."""
+
+    def __init__(self, standin, relay_url: str, secret: str, devices: list[str], state_dir: Path):
         self.standin, self.relay_url, self.secret, self.devices = standin, relay_url, secret, devices
         self.trunk = _sha("trunk", 0)
         self.pulls: dict[int, Pull] = {}
+        self.last_pull_path = state_dir / "upstream-last-pull.txt"
         self.rng = random.Random(7)
         self.http = httpx.Client(timeout=10)
         standin.add_commit(UPSTREAM, self.trunk, message="Initial sandbox trunk commit")
@@ -174,8 +178,7 @@ class Upstream:
         self.send("pull_request", payload)
 
     def open_pr(self) -> Pull:
-        # The relay's demotion PRs take numbers in the same repo: never reuse one.
-        number = max(170000 + len(self.pulls) + 1, self.standin.next_pull_number(UPSTREAM))
+        number = self.pull_number_take()
         title, author = self.rng.choice(PR_TITLES), self.rng.choice(AUTHORS)
         pull = Pull(number, title, author, _sha("pr", number, 1), [])
         if self.rng.random() < 0.5 and self.devices:
@@ -188,6 +191,17 @@ class Upstream:
         reference_run(self.standin, pull.head)
         self.pr_event("opened", pull)
         return pull
+
+    def pull_number_take(self) -> int:
+        """A number no upstream PR of this sandbox has had: above every one this process opened,
+        the relay's demotion PRs (they take numbers in the same repo) and those of an earlier
+        sandbox on the same state dir, whose PRs the relay still keeps (`make run` again on the
+        same var/: a reused number would read as a force-push of an old PR)."""
+        earlier = self.last_pull_path.read_text().strip() if self.last_pull_path.exists() else ""
+        last = max(int(earlier) if earlier.isdigit() else 0, max(self.pulls, default=0), self.FIRST_PULL - 1)
+        number = max(last + 1, self.standin.next_pull_number(UPSTREAM))
+        _write_atomically(self.last_pull_path, f"{number}\n")
+        return number
 
     def synchronize(self, pull: Pull) -> None:
         pull.head = _sha("pr", pull.number, time.time())
@@ -817,7 +831,9 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
     seed_world(standin, projects, registry.get("allowlist"))
     runners = Runners(standin, relay_url, projects)
     standin.on_dispatch(runners.on_dispatch)
-    upstream = Upstream(standin, relay_url, secret, sorted({p["device"] for p in projects if p.get("device")}))
+    upstream = Upstream(
+        standin, relay_url, secret, sorted({p["device"] for p in projects if p.get("device")}), state_dir
+    )
     _wait_for_relay(relay_url, stopping)
     for _ in range(4):
         upstream.push(upstream.rng.choice(TRUNK_TITLES), upstream.rng.choice(AUTHORS))
