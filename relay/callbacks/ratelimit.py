@@ -5,7 +5,9 @@ lost to it.
 On Redis the question is asked before its answer is needed (`rate_limit_asked`): the INCR is
 sent, the caller reads the report and looks up its dispatch while Redis answers, and
 `decision()` reads the reply. With one client the Redis round trip was a tenth of a callback's
-wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-04 (night)")."""
+wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-04
+(night)"). The price: a callback refused with 429 has cost one indexed database read, beside
+the body parse and the signature check it cost already."""
 
 import logging
 import time
@@ -107,7 +109,7 @@ class SentCount:
     connection goes back to the pool once both are read, and is dropped when they are not
     (unread replies would answer its next user). A pooled connection the server has closed
     meanwhile (Redis restarted) is replaced as the pool hands it out (redis-py's
-    `get_connection` finds it readable)."""
+    `get_connection` finds data or the close waiting on it)."""
 
     def __init__(self, redis, key: str):
         self._pool = redis.connection_pool

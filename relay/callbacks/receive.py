@@ -65,8 +65,9 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
     if project is None or not project.active or project.level == Level.L1:
         return _ok("ignored")
     with rate_limit_asked(project.full_name, project.rate_limit_per_min) as asked:
-        # While the limiter answers, the report is read and its dispatch looked up (reads only):
-        # a repo over its limit still hears 429, whatever its report says.
+        # While the limiter answers, the report is read and its dispatch looked up (one indexed
+        # read, which a repo over its limit now costs too): that repo still hears 429, whatever
+        # its report says and whatever the lookup raised.
         bound, refusal = _bound(project, body)
         decision = asked.decision()
     headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
@@ -83,12 +84,13 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
 
 
 def _bound(project: Project, body: dict):
-    """((the report, the dispatch it answers or None for a self-report), None), or (None, why
-    the callback is refused)."""
+    """((the report, the dispatch it answers or None for a self-report), None), or (None, what
+    was raised on the way: a refusal, or a database error), to be raised once the rate limit
+    has had its say."""
     try:
         report = report_read(body)
         return (report, None if report.is_self_report else dispatch_for(project, report)), None
-    except (BadCallback, Forbidden) as exc:
+    except Exception as exc:  # noqa: BLE001 - raised by the caller after the 429 check
         return None, exc
 
 

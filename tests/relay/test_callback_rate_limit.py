@@ -15,9 +15,10 @@ NOW = 1_800_000_010.0
 
 @pytest.fixture
 def real_redis(monkeypatch):
-    """The limiter on a redis-py client of its own (REDIS_URL's server, else the local one)."""
+    """The limiter on a redis-py client of its own (REDIS_URL's server, else the local one's db 15,
+    away from what `make run` keeps in db 0)."""
     client = redis.Redis.from_url(
-        os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), socket_connect_timeout=1, socket_timeout=2
+        os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"), socket_connect_timeout=1, socket_timeout=2
     )
     try:
         client.ping()
@@ -43,21 +44,49 @@ def test_questions_asked_before_their_answers_are_read_each_count_once(real_redi
     assert _in_use(real_redis) == 0
 
 
-def test_the_window_counter_expires_after_two_windows(real_redis):
+def _key(client, repo: str) -> str:
+    (key,) = client.keys(f"*{repo}*")
+    return key
+
+
+def test_the_window_counter_expires_after_two_windows_counted_from_its_first_call(real_redis):
     repo = _repo()
     rate_limit_hit(repo, limit=5, now=NOW)
-    (key,) = real_redis.keys(f"*{repo}*")
-    assert 0 < real_redis.ttl(key) <= 2 * ratelimit.WINDOW_SECONDS
+    assert 0 < real_redis.ttl(_key(real_redis, repo)) <= 2 * ratelimit.WINDOW_SECONDS
+    real_redis.expire(_key(real_redis, repo), 30)
+    rate_limit_hit(repo, limit=5, now=NOW)  # a later call does not push the expiry back
+    assert real_redis.ttl(_key(real_redis, repo)) <= 30
+
+
+def test_an_answered_question_hands_its_connection_back_ready_for_the_next(real_redis):
+    rate_limit_hit(_repo(), limit=5, now=NOW)
+    (connection,) = real_redis.connection_pool._available_connections
+    socket_before = connection._sock
+    rate_limit_hit(_repo(), limit=5, now=NOW)
+    # Both replies were read: the pool hands the same connection out again without reconnecting.
+    assert real_redis.connection_pool._available_connections == [connection] and connection._sock is socket_before
 
 
 def test_a_question_left_unanswered_drops_its_connection_so_no_later_one_reads_its_reply(real_redis):
-    repo = _repo()
-    with pytest.raises(RuntimeError), rate_limit_asked(repo, limit=1, now=NOW):
-        raise RuntimeError("the callback failed between the question and its answer")
+    for _ in range(50):  # a dropped connection is also caught by redis-py when the reply came in time
+        repo = _repo()
+        with pytest.raises(RuntimeError), rate_limit_asked(repo, limit=1, now=NOW) as asked:
+            connection = asked._count._connection
+            raise RuntimeError("the callback failed between the question and its answer")
+        assert connection._sock is None and _in_use(real_redis) == 0
+        # Redis counted the first call; a connection handed back with its reply unread would
+        # answer this question with that stale 1, and allow it.
+        assert not rate_limit_hit(repo, limit=1, now=NOW).allowed
+
+
+def test_a_question_whose_commands_could_not_be_written_degrades_and_gives_its_connection_up(real_redis, monkeypatch):
+    def refused(self, *args, **kwargs):
+        raise redis.ConnectionError("Connection reset by peer")
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", refused)
+    decision = rate_limit_hit(_repo(), limit=5, now=NOW)
+    assert decision.allowed and decision.degraded
     assert _in_use(real_redis) == 0
-    # Redis counted the first call; a connection handed back with its reply unread would answer
-    # this question with that stale 1, and allow it.
-    assert not rate_limit_hit(repo, limit=1, now=NOW).allowed
 
 
 def _pooled_connection_killed(client) -> None:
@@ -78,7 +107,7 @@ def test_a_connection_the_server_closed_is_replaced_without_degrading(real_redis
     _pooled_connection_killed(real_redis)
     decision = rate_limit_hit(repo, limit=5, now=NOW)
     assert decision.allowed and not decision.degraded
-    assert int(real_redis.get(real_redis.keys(f"*{repo}*")[0])) == 2
+    assert int(real_redis.get(_key(real_redis, repo))) == 2
 
 
 def test_a_redis_that_is_down_degrades_to_allowed(monkeypatch):

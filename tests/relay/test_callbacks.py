@@ -279,6 +279,27 @@ def test_a_repo_over_its_limit_hears_429_whatever_its_report_says(call, payload,
     assert call(body).status_code == 429  # and, refused, it counts
 
 
+@pytest.mark.parametrize(("limit", "answer"), [(1, 429), (100, 503)])
+def test_a_database_error_in_the_dispatch_lookup_is_answered_after_the_rate_limit(
+    call, payload, project, monkeypatch, limit, answer
+):
+    from django.core.cache import cache
+    from django.db import OperationalError
+
+    from relay.callbacks import job_rows
+
+    cache.clear()
+    project.rate_limit_per_min = limit
+    project.save()
+    assert call(action_body(payload, "in_progress", job="first")).status_code == 200
+
+    def database_down(*args):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(job_rows, "dispatch_answered", database_down)
+    assert call(action_body(payload, "in_progress", job="second")).status_code == answer
+
+
 def _broken(*args, **kwargs):
     raise ConnectionError("cache down")
 
