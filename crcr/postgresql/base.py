@@ -10,7 +10,6 @@ middle of it would, Django marks the connection (errors_occurred), and the reque
 checks and reconnects. A connection idle for longer is checked as Django checks it."""
 
 import time
-from contextlib import contextmanager
 
 import psycopg
 from django.db.backends.postgresql import base
@@ -34,16 +33,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.ensure_connection()
         with self.wrap_database_errors:
             return self._prepare_cursor(psycopg.Cursor(self.connection))
-
-    @contextmanager
-    def pipeline(self):
-        """psycopg's pipeline mode for the block: statements executed inside are sent when the
-        block ends (or when one's answer is read inside it), together with the transaction's
-        BEGIN, in one round trip, and their answers read after it. Errors raise as Django's."""
-        self.close_if_health_check_failed()
-        self.ensure_connection()
-        with self.wrap_database_errors, self.connection.pipeline():
-            yield
 
     def _prepare_cursor(self, cursor):
         # Every cursor passes here, Django's and prepared_cursor's.

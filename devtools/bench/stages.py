@@ -9,8 +9,9 @@ untouched: the wrappers exist only in benchmark processes, and each costs ~2 µs
 A stage is inclusive of the stages listed under it; the report subtracts them, so every
 millisecond is counted once: "request" is everything inside Django's handler (its own time: the
 middleware, URL resolution and the answer's JSON), "callback service" relay.callbacks.receive,
-"state machine" the job's transaction (its own time: BEGIN and COMMIT) and "job step" the job
-row's statements."""
+"state machine" the job's step (its own time: on SQLite, and on PostgreSQL for what one statement
+did not apply, the transaction's BEGIN and COMMIT), "one statement" PostgreSQL's common step, and
+"job step" the job row's statements inside a transaction."""
 
 import importlib
 import os
@@ -35,16 +36,19 @@ STAGES = (
     ("rate limit (sent)", "relay.callbacks.receive", "rate_limit_asked", "callback service"),
     ("rate limit (answer)", "relay.callbacks.ratelimit", "RateQuestion.decision", "callback service"),
     ("report read", "relay.callbacks.receive", "report_read", "callback service"),
-    ("dispatch + callback_token", "relay.callbacks.receive", "dispatch_for", "callback service"),
-    ("state machine (transaction)", "relay.callbacks.receive", "job_record", "callback service"),
-    ("job step", "relay.callbacks.receive", "_job_step", "state machine (transaction)"),
-    # On PostgreSQL the token's INSERT is sent with the job's first statement and answered after it
-    # (relay/callbacks/job_rows.py: batch): its round trip is in "job step", not here.
-    ("token insert (sent)", "relay.callbacks.receive", "_token_send", "job step"),
-    ("token answer", "relay.callbacks.receive", "_token_consumed", "job step"),
-    ("follow-up enqueue", "relay.follow_up", "react_on_commit", "state machine (transaction)"),
+    ("callback_token", "relay.callbacks.receive", "binding_read", "callback service"),
+    # An in_progress looks its dispatch up at once; a completion only when its row was not there.
+    ("dispatch lookup", "relay.callbacks.receive", "dispatch_for", "callback service"),
+    ("state machine", "relay.callbacks.receive", "job_record", "callback service"),
+    ("job change (its values)", "relay.callbacks.receive", "_job_change", "state machine"),
+    # On PostgreSQL the common step: the row and the token in one statement, its own transaction
+    # (relay/callbacks/job_rows.py: change_with_token); what it does not apply takes "job step".
+    ("one statement (job + token)", "relay.callbacks.job_rows", "change_with_token", "state machine"),
+    ("job step (transaction)", "relay.callbacks.receive", "_job_step", "state machine"),
+    ("token insert", "relay.callbacks.receive", "_token_consumed", "job step (transaction)"),
+    ("follow-up enqueue", "relay.follow_up", "react_on_commit", "state machine"),
     # What react_on_commit registered runs at COMMIT: the task's publish to the broker.
-    ("follow-up publish (at commit)", "relay.checks.tasks", "_react", "state machine (transaction)"),
+    ("follow-up publish (at commit)", "relay.checks.tasks", "_react", "state machine"),
 )
 ORDER = ("request",) + tuple(s[0] for s in STAGES)
 

@@ -5,45 +5,52 @@ Django's query compiler in between, compiling them cost more CPU than the databa
 them (docs/performance.md, "Callbacks"). So the hot statements are plain SQL, built once per
 model from its concrete fields, with every value prepared by its own field
 (`get_db_prep_save`: JSON, datetimes and booleans come out exactly as the ORM writes them), on
-SQLite and PostgreSQL alike (both have `INSERT … ON CONFLICT DO NOTHING … RETURNING`). A read
-gives model instances through the ORM's own converters and `Model.from_db` (what
-`Model.objects.raw` does, at a fifth of its cost). Each statement's text is built once per
-model, columns and database vendor, and each call reads the connection once: every attribute
-read through `django.db.connection` is a lookup in a context-local, about seventy per callback
-when the values were prepared through it.
+SQLite and PostgreSQL alike (both have `INSERT … ON CONFLICT DO NOTHING … RETURNING` and
+`UPDATE … RETURNING`). A read gives model instances through the ORM's own converters and
+`Model.from_db` (what `Model.objects.raw` does, at a fifth of its cost). Each statement's text is
+built once per model, columns and database vendor, and each call reads the connection once: every
+attribute read through `django.db.connection` is a lookup in a context-local, about seventy per
+callback when the values were prepared through it.
+
+A job's state change is a `Change`: one statement that writes the row only where the change
+applies and answers the row as written, or nothing. On PostgreSQL the common callback (a new
+in_progress row, an in_progress row completed) is that statement together with the token's jti
+in one statement of its own transaction (`change_with_token`); everything else runs the same
+statements inside the caller's transaction (relay/callbacks/receive.py).
 
 On PostgreSQL these statements are also prepared on the server (`_cursor`): Django's own cursors
 bind values on the client, so each statement reached the server as new text, parsed and planned
 again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)")."""
 
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import cache
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
 from ..models import Dispatch, FailedTest, JobRun, UsedToken
 
 JOB_KEY = ("delivery_key", "project_id", "run_id", "run_attempt", "job_name")
 """The columns of JobRun's `job_run_key_unique`: one row per (delivery, repo, run, attempt, job)."""
-JOB_STATE_COLUMNS = (
-    "id",
-    "status",
-    "conclusion",
-    "ended_by",
-    "pr_number",
-    "in_progress_at",
-    "event_type",
-    "workflow_url",
-    "artifact_url",
-    "check_run_id",
-    "reported_started_at",
-    "environment",
-    "triage_verdict",
-)
-"""What the state machine reads of an existing row: its state, and what a completion keeps."""
+JOB_STATE_COLUMNS = ("id", "status", "conclusion", "ended_by", "event_type", "pr_number")
+"""What a callback reads of a job row: its state, and what decides the reactions to it
+(relay.follow_up.RecordedJob)."""
 DISPATCH_COLUMNS = ("id", "delivery_id", "project_id", "state", "event_type", "pr_number", "head_sha", "sent_at")
 """What a callback reads of the dispatch it answers."""
+COMPLETABLE = "NOT (status = 'completed' AND ended_by = '')"
+"""The rows a completion may change: one in progress, or one the sweeper ended (`ended_by`: timed
+out, never started, superseded). A row a real completion ended is final (receive.py answers
+`duplicate` or 409 for it)."""
+ELAPSED_SECONDS = {
+    "postgresql": "CASE WHEN in_progress_at IS NULL THEN NULL "
+    "ELSE ROUND(GREATEST(0, EXTRACT(EPOCH FROM (%s - in_progress_at)))::numeric, 3) END",
+    # Django registers django_timestamp_diff (microseconds) on every SQLite connection; a NULL
+    # in_progress_at makes it, and so MAX and ROUND, NULL.
+    "sqlite": "ROUND(MAX(0, django_timestamp_diff(%s, in_progress_at) / 1000000.0), 3)",
+}
+"""execution_seconds of a completion: from the row's in_progress_at to the completion, on the
+relay's clock, to the millisecond, never negative; unknown (NULL) without an in_progress."""
 
 
 def _db():
@@ -59,51 +66,11 @@ def _cursor(db):
     return prepared() if prepared is not None else db.cursor()
 
 
-def batch():
-    """Statements sent inside the block travel together: on PostgreSQL in one round trip when the
-    block ends (crcr/postgresql: `pipeline`, with the transaction's BEGIN), elsewhere one by one
-    as they are sent. Read what they answered (`Sent.row`) after the block."""
-    pipeline = getattr(_db(), "pipeline", None)
-    return pipeline() if pipeline is not None else nullcontext()
-
-
-class Sent:
-    """A statement sent whose answer is read later: inside `batch()` on PostgreSQL it has not
-    reached the server yet."""
-
-    __slots__ = ("_cursor", "_row")
-
-    def __init__(self, sql: str, params: list):
-        self._cursor, self._row = _cursor(_db()), None
-        with closed_on_error(self):
-            self._cursor.execute(sql, params)
-
-    def row(self):
-        """The statement's first row (None when it gave none); the first call reads it and
-        closes the cursor."""
-        if self._cursor is not None:
-            try:
-                self._row = self._cursor.fetchone()
-            finally:
-                self.close()
-        return self._row
-
-    def close(self) -> None:
-        """Give the cursor back unread (its statement's answer is no longer wanted)."""
-        if self._cursor is not None:
-            self._cursor, cursor = None, self._cursor
-            cursor.close()
-
-
-@contextmanager
-def closed_on_error(sent: "Sent"):
-    """Close `sent`'s cursor when the block raises: its answer will not be read, and an open
-    cursor keeps SQLite from releasing the enclosing savepoint."""
-    try:
-        yield
-    except BaseException:
-        sent.close()
-        raise
+def _first_row(sql: str, params: list):
+    """The statement's first row, or None."""
+    with _cursor(_db()) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
 
 
 @cache
@@ -137,7 +104,7 @@ def row_read(model, names: tuple[str, ...], sql: str, params: list, flags: int =
     """The first row of `sql` (selecting `names`, in order, then `flags` more columns, each true or
     false) as a `model` instance whose other fields are deferred, with the flags as booleans; or
     (None, ()) when there is no row."""
-    return row_model(model, names, Sent(sql, params).row(), flags)
+    return row_model(model, names, _first_row(sql, params), flags)
 
 
 def row_model(model, names: tuple[str, ...], row: tuple | None, flags: int = 0):
@@ -155,46 +122,18 @@ def row_model(model, names: tuple[str, ...], row: tuple | None, flags: int = 0):
     return model.from_db(db.alias, ordered, values), tuple(bool(f) for f in row[len(names) :][:flags])
 
 
-@cache
-def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], vendor: str) -> str:
+def _quoted(model, names) -> str:
     quote, fields = _db().ops.quote_name, _fields(model)
-    columns = ", ".join(quote(fields[name].column) for name in names)
-    target = f"({', '.join(quote(c) for c in conflict)}) " if conflict else ""  # "" = any (partitions)
+    return ", ".join(quote(fields[name].column) for name in names)
+
+
+@cache
+def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], returning: str, vendor: str) -> str:
+    target = f"({_quoted(model, conflict)}) " if conflict else ""  # "" = any (partitions)
     return (
-        f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(names))}) "
-        f"ON CONFLICT {target}DO NOTHING RETURNING id"
+        f"INSERT INTO {_db().ops.quote_name(model._meta.db_table)} ({_quoted(model, names)}) "
+        f"VALUES ({', '.join(['%s'] * len(names))}) ON CONFLICT {target}DO NOTHING RETURNING {returning}"
     )
-
-
-class Answered:
-    """A statement's answer known without sending it (read as a `Sent`'s)."""
-
-    __slots__ = ("_row",)
-
-    def __init__(self, row: tuple | None):
-        self._row = row
-
-    def row(self):
-        return self._row
-
-    def close(self) -> None:
-        pass
-
-
-def row_insert(model, values: dict, conflict: tuple[str, ...]) -> int | None:
-    """INSERT one row unless one with the same `conflict` columns exists; its id, or None."""
-    return inserted_id(row_insert_send(model, values, conflict))
-
-
-def row_insert_send(model, values: dict, conflict: tuple[str, ...]) -> Sent:
-    db = _db()
-    return Sent(_insert_sql(model, tuple(values), conflict, db.vendor), _values(model, values, db))
-
-
-def inserted_id(sent: Sent | Answered) -> int | None:
-    """What `row_insert` answers, for an INSERT sent by `row_insert_send`."""
-    row = sent.row()
-    return row[0] if row else None
 
 
 @cache
@@ -210,37 +149,144 @@ def row_update(model, pk: int, values: dict) -> None:
         cursor.execute(_update_sql(model, tuple(values), db.vendor), [*_values(model, values, db), pk])
 
 
-def token_insert_send(issuer: str, jti: str, expires_at, used_for: str) -> Sent:
-    """Remember a token's jti; its `inserted_id` is None when the token was already used (the
+# --- the token ------------------------------------------------------------------------------------
+
+
+def token_insert(values: dict) -> bool:
+    """Remember a token's jti (UsedToken's columns); False when the token was used already (the
     row exists)."""
-    values = {"issuer": issuer, "jti": jti, "expires_at": expires_at, "used_for": used_for}
-    return row_insert_send(UsedToken, values, ("issuer", "jti"))
+    db = _db()
+    sql = _insert_sql(UsedToken, tuple(values), ("issuer", "jti"), "id", db.vendor)
+    return _first_row(sql, _values(UsedToken, values, db)) is not None
 
 
-def job_insert(values: dict) -> int | None:
-    """A new job row (every column given or defaulted), or None when its key exists already.
-    Call inside a transaction: on a partitioned table the key's lock lasts until its commit."""
-    return inserted_id(job_insert_send(values))
+# --- the job row's changes ------------------------------------------------------------------------
 
 
-def job_insert_send(values: dict) -> Sent | Answered:
-    """`job_insert`, its answer (`inserted_id`) read later."""
+@dataclass(frozen=True)
+class Change:
+    """One statement that changes a job row where the change applies and answers the row as
+    written (JOB_STATE_COLUMNS, then whether it had failed tests before), or no row."""
+
+    sql: str
+    params: list
+    key: tuple
+    """The job's key, in JOB_KEY's order."""
+    inserts: bool
+    """A new row (else a completion of an existing one, whose old failed tests go)."""
+
+
+def job_insert_change(values: dict) -> Change:
+    """A new job row (every column given or defaulted), unless its key exists already."""
     now = timezone.now()
     row = {name: field.get_default() for name, field in _fields(JobRun).items()}
     row.update(values, updated_at=now)
-    if not _partitioned(JobRun):
-        return row_insert_send(JobRun, row, JOB_KEY)
-    # Monthly partitions (manage.py partition_by_month, docs/scaling.md) hold no unique index on
-    # the job's key alone: callbacks for one key take turns on an advisory lock, and the second
-    # finds the first.
-    key, db = [row[name] for name in JOB_KEY], _db()
+    db = _db()
+    sql = _insert_sql(JobRun, tuple(row), () if _partitioned(JobRun) else JOB_KEY, _state_returned(False), db.vendor)
+    return Change(sql, _values(JobRun, row, db), tuple(row[name] for name in JOB_KEY), inserts=True)
+
+
+def job_complete_change(
+    key: dict, values: dict, kept: tuple[str, ...], now, dispatched: bool = False, expected: dict | None = None
+) -> Change:
+    """The completion of the job with this key where it is COMPLETABLE: `values` written, but a
+    column in `kept` whose value is None keeps what the row holds; `completed_at` and
+    `execution_seconds` from `now`. Only a row made for a dispatch when `dispatched`, and only
+    one whose columns hold the `expected` values (NULL matching None)."""
+    db, expected = _db(), expected or {}
+    values = {**values, "completed_at": now, "updated_at": now}
+    sql = _complete_sql(tuple(values), kept, dispatched, tuple(expected), db.vendor)
+    completed_at = _fields(JobRun)["completed_at"].get_db_prep_save(now, db)
+    where = [*(key[name] for name in JOB_KEY), *_values(JobRun, expected, db)]
+    return Change(sql, [*_values(JobRun, values, db), completed_at, *where], tuple(key[n] for n in JOB_KEY), False)
+
+
+SAME_AS = {"postgresql": "IS NOT DISTINCT FROM", "sqlite": "IS"}
+"""Equality that takes NULL as equal to NULL."""
+
+
+@cache
+def _complete_sql(
+    names: tuple[str, ...], kept: tuple[str, ...], dispatched: bool, expected: tuple[str, ...], vendor: str
+) -> str:
+    quote, fields = _db().ops.quote_name, _fields(JobRun)
+    assignments = []
+    for name in names:
+        column = quote(fields[name].column)
+        assignments.append(f"{column} = COALESCE(%s, {column})" if name in kept else f"{column} = %s")
+    assignments.append(f"execution_seconds = {ELAPSED_SECONDS[vendor]}")
+    where = [f"{quote(c)} = %s" for c in JOB_KEY] + [COMPLETABLE]
+    where += ["dispatch_id IS NOT NULL"] if dispatched else []
+    where += [f"{quote(fields[name].column)} {SAME_AS[vendor]} %s" for name in expected]
+    return (
+        f"UPDATE {quote(JobRun._meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(where)} "
+        f"RETURNING {_state_returned(True)}"
+    )
+
+
+def _state_returned(may_have_failed_tests: bool) -> str:
+    had = "EXISTS (SELECT 1 FROM relay_failedtest f WHERE f.job_run_id = relay_jobrun.id)"
+    return f"{', '.join(JOB_STATE_COLUMNS)}, {had if may_have_failed_tests else 'FALSE'}"
+
+
+def change_apply(change: Change) -> tuple[JobRun | None, bool]:
+    """Run `change` in the caller's transaction: the row as written, and whether it had failed
+    tests (which the caller replaces); (None, False) when the change did not apply."""
+    # Monthly partitions (manage.py partition_by_month, docs/scaling.md) hold no unique index on the
+    # job's key alone: inserts of one key take turns on an advisory lock (held until the caller's
+    # commit), and the second finds the first.
+    if change.inserts and _partitioned(JobRun) and _key_taken(change.key):
+        return None, False
+    job, flags = row_model(JobRun, JOB_STATE_COLUMNS, _first_row(change.sql, change.params), flags=1)
+    return job, bool(flags and flags[0])
+
+
+def _key_taken(key: tuple) -> bool:
+    db = _db()
     where = " AND ".join(f"{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
     with db.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\x1f".join(map(str, key))])
-        cursor.execute(f"SELECT 1 FROM relay_jobrun WHERE {where}", key)
-        if cursor.fetchone() is not None:
-            return Answered(None)
-    return row_insert_send(JobRun, row, ())
+        cursor.execute(f"SELECT 1 FROM relay_jobrun WHERE {where}", list(key))
+        return cursor.fetchone() is not None
+
+
+def one_statement_changes() -> bool:
+    """Whether `change_with_token` can run here: PostgreSQL (SQLite has no INSERT or UPDATE inside
+    WITH), and a job table that holds its key unique."""
+    return _db().vendor == "postgresql" and not _partitioned(JobRun)
+
+
+def change_with_token(change: Change, token: dict) -> JobRun | None:
+    """`change` and the token's jti (UsedToken's columns) in one statement, its own transaction
+    when the caller has none: the row as written, or None when the change did not apply or the
+    token was used already, and then nothing was written. The jti is written only with the change
+    (so a token is consumed with a state change, never without), and its unique index refuses a
+    used token: the error undoes the whole statement, the change with it. The old failed tests of
+    a completed row go in the same statement; a report that brings failed tests of its own takes
+    the caller's transaction instead."""
+    db = _db()
+    sql = _with_token_sql(change.sql, tuple(token), change.inserts)
+    params = [*change.params, *_values(UsedToken, token, db)]
+    # Inside a caller's transaction (a test's) a refused token must not break it: a savepoint.
+    try:
+        with transaction.atomic() if db.in_atomic_block else nullcontext():
+            row = _first_row(sql, params)
+    except IntegrityError:
+        return None
+    return row_model(JobRun, JOB_STATE_COLUMNS, row)[0]
+
+
+@cache
+def _with_token_sql(change_sql: str, token_names: tuple[str, ...], inserts: bool) -> str:
+    placeholders = ", ".join(["%s"] * len(token_names))
+    parts = [f"j AS ({change_sql})"]
+    if not inserts:
+        parts.append("d AS (DELETE FROM relay_failedtest WHERE job_run_id IN (SELECT id FROM j))")
+    parts.append(
+        f"t AS (INSERT INTO {_db().ops.quote_name(UsedToken._meta.db_table)} ({_quoted(UsedToken, token_names)}) "
+        f"SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM j))"
+    )
+    return f"WITH {', '.join(parts)} SELECT {', '.join(JOB_STATE_COLUMNS)} FROM j"
 
 
 _partitioned_tables: dict[str, bool] = {}
@@ -259,34 +305,25 @@ def _partitioned(model) -> bool:
     return _partitioned_tables[table]
 
 
-def job_locked(key: dict) -> tuple[JobRun | None, bool]:
-    """The job with this key, locked for the rest of the transaction (SQLite's write
-    transaction holds the lock already), with only the columns the state machine reads; and
-    whether it has failed tests stored (asked in the same statement: a completion then deletes
-    them only when there are some, which is rare)."""
-    return job_locked_read(job_locked_send(key))
+def job_insert(values: dict) -> int | None:
+    """A new job row (every column given or defaulted), or None when its key exists already.
+    Call inside a transaction: on a partitioned table the key's lock lasts until its commit."""
+    job, _ = change_apply(job_insert_change(values))
+    return None if job is None else job.pk
 
 
-def job_locked_send(key: dict) -> Sent:
-    return Sent(_job_locked_sql(_db().vendor), [key[c] for c in JOB_KEY])
-
-
-def job_locked_read(sent: Sent) -> tuple[JobRun | None, bool]:
-    """What `job_locked` answers, for a lock sent by `job_locked_send`."""
-    job, flags = row_model(JobRun, JOB_STATE_COLUMNS, sent.row(), flags=1)
-    return job, bool(flags and flags[0])
+def job_locked(key: dict) -> JobRun | None:
+    """The job with this key, locked for the rest of the transaction (SQLite's write transaction
+    holds the lock already), with only the columns the state machine reads."""
+    return row_read(JobRun, JOB_STATE_COLUMNS, _job_locked_sql(_db().vendor), [key[c] for c in JOB_KEY])[0]
 
 
 @cache
 def _job_locked_sql(vendor: str) -> str:
     db = _db()
     lock = " FOR UPDATE" if db.features.has_select_for_update else ""
-    where = " AND ".join(f"j.{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
-    return (
-        f"SELECT {', '.join('j.' + name for name in JOB_STATE_COLUMNS)}, "
-        "EXISTS (SELECT 1 FROM relay_failedtest f WHERE f.job_run_id = j.id) "
-        f"FROM relay_jobrun j WHERE {where}{lock}"
-    )
+    where = " AND ".join(f"{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
+    return f"SELECT {', '.join(JOB_STATE_COLUMNS)} FROM relay_jobrun WHERE {where}{lock}"
 
 
 def job_update(pk: int, values: dict) -> None:
@@ -310,7 +347,7 @@ def failed_tests_insert(job_id: int, tests: list[dict]) -> None:
     if not tests:
         return
     names, fields, db = ("job_run_id", *tests[0]), _fields(FailedTest), _db()
-    columns = ", ".join(db.ops.quote_name(fields[name].column) for name in names)
+    columns = _quoted(FailedTest, names)
     for start in range(0, len(tests), FAILED_TESTS_PER_STATEMENT):
         chunk = tests[start : start + FAILED_TESTS_PER_STATEMENT]
         rows = ", ".join([f"({', '.join(['%s'] * len(names))})"] * len(chunk))

@@ -18,7 +18,7 @@ from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
 from .oidc import KeyServerUnavailable, TokenRejected, VerifiedToken, bearer_token, token_verify
 from .ratelimit import rate_limit_asked
-from .tokens import InvalidCallbackToken, callback_token_read
+from .tokens import CallbackBinding, InvalidCallbackToken, callback_token_read
 
 logger = logging.getLogger(__name__)
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -65,10 +65,11 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
     if project is None or not project.active or project.level == Level.L1:
         return _ok("ignored")
     with rate_limit_asked(project.full_name, project.rate_limit_per_min) as asked:
-        # While the limiter answers, the report is read and its dispatch looked up (one indexed
-        # read, which a repo over its limit now costs too): that repo still hears 429, whatever
-        # its report says and whatever the lookup raised.
-        bound, refusal = _bound(project, body)
+        # While the limiter answers, the report is read, its callback_token checked and an
+        # in_progress report's dispatch looked up (one indexed read, which a repo over its limit
+        # now costs too): that repo still hears 429, whatever its report says and whatever the
+        # lookup raised.
+        answer, refusal = _bound(project, body)
         decision = asked.decision()
     headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
     if not decision.allowed:
@@ -77,24 +78,44 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
         )
     if refusal is not None:
         raise refusal
-    report, dispatch = bound
-    if report.is_self_report:
-        return _ok(self_report_record(project, report, token), headers)
-    return _ok(job_record(project, dispatch, report, token), headers)
+    if answer.report.is_self_report:
+        return _ok(self_report_record(answer, token), headers)
+    return _ok(job_record(answer, token), headers)
 
 
 def _bound(project: Project, body: dict):
-    """((the report, the dispatch it answers or None for a self-report), None), or (None, what
-    was raised on the way: a refusal, or a database error), to be raised once the rate limit
-    has had its say."""
+    """(what the callback answers, None), or (None, what was raised on the way: a refusal, or a
+    database error), to be raised once the rate limit has had its say."""
     try:
         report = report_read(body)
-        return (report, None if report.is_self_report else dispatch_for(project, report)), None
+        answer = Answer(project, report, None if report.is_self_report else binding_read(project, report))
+        if report.status == JobRun.Status.IN_PROGRESS:
+            answer.dispatch()  # a new row is made from it
+        return answer, None
     except Exception as exc:  # noqa: BLE001 - raised by the caller after the 429 check
         return None, exc
 
 
 # --- binding ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """What a callback answers: its report, what its callback_token binds (None without one, and
+    for a self-report), and the dispatch, looked up when first needed. A completion usually
+    finds its row without it: the row made for that dispatch, its PR and head SHA those the
+    binding names (`_job_change`)."""
+
+    project: Project
+    report: Report
+    binding: CallbackBinding | None = None
+    found: Dispatch | None = None
+
+    def dispatch(self) -> Dispatch | None:
+        """The dispatch this callback answers (None for a self-report); its refusals raise."""
+        if self.found is None and not self.report.is_self_report:
+            self.found = dispatch_for(self.project, self.report, self.binding)
+        return self.found
 
 
 def token_required(project: Project) -> bool:
@@ -103,88 +124,131 @@ def token_required(project: Project) -> bool:
     return project.level in (Level.L3, Level.L4)
 
 
-def dispatch_for(project: Project, report: Report) -> Dispatch:
-    """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
-    echoed payload."""
-    dispatch = job_rows.dispatch_answered(report.delivery_id, project.pk)
-    if dispatch is None:
-        raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
-    if report.callback_token:
-        _binding_check(project, report, dispatch)
-    elif token_required(project):
-        raise Forbidden(
-            f"{project.full_name} must echo the callback_token of its dispatch (required at {project.level})"
-        )
-    return dispatch
-
-
-def _binding_check(project: Project, report: Report, dispatch: Dispatch) -> None:
+def binding_read(project: Project, report: Report) -> CallbackBinding | None:
+    """The delivery, repository, PR and head SHA the echoed callback_token binds, once it proves
+    to be the relay's, for this delivery and repository, and to agree with the echoed payload;
+    None when the report echoes none and its project does not require one."""
+    if not report.callback_token:
+        if token_required(project):
+            raise Forbidden(
+                f"{project.full_name} must echo the callback_token of its dispatch (required at {project.level})"
+            )
+        return None
     try:
         binding = callback_token_read(report.callback_token)
     except InvalidCallbackToken as exc:
         raise Forbidden(str(exc)) from exc
-    expected = (report.delivery_id, project.full_name.lower(), dispatch.pr_number, dispatch.head_sha)
-    if (binding.delivery_guid, binding.repo, binding.pr_number, binding.head_sha) != expected:
-        raise Forbidden("callback_token was issued for another delivery, repository, PR or head SHA")
+    if (binding.delivery_guid, binding.repo) != (report.delivery_id, project.full_name.lower()):
+        raise Forbidden(BINDING_MISMATCH)
     if report.pr_number not in (None, binding.pr_number) or report.head_sha not in ("", binding.head_sha):
         raise Forbidden("the echoed payload's PR or head SHA does not match the callback_token")
+    return binding
+
+
+BINDING_MISMATCH = "callback_token was issued for another delivery, repository, PR or head SHA"
+
+
+def dispatch_for(project: Project, report: Report, binding: CallbackBinding | None) -> Dispatch:
+    """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
+    echoed payload, and they must be the ones the callback_token binds."""
+    dispatch = job_rows.dispatch_answered(report.delivery_id, project.pk)
+    if dispatch is None:
+        raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
+    if binding is not None and (binding.pr_number, binding.head_sha) != (dispatch.pr_number, dispatch.head_sha):
+        raise Forbidden(BINDING_MISMATCH)
+    return dispatch
 
 
 # --- the state machine ----------------------------------------------------------------------------
 
 
-def job_record(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken) -> str:
-    """Advance (delivery, repo, run, attempt, job) by one step. Exactly one of two identical
-    concurrent callbacks wins; the other reads "duplicate"."""
+KEPT = (
+    "event_type",
+    "workflow_url",
+    "artifact_url",
+    "check_run_id",
+    "reported_started_at",
+    "environment",
+    "triage_verdict",
+)
+"""What a completion keeps of its row when its report does not say it (an empty value): in_progress
+may have said more. A new row takes each field's default instead."""
+
+
+def job_record(answer: Answer, token: VerifiedToken) -> str:
+    """Advance (delivery, repo, run, attempt, job) by one step, consuming the token with it.
+    Exactly one of two identical concurrent callbacks wins; the other reads "duplicate".
+
+    The common step (a dispatch's new in_progress row, or its in_progress row completed) is tried
+    first where one statement can hold it (job_rows.change_with_token: PostgreSQL), which writes
+    the row and the token together or nothing; anything else, and whatever that statement did not
+    apply, is decided in a transaction by `_job_step`."""
+    project, report = answer.project, answer.report
+    change = _job_change(answer)
+    if _in_one_statement(answer):
+        job = job_rows.change_with_token(change, _token_row(token, report, project))
+        if job is not None:
+            follow_up.job_recorded(job.pk, _recorded(project, job))
+            return report.status
     with transaction.atomic():
-        outcome, job = _job_step(project, dispatch, report, token)
+        outcome, job = _job_step(answer, token, change)
         if outcome != "duplicate":
             follow_up.job_recorded(job.pk, _recorded(project, job))
     return outcome
+
+
+def _in_one_statement(answer: Answer) -> bool:
+    """Whether the step can be the token's and the row's one statement: a dispatch's report
+    without failed tests of its own (a self-report's token may carry every job of its run), and,
+    for a new row, no sweeper's row to drop with it (dispatch_answered asks)."""
+    report = answer.report
+    if report.is_self_report or report.failed_tests:
+        return False
+    if report.status == JobRun.Status.IN_PROGRESS and getattr(answer.dispatch(), "never_started_row", True):
+        return False
+    return job_rows.one_statement_changes()
 
 
 def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
     return follow_up.RecordedJob(project.level, job.event_type, job.pr_number, job.status, job.conclusion, job.ended_by)
 
 
-def _job_step(project: Project, dispatch: Dispatch | None, report: Report, token: VerifiedToken):
-    """(outcome, the job as written). The token's INSERT and the job's first statement are sent
-    together (one round trip on PostgreSQL, with BEGIN): an in_progress report is usually a new
-    row, so it tries the insert; a completion usually finds its row, so it locks it. The job's
-    statement is undone when the token turns out to have carried this callback already."""
-    key = _job_key(project, report)
-    new_row = _job_fields(dispatch, report, key) if report.status == JobRun.Status.IN_PROGRESS else None
-    used, first = _token_and_job_sent(token, report, project, new_row, key)
-    if not _token_consumed(used, token, report, project):
-        transaction.set_rollback(True)
+def _job_step(answer: Answer, token: VerifiedToken, change: job_rows.Change):
+    """(outcome, the job as written), inside the callback's transaction: the token consumed, then
+    the report's change, or what the row's state answers instead. A completion whose row is not
+    there yet makes it (its start unknown), from its dispatch; the row a concurrent callback made
+    first is locked and asked again."""
+    project, report = answer.project, answer.report
+    if not _token_consumed(token, report, project):
         return "duplicate", None
-    if new_row:
-        pk = job_rows.inserted_id(first)
-        if pk is not None:
-            return report.status, _job_created(dispatch, report, pk, new_row)
-        existing, has_failed_tests = job_rows.job_locked(key)
-    else:
-        existing, has_failed_tests = job_rows.job_locked_read(first)
-        if existing is None:
-            created = _job_create(dispatch, report, key)
-            if created is not None:
-                return report.status, created
-            existing, has_failed_tests = job_rows.job_locked(key)
-    return _job_advance(existing, report, has_failed_tests), existing
+    key = _job_key(project, report)
+    job = _job_apply(report, change, answer.found)
+    if job is None and not change.inserts:
+        job = _job_apply(report, _job_new(answer.dispatch(), report, key), answer.dispatch())
+    if job is not None:
+        return report.status, job
+    existing = job_rows.job_locked(key)
+    if not change.inserts:
+        job = _job_apply(report, change)  # in progress since the first try: final under the lock
+        if job is not None:
+            return report.status, job
+    return _job_settled(existing, report), existing
 
 
-def _token_and_job_sent(token: VerifiedToken, report: Report, project: Project, new_row: dict | None, key: dict):
-    """The token's INSERT and the job's first statement, sent together, both answers read: a
-    cursor left unread (a replay refused, a statement failed) keeps SQLite from releasing the
-    savepoint around them, which breaks an enclosing transaction."""
-    with job_rows.batch():
-        used = _token_send(token, report, project)
-        with job_rows.closed_on_error(used):
-            first = job_rows.job_insert_send(new_row) if new_row else job_rows.job_locked_send(key)
-    with job_rows.closed_on_error(first):
-        used.row()
-    first.row()
-    return used, first
+def _job_settled(job: JobRun, report: Report) -> str:
+    """What a report that changed nothing answers, the row locked: the same report again, or
+    one that contradicts the row (in_progress after completed, another conclusion)."""
+    if report.status == JobRun.Status.IN_PROGRESS:
+        if job.status == JobRun.Status.IN_PROGRESS:
+            return "duplicate"
+        raise Conflict(
+            f"job {report.job_name or report.workflow_name!r} attempt {report.run_attempt} already completed ({job.conclusion}); in_progress cannot follow completed"
+        )
+    if job.conclusion == report.conclusion:
+        return "duplicate"
+    raise Conflict(
+        f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it"
+    )
 
 
 def _job_key(project: Project, report: Report) -> dict:
@@ -197,18 +261,24 @@ def _job_key(project: Project, report: Report) -> dict:
     }
 
 
-def _token_send(token: VerifiedToken, report: Report, project: Project) -> job_rows.Sent:
+def _token_row(token: VerifiedToken, report: Report, project: Project) -> dict:
+    """The UsedToken row that consumes this token for this callback, kept until it expires."""
     now = timezone.now()
     expires = now + timedelta(seconds=max(60, int(token.claims["exp"]) - int(now.timestamp()) + 120))
-    return job_rows.token_insert_send(token.issuer.url, _token_jti(token), expires, _token_use(report, project))
+    return {
+        "issuer": token.issuer.url,
+        "jti": _token_jti(token),
+        "expires_at": expires,
+        "used_for": _token_use(report, project),
+    }
 
 
-def _token_consumed(used: job_rows.Sent, token: VerifiedToken, report: Report, project: Project) -> bool:
+def _token_consumed(token: VerifiedToken, report: Report, project: Project) -> bool:
     """False when this very token already carried this very callback (a safe retry). A nightly
     reporter may sign every job of one run with one token (vLLM's Buildkite reporter takes a single
     --oidc-token per build): there the token is bound to the run, and each job's delivery_id keeps
     the write idempotent."""
-    if job_rows.inserted_id(used) is not None:
+    if job_rows.token_insert(_token_row(token, report, project)):
         return True
     previous = UsedToken.objects.filter(issuer=token.issuer.url, jti=_token_jti(token)).first()
     if previous is not None and previous.used_for == _token_use(report, project):
@@ -227,78 +297,63 @@ def _token_use(report: Report, project: Project) -> str:
     return f"{project.pk}:{report.job_key}:{report.status}"[:600]
 
 
-def _job_fields(dispatch: Dispatch | None, report: Report, key: dict) -> dict:
-    """The columns of a new row for this report."""
+def _job_change(answer: Answer) -> job_rows.Change:
+    """What the report does in the common case: an in_progress makes its row from its dispatch; a
+    completion completes the row in progress (or the one the sweeper ended) that was made for the
+    dispatch it answers, as its callback_token binds it (for a self-report, the row of its key)."""
+    report, key = answer.report, _job_key(answer.project, answer.report)
+    if report.status == JobRun.Status.IN_PROGRESS:
+        return _job_new(answer.dispatch(), report, key)
+    fields = {**_report_fields(report), "status": JobRun.Status.COMPLETED, "ended_by": ""}
+    bound = answer.binding
+    as_bound = {"pr_number": bound.pr_number, "head_sha": bound.head_sha} if bound else {}
+    return job_rows.job_complete_change(
+        key, fields, KEPT, timezone.now(), dispatched=not report.is_self_report, expected=as_bound
+    )
+
+
+def _job_new(dispatch: Dispatch | None, report: Report, key: dict) -> job_rows.Change:
+    """The report's new row: in progress, or completed with its start unknown."""
     now = timezone.now()
-    fields = {**key, **_report_fields(report), "dispatch_id": dispatch.pk if dispatch else None}
+    said = {name: value for name, value in _report_fields(report).items() if value is not None or name not in KEPT}
+    fields = {**key, **said, "dispatch_id": dispatch.pk if dispatch else None}
     fields.update(status=report.status, created_at=now, **_upstream_fields(dispatch, report))
     if report.status == JobRun.Status.IN_PROGRESS:
         fields.update(in_progress_at=now, queue_seconds=queue_seconds(dispatch, report, now))
     else:
         fields.update(completed_at=now, start_unknown=True)
-    return fields
+    return job_rows.job_insert_change(fields)
 
 
-def _job_create(dispatch: Dispatch | None, report: Report, key: dict) -> JobRun | None:
-    """The new row, or None when a concurrent callback created it first."""
-    fields = _job_fields(dispatch, report, key)
-    pk = job_rows.job_insert(fields)
-    return None if pk is None else _job_created(dispatch, report, pk, fields)
-
-
-def _job_created(dispatch: Dispatch | None, report: Report, pk: int, fields: dict) -> JobRun:
-    """What goes with a row just inserted: its failed tests, and the end of the sweeper's
-    stand-in row for its dispatch."""
-    _failed_tests_store(pk, report)
-    # A dispatch read elsewhere than `dispatch_answered` was not asked about the sweeper's row.
-    if dispatch is not None and getattr(dispatch, "never_started_row", True):
-        job_rows.never_started_drop(dispatch.pk)
-    return JobRun(pk=pk, **{name: fields[name] for name in ("status", "conclusion", "event_type", "pr_number")})
-
-
-def _job_advance(job: JobRun, report: Report, has_failed_tests: bool) -> str:
-    if report.status == JobRun.Status.IN_PROGRESS:
-        if job.status == JobRun.Status.IN_PROGRESS:
-            return "duplicate"
-        raise Conflict(
-            f"job {report.job_name or report.workflow_name!r} attempt {report.run_attempt} already completed ({job.conclusion}); in_progress cannot follow completed"
-        )
-    if job.status == JobRun.Status.COMPLETED and not job.ended_by:
-        if job.conclusion == report.conclusion:
-            return "duplicate"
-        raise Conflict(
-            f"job already completed as {job.conclusion!r}; a second completion as {report.conclusion!r} contradicts it"
-        )
-    _job_complete(job, report, has_failed_tests)
-    return "completed"
-
-
-def _job_complete(job: JobRun, report: Report, has_failed_tests: bool) -> None:
-    """in_progress → completed, or a real result replacing the sweeper's verdict."""
-    now = timezone.now()
-    fields = _report_fields(report, keep=job)
-    fields.update(status=JobRun.Status.COMPLETED, ended_by="", completed_at=now)
-    fields["execution_seconds"] = _seconds_between(job.in_progress_at, now)
-    job_rows.job_update(job.pk, fields)
-    for name in ("status", "conclusion", "ended_by", "event_type"):
-        setattr(job, name, fields[name])
-    if has_failed_tests:
+def _job_apply(report: Report, change: job_rows.Change, dispatch: Dispatch | None = None) -> JobRun | None:
+    """`change` in the callback's transaction, with what goes with the row it wrote: the report's
+    failed tests in place of the row's old ones, and for a new row of `dispatch`, the end of the
+    sweeper's "never started" stand-in row for a dispatch that did start after all. None when
+    the change did not apply."""
+    job, had_failed_tests = job_rows.change_apply(change)
+    if job is None:
+        return None
+    if had_failed_tests:
         job_rows.failed_tests_drop(job.pk)
-    _failed_tests_store(job.pk, report)
+    job_rows.failed_tests_insert(job.pk, [vars(t) for t in report.failed_tests])
+    # A dispatch read elsewhere than `dispatch_answered` was not asked about the sweeper's row.
+    if change.inserts and dispatch is not None and getattr(dispatch, "never_started_row", True):
+        job_rows.never_started_drop(dispatch.pk)
+    return job
 
 
-def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
-    """The stored copy of a callback; a completion keeps what in_progress said unless it says more."""
+def _report_fields(report: Report) -> dict:
+    """The stored copy of a callback; a field of KEPT that the report leaves empty is None."""
     # The echoed upstream payload is ours already, and the callback_token is a credential: neither is kept.
     body = {k: v for k, v in report.body.items() if (k != "payload" or report.is_self_report) and k != "callback_token"}
-    fields = {
-        "event_type": report.event_type or (keep.event_type if keep else "pull_request"),
+    return {
+        "event_type": report.event_type or None,
         "workflow_name": report.workflow_name,
         "conclusion": report.conclusion,
-        "workflow_url": report.workflow_url or (keep.workflow_url if keep else ""),
-        "artifact_url": report.artifact_url or (keep.artifact_url if keep else ""),
-        "check_run_id": report.check_run_id or (keep.check_run_id if keep else ""),
-        "reported_started_at": report.started_at or (keep.reported_started_at if keep else None),
+        "workflow_url": report.workflow_url or None,
+        "artifact_url": report.artifact_url or None,
+        "check_run_id": report.check_run_id or None,
+        "reported_started_at": report.started_at,
         "reported_completed_at": report.completed_at,
         "tests_passed": report.tests.get("passed"),
         "tests_failed": report.tests.get("failed"),
@@ -308,11 +363,10 @@ def _report_fields(report: Report, keep: JobRun | None = None) -> dict:
         "tests_xfailed": report.tests.get("xfailed"),
         "tests_xpassed": report.tests.get("xpassed"),
         "failed_tests_truncated": report.failed_tests_truncated,
-        "environment": report.environment or (keep.environment if keep else {}),
-        "triage_verdict": report.triage_verdict or (keep.triage_verdict if keep else None),
+        "environment": report.environment or None,
+        "triage_verdict": report.triage_verdict or None,
         "body": body,
     }
-    return fields
 
 
 def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
@@ -323,10 +377,6 @@ def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
             "event_type": report.event_type or dispatch.event_type,
         }
     return {"pr_number": None, "head_sha": report.head_sha}
-
-
-def _failed_tests_store(job_id: int, report: Report) -> None:
-    job_rows.failed_tests_insert(job_id, [vars(t) for t in report.failed_tests])
 
 
 # --- timing -------------------------------------------------------------------------------------------
@@ -361,10 +411,11 @@ def pr_head_only(sha: str) -> bool:
     return known_head or Dispatch.objects.filter(head_sha=sha, event_type="pull_request").exists()
 
 
-def self_report_record(project: Project, report: Report, token: VerifiedToken) -> str:
+def self_report_record(answer: Answer, token: VerifiedToken) -> str:
     """The tested upstream SHA is the top-level `pytorch_head_sha` when sent, else the delivery_id
     (the existing action's shape). The delivery_id stays the job's idempotency key, so every job
     of a Buildkite build (`buildkite-<build>-<job uuid>`) groups under its SHA and run id."""
+    report = answer.report
     if report.status != JobRun.Status.COMPLETED:
         raise BadCallback(f"{report.event_type} callbacks must have status 'completed', got {report.status!r}")
     sha = report.pytorch_head_sha or report.delivery_id.lower()
@@ -383,4 +434,4 @@ def self_report_record(project: Project, report: Report, token: VerifiedToken) -
     if report.delivery_id.lower() == sha:
         report.delivery_id = sha
     report.head_sha = sha
-    return job_record(project, None, report, token)
+    return job_record(answer, token)

@@ -1,7 +1,9 @@
-"""On PostgreSQL a callback's transaction starts in one round trip: BEGIN, the token's INSERT and
-the job's first statement travel together (relay/callbacks/job_rows.py: batch, crcr/postgresql:
-pipeline). Counted from libpq's own trace of the connection: each round trip ends with the
-server's ReadyForQuery."""
+"""On PostgreSQL a callback's common step is one statement: the job's new row (after its dispatch
+lookup) or its completed row (guarded by the dispatch it was made for, without a lookup) and the
+token's jti, written together in that statement's own transaction (relay/callbacks/job_rows.py:
+change_with_token). Counted from libpq's own trace of the
+connection: each round trip ends with the server's ReadyForQuery. The callbacks here run as in
+production, outside any transaction of the test's (`transaction=True`)."""
 
 import json
 import os
@@ -15,13 +17,13 @@ from django.utils import timezone
 
 from relay.callbacks import job_rows
 from relay.dispatch.sending import dispatch_client_payload
-from relay.models import Dispatch, JobRun, UsedToken
+from relay.models import Dispatch, FailedTest, JobRun, UsedToken
 from tests.conftest import action_body
 from tests.factories import DispatchFactory, ProjectFactory
 
 pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="pipeline mode is PostgreSQL's"),
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement step is PostgreSQL's"),
 ]
 
 REPO, REPO_ID = "amd/rocm-pytorch-ci", 424242
@@ -58,6 +60,11 @@ def _round_trips(messages: list[str]) -> int:
     return sum(1 for sent, answered in zip(directions, directions[1:]) if (sent, answered) == ("F", "B"))
 
 
+def _statements(messages: list[str]) -> list[str]:
+    """What the client asked the server to run."""
+    return [line for line in messages if "\tF\t" in line and ("\tParse\t" in line or "\tQuery\t" in line)]
+
+
 @pytest.fixture
 def payload():
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
@@ -67,25 +74,58 @@ def payload():
     return dispatch_client_payload(dispatch)
 
 
-def test_the_token_and_the_jobs_first_statement_share_one_round_trip(client, oidc, payload):
-    # The test's own transaction makes the callback's a savepoint: one round trip each way more.
+def test_in_progress_is_two_round_trips_and_its_completion_one(client, oidc, payload):
     job_rows._partitioned(JobRun)  # asked once per process, not per callback
+    for warm_up in ("warm-up 1", "warm-up 2", "warm-up 3"):  # each statement prepared on its third run
+        assert _post(client, oidc, action_body(payload, "in_progress", job=warm_up)).status_code == 200
+        assert _post(client, oidc, action_body(payload, "completed", "success", job=warm_up)).status_code == 200
     with _traced() as started:
         assert _post(client, oidc, action_body(payload, "in_progress")).json()["status"] == "in_progress"
     with _traced() as completed:
         assert _post(client, oidc, action_body(payload, "completed", "success")).json()["status"] == "completed"
-    # project, dispatch, SAVEPOINT, [token + job INSERT], RELEASE (six before the batching)
-    assert _round_trips(started) == 5
-    # dispatch, SAVEPOINT, [token + job lock], job UPDATE, RELEASE (six before): the project was
-    # cached by the first callback
-    assert _round_trips(completed) == 5
-    assert JobRun.objects.get().status == "completed" and UsedToken.objects.count() == 2
+    # the dispatch, then [job INSERT + token INSERT] (three before: BEGIN + token + job, COMMIT)
+    assert _round_trips(started) == 2
+    # [job UPDATE + old failed tests DELETE + token INSERT] (five before: the dispatch, BEGIN +
+    # token + job lock, job UPDATE, COMMIT)
+    assert _round_trips(completed) == 1
+    assert not any("BEGIN" in s or "COMMIT" in s for s in _statements(started) + _statements(completed))
+    job = JobRun.objects.get(job_name="build")
+    assert (job.status, job.conclusion, job.execution_seconds is not None) == ("completed", "success", True)
+    assert UsedToken.objects.count() == 8
 
 
-def test_a_token_that_carried_this_callback_already_undoes_the_job_statement_sent_with_it(client, oidc, payload):
+def test_a_token_that_carried_this_callback_already_undoes_the_job_row_written_with_it(client, oidc, payload):
     token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
     body = action_body(payload, "in_progress")
     assert _post(client, oidc, body, token).json()["status"] == "in_progress"
-    JobRun.objects.all().delete()  # so that the retry's speculative INSERT would make a row
+    JobRun.objects.all().delete()  # so that the retry's statement does write a row, until the token refuses it
     assert _post(client, oidc, body, token).json() == {"ok": True, "status": "duplicate"}
     assert not JobRun.objects.exists() and UsedToken.objects.count() == 1
+
+
+def test_a_replayed_token_for_another_job_writes_nothing(client, oidc, payload):
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    assert _post(client, oidc, action_body(payload, "in_progress"), token).status_code == 200
+    replay = _post(client, oidc, action_body(payload, "in_progress", job="other"), token)
+    assert replay.status_code == 401 and "already used" in replay.json()["detail"]
+    finish = _post(client, oidc, action_body(payload, "completed", "failure"), token)
+    assert finish.status_code == 401
+    assert list(JobRun.objects.values_list("job_name", "status")) == [("build", "in_progress")]
+
+
+def test_a_completion_in_one_statement_replaces_the_failed_tests_its_in_progress_sent(client, oidc, payload):
+    started = action_body(payload, "in_progress", failed_tests=[{"name": "test_early", "classname": "TestX"}])
+    assert _post(client, oidc, started).json()["status"] == "in_progress"  # through the transaction
+    assert FailedTest.objects.count() == 1
+    with _traced() as completed:
+        assert _post(client, oidc, action_body(payload, "completed", "success")).json()["status"] == "completed"
+    assert not any("BEGIN" in statement for statement in _statements(completed)), "one statement, no transaction"
+    assert not FailedTest.objects.exists()
+
+
+def test_a_409_leaves_the_token_unused_as_before(client, oidc, payload):
+    assert _post(client, oidc, action_body(payload, "completed", "success")).status_code == 200
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    assert _post(client, oidc, action_body(payload, "in_progress"), token).status_code == 409
+    assert not UsedToken.objects.filter(used_for__endswith=":in_progress").exists()
+    assert JobRun.objects.get().status == "completed"

@@ -153,6 +153,101 @@ def test_a_completion_replaces_the_failed_tests_its_in_progress_report_sent(call
     assert list(FailedTest.objects.values_list("name", flat=True)) == stored
 
 
+def test_a_completion_keeps_what_its_in_progress_said_where_it_says_nothing(call, payload):
+    started = action_body(payload, "in_progress", environment={"device": "xpu"}, check_run_id="77-1")
+    started["workflow"]["artifact_url"] = "https://example.com/artifacts/77"
+    call(started)
+    done = action_body(payload, "completed", "success", url="", check_run_id="", started_at=None)
+    assert call(done).json()["status"] == "completed"
+    job = JobRun.objects.get()
+    assert (job.workflow_url, job.check_run_id, job.artifact_url) == (
+        "https://github.com/intel/torch-xpu-ops/actions/runs/4242",
+        "77-1",
+        "https://example.com/artifacts/77",
+    )
+    assert job.environment == {"device": "xpu"} and job.reported_started_at is not None
+    assert job.reported_completed_at is not None and job.event_type == "pull_request"
+
+
+def test_a_completion_that_says_more_replaces_what_in_progress_said(call, payload):
+    call(action_body(payload, "in_progress", environment={"device": "xpu"}))
+    call(
+        action_body(payload, "completed", "failure", environment={"device": "xpu", "driver": "1.3"}, url="https://ci/9")
+    )
+    job = JobRun.objects.get()
+    assert (job.environment, job.workflow_url) == ({"device": "xpu", "driver": "1.3"}, "https://ci/9")
+
+
+def test_the_execution_time_runs_from_in_progress_to_the_completion_on_the_relays_clock(call, payload, monkeypatch):
+    from relay.callbacks import receive
+
+    call(action_body(payload, "in_progress"))
+    completed_at = timezone.now().replace(microsecond=500000)
+    JobRun.objects.update(in_progress_at=completed_at - timedelta(seconds=12, microseconds=345600))
+    monkeypatch.setattr(receive.timezone, "now", lambda: completed_at)
+    call(action_body(payload, "completed", "success"))
+    job = JobRun.objects.get()
+    assert (job.completed_at, job.execution_seconds) == (completed_at, 12.346)
+
+
+def test_a_real_completion_replaces_the_sweepers_timeout_verdict(call, payload):
+    call(action_body(payload, "in_progress"))
+    JobRun.objects.update(status="completed", conclusion="timed_out", ended_by="timed_out")
+    assert call(action_body(payload, "completed", "success")).json()["status"] == "completed"
+    job = JobRun.objects.get()
+    assert (job.status, job.conclusion, job.ended_by) == ("completed", "success", "")
+    assert job.execution_seconds is not None
+
+
+def test_a_second_identical_completion_after_a_real_one_is_a_duplicate_not_a_replacement(call, payload):
+    call(action_body(payload, "in_progress"))
+    call(action_body(payload, "completed", "failure", test_results={"passed": 1, "failed": 1}))
+    again = action_body(payload, "completed", "failure", test_results={"passed": 5, "failed": 1})
+    assert call(again).json()["status"] == "duplicate"
+    assert JobRun.objects.get().tests_passed == 1
+
+
+def _signed_payload(payload, dispatch, **binding):
+    from relay.callbacks.tokens import CallbackBinding, callback_token_sign
+
+    fields = {"delivery_guid": dispatch.delivery.guid, "repo": REPO, "pr_number": dispatch.pr_number}
+    token = callback_token_sign(CallbackBinding(**{**fields, "head_sha": dispatch.head_sha, **binding}))
+    return {**payload, "payload": {}, "callback_token": token}  # echoes no PR or head of its own
+
+
+@pytest.mark.parametrize(
+    "refused", ["another repo's token", "a forged token", "no token at L4", "another head SHA", "its dispatch gone"]
+)
+def test_a_completion_is_bound_to_its_dispatch_like_its_in_progress(call, payload, project, dispatch, refused):
+    assert call(action_body(payload, "in_progress")).status_code == 200
+    if refused == "another repo's token":
+        other = DispatchFactory(delivery=dispatch.delivery, project=ProjectFactory(), state="sent")
+        payload = {**payload, "callback_token": dispatch_client_payload(other)["callback_token"]}
+    elif refused == "a forged token":
+        payload = {**payload, "callback_token": payload["callback_token"][:-4] + "AAAA"}
+    elif refused == "no token at L4":
+        from relay.callbacks.identity import project_lookups_forget
+
+        project.level, project.device = "L4", ""
+        project.save()
+        project_lookups_forget()  # as the registry cache does within seconds
+        payload = {**payload, "callback_token": ""}
+    elif refused == "another head SHA":
+        payload = _signed_payload(payload, dispatch, head_sha="f" * 40)
+    else:
+        dispatch.delete()
+    response = call(action_body(payload, "completed", "success"))
+    assert response.status_code == 403, response.json()
+    assert JobRun.objects.get().status == "in_progress"
+    assert UsedToken.objects.count() == 1
+
+
+def test_a_completion_echoing_only_its_token_is_accepted(call, payload, dispatch):
+    assert call(action_body(payload, "in_progress")).status_code == 200
+    assert call(action_body(_signed_payload(payload, dispatch), "completed", "success")).status_code == 200
+    assert JobRun.objects.get().status == "completed"
+
+
 def test_a_first_callback_replaces_the_sweepers_never_started_row_and_nothing_else(call, project):
     from relay.dispatch.results_sweep import results_sweep
 
@@ -372,14 +467,14 @@ def test_exactly_one_of_two_concurrent_identical_callbacks_wins(client, oidc, se
 
 
 def test_it_writes_nothing_when_storing_the_results_fails(call, payload, monkeypatch):
-    from relay.callbacks import receive as callbacks
+    from relay.callbacks import job_rows
 
     call(action_body(payload, "in_progress"))
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(callbacks, "_failed_tests_store", boom)
+    monkeypatch.setattr(job_rows, "failed_tests_insert", boom)
     with pytest.raises(RuntimeError):
         call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t"}]))
     assert JobRun.objects.get().status == "in_progress", "state did not advance without its results"
@@ -394,7 +489,8 @@ def test_a_job_statement_that_fails_after_the_tokens_insert_was_sent_leaves_noth
     from relay.callbacks import job_rows
 
     client.raise_request_exception = False  # PostgreSQL's undefined table is a 500, SQLite's a 503
-    monkeypatch.setattr(job_rows, "job_insert_send", lambda values: job_rows.Sent("SELECT * FROM no_such_table", []))
+    failing = job_rows.Change("SELECT * FROM no_such_table", [], (), inserts=True)
+    monkeypatch.setattr(job_rows, "job_insert_change", lambda values: failing)
     with transaction.atomic():  # a caller's transaction around the callback's
         assert call(action_body(payload, "in_progress")).status_code in (500, 503)
         assert not JobRun.objects.exists() and not UsedToken.objects.exists()

@@ -90,8 +90,9 @@ FailedTest.objects.create(job_run=job, name="test_add", classname="TestOps")
 key = {"delivery_key": job.delivery_key, "project_id": project.pk, "run_id": "9", "run_attempt": 1, "job_name": "test (1)"}
 from django.db import transaction
 with transaction.atomic():
-    locked, has_failed_tests = job_rows.job_locked(key)
-    job_rows.row_update(JobRun, locked.pk, {"status": "completed", "conclusion": "success"})
+    locked = job_rows.job_locked(key)
+    completion = job_rows.job_complete_change(key, {"status": "completed", "conclusion": "success"}, (), timezone.now())
+    completed, has_failed_tests = job_rows.change_apply(completion)
 job.refresh_from_db()
 fresh = {**key, "job_name": "test (2)", "dispatch_id": dispatch.pk, "status": "in_progress", "event_type": "push",
          "head_sha": delivery.head_sha, "created_at": timezone.now()}
@@ -101,7 +102,9 @@ with transaction.atomic():
     again = job_rows.job_insert(fresh)
 grid = Client().get("/")
 print(json.dumps({"dispatch": dispatch.pk, "job": job.pk, "status": job.status, "failed": job.failed_tests.count(),
-                  "has_failed_tests": has_failed_tests, "inserted": inserted is not None, "again": again,
+                  "has_failed_tests": has_failed_tests, "completed": completed.pk == locked.pk,
+                  "one_statement": job_rows.one_statement_changes(),
+                  "inserted": inserted is not None, "again": again,
                   "grid": grid.status_code, "dispatch_found": Dispatch.objects.filter(pk=dispatch.pk).exists()}))
 """
 
@@ -125,6 +128,8 @@ def test_it_converts_a_seeded_store_keeping_every_row_and_the_relay_keeps_workin
         "status": "completed",
         "failed": 1,
         "has_failed_tests": True,
+        "completed": True,  # the completion's one UPDATE, on the partitioned table
+        "one_statement": False,  # the token and the row then take a transaction (no unique key to conflict on)
         "inserted": True,  # the relay's own insert, on the partitioned table
         "again": None,  # and its dedupe by the job's key, which no unique index holds any more
         "grid": 200,
