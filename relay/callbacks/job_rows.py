@@ -367,7 +367,9 @@ def failed_tests_drop(job_id: int) -> None:
 
 DISPATCH_ANSWERED_SQL = (
     f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
-    "EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = %s) "
+    # A literal, not a parameter: a prepared statement's generic plan could not use the partial
+    # index jobrun_never_started_idx for a value it does not know.
+    f"EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = '{JobRun.EndedBy.NEVER_STARTED}') "
     "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
     "WHERE v.guid = %s AND d.project_id = %s"
 )
@@ -379,8 +381,7 @@ def dispatch_answered(delivery_guid: str, project_id: int) -> Dispatch | None:
     "never started" row for it (nearly never: asked in the same statement, through the job
     table's dispatch index). The sweeper writes one only for a dispatch no job answered, so a
     race with it is no wider than the one the callback's own transaction already has."""
-    params = [JobRun.EndedBy.NEVER_STARTED.value, delivery_guid, project_id]
-    dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, DISPATCH_ANSWERED_SQL, params, flags=1)
+    dispatch, flags = row_read(Dispatch, DISPATCH_COLUMNS, DISPATCH_ANSWERED_SQL, [delivery_guid, project_id], flags=1)
     if dispatch is not None:
         dispatch.never_started_row = flags[0]
     return dispatch
