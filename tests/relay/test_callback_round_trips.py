@@ -83,9 +83,10 @@ def test_in_progress_is_two_round_trips_and_its_completion_one(client, oidc, pay
         assert _post(client, oidc, action_body(payload, "in_progress")).json()["status"] == "in_progress"
     with _traced() as completed:
         assert _post(client, oidc, action_body(payload, "completed", "success")).json()["status"] == "completed"
-    # the dispatch, then [job INSERT + token INSERT] (three before: BEGIN + token + job, COMMIT)
+    # the dispatch, then [job INSERT + token INSERT] (three before: the dispatch, BEGIN + token +
+    # job INSERT, COMMIT)
     assert _round_trips(started) == 2
-    # [job UPDATE + old failed tests DELETE + token INSERT] (five before: the dispatch, BEGIN +
+    # [job UPDATE + old failed tests DELETE + token INSERT] (four before: the dispatch, BEGIN +
     # token + job lock, job UPDATE, COMMIT)
     assert _round_trips(completed) == 1
     assert not any("BEGIN" in s or "COMMIT" in s for s in _statements(started) + _statements(completed))
