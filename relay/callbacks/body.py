@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from relay import jsonin
 from relay.params import aware_datetime
 
-from ..models import SELF_REPORT_EVENTS, Conclusion
+from ..models import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
 
 logger = logging.getLogger(__name__)
@@ -237,8 +237,9 @@ def _run_id(workflow: dict) -> str:
             if value not in (None, "")
             else "callback body missing required field: 'workflow.run_id'"
         )
-    if value.strip() == "0":
-        raise BadCallback("'workflow.run_id' 0 is reserved")
+    if value.strip() in ("0", NEVER_STARTED_RUN_ID):
+        # "-" is the run of the sweeper's "never started" row: a callback keyed by it would be that row's.
+        raise BadCallback(f"'workflow.run_id' {value.strip()} is reserved")
     return value.strip()
 
 

@@ -136,19 +136,6 @@ def _insert_sql(model, names: tuple[str, ...], conflict: tuple[str, ...], return
     )
 
 
-@cache
-def _update_sql(model, names: tuple[str, ...], vendor: str) -> str:
-    quote, fields = _db().ops.quote_name, _fields(model)
-    assignments = ", ".join(f"{quote(fields[name].column)} = %s" for name in names)
-    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = %s"
-
-
-def row_update(model, pk: int, values: dict) -> None:
-    db = _db()
-    with _cursor(db) as cursor:
-        cursor.execute(_update_sql(model, tuple(values), db.vendor), [*_values(model, values, db), pk])
-
-
 # --- the token ------------------------------------------------------------------------------------
 
 
@@ -186,19 +173,22 @@ def job_insert_change(values: dict) -> Change:
     return Change(sql, _values(JobRun, row, db), tuple(row[name] for name in JOB_KEY), inserts=True)
 
 
-def job_complete_change(
-    key: dict, values: dict, kept: tuple[str, ...], now, dispatched: bool = False, expected: dict | None = None
-) -> Change:
+def job_complete_change(key: dict, values: dict, kept: tuple[str, ...], now, made_for: str, expected: dict) -> Change:
     """The completion of the job with this key where it is COMPLETABLE: `values` written, but a
     column in `kept` whose value is None keeps what the row holds; `completed_at` and
-    `execution_seconds` from `now`. Only a row made for a dispatch when `dispatched`, and only
-    one whose columns hold the `expected` values (NULL matching None)."""
-    db, expected = _db(), expected or {}
+    `execution_seconds` from `now`. Only a row `made_for` a "dispatch" (or a "self-report": no
+    dispatch), and only one whose columns hold the `expected` values (NULL matching None)."""
+    db = _db()
     values = {**values, "completed_at": now, "updated_at": now}
-    sql = _complete_sql(tuple(values), kept, dispatched, tuple(expected), db.vendor)
+    sql = _complete_sql(tuple(values), kept, made_for, tuple(expected), db.vendor)
     completed_at = _fields(JobRun)["completed_at"].get_db_prep_save(now, db)
     where = [*(key[name] for name in JOB_KEY), *_values(JobRun, expected, db)]
     return Change(sql, [*_values(JobRun, values, db), completed_at, *where], tuple(key[n] for n in JOB_KEY), False)
+
+
+MADE_FOR = {"dispatch": "dispatch_id IS NOT NULL", "self-report": "dispatch_id IS NULL"}
+"""Which rows a completion may find, by what made them: a dispatch's callback completes only a row
+made for a dispatch (of the delivery and project its key holds), a self-report only one of its own."""
 
 
 SAME_AS = {"postgresql": "IS NOT DISTINCT FROM", "sqlite": "IS"}
@@ -207,7 +197,7 @@ SAME_AS = {"postgresql": "IS NOT DISTINCT FROM", "sqlite": "IS"}
 
 @cache
 def _complete_sql(
-    names: tuple[str, ...], kept: tuple[str, ...], dispatched: bool, expected: tuple[str, ...], vendor: str
+    names: tuple[str, ...], kept: tuple[str, ...], made_for: str, expected: tuple[str, ...], vendor: str
 ) -> str:
     quote, fields = _db().ops.quote_name, _fields(JobRun)
     assignments = []
@@ -215,8 +205,7 @@ def _complete_sql(
         column = quote(fields[name].column)
         assignments.append(f"{column} = COALESCE(%s, {column})" if name in kept else f"{column} = %s")
     assignments.append(f"execution_seconds = {ELAPSED_SECONDS[vendor]}")
-    where = [f"{quote(c)} = %s" for c in JOB_KEY] + [COMPLETABLE]
-    where += ["dispatch_id IS NOT NULL"] if dispatched else []
+    where = [f"{quote(c)} = %s" for c in JOB_KEY] + [COMPLETABLE, MADE_FOR[made_for]]
     where += [f"{quote(fields[name].column)} {SAME_AS[vendor]} %s" for name in expected]
     return (
         f"UPDATE {quote(JobRun._meta.db_table)} SET {', '.join(assignments)} WHERE {' AND '.join(where)} "
@@ -272,6 +261,9 @@ def change_with_token(change: Change, token: dict) -> JobRun | None:
         with transaction.atomic() if db.in_atomic_block else nullcontext():
             row = _first_row(sql, params)
     except IntegrityError:
+        # The used token's unique index, or any other constraint (a foreign key checked at
+        # commit): nothing was written either way, and the caller's transaction, running the
+        # same change, meets a lasting error again and raises it.
         return None
     return row_model(JobRun, JOB_STATE_COLUMNS, row)[0]
 
@@ -305,13 +297,6 @@ def _partitioned(model) -> bool:
     return _partitioned_tables[table]
 
 
-def job_insert(values: dict) -> int | None:
-    """A new job row (every column given or defaulted), or None when its key exists already.
-    Call inside a transaction: on a partitioned table the key's lock lasts until its commit."""
-    job, _ = change_apply(job_insert_change(values))
-    return None if job is None else job.pk
-
-
 def job_locked(key: dict) -> JobRun | None:
     """The job with this key, locked for the rest of the transaction (SQLite's write transaction
     holds the lock already), with only the columns the state machine reads."""
@@ -324,10 +309,6 @@ def _job_locked_sql(vendor: str) -> str:
     lock = " FOR UPDATE" if db.features.has_select_for_update else ""
     where = " AND ".join(f"{db.ops.quote_name(c)} = %s" for c in JOB_KEY)
     return f"SELECT {', '.join(JOB_STATE_COLUMNS)} FROM relay_jobrun WHERE {where}{lock}"
-
-
-def job_update(pk: int, values: dict) -> None:
-    row_update(JobRun, pk, {**values, "updated_at": timezone.now()})
 
 
 def never_started_drop(dispatch_id: int) -> None:

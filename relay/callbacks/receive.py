@@ -12,7 +12,7 @@ from django.utils import timezone
 from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
-from ..models import Dispatch, JobRun, Level, Project, UpstreamCommit, UsedToken
+from ..models import Delivery, Dispatch, JobRun, Level, Project, UpstreamCommit, UsedToken
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
@@ -204,9 +204,15 @@ def _in_one_statement(answer: Answer) -> bool:
     report = answer.report
     if report.is_self_report or report.failed_tests:
         return False
-    if report.status == JobRun.Status.IN_PROGRESS and getattr(answer.dispatch(), "never_started_row", True):
+    if report.status == JobRun.Status.IN_PROGRESS and _sweeper_row_to_drop(answer.dispatch()):
         return False
     return job_rows.one_statement_changes()
+
+
+def _sweeper_row_to_drop(dispatch: Dispatch | None) -> bool:
+    """Whether a new row for `dispatch` ends the sweeper's "never started" row for it. A dispatch
+    read elsewhere than `dispatch_answered` was not asked, and may have one."""
+    return dispatch is not None and getattr(dispatch, "never_started_row", True)
 
 
 def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
@@ -214,15 +220,25 @@ def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
 
 
 def _job_step(answer: Answer, token: VerifiedToken, change: job_rows.Change):
-    """(outcome, the job as written), inside the callback's transaction: the token consumed, then
-    the report's change, or what the row's state answers instead. A completion whose row is not
-    there yet makes it (its start unknown), from its dispatch; the row a concurrent callback made
-    first is locked and asked again."""
-    project, report = answer.project, answer.report
-    if not _token_consumed(token, report, project):
+    """(outcome, the job as written), inside the callback's transaction: the report's change (or
+    what the row's state answers instead), then the token consumed. In that order, as in the one
+    statement (job_rows.change_with_token): both take the row's lock before the jti's, so neither
+    waits on the other in turn; a token that carried another callback undoes the change."""
+    outcome, job = _job_changed(answer, change)
+    if not _token_consumed(token, answer.report, answer.project):
+        transaction.set_rollback(True)
         return "duplicate", None
+    return outcome, job
+
+
+def _job_changed(answer: Answer, change: job_rows.Change):
+    """The report's change applied, or what the row's state answers. A completion that did not
+    apply looks its dispatch up before anything else is decided (every 403 of `dispatch_for`
+    first): its row may not be there yet, to be made from it (its start unknown). The row a
+    concurrent callback made first is locked and asked again."""
+    project, report = answer.project, answer.report
     key = _job_key(project, report)
-    job = _job_apply(report, change, answer.found)
+    job = _job_apply(report, change, answer.dispatch() if change.inserts else None)
     if job is None and not change.inserts:
         job = _job_apply(report, _job_new(answer.dispatch(), report, key), answer.dispatch())
     if job is not None:
@@ -307,9 +323,8 @@ def _job_change(answer: Answer) -> job_rows.Change:
     fields = {**_report_fields(report), "status": JobRun.Status.COMPLETED, "ended_by": ""}
     bound = answer.binding
     as_bound = {"pr_number": bound.pr_number, "head_sha": bound.head_sha} if bound else {}
-    return job_rows.job_complete_change(
-        key, fields, KEPT, timezone.now(), dispatched=not report.is_self_report, expected=as_bound
-    )
+    made_for = "self-report" if report.is_self_report else "dispatch"
+    return job_rows.job_complete_change(key, fields, KEPT, timezone.now(), made_for, as_bound)
 
 
 def _job_new(dispatch: Dispatch | None, report: Report, key: dict) -> job_rows.Change:
@@ -336,8 +351,7 @@ def _job_apply(report: Report, change: job_rows.Change, dispatch: Dispatch | Non
     if had_failed_tests:
         job_rows.failed_tests_drop(job.pk)
     job_rows.failed_tests_insert(job.pk, [vars(t) for t in report.failed_tests])
-    # A dispatch read elsewhere than `dispatch_answered` was not asked about the sweeper's row.
-    if change.inserts and dispatch is not None and getattr(dispatch, "never_started_row", True):
+    if change.inserts and _sweeper_row_to_drop(dispatch):
         job_rows.never_started_drop(dispatch.pk)
     return job
 
@@ -428,6 +442,12 @@ def self_report_record(answer: Answer, token: VerifiedToken) -> str:
         raise Forbidden(
             f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
             "commits; a PR head takes results only for its dispatch, with its callback_token"
+        )
+    if Delivery.objects.filter(guid=report.delivery_id).exists():
+        # Its jobs' key would be a dispatch's, and its rows that dispatch's jobs.
+        raise Forbidden(
+            f"delivery_id {report.delivery_id} names an upstream delivery: {report.event_type} results are keyed by "
+            "the SHA they tested or a key of their own; a delivery takes results only for its dispatch"
         )
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")

@@ -83,7 +83,12 @@ def test_a_job_that_completes_after_its_hour_was_rolled_up_is_counted_at_the_nex
     rollups_refresh()
     assert_same_as_on_demand()
     # Then the real result replaces the sweeper's verdict, as a callback writes it (updated_at).
-    job_rows.job_update(running.pk, {"status": "completed", "conclusion": "success", "ended_by": ""})
+    key = {name: getattr(running, name) for name in job_rows.JOB_KEY}
+    made_for = "dispatch" if running.dispatch_id else "self-report"
+    completion = job_rows.job_complete_change(
+        key, {"status": "completed", "conclusion": "success", "ended_by": ""}, (), timezone.now(), made_for, {}
+    )
+    assert job_rows.change_apply(completion)[0] is not None
     rollups_refresh()
     assert_same_as_on_demand()
 

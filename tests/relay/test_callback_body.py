@@ -63,6 +63,7 @@ def mutate(body, path, value):
         (("workflow", "run_id"), KeyError, "run_id"),
         (("workflow", "run_id"), {"id": 1}, "run_id"),
         (("workflow", "run_id"), "0", "reserved"),
+        (("workflow", "run_id"), "-", "reserved"),  # the sweeper's "never started" row
         (("workflow", "run_attempt"), "first", "run_attempt"),
         (("workflow", "run_attempt"), -1, "run_attempt"),
         (("workflow", "conclusion"), None, "conclusion"),

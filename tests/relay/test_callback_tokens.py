@@ -14,6 +14,13 @@ def test_it_reads_back_what_it_signed():
     assert callback_token_read(callback_token_sign(BINDING)) == BINDING
 
 
+def test_it_remembers_when_a_token_was_signed_as_djangos_signer_wrote_it():
+    before = time.time()
+    token = callback_token_sign(BINDING)
+    binding, signed_at = tokens._signed(token, tokens.settings.SECRET_KEY, tuple(tokens.settings.SECRET_KEY_FALLBACKS))
+    assert binding == BINDING and int(before) <= signed_at <= time.time()
+
+
 def test_a_remembered_token_still_expires(monkeypatch):
     token = callback_token_sign(BINDING)
     assert callback_token_read(token) == BINDING  # its signature now remembered

@@ -242,6 +242,25 @@ def test_a_completion_is_bound_to_its_dispatch_like_its_in_progress(call, payloa
     assert UsedToken.objects.count() == 1
 
 
+def test_a_token_that_completed_the_job_is_still_refused_with_a_binding_for_another_head(call, payload, dispatch, oidc):
+    token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
+    call(action_body(payload, "in_progress"))
+    assert call(action_body(payload, "completed", "success"), token=token).status_code == 200
+    forged = _signed_payload(payload, dispatch, head_sha="f" * 40)
+    replay = call(action_body(forged, "completed", "success"), token=token)
+    assert replay.status_code == 403, replay.json()  # not "duplicate": the binding is checked first, as ever
+
+
+def test_the_sweepers_never_started_row_cannot_be_completed_by_its_run_id(call, project):
+    from relay.dispatch.results_sweep import results_sweep
+
+    silent = DispatchFactory(project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(hours=7))
+    results_sweep()
+    body = action_body(dispatch_client_payload(silent), "completed", "success", run_id="-", job="")
+    assert call(body).status_code == 400
+    assert JobRun.objects.get().ended_by == "never_started"
+
+
 def test_a_completion_echoing_only_its_token_is_accepted(call, payload, dispatch):
     assert call(action_body(payload, "in_progress")).status_code == 200
     assert call(action_body(_signed_payload(payload, dispatch), "completed", "success")).status_code == 200

@@ -91,15 +91,16 @@ key = {"delivery_key": job.delivery_key, "project_id": project.pk, "run_id": "9"
 from django.db import transaction
 with transaction.atomic():
     locked = job_rows.job_locked(key)
-    completion = job_rows.job_complete_change(key, {"status": "completed", "conclusion": "success"}, (), timezone.now())
+    fields = {"status": "completed", "conclusion": "success"}
+    completion = job_rows.job_complete_change(key, fields, (), timezone.now(), "dispatch", {})
     completed, has_failed_tests = job_rows.change_apply(completion)
 job.refresh_from_db()
 fresh = {**key, "job_name": "test (2)", "dispatch_id": dispatch.pk, "status": "in_progress", "event_type": "push",
          "head_sha": delivery.head_sha, "created_at": timezone.now()}
 with transaction.atomic():
-    inserted = job_rows.job_insert(fresh)
+    inserted = job_rows.change_apply(job_rows.job_insert_change(fresh))[0]
 with transaction.atomic():
-    again = job_rows.job_insert(fresh)
+    again = job_rows.change_apply(job_rows.job_insert_change(fresh))[0]
 grid = Client().get("/")
 print(json.dumps({"dispatch": dispatch.pk, "job": job.pk, "status": job.status, "failed": job.failed_tests.count(),
                   "has_failed_tests": has_failed_tests, "completed": completed.pk == locked.pk,

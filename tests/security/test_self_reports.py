@@ -64,3 +64,32 @@ def test_a_self_report_on_a_commit_that_later_becomes_a_pr_head_never_shows_on_t
         for cell in head.get("cells", [])
     )
     assert "nightly" not in client.get("/pr/77").content.decode()
+
+
+def test_a_self_report_keyed_by_a_dispatched_delivery_cannot_complete_that_dispatchs_job(client, oidc, l4):
+    from relay.dispatch.sending import dispatch_client_payload
+
+    UpstreamCommit.objects.create(sha=TRUNK, is_trunk=True, branch="main")
+    dispatch = DispatchFactory(project=l4, state="sent", pr_number=77, head_sha=PR_HEAD, event_type="pull_request")
+    token = oidc.mint(repository=l4.full_name, repository_id=str(l4.github_repo_id))
+    started = action_body({**dispatch_client_payload(dispatch), "payload": {}}, "in_progress", job="nightly")
+    posted = client.post(
+        "/github/callback",
+        data=json.dumps(started),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    assert posted.status_code == 200, posted.json()
+    body = action_body(
+        {"event_type": "nightly", "delivery_id": dispatch.delivery.guid, "pytorch_head_sha": TRUNK, "payload": {}},
+        "completed",
+        "success",
+        job="nightly",
+    )
+    token = oidc.mint(repository=l4.full_name, repository_id=str(l4.github_repo_id))
+    response = client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert response.status_code == 403 and "names an upstream delivery" in response.json()["detail"]
+    job = JobRun.objects.get()
+    assert (job.dispatch, job.status, job.event_type) == (dispatch, "in_progress", "pull_request")
