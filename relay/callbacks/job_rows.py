@@ -245,17 +245,18 @@ def one_statement_changes() -> bool:
     return _db().vendor == "postgresql" and not _partitioned(JobRun)
 
 
-def change_with_token(change: Change, token: dict) -> JobRun | None:
-    """`change` and the token's jti (UsedToken's columns) in one statement, its own transaction
-    when the caller has none: the row as written, or None when the change did not apply or the
-    token was used already, and then nothing was written. The jti is written only with the change
-    (so a token is consumed with a state change, never without), and its unique index refuses a
-    used token: the error undoes the whole statement, the change with it. The old failed tests of
-    a completed row go in the same statement; a report that brings failed tests of its own takes
-    the caller's transaction instead."""
-    db = _db()
-    sql = _with_token_sql(change.sql, tuple(token), change.inserts)
-    params = [*change.params, *_values(UsedToken, token, db)]
+def change_with_token(change: Change, token: dict, failed_tests: list[dict]) -> JobRun | None:
+    """`change`, the report's failed tests (each a dict of FailedTest's columns but job_run_id)
+    and the token's jti (UsedToken's columns) in one statement, its own transaction when the
+    caller has none: the row as written, or None when the change did not apply or the token was
+    used already, and then nothing was written. The jti is written only with the change (so a
+    token is consumed with a state change, never without), and its unique index refuses a used
+    token: the error undoes the whole statement, the change with it. A completed row's old failed
+    tests go in the same statement; the new ones come one array per column, so the statement's
+    text (and its prepared plan) is the same whatever their number."""
+    db, names = _db(), tuple(failed_tests[0]) if failed_tests else ()
+    sql = _with_token_sql(change.sql, tuple(token), change.inserts, names)
+    params = [*change.params, *_failed_tests_arrays(failed_tests, names, db), *_values(UsedToken, token, db)]
     # Inside a caller's transaction (a test's) a refused token must not break it: a savepoint.
     try:
         with transaction.atomic() if db.in_atomic_block else nullcontext():
@@ -268,15 +269,26 @@ def change_with_token(change: Change, token: dict) -> JobRun | None:
     return row_model(JobRun, JOB_STATE_COLUMNS, row)[0]
 
 
+def _failed_tests_arrays(tests: list[dict], names: tuple[str, ...], db) -> list[list]:
+    fields = _fields(FailedTest)
+    return [[fields[name].get_db_prep_save(test[name], db) for test in tests] for name in names]
+
+
 @cache
-def _with_token_sql(change_sql: str, token_names: tuple[str, ...], inserts: bool) -> str:
-    placeholders = ", ".join(["%s"] * len(token_names))
+def _with_token_sql(change_sql: str, token_names: tuple[str, ...], inserts: bool, failed_test_names: tuple) -> str:
+    db, fields = _db(), _fields(FailedTest)
     parts = [f"j AS ({change_sql})"]
     if not inserts:
         parts.append("d AS (DELETE FROM relay_failedtest WHERE job_run_id IN (SELECT id FROM j))")
+    if failed_test_names:
+        arrays = ", ".join(f"%s::{fields[name].db_type(db)}[]" for name in failed_test_names)
+        parts.append(
+            f"f AS (INSERT INTO relay_failedtest ({_quoted(FailedTest, ('job_run_id', *failed_test_names))}) "
+            f"SELECT j.id, u.* FROM j, unnest({arrays}) AS u)"
+        )
     parts.append(
-        f"t AS (INSERT INTO {_db().ops.quote_name(UsedToken._meta.db_table)} ({_quoted(UsedToken, token_names)}) "
-        f"SELECT {placeholders} WHERE EXISTS (SELECT 1 FROM j))"
+        f"t AS (INSERT INTO {db.ops.quote_name(UsedToken._meta.db_table)} ({_quoted(UsedToken, token_names)}) "
+        f"SELECT {', '.join(['%s'] * len(token_names))} WHERE EXISTS (SELECT 1 FROM j))"
     )
     return f"WITH {', '.join(parts)} SELECT {', '.join(JOB_STATE_COLUMNS)} FROM j"
 

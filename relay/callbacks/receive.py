@@ -186,7 +186,8 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
     project, report = answer.project, answer.report
     change = _job_change(answer)
     if _in_one_statement(answer):
-        job = job_rows.change_with_token(change, _token_row(token, report, project))
+        failed_tests = [vars(test) for test in report.failed_tests]
+        job = job_rows.change_with_token(change, _token_row(token, report, project), failed_tests)
         if job is not None:
             follow_up.job_recorded(job.pk, _recorded(project, job))
             return report.status
@@ -198,11 +199,11 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
 
 
 def _in_one_statement(answer: Answer) -> bool:
-    """Whether the step can be the token's and the row's one statement: a dispatch's report
-    without failed tests of its own (a self-report's token may carry every job of its run), and,
-    for a new row, no sweeper's row to drop with it (dispatch_answered asks)."""
+    """Whether the step can be the token's and the row's one statement: a dispatch's report (a
+    self-report's token may carry every job of its run), and, for a new row, no sweeper's row to
+    drop with it (dispatch_answered asks; the ORM's cascade drops it)."""
     report = answer.report
-    if report.is_self_report or report.failed_tests:
+    if report.is_self_report:
         return False
     if report.status == JobRun.Status.IN_PROGRESS and _sweeper_row_to_drop(answer.dispatch()):
         return False

@@ -114,9 +114,38 @@ def test_a_replayed_token_for_another_job_writes_nothing(client, oidc, payload):
     assert list(JobRun.objects.values_list("job_name", "status")) == [("build", "in_progress")]
 
 
+def test_failed_tests_come_in_the_same_one_statement(client, oidc, payload):
+    tests = [{"name": f"test_add_{i}", "classname": "TestAddXPU", "message": "mismatch"} for i in range(700)]
+    assert _post(client, oidc, action_body(payload, "in_progress", job="warm-up")).status_code == 200
+    assert _post(client, oidc, action_body(payload, "in_progress")).status_code == 200
+    with _traced() as completed:
+        done = _post(client, oidc, action_body(payload, "completed", "failure", failed_tests=tests))
+    assert done.json()["status"] == "completed"
+    assert not any("BEGIN" in statement for statement in _statements(completed)), "one statement, no transaction"
+    stored = FailedTest.objects.filter(job_run__job_name="build").order_by("id")
+    assert [t.name for t in stored] == [t["name"] for t in tests] and stored[0].outcome == "failed"
+
+
+def test_a_completion_whose_failed_tests_cannot_be_stored_changes_nothing(client, oidc, payload, monkeypatch):
+    from relay.models import FailedTest as Model
+
+    assert _post(client, oidc, action_body(payload, "in_progress")).status_code == 200
+    name = Model._meta.get_field("name")
+    monkeypatch.setattr(name, "db_type", lambda connection: "integer")  # the statement's cast of names then fails
+    job_rows._with_token_sql.cache_clear()
+    client.raise_request_exception = False
+    try:
+        response = _post(client, oidc, action_body(payload, "completed", "failure", failed_tests=[{"name": "t"}]))
+    finally:
+        job_rows._with_token_sql.cache_clear()
+    assert response.status_code >= 500
+    assert JobRun.objects.get().status == "in_progress" and not FailedTest.objects.exists()
+    assert UsedToken.objects.count() == 1
+
+
 def test_a_completion_in_one_statement_replaces_the_failed_tests_its_in_progress_sent(client, oidc, payload):
     started = action_body(payload, "in_progress", failed_tests=[{"name": "test_early", "classname": "TestX"}])
-    assert _post(client, oidc, started).json()["status"] == "in_progress"  # through the transaction
+    assert _post(client, oidc, started).json()["status"] == "in_progress"
     assert FailedTest.objects.count() == 1
     with _traced() as completed:
         assert _post(client, oidc, action_body(payload, "completed", "success")).json()["status"] == "completed"

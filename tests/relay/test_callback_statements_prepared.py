@@ -54,25 +54,28 @@ def test_a_connection_prepares_the_job_and_token_statements_once_it_has_run_them
     assert UsedToken.objects.count() == 6 and JobRun.objects.filter(status="completed").count() == 3
 
 
-def _job_update_prepared(one_statement: bool) -> bool:
-    start = 'WITH j AS (UPDATE "relay_jobrun" SET' if one_statement else 'UPDATE "relay_jobrun" SET'
-    return any(statement.startswith(start) for statement in _prepared_statements())
+def _job_update_prepared(with_failed_tests: bool) -> bool:
+    """Whether the completion's one statement (job_rows.change_with_token), with or without the
+    failed tests' INSERT, is prepared on this connection."""
+    return any(
+        statement.startswith('WITH j AS (UPDATE "relay_jobrun" SET')
+        and ("f AS (INSERT" in statement) == with_failed_tests
+        for statement in _prepared_statements()
+    )
 
 
 @pytest.mark.parametrize(
-    ("failed_tests", "one_statement"),
-    [
-        ([{"name": "test_add_xpu_float32", "classname": "TestAddXPU", "message": "mismatch"}], False),
-        ([], True),  # with the token in one statement (job_rows.change_with_token)
-    ],
+    "failed_tests",
+    [[{"name": "test_add_xpu_float32", "classname": "TestAddXPU", "message": "mismatch"}], []],
+    ids=["with failed tests", "without"],
 )
-def test_a_prepared_completion_stores_what_an_unprepared_one_stores(client, oidc, failed_tests, one_statement):
+def test_a_prepared_completion_stores_what_an_unprepared_one_stores(client, oidc, failed_tests):
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
     connection.ensure_connection()
     connection.connection.execute("DEALLOCATE ALL")  # psycopg forgets its own cache with it
     stored, prepared_before = [], []
     for _ in range(4):  # psycopg prepares a statement on its third run: unprepared, then prepared
-        prepared_before.append(_job_update_prepared(one_statement))
+        prepared_before.append(_job_update_prepared(bool(failed_tests)))
         dispatch = DispatchFactory(
             project=project, state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(seconds=5)
         )

@@ -493,7 +493,8 @@ def test_it_writes_nothing_when_storing_the_results_fails(call, payload, monkeyp
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(job_rows, "failed_tests_insert", boom)
+    monkeypatch.setattr(job_rows, "failed_tests_insert", boom)  # the transaction's (SQLite)
+    monkeypatch.setattr(job_rows, "_failed_tests_arrays", boom)  # the one statement's (PostgreSQL)
     with pytest.raises(RuntimeError):
         call(action_body(payload, "completed", "failure", failed_tests=[{"name": "t"}]))
     assert JobRun.objects.get().status == "in_progress", "state did not advance without its results"
