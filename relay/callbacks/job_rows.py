@@ -215,7 +215,7 @@ def _complete_sql(
 
 def _state_returned(may_have_failed_tests: bool) -> str:
     had = "EXISTS (SELECT 1 FROM relay_failedtest f WHERE f.job_run_id = relay_jobrun.id)"
-    return f"{', '.join(JOB_STATE_COLUMNS)}, {had if may_have_failed_tests else 'FALSE'}"
+    return f"{', '.join(JOB_STATE_COLUMNS)}, {had if may_have_failed_tests else 'FALSE'} AS had_failed_tests"
 
 
 def change_apply(change: Change) -> tuple[JobRun | None, bool]:
@@ -279,7 +279,10 @@ def _with_token_sql(change_sql: str, token_names: tuple[str, ...], inserts: bool
     db, fields = _db(), _fields(FailedTest)
     parts = [f"j AS ({change_sql})"]
     if not inserts:
-        parts.append("d AS (DELETE FROM relay_failedtest WHERE job_run_id IN (SELECT id FROM j))")
+        # The change asked already whether the row had failed tests: no second probe when it had none.
+        parts.append(
+            "d AS (DELETE FROM relay_failedtest WHERE job_run_id IN (SELECT id FROM j WHERE had_failed_tests))"
+        )
     if failed_test_names:
         arrays = ", ".join(f"%s::{fields[name].db_type(db)}[]" for name in failed_test_names)
         parts.append(
