@@ -109,13 +109,14 @@ class Answer:
     project: Project
     report: Report
     binding: CallbackBinding | None = None
-    found: Dispatch | None = None
+    looked_up: Dispatch | None = None
+    """The dispatch once `dispatch()` found it; read it through `dispatch()`."""
 
     def dispatch(self) -> Dispatch | None:
         """The dispatch this callback answers (None for a self-report); its refusals raise."""
-        if self.found is None and not self.report.is_self_report:
-            self.found = dispatch_for(self.project, self.report, self.binding)
-        return self.found
+        if self.looked_up is None and not self.report.is_self_report:
+            self.looked_up = dispatch_for(self.project, self.report, self.binding)
+        return self.looked_up
 
 
 def token_required(project: Project) -> bool:
