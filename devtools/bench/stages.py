@@ -37,7 +37,8 @@ STAGES = (
     ("rate limit (answer)", "relay.callbacks.ratelimit", "RateQuestion.decision", "callback service"),
     ("report read", "relay.callbacks.receive", "report_read", "callback service"),
     ("callback_token", "relay.callbacks.receive", "binding_read", "callback service"),
-    # An in_progress looks its dispatch up at once; a completion only when its row was not there.
+    # Only where the one statement did not apply (SQLite, a refusal, a sweeper's row): a new
+    # row's dispatch, or a completion's whose row was not there.
     ("dispatch lookup", "relay.callbacks.receive", "dispatch_for", "callback service"),
     ("state machine", "relay.callbacks.receive", "job_record", "callback service"),
     ("job change (its values)", "relay.callbacks.receive", "_job_change", "state machine"),

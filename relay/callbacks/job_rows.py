@@ -29,7 +29,7 @@ from functools import cache
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.utils import timezone
 
-from ..models import Dispatch, FailedTest, JobRun, UsedToken
+from ..models import Dispatch, FailedTest, JobRun, RerunRequest, UsedToken
 
 JOB_KEY = ("delivery_key", "project_id", "run_id", "run_attempt", "job_name")
 """The columns of JobRun's `job_run_key_unique`: one row per (delivery, repo, run, attempt, job)."""
@@ -42,15 +42,26 @@ COMPLETABLE = "NOT (status = 'completed' AND ended_by = '')"
 """The rows a completion may change: one in progress, or one the sweeper ended (`ended_by`: timed
 out, never started, superseded). A row a real completion ended is final (receive.py answers
 `duplicate` or 409 for it)."""
+NEVER_STARTED_ROW = (
+    # A literal, not a parameter: a prepared statement's generic plan could not use the partial
+    # index jobrun_never_started_idx for a value it does not know.
+    f"EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = '{JobRun.EndedBy.NEVER_STARTED}')"
+)
+"""Whether the sweeper has written its "never started" stand-in row for the dispatch `d`."""
 ELAPSED_SECONDS = {
-    "postgresql": "CASE WHEN in_progress_at IS NULL THEN NULL "
-    "ELSE ROUND(GREATEST(0, EXTRACT(EPOCH FROM (%s - in_progress_at)))::numeric, 3) END",
+    # Both ends in a row of their own, each named once: a NULL end gives no row, and so NULL
+    # (GREATEST alone would skip the NULL and answer 0).
+    "postgresql": "(SELECT ROUND(GREATEST(0, EXTRACT(EPOCH FROM (e - s)))::numeric, 3) "
+    "FROM (SELECT CAST(%s AS timestamp with time zone) AS e, {start} AS s) AS elapsed "
+    "WHERE e IS NOT NULL AND s IS NOT NULL)",
     # Django registers django_timestamp_diff (microseconds) on every SQLite connection; a NULL
-    # in_progress_at makes it, and so MAX and ROUND, NULL.
-    "sqlite": "ROUND(MAX(0, django_timestamp_diff(%s, in_progress_at) / 1000000.0), 3)",
+    # start makes it, and so MAX and ROUND, NULL.
+    "sqlite": "ROUND(MAX(0, django_timestamp_diff(%s, {start}) / 1000000.0), 3)",
 }
-"""execution_seconds of a completion: from the row's in_progress_at to the completion, on the
-relay's clock, to the millisecond, never negative; unknown (NULL) without an in_progress."""
+"""Seconds from the timestamp `{start}` to the one given (%s), on the relay's clock, to the
+millisecond, never negative; unknown (NULL) without either. A job's execution_seconds (from its
+in_progress_at to its completion) and queue_seconds (QUEUE_START to its in_progress) are both
+this, each computed by the statement that writes it."""
 
 
 def _db():
@@ -163,14 +174,89 @@ class Change:
     """A new row (else a completion of an existing one, whose old failed tests go)."""
 
 
-def job_insert_change(values: dict) -> Change:
-    """A new job row (every column given or defaulted), unless its key exists already."""
+def job_insert_change(values: dict, made_from: "FromDispatch | None" = None) -> Change:
+    """A new job row (every column given or defaulted), unless its key exists already; a row
+    `made_from` a dispatch takes that dispatch's columns (FROM_DISPATCH) in the same statement,
+    and is not written when the dispatch is not found."""
     now = timezone.now()
     row = {name: field.get_default() for name, field in _fields(JobRun).items()}
     row.update(values, updated_at=now)
     db = _db()
-    sql = _insert_sql(JobRun, tuple(row), () if _partitioned(JobRun) else JOB_KEY, _state_returned(False), db.vendor)
-    return Change(sql, _values(JobRun, row, db), tuple(row[name] for name in JOB_KEY), inserts=True)
+    conflict = () if _partitioned(JobRun) else JOB_KEY
+    key = tuple(row[name] for name in JOB_KEY)
+    if made_from is None:
+        sql = _insert_sql(JobRun, tuple(row), conflict, _state_returned(False), db.vendor)
+        return Change(sql, _values(JobRun, row, db), key, inserts=True)
+    event_type = row["event_type"] or None
+    row = {name: value for name, value in row.items() if name not in FROM_DISPATCH}
+    sql = _insert_from_dispatch_sql(tuple(row), conflict, made_from.shape(), db.vendor)
+    params = [*_values(JobRun, row, db), event_type, *made_from.params(row["in_progress_at"], db)]
+    return Change(sql, params, key, inserts=True)
+
+
+@dataclass(frozen=True)
+class FromDispatch:
+    """The dispatch a new job row is made from, found by the row's own statement: by its `id`
+    once looked up, or else by the delivery and project the callback names (and the PR and head
+    SHA its callback_token binds, when it echoed one) while the sweeper has no "never started" row
+    for it (which a new row must end: the caller's transaction does, the dispatch looked up). The
+    row's queue time starts at the dispatch's sending, or a re-run's request (`rerun_of`, a run id)."""
+
+    id: int | None = None
+    delivery_guid: str = ""
+    project_id: int | None = None
+    bound: tuple | None = None
+    """(pr_number, head_sha) of the callback_token; None without one."""
+    rerun_of: str | None = None
+
+    def shape(self) -> tuple:
+        return ("id" if self.id is not None else "bound" if self.bound else "named", self.rerun_of is not None)
+
+    def params(self, in_progress_at, db) -> list:
+        """The statement's parameters after the row's own: its queue time's, then its WHERE's."""
+        queue = [_fields(JobRun)["in_progress_at"].get_db_prep_save(in_progress_at, db)]
+        queue += [self.rerun_of] if self.rerun_of is not None else []
+        if self.id is not None:
+            return [*queue, self.id]
+        return [*queue, self.delivery_guid, self.project_id, *(self.bound or ())]
+
+
+FROM_DISPATCH = {
+    "dispatch_id": "d.id",
+    "pr_number": "d.pr_number",
+    "head_sha": "d.head_sha",
+    "event_type": "COALESCE(%s, d.event_type)",  # the report's, when it says one
+    "queue_seconds": None,  # ELAPSED_SECONDS from QUEUE_START to in_progress_at
+}
+"""What a job row made from a dispatch takes from it: the dispatch's PR and head SHA are the
+truth, not the report's echo."""
+QUEUE_START = {
+    False: "d.sent_at",
+    # A re-run attempt is measured from the relay's re-run request when it made one, and is
+    # otherwise left unknown rather than measured from the original dispatch (days earlier, maybe).
+    True: f"(SELECT MAX(r.requested_at) FROM {RerunRequest._meta.db_table} r WHERE r.project_id = d.project_id AND r.run_id = %s)",
+}
+"""Where a job's queue time starts, by whether it is a re-run's (run_attempt > 1)."""
+
+
+@cache
+def _insert_from_dispatch_sql(names: tuple[str, ...], conflict: tuple[str, ...], shape: tuple, vendor: str) -> str:
+    finds, rerun = shape
+    quote = _db().ops.quote_name
+    columns = {**FROM_DISPATCH, "queue_seconds": ELAPSED_SECONDS[vendor].format(start=QUEUE_START[rerun])}
+    where = {
+        "id": "d.id = %s",
+        "named": f"v.guid = %s AND d.project_id = %s AND NOT {NEVER_STARTED_ROW}",
+        "bound": f"v.guid = %s AND d.project_id = %s AND NOT {NEVER_STARTED_ROW} "
+        f"AND d.pr_number {SAME_AS[vendor]} %s AND d.head_sha = %s",
+    }[finds]
+    target = f"({_quoted(JobRun, conflict)}) " if conflict else ""
+    return (
+        f"INSERT INTO {quote(JobRun._meta.db_table)} ({_quoted(JobRun, names)}, {', '.join(columns)}) "
+        f"SELECT {', '.join(['%s'] * len(names))}, {', '.join(columns.values())} "
+        f"FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id WHERE {where} "
+        f"ON CONFLICT {target}DO NOTHING RETURNING {_state_returned(False)}"
+    )
 
 
 def job_complete_change(key: dict, values: dict, kept: tuple[str, ...], now, made_for: str, expected: dict) -> Change:
@@ -204,7 +290,7 @@ def _complete_sql(
     for name in names:
         column = quote(fields[name].column)
         assignments.append(f"{column} = COALESCE(%s, {column})" if name in kept else f"{column} = %s")
-    assignments.append(f"execution_seconds = {ELAPSED_SECONDS[vendor]}")
+    assignments.append(f"execution_seconds = {ELAPSED_SECONDS[vendor].format(start='in_progress_at')}")
     where = [f"{quote(c)} = %s" for c in JOB_KEY] + [COMPLETABLE, MADE_FOR[made_for]]
     where += [f"{quote(fields[name].column)} {SAME_AS[vendor]} %s" for name in expected]
     return (
@@ -362,10 +448,7 @@ def failed_tests_drop(job_id: int) -> None:
 
 
 DISPATCH_ANSWERED_SQL = (
-    f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, "
-    # A literal, not a parameter: a prepared statement's generic plan could not use the partial
-    # index jobrun_never_started_idx for a value it does not know.
-    f"EXISTS (SELECT 1 FROM relay_jobrun j WHERE j.dispatch_id = d.id AND j.ended_by = '{JobRun.EndedBy.NEVER_STARTED}') "
+    f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, {NEVER_STARTED_ROW} "
     "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
     "WHERE v.guid = %s AND d.project_id = %s"
 )

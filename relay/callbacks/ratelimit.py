@@ -3,11 +3,10 @@ fixed one-minute windows. If the cache is down the limit is skipped, loudly: a c
 lost to it.
 
 On Redis the question is asked before its answer is needed (`rate_limit_asked`): the INCR is
-sent, the caller reads the report and looks up its dispatch while Redis answers, and
+sent, the caller reads the report and checks its callback_token while Redis answers, and
 `decision()` reads the reply. With one client the Redis round trip was a tenth of a callback's
 wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-04
-(night)"). The price: a callback refused with 429 has cost one indexed database read, beside
-the body parse and the signature check it cost already."""
+(night)"). What the caller does while Redis answers neither writes nor reads the database."""
 
 import logging
 import time

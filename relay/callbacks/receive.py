@@ -65,10 +65,8 @@ def _receive(authorization: str | None, raw: bytes) -> CallbackResult:
     if project is None or not project.active or project.level == Level.L1:
         return _ok("ignored")
     with rate_limit_asked(project.full_name, project.rate_limit_per_min) as asked:
-        # While the limiter answers, the report is read, its callback_token checked and an
-        # in_progress report's dispatch looked up (one indexed read, which a repo over its limit
-        # now costs too): that repo still hears 429, whatever its report says and whatever the
-        # lookup raised.
+        # While the limiter answers, the report is read and its callback_token checked: a repo
+        # over its limit still hears 429, whatever its report says.
         answer, refusal = _bound(project, body)
         decision = asked.decision()
     headers = {"X-RateLimit-Degraded": "true"} if decision.degraded else {}
@@ -88,10 +86,7 @@ def _bound(project: Project, body: dict):
     database error), to be raised once the rate limit has had its say."""
     try:
         report = report_read(body)
-        answer = Answer(project, report, None if report.is_self_report else binding_read(project, report))
-        if report.status == JobRun.Status.IN_PROGRESS:
-            answer.dispatch()  # a new row is made from it
-        return answer, None
+        return Answer(project, report, None if report.is_self_report else binding_read(project, report)), None
     except Exception as exc:  # noqa: BLE001 - raised by the caller after the 429 check
         return None, exc
 
@@ -102,9 +97,9 @@ def _bound(project: Project, body: dict):
 @dataclass
 class Answer:
     """What a callback answers: its report, what its callback_token binds (None without one, and
-    for a self-report), and the dispatch, looked up when first needed. A completion usually
-    finds its row without it: the row made for that dispatch, its PR and head SHA those the
-    binding names (`_job_change`)."""
+    for a self-report), and the dispatch, looked up when first needed. The common callback never
+    needs it: a new row finds its dispatch in its own statement, and a completion finds its row
+    (the one made for that dispatch, with the PR and head SHA the binding names) (`_job_change`)."""
 
     project: Project
     report: Report
@@ -182,8 +177,8 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
 
     The common step (a dispatch's new in_progress row, or its in_progress row completed) is tried
     first where one statement can hold it (job_rows.change_with_token: PostgreSQL), which writes
-    the row and the token together or nothing; anything else, and whatever that statement did not
-    apply, is decided in a transaction by `_job_step`."""
+    the row and the token together or nothing, and looks nothing up first; anything else, and
+    whatever that statement did not apply, is decided in a transaction by `_job_step`."""
     project, report = answer.project, answer.report
     change = _job_change(answer)
     if _in_one_statement(answer):
@@ -201,14 +196,9 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
 
 def _in_one_statement(answer: Answer) -> bool:
     """Whether the step can be the token's and the row's one statement: a dispatch's report (a
-    self-report's token may carry every job of its run), and, for a new row, no sweeper's row to
-    drop with it (dispatch_answered asks; the ORM's cascade drops it)."""
-    report = answer.report
-    if report.is_self_report:
-        return False
-    if report.status == JobRun.Status.IN_PROGRESS and _sweeper_row_to_drop(answer.dispatch()):
-        return False
-    return job_rows.one_statement_changes()
+    self-report's token may carry every job of its run). A new row whose dispatch has a
+    sweeper's row to drop is not written there (job_rows.FromDispatch), and comes here."""
+    return not answer.report.is_self_report and job_rows.one_statement_changes()
 
 
 def _sweeper_row_to_drop(dispatch: Dispatch | None) -> bool:
@@ -234,15 +224,17 @@ def _job_step(answer: Answer, token: VerifiedToken, change: job_rows.Change):
 
 
 def _job_changed(answer: Answer, change: job_rows.Change):
-    """The report's change applied, or what the row's state answers. A completion that did not
-    apply looks its dispatch up before anything else is decided (every 403 of `dispatch_for`
-    first): its row may not be there yet, to be made from it (its start unknown). The row a
-    concurrent callback made first is locked and asked again."""
+    """The report's change applied, or what the row's state answers. A new row, and a completion
+    that did not apply (its row may not be there yet), look the dispatch up before anything else
+    is decided (every 403 of `dispatch_for` first), and the row is made from it by its id (a
+    completion's with its start unknown). The row a concurrent callback made first is locked and
+    asked again."""
     project, report = answer.project, answer.report
     key = _job_key(project, report)
-    job = _job_apply(report, change, answer.dispatch() if change.inserts else None)
-    if job is None and not change.inserts:
-        job = _job_apply(report, _job_new(answer.dispatch(), report, key), answer.dispatch())
+    job = None if change.inserts else _job_apply(report, change)
+    if job is None:
+        answer.dispatch()
+        job = _job_apply(report, _job_new(answer, key), answer.dispatch())
     if job is not None:
         return report.status, job
     existing = job_rows.job_locked(key)
@@ -321,7 +313,7 @@ def _job_change(answer: Answer) -> job_rows.Change:
     dispatch it answers, as its callback_token binds it (for a self-report, the row of its key)."""
     report, key = answer.report, _job_key(answer.project, answer.report)
     if report.status == JobRun.Status.IN_PROGRESS:
-        return _job_new(answer.dispatch(), report, key)
+        return _job_new(answer, key)
     fields = {**_report_fields(report), "status": JobRun.Status.COMPLETED, "ended_by": ""}
     bound = answer.binding
     as_bound = {"pr_number": bound.pr_number, "head_sha": bound.head_sha} if bound else {}
@@ -329,17 +321,35 @@ def _job_change(answer: Answer) -> job_rows.Change:
     return job_rows.job_complete_change(key, fields, KEPT, timezone.now(), made_for, as_bound)
 
 
-def _job_new(dispatch: Dispatch | None, report: Report, key: dict) -> job_rows.Change:
-    """The report's new row: in progress, or completed with its start unknown."""
-    now = timezone.now()
+def _job_new(answer: Answer, key: dict) -> job_rows.Change:
+    """The report's new row: in progress, or completed with its start unknown. A dispatch's row
+    takes its PR, head SHA and queue time from the dispatch (job_rows.FROM_DISPATCH): by its id
+    once looked up, else found by the statement itself."""
+    report, now = answer.report, timezone.now()
     said = {name: value for name, value in _report_fields(report).items() if value is not None or name not in KEPT}
-    fields = {**key, **said, "dispatch_id": dispatch.pk if dispatch else None}
-    fields.update(status=report.status, created_at=now, **_upstream_fields(dispatch, report))
+    fields = {**key, **said, "status": report.status, "created_at": now}
     if report.status == JobRun.Status.IN_PROGRESS:
-        fields.update(in_progress_at=now, queue_seconds=queue_seconds(dispatch, report, now))
+        fields.update(in_progress_at=now)
     else:
         fields.update(completed_at=now, start_unknown=True)
-    return job_rows.job_insert_change(fields)
+    if report.is_self_report:
+        return job_rows.job_insert_change(
+            {**fields, "dispatch_id": None, "pr_number": None, "head_sha": report.head_sha}
+        )
+    return job_rows.job_insert_change(fields, _made_from(answer))
+
+
+def _made_from(answer: Answer) -> job_rows.FromDispatch:
+    report, bound = answer.report, answer.binding
+    rerun_of = report.run_id if report.status == JobRun.Status.IN_PROGRESS and report.run_attempt > 1 else None
+    if answer.looked_up is not None:
+        return job_rows.FromDispatch(id=answer.looked_up.pk, rerun_of=rerun_of)
+    return job_rows.FromDispatch(
+        delivery_guid=report.delivery_id,
+        project_id=answer.project.pk,
+        bound=(bound.pr_number, bound.head_sha) if bound else None,
+        rerun_of=rerun_of,
+    )
 
 
 def _job_apply(report: Report, change: job_rows.Change, dispatch: Dispatch | None = None) -> JobRun | None:
@@ -383,37 +393,6 @@ def _report_fields(report: Report) -> dict:
         "triage_verdict": report.triage_verdict or None,
         "body": body,
     }
-
-
-def _upstream_fields(dispatch: Dispatch | None, report: Report) -> dict:
-    if dispatch is not None:
-        return {
-            "pr_number": dispatch.pr_number,
-            "head_sha": dispatch.head_sha,
-            "event_type": report.event_type or dispatch.event_type,
-        }
-    return {"pr_number": None, "head_sha": report.head_sha}
-
-
-# --- timing -------------------------------------------------------------------------------------------
-
-
-def queue_seconds(dispatch: Dispatch | None, report: Report, started) -> float | None:
-    """Dispatch sent → in_progress, on the relay's clock. A re-run attempt is measured from its
-    re-run request when we know it, and otherwise left empty rather than from the original
-    dispatch (which could be days earlier)."""
-    if dispatch is None:
-        return None
-    if report.run_attempt > 1:
-        requested = upstream.rerun_requested_at(dispatch, report.run_id, report.run_attempt)
-        return _seconds_between(requested, started)
-    return _seconds_between(dispatch.sent_at, started)
-
-
-def _seconds_between(start, end) -> float | None:
-    if start is None or end is None:
-        return None
-    return round(max(0.0, (end - start).total_seconds()), 3)
 
 
 # --- nightly / periodic self-reports ------------------------------------------------------------

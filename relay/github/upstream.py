@@ -51,14 +51,3 @@ def _commit_lookup(sha: str) -> bool:
             return False
         raise github.TransientGitHubError(str(exc), exc.status) from exc
     return isinstance(response.json, dict) and response.json.get("sha", "").lower() == sha
-
-
-def rerun_requested_at(dispatch, run_id: str, run_attempt: int):
-    """When the relay asked GitHub to re-run this downstream run (from a check-run re-run
-    request), if it did; None means unknown, and the re-run's queue time stays empty."""
-    from ..models import RerunRequest
-
-    request = (
-        RerunRequest.objects.filter(project_id=dispatch.project_id, run_id=run_id).order_by("-requested_at").first()
-    )
-    return request.requested_at if request else None

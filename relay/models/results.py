@@ -138,8 +138,8 @@ class JobRun(models.Model):
                 fields=["in_progress_at"], condition=models.Q(status="in_progress"), name="jobrun_running_idx"
             ),
             models.Index(fields=["created_at"], name="jobrun_created_idx"),
-            # Only the sweeper's "never started" rows: a callback's dispatch lookup asks whether its
-            # dispatch has one (relay/callbacks/job_rows.py: dispatch_answered), which through the
+            # Only the sweeper's "never started" rows: a callback's new row asks whether its
+            # dispatch has one (relay/callbacks/job_rows.py: NEVER_STARTED_ROW), which through the
             # dispatch index read every job row of that dispatch.
             models.Index(
                 fields=["dispatch"], condition=models.Q(ended_by="never_started"), name="jobrun_never_started_idx"

@@ -1,7 +1,7 @@
-"""On PostgreSQL a callback's common step is one statement: the job's new row (after its dispatch
-lookup) or its completed row (guarded by the dispatch it was made for, without a lookup) and the
-token's jti, written together in that statement's own transaction (relay/callbacks/job_rows.py:
-change_with_token). Counted from libpq's own trace of the
+"""On PostgreSQL a callback's common step is one statement: the job's new row (made from the
+dispatch the statement itself finds) or its completed row (guarded by the dispatch it was made
+for) and the token's jti, written together in that statement's own transaction, with nothing
+looked up first (relay/callbacks/job_rows.py: change_with_token). Counted from libpq's own trace of the
 connection: each round trip ends with the server's ReadyForQuery. The callbacks here run as in
 production, outside any transaction of the test's (`transaction=True`)."""
 
@@ -74,7 +74,7 @@ def payload():
     return dispatch_client_payload(dispatch)
 
 
-def test_in_progress_is_two_round_trips_and_its_completion_one(client, oidc, payload):
+def test_in_progress_and_its_completion_are_one_round_trip_each(client, oidc, payload):
     job_rows._partitioned(JobRun)  # asked once per process, not per callback
     for warm_up in ("warm-up 1", "warm-up 2", "warm-up 3"):  # each statement prepared on its third run
         assert _post(client, oidc, action_body(payload, "in_progress", job=warm_up)).status_code == 200
@@ -83,15 +83,16 @@ def test_in_progress_is_two_round_trips_and_its_completion_one(client, oidc, pay
         assert _post(client, oidc, action_body(payload, "in_progress")).json()["status"] == "in_progress"
     with _traced() as completed:
         assert _post(client, oidc, action_body(payload, "completed", "success")).json()["status"] == "completed"
-    # the dispatch, then [job INSERT + token INSERT] (three before: the dispatch, BEGIN + token +
-    # job INSERT, COMMIT)
-    assert _round_trips(started) == 2
+    # [job INSERT from its dispatch + token INSERT] (two before: the dispatch, then that statement;
+    # three before that: the dispatch, BEGIN + token + job INSERT, COMMIT)
+    assert _round_trips(started) == 1
     # [job UPDATE + old failed tests DELETE + token INSERT] (four before: the dispatch, BEGIN +
     # token + job lock, job UPDATE, COMMIT)
     assert _round_trips(completed) == 1
     assert not any("BEGIN" in s or "COMMIT" in s for s in _statements(started) + _statements(completed))
     job = JobRun.objects.get(job_name="build")
     assert (job.status, job.conclusion, job.execution_seconds is not None) == ("completed", "success", True)
+    assert 5 <= job.queue_seconds < 60, "measured from the dispatch's sending, in the statement"
     assert UsedToken.objects.count() == 8
 
 
@@ -159,3 +160,21 @@ def test_a_409_leaves_the_token_unused_as_before(client, oidc, payload):
     assert _post(client, oidc, action_body(payload, "in_progress"), token).status_code == 409
     assert not UsedToken.objects.filter(used_for__endswith=":in_progress").exists()
     assert JobRun.objects.get().status == "completed"
+
+
+def test_an_in_progress_for_a_delivery_never_dispatched_to_it_writes_nothing_and_uses_no_token(client, oidc, payload):
+    other = dict(payload, delivery_id="9f1c2d3e-0000-4000-8000-000000000000")
+    other.pop("callback_token", None)
+    refused = _post(client, oidc, action_body(other, "in_progress"))
+    assert refused.status_code == 403 and "never dispatched" in refused.json()["detail"]
+    assert not JobRun.objects.exists() and not UsedToken.objects.exists()
+
+
+def test_an_in_progress_ends_the_sweepers_never_started_row_of_its_dispatch(client, oidc, payload):
+    from relay.dispatch.results_sweep import results_sweep
+
+    Dispatch.objects.update(sent_at=timezone.now() - timedelta(hours=7))
+    assert results_sweep().never_started == 1
+    assert _post(client, oidc, action_body(payload, "in_progress")).json()["status"] == "in_progress"
+    assert list(JobRun.objects.values_list("job_name", "status", "ended_by")) == [("build", "in_progress", "")]
+    assert JobRun.objects.get().queue_seconds >= 7 * 3600

@@ -394,7 +394,7 @@ def test_a_repo_over_its_limit_hears_429_whatever_its_report_says(call, payload,
 
 
 @pytest.mark.parametrize(("limit", "answer"), [(1, 429), (100, 503)])
-def test_a_database_error_in_the_dispatch_lookup_is_answered_after_the_rate_limit(
+def test_a_database_error_in_the_jobs_statement_is_answered_after_the_rate_limit(
     call, payload, project, monkeypatch, limit, answer
 ):
     from django.core.cache import cache
@@ -410,7 +410,7 @@ def test_a_database_error_in_the_dispatch_lookup_is_answered_after_the_rate_limi
     def database_down(*args):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr(job_rows, "dispatch_answered", database_down)
+    monkeypatch.setattr(job_rows, "_first_row", database_down)
     assert call(action_body(payload, "in_progress", job="second")).status_code == answer
 
 
@@ -510,7 +510,7 @@ def test_a_job_statement_that_fails_after_the_tokens_insert_was_sent_leaves_noth
 
     client.raise_request_exception = False  # PostgreSQL's undefined table is a 500, SQLite's a 503
     failing = job_rows.Change("SELECT * FROM no_such_table", [], (), inserts=True)
-    monkeypatch.setattr(job_rows, "job_insert_change", lambda values: failing)
+    monkeypatch.setattr(job_rows, "job_insert_change", lambda values, made_from=None: failing)
     with transaction.atomic():  # a caller's transaction around the callback's
         assert call(action_body(payload, "in_progress")).status_code in (500, 503)
         assert not JobRun.objects.exists() and not UsedToken.objects.exists()

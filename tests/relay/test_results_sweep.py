@@ -50,14 +50,15 @@ def test_a_sent_dispatch_without_any_callback_becomes_never_started_once():
 
 def test_a_late_first_callback_replaces_the_never_started_row(client):
     from relay.callbacks.body import report_read
-    from relay.callbacks.receive import _job_apply, _job_key, _job_new
+    from relay.callbacks.receive import Answer, _job_apply, _job_key, _job_new
     from relay.dispatch.sending import dispatch_client_payload
     from tests.conftest import action_body
 
     dispatch = DispatchFactory(state="sent", sent_at=timezone.now() - 7 * HOURS)
     results_sweep()
     report = report_read(action_body(dispatch_client_payload(dispatch), "in_progress"))
-    new_row = _job_new(dispatch, report, _job_key(dispatch.project, report))
+    answer = Answer(dispatch.project, report, looked_up=dispatch)
+    new_row = _job_new(answer, _job_key(dispatch.project, report))
     assert _job_apply(report, new_row, dispatch) is not None
     assert list(JobRun.objects.values_list("ended_by", flat=True)) == [""]
 
