@@ -3,6 +3,8 @@ import sys
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 from kombu import Queue
 
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
@@ -128,3 +130,16 @@ def _make_broker_folders(sender, **kwargs):
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _connections_kept_as_requests_keep_them(task=None, **kwargs):
+    """Around each task, what Django does around each request: close a database connection that
+    is too old (CONN_MAX_AGE), broken, or fails its health check (CONN_HEALTH_CHECKS), and keep
+    the rest. Celery's Django fixup would close every one, around every task (celery 5.7, unless
+    CELERY_DB_REUSE_MAX): each task then opened a new PostgreSQL connection, a backend forked
+    per task (docs/performance.md, "Callbacks, 2026-12-06 (later)"). An eager task runs inside
+    its caller's request or transaction, whose connection is not the task's to settle."""
+    if task is not None and not getattr(task.request, "is_eager", False):
+        close_old_connections()

@@ -195,6 +195,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "crcr.beat:ClaimingScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fixup closes a task thread's database connections around every task unless this
+# is set (then around one task in 2 x this many); crcr/celery.py settles them as Django settles a
+# request's instead.
+CELERY_DB_REUSE_MAX = 1_000_000
 
 # --- i18n, static -------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

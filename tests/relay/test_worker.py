@@ -147,3 +147,32 @@ def test_a_worker_killed_mid_send_leaves_nothing_unsent_after_restart(world, wor
     tasks.dispatch_sweep.apply_async()
     assert wait_until(all_sent)
     assert {d["repo"].lower() for d in world.dispatches} == {r.lower() for r in REPOS}
+
+
+def _sessions() -> int:
+    """Connections ever made to the test database (PostgreSQL's own count)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="counts PostgreSQL sessions")
+def test_a_worker_keeps_its_database_connections_from_task_to_task(world, workers, post_webhook):
+    from tests.conftest import fixture_payload as payload
+
+    worker = workers(world)
+    assert post_webhook("pull_request", payload("pull_request.opened")).status_code == 202
+    assert wait_until(all_sent), worker.stop()
+    before = _sessions()
+    for number in (2, 3, 4):
+        body = payload("pull_request.opened")
+        body["number"] = body["pull_request"]["number"] = 90_000 + number
+        body["pull_request"]["head"]["sha"] = f"{number:040x}"
+        assert post_webhook("pull_request", body).status_code == 202
+    expected = 4 * len(REPOS)
+    assert wait_until(lambda: Dispatch.objects.filter(state="sent").count() == expected), worker.stop()
+    time.sleep(1.5)  # backends report their sessions on their own clock
+    # Four threads, each of which may connect once (a fan-out and three sends per webhook, and
+    # their reactions, made two connections per task before).
+    assert _sessions() - before <= 2 * 4
