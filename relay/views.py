@@ -54,7 +54,7 @@ def callback(request):
     body = body_within(request, limit)
     if body is None:
         return JsonResponse({"detail": f"callback body larger than {limit // (1024 * 1024)} MB"}, status=413)
-    result = callback_receive(request.headers.get("Authorization"), body)
+    result = callback_receive(request.META.get("HTTP_AUTHORIZATION"), body)  # not request.headers: it copies them all
     if result.status >= 400:
         logger.info("callback refused (%s): %s", result.status, result.body.get("detail"))
     response = JsonResponse(result.body, status=result.status)

@@ -251,10 +251,11 @@ def _insert_from_dispatch_sql(names: tuple[str, ...], conflict: tuple[str, ...],
         f"AND d.pr_number {SAME_AS[vendor]} %s AND d.head_sha = %s",
     }[finds]
     target = f"({_quoted(JobRun, conflict)}) " if conflict else ""
+    named = "" if finds == "id" else " JOIN relay_delivery v ON v.id = d.delivery_id"
     return (
         f"INSERT INTO {quote(JobRun._meta.db_table)} ({_quoted(JobRun, names)}, {', '.join(columns)}) "
         f"SELECT {', '.join(['%s'] * len(names))}, {', '.join(columns.values())} "
-        f"FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id WHERE {where} "
+        f"FROM relay_dispatch d{named} WHERE {where} "
         f"ON CONFLICT {target}DO NOTHING RETURNING {_state_returned(False)}"
     )
 
