@@ -3,10 +3,11 @@ fixed one-minute windows. If the cache is down the limit is skipped, loudly: a c
 lost to it.
 
 On Redis the question is asked before its answer is needed (`rate_limit_asked`): the INCR is
-sent, the caller reads the report and checks its callback_token while Redis answers, and
+sent, the caller reads the report, checks its callback_token and (where a new row is not one
+statement: relay/callbacks/receive.py) looks its dispatch up while Redis answers, and
 `decision()` reads the reply. With one client the Redis round trip was a tenth of a callback's
 wall time on PostgreSQL + Redis, spent waiting (docs/performance.md, "Callbacks, 2026-12-04
-(night)"). What the caller does while Redis answers neither writes nor reads the database."""
+(night)"). The price: such a callback refused with 429 has cost one indexed database read."""
 
 import logging
 import time

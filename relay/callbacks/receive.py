@@ -86,7 +86,10 @@ def _bound(project: Project, body: dict):
     database error), to be raised once the rate limit has had its say."""
     try:
         report = report_read(body)
-        return Answer(project, report, None if report.is_self_report else binding_read(project, report)), None
+        answer = Answer(project, report, None if report.is_self_report else binding_read(project, report))
+        if report.status == JobRun.Status.IN_PROGRESS and not _in_one_statement(answer):
+            answer.dispatch()  # not inside the transaction that makes its row (SQLite's holds the write lock)
+        return answer, None
     except Exception as exc:  # noqa: BLE001 - raised by the caller after the 429 check
         return None, exc
 
@@ -180,15 +183,14 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
     the row and the token together or nothing, and looks nothing up first; anything else, and
     whatever that statement did not apply, is decided in a transaction by `_job_step`."""
     project, report = answer.project, answer.report
-    change = _job_change(answer)
     if _in_one_statement(answer):
         failed_tests = [vars(test) for test in report.failed_tests]
-        job = job_rows.change_with_token(change, _token_row(token, report, project), failed_tests)
+        job = job_rows.change_with_token(_job_change(answer), _token_row(token, report, project), failed_tests)
         if job is not None:
             follow_up.job_recorded(job.pk, _recorded(project, job))
             return report.status
     with transaction.atomic():
-        outcome, job = _job_step(answer, token, change)
+        outcome, job = _job_step(answer, token)
         if outcome != "duplicate":
             follow_up.job_recorded(job.pk, _recorded(project, job))
     return outcome
@@ -211,19 +213,19 @@ def _recorded(project: Project, job: JobRun) -> follow_up.RecordedJob:
     return follow_up.RecordedJob(project.level, job.event_type, job.pr_number, job.status, job.conclusion, job.ended_by)
 
 
-def _job_step(answer: Answer, token: VerifiedToken, change: job_rows.Change):
+def _job_step(answer: Answer, token: VerifiedToken):
     """(outcome, the job as written), inside the callback's transaction: the report's change (or
     what the row's state answers instead), then the token consumed. In that order, as in the one
     statement (job_rows.change_with_token): both take the row's lock before the jti's, so neither
     waits on the other in turn; a token that carried another callback undoes the change."""
-    outcome, job = _job_changed(answer, change)
+    outcome, job = _job_changed(answer)
     if not _token_consumed(token, answer.report, answer.project):
         transaction.set_rollback(True)
         return "duplicate", None
     return outcome, job
 
 
-def _job_changed(answer: Answer, change: job_rows.Change):
+def _job_changed(answer: Answer):
     """The report's change applied, or what the row's state answers. A new row, and a completion
     that did not apply (its row may not be there yet), look the dispatch up before anything else
     is decided (every 403 of `dispatch_for` first), and the row is made from it by its id (a
@@ -231,15 +233,16 @@ def _job_changed(answer: Answer, change: job_rows.Change):
     asked again."""
     project, report = answer.project, answer.report
     key = _job_key(project, report)
-    job = None if change.inserts else _job_apply(report, change)
+    completion = None if report.status == JobRun.Status.IN_PROGRESS else _job_change(answer)
+    job = _job_apply(report, completion) if completion is not None else None
     if job is None:
         answer.dispatch()
         job = _job_apply(report, _job_new(answer, key), answer.dispatch())
     if job is not None:
         return report.status, job
     existing = job_rows.job_locked(key)
-    if not change.inserts:
-        job = _job_apply(report, change)  # in progress since the first try: final under the lock
+    if completion is not None:
+        job = _job_apply(report, completion)  # in progress since the first try: final under the lock
         if job is not None:
             return report.status, job
     return _job_settled(existing, report), existing

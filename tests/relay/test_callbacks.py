@@ -394,7 +394,7 @@ def test_a_repo_over_its_limit_hears_429_whatever_its_report_says(call, payload,
 
 
 @pytest.mark.parametrize(("limit", "answer"), [(1, 429), (100, 503)])
-def test_a_database_error_in_the_jobs_statement_is_answered_after_the_rate_limit(
+def test_a_database_error_recording_the_callback_is_answered_after_the_rate_limit(
     call, payload, project, monkeypatch, limit, answer
 ):
     from django.core.cache import cache
