@@ -42,6 +42,10 @@ COMPLETABLE = "NOT (status = 'completed' AND ended_by = '')"
 """The rows a completion may change: one in progress, or one the sweeper ended (`ended_by`: timed
 out, never started, superseded). A row a real completion ended is final (receive.py answers
 `duplicate` or 409 for it)."""
+NAMED_DISPATCH = "relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id"
+NAMED_DISPATCH_WHERE = "v.guid = %s AND d.project_id = %s"
+"""The dispatch `d` a callback names: its delivery's GUID (the callback's delivery_id) and the
+project that calls (the parameters, in that order)."""
 NEVER_STARTED_ROW = (
     # A literal, not a parameter: a prepared statement's generic plan could not use the partial
     # index jobrun_never_started_idx for a value it does not know.
@@ -244,19 +248,17 @@ def _insert_from_dispatch_sql(names: tuple[str, ...], conflict: tuple[str, ...],
     finds, rerun = shape
     quote = _db().ops.quote_name
     columns = {**FROM_DISPATCH, "queue_seconds": ELAPSED_SECONDS[vendor].format(start=QUEUE_START[rerun])}
-    where = {
-        "id": "d.id = %s",
-        "named": f"v.guid = %s AND d.project_id = %s AND NOT {NEVER_STARTED_ROW}",
-        "bound": f"v.guid = %s AND d.project_id = %s AND NOT {NEVER_STARTED_ROW} "
-        f"AND d.pr_number {SAME_AS[vendor]} %s AND d.head_sha = %s",
-    }[finds]
+    if finds == "id":
+        source, where = "relay_dispatch d", "d.id = %s"
+    else:
+        source, where = NAMED_DISPATCH, f"{NAMED_DISPATCH_WHERE} AND NOT {NEVER_STARTED_ROW}"
+    if finds == "bound":
+        where += f" AND d.pr_number {SAME_AS[vendor]} %s AND d.head_sha = %s"
     target = f"({_quoted(JobRun, conflict)}) " if conflict else ""
-    named = "" if finds == "id" else " JOIN relay_delivery v ON v.id = d.delivery_id"
     return (
         f"INSERT INTO {quote(JobRun._meta.db_table)} ({_quoted(JobRun, names)}, {', '.join(columns)}) "
         f"SELECT {', '.join(['%s'] * len(names))}, {', '.join(columns.values())} "
-        f"FROM relay_dispatch d{named} WHERE {where} "
-        f"ON CONFLICT {target}DO NOTHING RETURNING {_state_returned(False)}"
+        f"FROM {source} WHERE {where} ON CONFLICT {target}DO NOTHING RETURNING {_state_returned(False)}"
     )
 
 
@@ -450,8 +452,7 @@ def failed_tests_drop(job_id: int) -> None:
 
 DISPATCH_ANSWERED_SQL = (
     f"SELECT {', '.join('d.' + name for name in DISPATCH_COLUMNS)}, {NEVER_STARTED_ROW} "
-    "FROM relay_dispatch d JOIN relay_delivery v ON v.id = d.delivery_id "
-    "WHERE v.guid = %s AND d.project_id = %s"
+    f"FROM {NAMED_DISPATCH} WHERE {NAMED_DISPATCH_WHERE}"
 )
 
 
