@@ -11,7 +11,7 @@ from django.conf import settings
 
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
-from relay.results.baseline import BACKEND, EXPECTED, KNOWN, MARK_LABELS, MIXED, NO_BASELINE, SHARED, grid_baseline
+from relay.results.baseline import MARK_LABELS, MARK_SHORT, grid_baseline
 from relay.results.cells import (
     Cell,
     CellKey,
@@ -525,15 +525,9 @@ def head_summary(row: GridRow, columns: list[Column]) -> str:
     return ", ".join(parts) if cells else "No backend has results for this head yet"
 
 
-FAILING_KIND_WORDS = {
-    SHARED: "shared with reference",
-    BACKEND: "backend-specific",
-    MIXED: "mixed",
-    NO_BASELINE: "no baseline",
-    KNOWN: "known issue",
-    EXPECTED: "expected",
-    None: "the reference",
-}
+FAILING_KIND_WORDS = {**MARK_SHORT, None: "the reference"}
+"""Every baseline mark's short words (relay.results.baseline.MARK_SHORT, so a new mark can never
+miss here); a failing cell without a mark is the reference's own."""
 
 
 def _failing_kinds(failing: list[GridCell]) -> str:

@@ -15,9 +15,11 @@ reference. Backend-only tests that b classifies (hw_classification) as GENERIC o
 come first: a device-agnostic or accelerator test that fails only on b is the strongest
 regression signal.
 
-A failing job that reported no failed test (a build or infrastructure failure) compares at job
-level: shared when the reference's build failed too, backend-specific when the reference has a
-result. The reference's build or tests failing (its latest attempt concluded `failure`) marks the
+A failing job that reported no failed test compares at job level: shared when the reference's
+build failed too, backend-specific when the reference has a result. That includes a report of
+errors alone (pytest's collection error: the backend's extension no longer imports), the break
+upstream API changes cause most. **Infrastructure** is only the CI failing to run the job: it
+timed out, never started or was cancelled, and sent no report (`infrastructure_failure`). The reference's build or tests failing (its latest attempt concluded `failure`) marks the
 commit **upstream-broken**. A reference job that timed out, never started or was cancelled says
 nothing about upstream (relay.verdicts, rule 8): like no reference result at all, it means
 "no baseline", never a guess."""
@@ -29,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from relay.models import Level, UpstreamCommit
 from relay.testids import TestId, TestIdResolver, TestTable, report_ids
 from relay.triage.classify import triager_load
-from relay.verdicts import FAILING, State, job_label
+from relay.verdicts import FAILING, NO_BASELINE_STATES, State, job_label
 
 from .cells import (
     Cell,
@@ -50,7 +52,7 @@ MARK_LABELS = {
     BACKEND: "backend-specific — the reference passed",
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",
-    INFRA: "infrastructure — the job failed before any test ran",
+    INFRA: "infrastructure — the CI did not run the job to a report (timed out, never started or cancelled)",
     KNOWN: "known — every failure matches an open known issue",
     EXPECTED: "expected — the backend lists every failure as expected or flaky",
 }
@@ -72,7 +74,6 @@ SUMMARY_KINDS = (
     ("not_comparable", "not comparable"),
     ("known", "known or expected"),
 )
-JOB_LEVEL_STATES = {State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED}
 MESSAGE_CHARS = 300
 
 
@@ -89,7 +90,7 @@ class CellFailures:
     per_test: bool
     complete: bool
     job_level: list[str]
-    """Failing jobs that reported no failed test: build or infrastructure failures."""
+    """Failing jobs that reported no failed test but ran: build, collection or setup failures."""
 
     def failing(self, tid: TestId) -> bool:
         return self.tests.find(tid) is not None
@@ -114,8 +115,7 @@ class CellFailures:
     tests_of: dict = field(default_factory=dict)
     """Attempt id → the failed tests it reported."""
     infra: list[str] = field(default_factory=list)
-    """Failing jobs that broke before any test ran (only errors counted, no test reported): an
-    infrastructure failure of the job, compared with nothing."""
+    """Failing jobs the CI did not run to a report (infrastructure_failure): compared with nothing."""
 
     @property
     def infra_only(self) -> bool:
@@ -132,20 +132,20 @@ def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
         ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
         for test, tid in zip(reported, ids, strict=True):
             tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid})
-        if broke_before_tests(verdict.job, reported):
+        if infrastructure_failure(verdict, reported):
             infra.append(job_label(verdict.job))
-        elif verdict.state in JOB_LEVEL_STATES or not (reported or verdict.job.tests_failed):
+        elif not (reported or verdict.job.tests_failed):
             job_level.append(job_label(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
     tests_of = {v.job.id: tests_by_job.get(v.job.id, []) for v in cell.verdicts}
     return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of, infra)
 
 
-def broke_before_tests(job, reported: list) -> bool:
-    """An error before any test ran (pytest's collection error, a backend's environment failing):
-    the job counted errors and nothing else, and reported no failing test."""
-    errors = getattr(job, "tests_error", None)
-    return not reported and bool(errors) and job.tests_total == errors
+def infrastructure_failure(verdict, reported: list) -> bool:
+    """The CI failed to run the job: decided by the job's own end (timed out, never started,
+    cancelled) and the absence of any report. A report of errors alone is the job's own failure."""
+    job = verdict.job
+    return verdict.state in NO_BASELINE_STATES and not reported and job.tests_total is None and not job.tests_failed
 
 
 def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
@@ -265,7 +265,7 @@ def tests_summary(mine: CellFailures, reference: CellFailures | None, triage: Ce
     mark leaves them out; jobs that failed without a test named after."""
     count, remainder = len(mine.tests), open_remainder(mine, triage)
     if not count:
-        return "failed before any test ran (infrastructure)" if mine.infra_only else ""
+        return _no_test_summary(remainder)
     kinds = Counter(test_kind(t, reference) if has_baseline(reference) else "not_comparable" for t in remainder.tests)
     kinds["known"] = count - len(remainder.tests)
     failing = f"{count} test{'s' if count != 1 else ''} failing"
@@ -277,6 +277,17 @@ def tests_summary(mine: CellFailures, reference: CellFailures | None, triage: Ce
         text = f"{failing}: {', '.join(f'{kinds[k]} {label}' for k, label in SUMMARY_KINDS if kinds[k])}"
     jobs = len(remainder.job_level)
     return text + (f"; {jobs} job{'s' if jobs != 1 else ''} failed without a test" if jobs else "")
+
+
+def _no_test_summary(mine: CellFailures) -> str:
+    if mine.infra_only:
+        return "infrastructure: the CI did not run the job to a report"
+    jobs = len(mine.job_level)
+    return (
+        f"{jobs} job{'s' if jobs != 1 else ''} failed without a failing test (a build or collection error)"
+        if jobs
+        else ""
+    )
 
 
 @dataclass

@@ -30,7 +30,7 @@ from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
 from relay.verdicts import STATES, Counts, Rates, job_label
 
-from .baseline import CellFailures, broke_before_tests, cell_failures, has_baseline, job_level_kind, resolve_commit_ids
+from .baseline import CellFailures, cell_failures, has_baseline, job_level_kind, resolve_commit_ids
 from .cells import (
     cells_for_commits,
     failed_tests_for_jobs,
@@ -115,8 +115,6 @@ def job_excuse(job, reported: list, mine: CellFailures, reference: CellFailures 
     verdict = verdicts.get(job.id)
     if verdict and verdict.get("category") in VERDICT_CATEGORIES and verdict.get("confidence") == "high":
         return (Evidence(VERDICT, f"triage verdict: {verdict['category']}, high confidence", _job_anchor(mine)),)
-    if broke_before_tests(job, reported):
-        return None
     if not reported:
         return _job_level_excuse(job, mine, reference, triager)
     if len(reported) < (job.tests_failed or 0):

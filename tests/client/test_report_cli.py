@@ -26,7 +26,7 @@ from relay.dispatch.sending import dispatch_client_payload
 from relay.models import Dispatch, JobRun
 from tests.client import CLIENT, JUNIT, huge_junit_write
 from tests.conftest import action_body
-from tests.factories import DispatchFactory, ProjectFactory
+from tests.factories import DispatchFactory, JobRunFactory, ProjectFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -133,6 +133,43 @@ def test_a_job_that_reports_its_start_and_end_shows_up_with_its_failed_tests(git
         job.artifact_url == ARTIFACTS and job.workflow_url == "https://github.com/intel/torch-xpu-ops/actions/runs/4242"
     )
     assert job.execution_seconds is not None
+
+
+COLLECTION_ERROR = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "pytorch-reports" / "openreg" / "pytest-collection-error.xml"
+)
+"""Real pytest output for a test module that fails to import (the backend's extension no longer loads)."""
+
+
+@pytest.mark.parametrize(
+    "reference_conclusion, summary",
+    [
+        ("success", "1/2 backends passed, 1 failing (backend-specific)"),
+        ("failure", "0/2 backends passed, 2 failing (1 the reference, 1 shared (upstream))"),
+    ],
+)
+def test_a_collection_error_reported_by_the_client_is_the_jobs_own_failure_on_the_pr_page(
+    github_job, tmp_path, dispatch, client, reference_conclusion, summary
+):
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, level="L2")
+    JobRunFactory(
+        project=reference,
+        head_sha=dispatch.head_sha,
+        pr_number=2,
+        event_type="pull_request",
+        conclusion=reference_conclusion,
+        tests_total=40 if reference_conclusion == "success" else 1,
+        tests_error=0 if reference_conclusion == "success" else 1,
+    )
+    (tmp_path / "reports").mkdir()
+    shutil.copy(COLLECTION_ERROR, tmp_path / "reports" / "junit.xml")
+    done = run_client(github_job, "completed", "--conclusion", "failure", "--junit", "reports/*.xml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    job = JobRun.objects.get(project=dispatch.project)
+    assert (job.tests_total, job.tests_error, job.failed_tests.count()) == (1, 1, 0)
+    page = client.get("/pr/2")
+    assert page.status_code == 200 and client.get("/api/v1/prs/2").status_code == 200
+    assert summary in page.content.decode()
 
 
 def test_a_passing_job_reports_success_with_no_failed_tests(github_job, tmp_path):

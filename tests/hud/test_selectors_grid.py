@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from hud.gate import gate_shown
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
+from relay.results.baseline import MARK_LABELS
 from relay.results.cells import cells_for_commits, registered_backends
 from relay.results.heads import sha_resolve
 from relay.verdicts import State, awaiting_results_state
@@ -332,3 +333,11 @@ def test_the_gate_judges_the_latest_attempt_even_when_attempt_1_reports_last(bac
 def test_cells_for_commits_answers_every_pair_even_without_data(backends):
     cells = cells_for_commits(["6" * 40], registered_backends())
     assert len(cells) == 6 and {c.state for c in cells.values()} == {State.NO_RESULT}
+
+
+@pytest.mark.parametrize("mark", [*MARK_LABELS, None])
+def test_the_pr_summary_has_words_for_every_mark_a_failing_cell_can_carry(mark):
+    from hud.selectors_grid import _failing_kinds
+
+    cell = type("Cell", (), {"mark": mark})()
+    assert _failing_kinds([cell, cell]), f"no words for the {mark!r} mark"

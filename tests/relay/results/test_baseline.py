@@ -183,11 +183,11 @@ def test_superseded_work_is_never_compared(reference, xpu, commit):
     assert commit_baseline(SHA).for_backend(xpu.id).state == "superseded"
 
 
-def test_a_timed_out_backend_job_compares_at_job_level(reference, xpu, commit):
+def test_a_timed_out_backend_job_without_a_report_is_infrastructure(reference, xpu, commit):
     run(reference, "success")
     run(xpu, "timed_out", ended_by="timed_out", tests_total=None)
-    assert baseline_marks([SHA]) == {(SHA, xpu.id): "backend"}
-    assert commit_baseline(SHA).for_backend(xpu.id).job_level_failures == ["ci / test"]
+    assert baseline_marks([SHA]) == {(SHA, xpu.id): "infra"}
+    assert commit_baseline(SHA).for_backend(xpu.id).infrastructure_failures == ["ci / test"]
 
 
 def test_l1_backends_are_never_marked(reference, commit):

@@ -1,9 +1,10 @@
-"""Outcomes as producers report them, in the baseline: test-level status beside the job's, an
-error before any test ran as an infrastructure failure, and each test's reported outcome."""
+"""Outcomes as producers report them, in the baseline: test-level status beside the job's, a
+report of errors alone (pytest's collection error) as the job's own failure compared like a build
+failure, infrastructure only for a job the CI did not run to a report, and each test's outcome."""
 
 import pytest
 
-from relay.results.baseline import INFRA, backend_baseline, baseline_marks, commit_baseline
+from relay.results.baseline import BACKEND, INFRA, SHARED, backend_baseline, baseline_marks, commit_baseline
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -34,18 +35,48 @@ def job(project, conclusion="failure", failed=(), suffix="PRIVATEUSE1", word="np
     return row
 
 
-def test_an_error_before_any_test_ran_is_an_infrastructure_failure_not_a_regression(reference, ascend):
+COLLECTION_ERROR = {"tests_total": 1, "tests_error": 1, "tests_failed": 0}
+"""What pytest counts when the test module fails to import (tests/fixtures/pytorch-reports/openreg/
+pytest-collection-error.xml): one error, no test."""
+
+
+def test_a_collection_error_is_the_backends_own_failure_when_the_reference_ran(reference, ascend):
     job(reference, "success")
-    job(ascend, tests_total=1, tests_error=1, tests_failed=0)
+    job(ascend, **COLLECTION_ERROR)
     [comparison] = commit_baseline(SHA).backends
-    assert comparison.mark == INFRA
-    assert comparison.infrastructure_failures == ["ci / test"] and comparison.job_level_failures == []
-    assert comparison.backend_only == []
-    assert baseline_marks([SHA])[(SHA, ascend.id)] == INFRA
+    assert comparison.mark == BACKEND and baseline_marks([SHA])[(SHA, ascend.id)] == BACKEND
+    assert comparison.job_level_failures == ["ci / test"] and comparison.infrastructure_failures == []
+    assert comparison.tests_summary == "1 job failed without a failing test (a build or collection error)"
 
 
-def test_a_reference_that_broke_before_its_tests_is_no_baseline_and_not_upstream_broken(reference, ascend):
-    job(reference, tests_total=1, tests_error=1, tests_failed=0, word="openreg")
+def test_a_collection_error_is_shared_when_the_references_build_failed_too(reference, ascend):
+    job(reference, word="openreg", **COLLECTION_ERROR)
+    job(ascend, **COLLECTION_ERROR)
+    baseline = commit_baseline(SHA)
+    assert baseline.upstream_broken and baseline.reference_job_level_failures == ["ci / test"]
+    assert baseline.backends[0].mark == SHARED
+
+
+@pytest.mark.parametrize(
+    "ended", [{"conclusion": "timed_out"}, {"conclusion": "cancelled"}, {"ended_by": "never_started"}]
+)
+def test_a_job_the_ci_did_not_run_to_a_report_is_infrastructure(reference, ascend, ended):
+    job(reference, "success")
+    job(ascend, **{"conclusion": "", "tests_total": None, **ended})
+    [comparison] = commit_baseline(SHA).backends
+    assert comparison.mark == INFRA and comparison.infrastructure_failures == ["ci / test"]
+    assert comparison.tests_summary == "infrastructure: the CI did not run the job to a report"
+
+
+def test_a_timed_out_job_that_reported_is_compared_on_what_it_reported(reference, ascend):
+    job(reference, "success")
+    job(ascend, "timed_out", failed=[("add",)])
+    [comparison] = commit_baseline(SHA).backends
+    assert comparison.mark == BACKEND and comparison.infrastructure_failures == []
+
+
+def test_a_reference_the_ci_did_not_run_is_no_baseline_and_not_upstream_broken(reference, ascend):
+    job(reference, "timed_out", tests_total=None, word="openreg")
     job(ascend, failed=[("add",)])
     baseline = commit_baseline(SHA)
     assert (baseline.upstream_broken, baseline.status) == (False, "no_baseline")
