@@ -43,7 +43,16 @@ from .cells import (
     registered_backends,
     reported_environment,
 )
-from .triage import EXPECTED_MARK, KNOWN_MARK, CellTriage, cells_triage, mark_known_url, needs_messages, open_remainder
+from .triage import (
+    EXPECTED_MARK,
+    KNOWN_MARK,
+    CellTriage,
+    cells_triage,
+    mark_known_url,
+    needs_messages,
+    open_remainder,
+    reference_triage,
+)
 
 SHARED, BACKEND, MIXED, NO_BASELINE, INFRA = "shared", "backend", "mixed", "no_baseline", "infra"
 KNOWN, EXPECTED = KNOWN_MARK, EXPECTED_MARK
@@ -162,10 +171,22 @@ def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
             item.tests = resolved
 
 
-def upstream_broken(reference: CellFailures | None) -> bool:
-    """The reference's build or tests failed on this commit (not: it did not run, nor did its
-    own infrastructure break before any test ran)."""
-    return reference is not None and reference.cell.state == State.FAILURE and not reference.infra_only
+def upstream_broken(reference: CellFailures | None, triage: CellTriage | None = None) -> bool:
+    """The reference's build or tests failed on this commit (not: it did not run), and not every
+    one of its failures is an open known issue's: a known breakage is not news (`triage`, from
+    relay.results.triage.reference_triage, says which are known)."""
+    if reference is None or reference.cell.state != State.FAILURE or reference.infra_only:
+        return False
+    return not (triage is not None and triage.complete)
+
+
+def reference_known(reference: CellFailures | None, triage: CellTriage | None) -> list[dict]:
+    """The open known issues the reference's failures match, each once: what a commit that is
+    broken upstream *and known* says instead of the upstream-broken banner."""
+    if reference is None or triage is None:
+        return []
+    issues = {m.issue.pk: m for m in triage.matches.values() if m.issue is not None}
+    return [{"id": pk, "label": m.label, "url": m.url, "all": triage.complete} for pk, m in sorted(issues.items())]
 
 
 def has_baseline(reference: CellFailures | None) -> bool:
@@ -228,12 +249,13 @@ def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
     failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
     resolve_commit_ids(failures.values())
     triage = cells_triage(failures, reference_id, triager)
+    known = reference_triage(failures, reference_id, triager)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference_id}
     marks = {}
     for (sha, pid), mine in failures.items():
         if pid != reference_id:
             marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id)
-    broken = {sha for sha, ref in references.items() if upstream_broken(ref)}
+    broken = {sha for sha, ref in references.items() if upstream_broken(ref, known.get(sha))}
     return marks, broken, failures, triage
 
 
@@ -407,6 +429,9 @@ class CommitBaseline:
     upstream_broken: bool
     upstream_broken_tests: int = 0
     """How many tests the reference failed (0 with upstream_broken: its build failed)."""
+    reference_known_issues: list[dict] = field(default_factory=list)
+    """Open known issues the reference's failures match ({id, label, url, all}); with `all` true
+    on each, the commit is not upstream_broken: its breakage is known."""
     reference_failures: list[TestResult] = field(default_factory=list)
     reference_job_level_failures: list[str] = field(default_factory=list)
     backends: list[BackendComparison] = field(default_factory=list)
@@ -429,12 +454,21 @@ def commit_baseline(sha: str) -> CommitBaseline:
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
     ref_project = reference_backend(projects)
-    triage = cells_triage({k: f for k, f in failures.items() if k[0] == sha}, ref_project.id if ref_project else None)
-    return _compare_commit(sha, parent, projects, failures, triage)
+    on_commit = {k: f for k, f in failures.items() if k[0] == sha}
+    reference_id = ref_project.id if ref_project else None
+    triager = triager_load({pid for (_, pid), f in on_commit.items() if f.cell.failing})
+    triage = cells_triage(on_commit, reference_id, triager)
+    known = reference_triage(on_commit, reference_id, triager).get(sha)
+    return _compare_commit(sha, parent, projects, failures, triage, known)
 
 
 def _compare_commit(
-    sha: str, parent: str, projects, failures: dict[CellKey, CellFailures], triage: dict | None = None
+    sha: str,
+    parent: str,
+    projects,
+    failures: dict[CellKey, CellFailures],
+    triage: dict | None = None,
+    ref_triage: CellTriage | None = None,
 ) -> CommitBaseline:
     triage = triage or {}
     ref_project = reference_backend(projects)
@@ -448,8 +482,9 @@ def _compare_commit(
         reference=ref_project.full_name if ref_project else None,
         reference_state=ref.cell.state.value if ref else None,
         status=_status(ref_project, ref),
-        upstream_broken=upstream_broken(ref),
+        upstream_broken=upstream_broken(ref, ref_triage),
         reference_job_level_failures=ref.job_level if ref else [],
+        reference_known_issues=reference_known(ref, ref_triage),
     )
     if ref is not None:
         result.reference_failures = [

@@ -74,6 +74,16 @@ def cells_triage(failures: dict, reference_id: int | None, triager: Triager | No
     return {key: cell_triage(f, triager) for key, f in mine.items()}
 
 
+def reference_triage(failures: dict, reference_id: int | None, triager: Triager | None = None) -> dict:
+    """sha → CellTriage of the reference's failing cells: whether open known issues account for
+    every failure of the reference (then the commit is not newly broken upstream: it is known)."""
+    mine = {key[0]: f for key, f in failures.items() if key[1] == reference_id and f.cell.failing}
+    if not mine:
+        return {}
+    triager = triager or triager_load({reference_id})
+    return {sha: cell_triage(f, triager) for sha, f in mine.items()}
+
+
 def open_remainder(failures, triage: CellTriage | None):
     """The same CellFailures with only its unaccounted-for failures (for the baseline mark)."""
     if triage is None or not triage.matches:

@@ -148,6 +148,18 @@ def test_the_commit_page_flags_an_upstream_broken_commit(client, world):
     assert "upstream broken" in client.get("/").content.decode()
 
 
+def test_a_reference_failure_a_known_issue_accounts_for_reads_known_not_upstream_broken(client, world):
+    from relay.models import KnownIssue
+
+    issue = KnownIssue.objects.create(title="add broken upstream", kind="upstream", test_patterns=["TestFoo.test_add*"])
+    ref_job = JobRunFactory(project=world["ref"], head_sha="a" * 40, conclusion="failure", job_name="t", tests_total=9)
+    FailedTestFactory(job_run=ref_job, classname="TestFooPRIVATEUSE1", name="test_add_privateuse1_float32")
+    html = client.get("/commit/" + "a" * 40).content.decode()
+    assert "Upstream broken" not in html and 'data-upstream-broken="false"' in html
+    assert "Known upstream breakage" in html and f"/known-issues/{issue.pk}" in html
+    assert f'<tr data-sha="{"a" * 40}" class="broken">' not in client.get("/").content.decode()
+
+
 def test_the_commit_page_says_where_the_references_per_test_results_came_from(client, world):
     JobRunFactory(
         project=world["ref"],

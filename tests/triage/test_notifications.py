@@ -203,6 +203,17 @@ def test_recovery_and_upstream_breaking_the_reference_are_events(backends, trunk
     assert kinds[f"upstream_broken:{trunk[2].sha}"] == "upstream_broken"
 
 
+def test_the_reference_failing_on_a_known_issue_sends_no_upstream_broken_event(backends, trunk):
+    from hud.events import events_detect
+    from relay.triage import issues
+
+    issues.known_issue_create({"title": "addmm broken", "kind": "upstream", "test_patterns": ["*test_addmm*"]}, by="a")
+    for i, commit in enumerate(trunk[:4]):
+        result(backends["ref"], commit.sha, [ROCM_ADDMM] if i == 2 else [])
+    events_detect()
+    assert not NotificationEvent.objects.filter(kind="upstream_broken").exists()
+
+
 def test_a_resolved_known_issue_seen_again_is_an_event_once(backends, trunk):
     from relay.notify.tasks import issue_occurrences_record
     from relay.triage import issues

@@ -135,6 +135,30 @@ def test_a_reference_failing_tests_is_upstream_broken_too(reference, xpu, commit
     assert baseline.upstream_broken and baseline.upstream_broken_tests == 1
 
 
+def test_a_reference_failure_an_open_known_issue_accounts_for_is_not_upstream_broken(reference, xpu, commit):
+    from relay.models import KnownIssue
+    from relay.results.baseline import grid_baseline
+    from relay.results.cells import cells_for_commits
+
+    issue = KnownIssue.objects.create(title="add broken upstream", kind="upstream", test_patterns=["TestFoo.test_add*"])
+    run(reference, "failure", failed=[REF_ADD])
+    run(xpu, "failure", failed=[XPU_ADD])
+    baseline = commit_baseline(SHA)
+    assert not baseline.upstream_broken
+    assert [(k["id"], k["all"]) for k in baseline.reference_known_issues] == [(issue.pk, True)]
+    _, broken = grid_baseline(cells_for_commits([SHA], [reference, xpu]), reference.id)
+    assert broken == set()
+
+
+def test_a_reference_with_one_known_and_one_new_failure_is_still_upstream_broken(reference, xpu, commit):
+    from relay.models import KnownIssue
+
+    KnownIssue.objects.create(title="add broken upstream", kind="upstream", test_patterns=["TestFoo.test_add*"])
+    run(reference, "failure", failed=[REF_ADD, ("TestFooPRIVATEUSE1", "test_mul_privateuse1_float32")])
+    baseline = commit_baseline(SHA)
+    assert baseline.upstream_broken and [k["all"] for k in baseline.reference_known_issues] == [False]
+
+
 @pytest.mark.parametrize(
     "fields",
     [
