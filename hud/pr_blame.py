@@ -14,18 +14,19 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest, UpstreamCommit
-from relay.results.baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
+from relay.results.baseline import CellFailures, cell_failures, failure_kind, resolve_commit_ids
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
 from relay.results.triage import cells_triage
 from relay.verdicts import FAILING, job_key_label
 
 RECENT_TRUNK = 10
-ALREADY, NEW, BACKEND_ONLY, KNOWN = "already_failing", "new", "backend_only", "known"
+ALREADY, NEW, BACKEND_ONLY, KNOWN, INFRA = "already_failing", "new", "backend_only", "known", "infra"
 LABELS = {
     ALREADY: "already failing on trunk",
     NEW: "new in this PR",
     BACKEND_ONLY: "backend-only (new; the reference passes)",
     KNOWN: "known or expected (excluded)",
+    INFRA: "infrastructure (the CI did not run the job; not this PR's doing)",
 }
 
 
@@ -52,12 +53,12 @@ class BackendBlame:
     @property
     def headline(self) -> str:
         """The worst news first: backend-only and new failures are this PR's to look at."""
-        counts = [(self.count(v), LABELS[v]) for v in (NEW, BACKEND_ONLY, ALREADY, KNOWN)]
+        counts = [(self.count(v), LABELS[v]) for v in (NEW, BACKEND_ONLY, ALREADY, KNOWN, INFRA)]
         return ", ".join(f"{n} {label}" for n, label in counts if n) or "no failure"
 
     @property
     def blames_pr(self) -> bool:
-        return any(f.verdict not in (ALREADY, KNOWN) for f in self.findings)
+        return any(f.verdict not in (ALREADY, KNOWN, INFRA) for f in self.findings)
 
 
 def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> list[BackendBlame]:
@@ -94,26 +95,19 @@ def _blame(
             blame.findings.append(Finding(tid.full, "test", KNOWN))
             continue
         already = any(b.failing(tid) for b in before)
-        blame.findings.append(
-            Finding(tid.full, "test", ALREADY if already else _new_kind(ref, ref.passed(tid) if ref else None))
-        )
-    for key in _failing_jobs_without_tests(head):
+        blame.findings.append(Finding(tid.full, "test", ALREADY if already else _new_kind(tid, ref)))
+    for key in head.failing_jobs_without_tests():
+        label = job_key_label(key)
         already = any(_job_failing(b, key) for b in before)
-        ref_passed = (not ref.cell.failing) if has_baseline(ref) else None
-        blame.findings.append(Finding(job_key_label(key), "job", ALREADY if already else _new_kind(ref, ref_passed)))
+        verdict = INFRA if label in head.infra else ALREADY if already else _new_kind(key, ref)
+        blame.findings.append(Finding(label, "job", verdict))
     return blame
 
 
-def _new_kind(ref: CellFailures | None, ref_passed: bool | None) -> str:
-    return BACKEND_ONLY if has_baseline(ref) and ref_passed else NEW
-
-
-def _failing_jobs_without_tests(failures: CellFailures) -> list[tuple[str, str]]:
-    keys = []
-    for verdict in failures.cell.verdicts:
-        if verdict.state in FAILING and not failures.tests_of.get(verdict.job.id):
-            keys.append((verdict.job.workflow_name, verdict.job.job_name))
-    return sorted(keys)
+def _new_kind(subject, ref: CellFailures | None) -> str:
+    """The baseline's rule (relay.results.baseline.failure_kind): what the reference passed is
+    this backend's alone; what it shares, or cannot tell, is new for everyone."""
+    return BACKEND_ONLY if failure_kind(subject, ref) == "backend_only" else NEW
 
 
 def _job_failing(failures: CellFailures, key: tuple[str, str]) -> bool:

@@ -130,6 +130,14 @@ class CellFailures:
     def infra_only(self) -> bool:
         return bool(self.infra) and not self.tests and not self.job_level
 
+    def failing_jobs_without_tests(self) -> list[tuple[str, str]]:
+        """(workflow, job) of each failing job that listed no failing test: compared as a job."""
+        return sorted(
+            (v.job.workflow_name, v.job.job_name)
+            for v in self.cell.verdicts
+            if v.state in FAILING and not self.tests_of.get(v.job.id)
+        )
+
 
 def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
     tests = TestTable()
@@ -219,6 +227,23 @@ def job_level_kind(reference: CellFailures) -> str:
     """Failures with no test to compare are compared as jobs: shared when the reference's build
     failed too, or (job-level only) when the reference failed at all."""
     return "shared" if reference.build_failed or (reference.cell.failing and not reference.per_test) else "backend_only"
+
+
+def failure_kind(subject, reference: CellFailures | None) -> str:
+    """One failure against the reference on the same commit: a test (TestId) by test_kind, a job
+    failing without a test (a (workflow, job) key) by job_level_kind."""
+    if not has_baseline(reference):
+        return "not_comparable"
+    return test_kind(subject, reference) if isinstance(subject, TestId) else job_level_kind(reference)
+
+
+def reference_failures(sha: str) -> CellFailures | None:
+    """The reference's CellFailures on one commit (two queries), or None without a reference."""
+    reference = reference_backend(registered_backends())
+    if reference is None:
+        return None
+    cell = cells_for_commits([sha], [reference])[(sha, reference.id)]
+    return cell_failures(cell, failed_tests_for_jobs(latest_failing_job_ids([cell])))
 
 
 def _combine(kinds: set[str]) -> str:

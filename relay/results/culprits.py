@@ -20,7 +20,7 @@ from relay.models import Project, UpstreamCommit
 from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING, job_key_label
 
-from .baseline import CellFailures, cell_failures, resolve_commit_ids
+from .baseline import CellFailures, cell_failures, failure_kind, reference_failures, resolve_commit_ids
 from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
@@ -40,6 +40,11 @@ class Streak:
     """Newest first: the commits after the last pass, up to and including the first failure."""
     failing_results: int = 0
     """Commits in the streak where it failed (commits without a result are not counted)."""
+    identity: object = field(default=None, repr=False, compare=False)
+    """The TestId of a test, the (workflow, job) key of a job."""
+    vs_reference: str | None = None
+    """On the commit the walk started from: shared (the reference fails it too), backend_only (the
+    reference passed it) or not_comparable, by the baseline's rule; None for the reference itself."""
 
     @property
     def exact(self) -> bool:
@@ -63,6 +68,7 @@ class Streak:
             "failing_results": self.failing_results,
             "exact": self.exact,
             "compare_url": self.compare_url,
+            "vs_reference": self.vs_reference,
         }
 
 
@@ -120,16 +126,28 @@ def history_load(project: Project, chain: list[UpstreamCommit]) -> History:
 
 
 def streaks(project: Project, start: UpstreamCommit | None = None, history: History | None = None) -> list[Streak]:
-    """Every job and test of `project` failing at `start` (default: its newest trunk commit with
-    a result), with the commit it has failed since. Jobs first, then tests, by name."""
+    """Every test of `project` failing at `start` (default: its newest trunk commit with a
+    result), and every job failing there without a failing test, with the commit it has failed
+    since and whether the reference shares it there. A job whose tests fail is answered by its
+    tests: its own red streak may be older (an earlier upstream break) and would name a second
+    culprit for the same failure. Jobs first, then tests, by name."""
     history = history or history_load(project, trunk_chain(start))
     index = _start_index(history, start)
     if index is None:
         return []
-    sha = history.chain[index].sha
-    jobs = [_walk(history, index, "job", key, _job_state) for key in _failing_jobs(history.cells[sha])]
-    tests = [_walk(history, index, "test", tid, _test_state) for tid in sorted(history.failures[sha].tests)]
-    return [s for s in jobs + tests if s is not None]
+    failures = history.failures[history.chain[index].sha]
+    jobs = [_walk(history, index, "job", key, _job_state) for key in failures.failing_jobs_without_tests()]
+    tests = [_walk(history, index, "test", tid, _test_state) for tid in sorted(failures.tests)]
+    found = [s for s in jobs + tests if s is not None]
+    if not project.is_reference:
+        _compare_with_reference(found, failures)
+    return found
+
+
+def _compare_with_reference(found: list[Streak], failures: CellFailures) -> None:
+    reference = reference_failures(failures.cell.sha)
+    for streak in found:
+        streak.vs_reference = failure_kind(streak.identity, reference)
 
 
 def _start_index(history: History, start: UpstreamCommit | None) -> int | None:
@@ -141,10 +159,6 @@ def _start_index(history: History, start: UpstreamCommit | None) -> int | None:
         elif history.cells[commit.sha].has_result and not history.cells[commit.sha].pending:
             return i
     return None
-
-
-def _failing_jobs(cell: Cell) -> list[tuple[str, str]]:
-    return sorted((v.job.workflow_name, v.job.job_name) for v in cell.verdicts if v.state in FAILING)
 
 
 def _job_state(history: History, sha: str, key: tuple[str, str]) -> str:
@@ -177,7 +191,7 @@ def _streak(kind, subject, first_failing, last_passing, failing, walked) -> Stre
     start = walked.index(first_failing)
     suspects = walked[start:] if last_passing is not None else [first_failing]
     name = job_key_label(subject) if kind == "job" else subject.full
-    return Streak(kind, name, first_failing, last_passing, suspects, failing)
+    return Streak(kind, name, first_failing, last_passing, suspects, failing, identity=subject)
 
 
 def commit_streaks(commit: UpstreamCommit | None, detail) -> dict[int, list[Streak]]:

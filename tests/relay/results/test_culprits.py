@@ -36,9 +36,7 @@ def result(project, commit, conclusion, tests=(), job="test", **fields):
         head_sha=commit.sha,
         conclusion=conclusion,
         job_name=job,
-        tests_total=100,
-        tests_failed=len(tests) or None,
-        **fields,
+        **{"tests_total": 100, "tests_failed": len(tests) or None, **fields},
     )
     for classname, name, file in tests:
         FailedTestFactory(job_run=job_run, classname=classname, name=name, file=file)
@@ -124,3 +122,33 @@ def test_the_cost_does_not_grow_with_the_window(xpu, trunk, django_assert_max_nu
         result(xpu, commit, "failure", tests=[CONV_PYTEST])
     with django_assert_max_num_queries(5):
         streaks(xpu)
+
+
+def test_a_job_whose_tests_fail_is_answered_by_its_tests_alone_one_culprit_per_failure(xpu, trunk):
+    """The job has been red since c2 (an upstream break the reference shares); test_conv2d broke
+    at c4 on this backend alone. One answer: the test's culprit, c4, never the job's c2."""
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True)
+    add = ("test_ops.TestCommonXPU", "test_add_xpu_float32", "test_ops.py")
+    add_ref = ("test_ops.TestCommonPRIVATEUSE1", "test_add_openreg_float32", "test_ops.py")
+    for i, commit in enumerate(trunk):
+        result(reference, commit, "failure" if i >= 2 else "success", [add_ref] if i >= 2 else [])
+        tests = ([add] if i >= 2 else []) + ([CONV_PYTEST] if i >= 4 else [])
+        result(xpu, commit, "failure" if tests else "success", tests)
+    found = {s.subject: s for s in streaks(xpu, trunk[5])}
+    assert set(found) == {"test_ops.TestCommon.test_add_float32", "test_nn.TestNNDeviceType.test_conv2d_float32"}
+    conv, add_streak = (
+        found["test_nn.TestNNDeviceType.test_conv2d_float32"],
+        found["test_ops.TestCommon.test_add_float32"],
+    )
+    assert (conv.first_failing, conv.last_passing, conv.vs_reference) == (trunk[4], trunk[3], "backend_only")
+    assert (add_streak.first_failing, add_streak.vs_reference) == (trunk[2], "shared")
+
+
+def test_a_job_failing_without_a_test_keeps_its_job_streak_compared_as_a_build_failure(xpu, trunk):
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True)
+    for commit in trunk[3:]:
+        result(reference, commit, "failure", tests_total=1, tests_error=1)
+        result(xpu, commit, "failure", tests_total=1, tests_error=1)
+    result(xpu, trunk[2], "success")
+    (streak,) = streaks(xpu, trunk[5])
+    assert (streak.kind, streak.first_failing, streak.vs_reference) == ("job", trunk[3], "shared")
