@@ -25,7 +25,9 @@ def gate_shown(pr_number: int, head_sha: str) -> dict:
 def _backend(entry: dict) -> dict:
     jobs = entry["jobs"]
     failing = [
-        {"job": job_key_label((j["workflow"], j["job"])), "state": j["state"]} for j in jobs if j["state"] in FAILING
+        {"job": job_key_label((j["workflow"], j["job"])), "state": j["state"], "not_blocking": j["not_blocking"]}
+        for j in jobs
+        if j["state"] in FAILING
     ]
     pending = [job_key_label((j["workflow"], j["job"])) for j in jobs if j["state"] in PENDING]
     if entry["state"] == Gate.PENDING and not pending:
@@ -34,6 +36,7 @@ def _backend(entry: dict) -> dict:
         **entry,
         "project": entry["repo"],
         "glyph": STATE_GLYPHS.get(entry["state"], "~"),
-        "failing_jobs": failing,
+        "failing_jobs": [f for f in failing if not f["not_blocking"]],
+        "excused_jobs": [f for f in failing if f["not_blocking"]],
         "pending_jobs": pending,
     }

@@ -49,10 +49,10 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
     return qs.exclude(delivery__action="closed")
 
 
-def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict]]:
-    """(state, reason, job verdicts) of one backend on one head, under relay.verdicts. A failing
-    job whose failures all match known issues an admin marked as not blocking counts nowhere,
-    and the reason says so."""
+def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict], dict]:
+    """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts. A
+    failing job whose failures all match known issues an admin marked as not blocking counts
+    nowhere, and the reason says so; `excused` is job id → those issues."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
@@ -65,12 +65,15 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
         reason += "; not blocking: " + ", ".join(
             _excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused
         )
-    return state, reason, verdicts
+    return state, reason, verdicts, excused
 
 
 def _excused_text(verdict: JobVerdict, issues) -> str:
-    names = ", ".join(f"known issue #{i.pk} {i.title}" for i in issues)
-    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {names}"
+    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {_issue_names(issues)}"
+
+
+def _issue_names(issues) -> str:
+    return ", ".join(f"known issue #{i.pk} {i.title}" for i in issues)
 
 
 # --- the gate -------------------------------------------------------------------------------------
@@ -99,7 +102,7 @@ def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
 
 
 def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
-    state, reason, verdicts = backend_state(project, pr_number, head)
+    state, reason, verdicts, excused = backend_state(project, pr_number, head)
     jobs = [
         {
             "workflow": v.job.workflow_name,
@@ -108,6 +111,7 @@ def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
             "attempts": v.attempts,
             "run_id": v.job.run_id,
             "url": v.job.workflow_url,
+            "not_blocking": _issue_names(excused[v.job.pk]) if v.job.pk in excused else "",
         }
         for v in verdicts
     ]

@@ -86,6 +86,21 @@ def test_a_failure_of_a_non_blocking_issue_does_not_block_the_gate_and_the_summa
     assert "marked as not blocking the gate" in gate_summary(verdict)
 
 
+def test_the_pr_page_gate_box_says_an_excused_failure_does_not_block(backends, client):
+    from hud.gate import gate_shown
+
+    issue = make_issue(blocks_gate=False)
+    result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
+    [backend] = gate_shown(4242, "e" * 40)["backends"]
+    assert backend["state"] == "success" and backend["failing_jobs"] == []
+    assert [j["not_blocking"] for j in backend["excused_jobs"]] == [f"known issue #{issue.pk} {issue.title}"]
+    html = client.get("/pr/4242").content.decode()
+    assert (
+        "not blocking: ci / test (default, 1, 1) (failure, known issue #" in html
+        and "blocking: ci" not in html.replace("not blocking: ci", "")
+    )
+
+
 def test_a_failure_beside_the_non_blocking_one_still_blocks(backends):
     from relay.checks.gate import gate_verdict
 
