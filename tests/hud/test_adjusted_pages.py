@@ -113,3 +113,17 @@ def test_tenure_at_l2_or_above_restarts_only_after_a_stay_at_l1():
     backend.refresh_from_db()
     readmitted = LevelChange.objects.filter(project=backend, to_level="L2").order_by("-id").first()
     assert level_history(backend).reporting_since == readmitted.changed_at
+
+
+def test_the_backend_page_answers_since_which_commit_first_and_caps_the_excused_list(client):
+    """The maintainer's question before the cards and the excused list; that list shows 10 of 12."""
+    reference = project("pytorch/openreg-ci", is_reference=True, hardware_kind="reference")
+    backend = project("Ascend/pytorch", level="L3", display_name="Ascend NPU")
+    for i in range(12):
+        sha = f"{i:040x}"
+        failed(job(reference, "failure", sha=sha, at=recent(2)), "TestFooPRIVATEUSE1", "test_add_privateuse1_float32")
+        failed(job(backend, "failure", sha=sha, at=recent(2)), "TestFooPRIVATEUSE1", "test_add_npu_float32")
+    page = client.get("/crcr/Ascend/pytorch?range=7d").content.decode()
+    assert page.index('id="failing-now-title"') < page.index('class="cards"') < page.index('id="excused-title"')
+    excused = page[page.index('<ul class="excused-jobs">') :]
+    assert excused[: excused.index("</ul>")].count("<li>") == 10 and "… and 2 more" in page
