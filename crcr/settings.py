@@ -369,6 +369,10 @@ CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
 CRCR_JOB_EXPECTED_MINUTES = float(env("CRCR_JOB_EXPECTED_MINUTES", "180"))
 CRCR_REFERENCE_WORKFLOW_PATTERN = env("CRCR_REFERENCE_WORKFLOW_PATTERN", r"^(pull|trunk)$")
 CRCR_REFERENCE_JOB_PATTERN = env("CRCR_REFERENCE_JOB_PATTERN", r"test \(openreg")
+CRCR_LEVEL_MIN_JOBS = env_int("CRCR_LEVEL_MIN_JOBS", 20)
+CRCR_LEVEL_MIN_DATA_HOURS = float(env("CRCR_LEVEL_MIN_DATA_HOURS", "72"))
+"""The smallest sample a level criterion judges (hud.readiness): this many jobs in its window, and
+results for this long; below it the criterion reads "not enough data yet" and decides nothing."""
 CRCR_CULPRIT_WINDOW = env_int("CRCR_CULPRIT_WINDOW", 100)
 """How many trunk commits back "since which commit?" looks for the last pass."""
 CRCR_REFERENCE_REPORT_PATTERN = env("CRCR_REFERENCE_REPORT_PATTERN", r"test-report")

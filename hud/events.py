@@ -46,8 +46,7 @@ def readiness_events(now) -> list[NotificationEvent]:
             readiness = backend_readiness(project, now)
         except TalliesPending:
             return []  # the tallies are still being computed: ask next time
-        # "No data" never counts as met, but alone it says nothing new: a criterion must fail.
-        at_risk = readiness.outlook == "at_risk" and any(c.met is False for c in readiness.demotion)
+        at_risk = readiness.change == "demote"  # hud.readiness.level_change, as the page and the API
         if at_risk and outlooks.get(str(project.id)) != "at_risk":
             events.append(
                 event_emit(

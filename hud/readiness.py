@@ -4,8 +4,10 @@ over 14 days for promotion and 7 days for demotion, one verdict per criterion.
 Pure functions over tallies (hud.selectors_summary.Tally) and a few dates, so every threshold is
 tested without a database."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+
+from django.conf import settings
 
 from relay.models import Level
 
@@ -55,13 +57,58 @@ class Criterion:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """How much a window's criteria have to judge by: jobs (never-started dispatches are none) and
+    how long the backend has reported results (at most the window)."""
+
+    jobs: int
+    hours: float | None
+
+    @property
+    def enough(self) -> bool:
+        hours = self.hours or 0
+        return self.jobs >= settings.CRCR_LEVEL_MIN_JOBS and hours >= settings.CRCR_LEVEL_MIN_DATA_HOURS
+
+    @property
+    def text(self) -> str:
+        days = "no results yet" if self.hours is None else f"results for {self.hours / 24:.1f} d"
+        need = f"{settings.CRCR_LEVEL_MIN_JOBS} jobs over {settings.CRCR_LEVEL_MIN_DATA_HOURS / 24:g} d"
+        return f"not enough data yet: {self.jobs} job{'s' if self.jobs != 1 else ''}, {days} (needs {need})"
+
+
+def window_sample(tally, first_result_at: datetime | None, now: datetime, days: int) -> Sample:
+    hours = None if first_result_at is None else min((now - first_result_at).total_seconds() / 3600, days * 24)
+    return Sample(tally.rates.decided, hours)
+
+
+def sampled(criteria: list, sample: Sample) -> list:
+    """A criterion on too small a sample is no data: it is neither met nor missed, so it can
+    neither demote nor promote, and it says why."""
+    if sample.enough:
+        return criteria
+    return [replace(c, met=None, note=f"{sample.text}{' · ' + c.note if c.note else ''}") for c in criteria]
+
+
+def level_change(level: str, promotion: list, demotion: list) -> str | None:
+    """The one rule: an L2 backend is promoted when every promotion criterion is met; an L3/L4
+    backend is demoted ("at risk") when a demotion criterion is missed. No data decides nothing."""
+    if level == Level.L2:
+        return "promote" if promotion and all(c.met is True for c in promotion) else None
+    if level in (Level.L3, Level.L4):
+        return "demote" if any(c.met is False for c in demotion) else None
+    return None
+
+
+@dataclass(frozen=True)
 class Readiness:
     level: str
     promotion: list
     demotion: list
     headline: str
     outlook: str
-    """ready | not_ready | holds | at_risk | n/a: for styling; the headline says it in words."""
+    """ready | not_ready | holds | at_risk | no_data | n/a: for styling; the headline says it in words."""
+    change: str | None = None
+    """level_change: promote, demote (at risk) or None."""
 
     @property
     def rows(self) -> list[tuple]:
@@ -212,11 +259,15 @@ def readiness(
         return Readiness(
             level, [], [], "L1 backends report no results, so readiness cannot be judged; register at L2 first.", "n/a"
         )
-    promotion = health_criteria(tally14, adjusted14, basis) + tenure_criteria(level_since, first_result_at, now)
-    demotion = demotion_criteria(tally7, adjusted7, basis)
-    headline, outlook = _headline(level, promotion, demotion)
+    sample14 = window_sample(tally14, first_result_at, now, PROMOTION_DAYS)
+    sample7 = window_sample(tally7, first_result_at, now, DEMOTION_DAYS)
+    promotion = sampled(health_criteria(tally14, adjusted14, basis), sample14)
+    promotion += tenure_criteria(level_since, first_result_at, now)
+    demotion = sampled(demotion_criteria(tally7, adjusted7, basis), sample7)
+    change = level_change(level, promotion, demotion)
+    headline, outlook = _headline(level, promotion, demotion, change, sample14 if level == Level.L2 else sample7)
     excuse = _excuse_note(level, tally7, adjusted7, demotion, basis)
-    return Readiness(level, promotion, demotion, f"{headline} {excuse}".strip(), outlook)
+    return Readiness(level, promotion, demotion, f"{headline} {excuse}".strip(), outlook, change)
 
 
 def _excuse_note(level: str, tally7, adjusted7, demotion: list, basis: str) -> str:
@@ -247,15 +298,18 @@ def _shortfalls(criteria: list) -> str:
     return ", ".join(SHORTFALLS[c.key] for c in criteria if not c.met)
 
 
-def _headline(level: str, promotion: list, demotion: list) -> tuple[str, str]:
-    promotable = all(c.met for c in promotion)
-    holding = all(c.met for c in demotion)
-    missing = _shortfalls(promotion)
+def _headline(level: str, promotion: list, demotion: list, change: str | None, sample: Sample) -> tuple[str, str]:
     if level == Level.L2:
-        return (
-            "Ready for L3: every criterion met over 14 days." if promotable else f"Not ready for L3 yet: {missing}."
-        ), ("ready" if promotable else "not_ready")
-    failing = _shortfalls(demotion)
-    if holding:
-        return f"Meets the L3 criteria over the last 7 days; keeps {level}.", "holds"
-    return f"At risk of demotion from {level}: {failing} over the last 7 days.", "at_risk"
+        if change == "promote":
+            return "Ready for L3: every criterion met over 14 days.", "ready"
+        if not sample.enough:
+            return f"Not judged for L3 yet: {sample.text}.", "no_data"
+        return f"Not ready for L3 yet: {_shortfalls(promotion)}.", "not_ready"
+    if change == "demote":
+        missed = ", ".join(SHORTFALLS[c.key] for c in demotion if c.met is False)
+        return f"At risk of demotion from {level}: {missed} over the last 7 days.", "at_risk"
+    if not sample.enough:
+        return f"Keeps {level}; the criteria are not judged yet: {sample.text}.", "no_data"
+    if any(c.met is None for c in demotion):
+        return f"Keeps {level}: no criterion is missed over the last 7 days (some have no data).", "holds"
+    return f"Meets the L3 criteria over the last 7 days; keeps {level}.", "holds"

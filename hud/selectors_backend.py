@@ -457,7 +457,8 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "Timeout rate",
             percent(tally.timeout_rate),
-            f"{infra:,} of {rates.decided:,} jobs · target < 1 %",
+            f"{tally.timed_out:,} of {tally.jobs:,} jobs timed out · target < 1 % · "
+            f"{tally.never_started:,} dispatch{'es' if tally.never_started != 1 else ''} never started (not jobs, not counted)",
             None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX,
         ),
     ]
@@ -540,8 +541,8 @@ class ReadinessInputs:
 def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
     """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
     key = (project.pk, "pr")
-    tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
-    tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
+    tally14 = (window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()).jobs_only()
+    tally7 = (window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()).jobs_only()
     return ReadinessInputs(
         tally14,
         tally7,

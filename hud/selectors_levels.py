@@ -90,17 +90,15 @@ def repo_status(project: Project, now: datetime) -> RepoStatus:
     readiness = backend_readiness(project, now, inputs)
     if project.level == Level.L2:
         return _decided(
-            project, "promote", rules.PROMOTION_DAYS, readiness.promotion, inputs.tally14, inputs.adjusted14
+            project, readiness, rules.PROMOTION_DAYS, readiness.promotion, inputs.tally14, inputs.adjusted14
         )
-    return _decided(project, "demote", rules.DEMOTION_DAYS, readiness.demotion, inputs.tally7, inputs.adjusted7)
+    return _decided(project, readiness, rules.DEMOTION_DAYS, readiness.demotion, inputs.tally7, inputs.adjusted7)
 
 
-def _decided(project, kind: str, days: int, criteria: list, tally, adjusted) -> RepoStatus:
+def _decided(project, readiness, days: int, criteria: list, tally, adjusted) -> RepoStatus:
+    """The change is readiness's (hud.readiness.level_change): the page and this API never differ."""
     no_data = tally.rates.decided == 0
-    if kind == "promote":
-        change = "promote" if not no_data and all(c.met for c in criteria) else None
-    else:
-        change = "demote" if not no_data and any(c.met is False for c in criteria) else None
+    change = None if no_data else readiness.change
     return RepoStatus(project, change, no_data, days, criteria, adjusted, level_history(project, limit=0))
 
 

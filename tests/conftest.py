@@ -191,6 +191,14 @@ def upstream_reactions_inline(settings):
     settings.CRCR_UPSTREAM_REACT_INLINE = True
 
 
+@pytest.fixture(autouse=True)
+def level_sample_of_one(settings):
+    """Most tests judge level criteria on a handful of jobs made a moment ago: they test the
+    criteria, not the minimum sample, which tests/hud/test_readiness_sample.py sets back to
+    production's 20 jobs over 3 days."""
+    settings.CRCR_LEVEL_MIN_JOBS, settings.CRCR_LEVEL_MIN_DATA_HOURS = 1, 0
+
+
 @pytest.fixture
 def fresh_tallies(monkeypatch):
     """The tallies are cached per bucket; a test using this starts from the database, with time

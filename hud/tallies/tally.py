@@ -63,9 +63,26 @@ class Tally:
         return self.in_progress_callbacks + self.completed_callbacks
 
     @property
+    def jobs(self) -> int:
+        """Decided jobs: a dispatch nobody answered (never started) is no job, as upstream counts."""
+        return self.rates.decided - self.never_started
+
+    @property
     def timeout_rate(self) -> float | None:
-        decided = self.rates.decided
-        return (self.timed_out + self.never_started) / decided if decided else None
+        """Jobs that timed out over jobs (upstream's timeout rate); never-started dispatches count
+        in neither (they are the relay's unanswered sends, shown apart)."""
+        return self.timed_out / self.jobs if self.jobs else None
+
+    def jobs_only(self) -> "Tally":
+        """This tally without its never-started dispatches: what the level criteria count."""
+        copy = Tally()
+        copy.merge(self)
+        copy.verdicts.pop(State.NEVER_STARTED, None)
+        copy.unanswered = self.never_started
+        return copy
+
+    unanswered: int = 0
+    """On a jobs_only() copy: the never-started dispatches it leaves out."""
 
 
 def latest_of(a: datetime | None, b: datetime | None) -> datetime | None:

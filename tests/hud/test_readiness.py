@@ -111,7 +111,7 @@ def test_it_needs_a_month_at_level_and_two_weeks_of_data_for_promotion_only():
 def test_it_never_counts_missing_data_as_met():
     result = readiness("L2", Tally(), Tally(), LONG_AGO, None, NOW)
     assert {c.verdict for c in result.promotion if c.key != "time_at_level"} == {"no data"}
-    assert result.outlook == "not_ready"
+    assert result.outlook == "no_data" and result.change is None
 
 
 def test_it_says_an_l3_backend_that_meets_the_criteria_keeps_its_level():

@@ -147,8 +147,10 @@ class Command(BaseCommand):
             # Make the sweeper's verdicts visible within minutes instead of hours.
             "CRCR_JOB_TIMEOUT_HOURS": "0.05",
             "CRCR_NEVER_STARTED_HOURS": "0.05",
-            # The demotion loop decides every minute, so a failing backend's PR shows up soon.
+            # The demotion loop decides every minute, so a failing backend's PR shows up soon; the
+            # level criteria judge after 15 minutes of results instead of production's 3 days.
             "CRCR_DEMOTION_EVERY_SECONDS": "60",
+            "CRCR_LEVEL_MIN_DATA_HOURS": "0.25",
             # The stand-in process also runs a webhook sink: the seeded subscription posts there.
             "CRCR_SANDBOX_SINK_URL": info.get("sink_url", ""),
         }
