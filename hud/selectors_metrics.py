@@ -10,19 +10,12 @@ from django.utils import timezone
 from hud.tallies.buckets import Bucket, window_buckets
 from hud.tallies.rollups import bucket_tallies
 from hud.tallies.tally import Tally, tallies_merge, tally_sum
+from hud.windows import WINDOWS
 from relay.models import Level, Project
 
-METRIC_WINDOWS = {
-    "24h": ("Last 24 hours", 1),
-    "3d": ("Last 3 days", 3),
-    "7d": ("Last 7 days", 7),
-    "14d": ("Last 14 days", 14),
-    "30d": ("Last 30 days", 30),
-    "90d": ("Last 90 days", 90),
-}
-HOURLY_WINDOWS = {"24h": 24, "3d": 72}
+HOURLY_WINDOWS = {"24h": 24}
+"""Ranges charted by the hour; the others (hud.windows.WINDOWS, the same on every page) by the day."""
 """Ranges drawn hour by hour (the value: how many hours)."""
-DEFAULT_METRIC_WINDOW = "30d"
 LEVEL_FILTERS = {"all": "All levels", Level.L4: "L4", Level.L3: "L3", Level.L2: "L2"}
 """L1 is not offered: L1 backends have no results to chart."""
 
@@ -94,9 +87,7 @@ def backend_choices() -> list[Project]:
 def metrics_build(window_key: str, tab: str, level: str, backend: str, now: datetime | None = None) -> Metrics:
     now = now or timezone.now()
     hourly = window_key in HOURLY_WINDOWS
-    points = (
-        hourly_tallies(HOURLY_WINDOWS[window_key], now) if hourly else daily_tallies(METRIC_WINDOWS[window_key][1], now)
-    )
+    points = hourly_tallies(HOURLY_WINDOWS[window_key], now) if hourly else daily_tallies(WINDOWS[window_key].days, now)
     projects = backends_in_view(level, backend)
     series = [BackendSeries(p, [_nonempty(tallies.get((p.pk, tab))) for _, tallies in points]) for p in projects]
     combined = [tally_sum(s.days[i] for s in series if s.days[i] is not None) for i in range(len(points))]

@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET
 from hud import charts
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
-from hud.selectors_metrics import DEFAULT_METRIC_WINDOW, LEVEL_FILTERS, METRIC_WINDOWS, backend_choices, metrics_build
+from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
 from hud.tallies.buckets import TalliesPending
-from hud.windows import DEFAULT_TAB, DEFAULT_WINDOW, TABS, WINDOWS
+from hud.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
 from relay.params import int_param
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State
@@ -29,6 +29,8 @@ COUNTS_TEXT = {
     "pending": "not decided yet",
     "none": "counts nowhere",
 }
+RANGE_LABELS = {key: window.label for key, window in WINDOWS.items()}
+"""The same ranges, in the same words, on /crcr, every backend page and /crcr/metrics."""
 LEGEND_ROWS = [(value, glyph, label, COUNTS_TEXT[STATES[State(value)].counts.value]) for value, glyph, label in LEGEND]
 
 
@@ -68,16 +70,15 @@ def _loading(request, template: str, partial: str, context: dict, pending: Talli
 
 @require_GET
 def summary(request):
-    params = {
-        "range": _choice(request.GET.get("range"), WINDOWS, DEFAULT_WINDOW),
-        "event": _choice(request.GET.get("event"), TABS, DEFAULT_TAB),
-    }
+    window, notice = window_key(request.GET.get("range"))
+    params = {"range": window, "event": _choice(request.GET.get("event"), TABS, DEFAULT_TAB)}
     context = {
         "nav": "summary",
+        "range_notice": notice,
         "params": params,
         "query": _query(params),
         "legend": LEGEND_ROWS,
-        "ranges": _options(params, "range", {k: w.label for k, w in WINDOWS.items()}),
+        "ranges": _options(params, "range", RANGE_LABELS),
         "tabs": _options(params, "event", TABS),
     }
     try:
@@ -95,7 +96,7 @@ def summary(request):
 def _backend_params(request) -> dict:
     get = request.GET
     return {
-        "range": _choice(get.get("range"), WINDOWS, DEFAULT_WINDOW),
+        "range": window_key(get.get("range"))[0],
         "event": _choice(get.get("event"), TABS, DEFAULT_TAB),
         "page": _page_number(get.get("page")),
         "shards": "split" if get.get("shards") == "split" else "",
@@ -107,6 +108,7 @@ def _backend_params(request) -> dict:
 def backend(request, org: str, repo: str):
     params = _backend_params(request)
     context = {"nav": "summary", "params": params, "full_name": f"{org}/{repo}", "legend": LEGEND_ROWS}
+    context["range_notice"] = window_key(request.GET.get("range"))[1]
     try:
         project = backend_find(org, repo)
         if project is None:
@@ -134,7 +136,7 @@ def _backend_links(context: dict, params: dict) -> None:
     context.update(
         {
             "query": query,
-            "ranges": _options(base, "range", {k: w.label for k, w in WINDOWS.items()}, reset={"page": None}),
+            "ranges": _options(base, "range", RANGE_LABELS, reset={"page": None}),
             "tabs": _options(base, "event", TABS, reset={"page": None}),
             "shards_url": _query(base, shards="" if params["shards"] else "split"),
             "prev_url": _query(base, page=params["page"] - 1) if params["page"] > 1 else "",
@@ -163,18 +165,20 @@ def _cell_fragment(request, project, params: dict, context: dict):
 @require_GET
 def metrics(request):
     get = request.GET
+    window, notice = window_key(get.get("range"))
     params = {
-        "range": _choice(get.get("range"), METRIC_WINDOWS, DEFAULT_METRIC_WINDOW),
+        "range": window,
         "event": _choice(get.get("event"), TABS, DEFAULT_TAB),
         "level": _choice(get.get("level"), LEVEL_FILTERS, "all"),
         "backend": get.get("backend", "")[:140],
     }
     context = {
         "nav": "metrics",
+        "range_notice": notice,
         "params": params,
         "query": _query(params),
         "legend": LEGEND_ROWS,
-        "ranges": _options(params, "range", {k: label for k, (label, _) in METRIC_WINDOWS.items()}),
+        "ranges": _options(params, "range", RANGE_LABELS),
         "tabs": _options(params, "event", TABS),
         "levels": LEVEL_FILTERS,
     }

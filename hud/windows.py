@@ -26,6 +26,24 @@ WINDOWS = {
 }
 """1, 7, 14, 30 and 90 days, as every upstream CRCR page offers them."""
 DEFAULT_WINDOW = "7d"
+RANGE_ALIASES = {"1d": "24h", "1": "24h", "7": "7d", "14": "14d", "30": "30d", "90": "90d"}
+"""Other spellings of the same ranges (upstream's pages count in days: 1, 7, 14, 30, 90)."""
+
+
+def window_key(value: str | None) -> tuple[str, str]:
+    """(the range key, a notice): the default range when none is asked for, an alias read as
+    its range, and anything else the default with a notice saying so (never silently)."""
+    if not value:
+        return DEFAULT_WINDOW, ""
+    key = RANGE_ALIASES.get(value, value)
+    if key in WINDOWS:
+        return key, ""
+    shown = value[:20]
+    return (
+        DEFAULT_WINDOW,
+        f"Unknown range “{shown}”: showing {WINDOWS[DEFAULT_WINDOW].label.lower()} (offered: 24h, 7d, 14d, 30d, 90d).",
+    )
+
 
 TABS = {"pr": "Pull requests", "nightly": "Nightly", "periodic": "Periodic"}
 """Kinds of run: `pr` is JobRun.event_type pull_request or push (anything not nightly/periodic)."""

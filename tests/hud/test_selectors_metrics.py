@@ -24,10 +24,10 @@ def test_the_last_24_hours_are_drawn_hour_by_hour():
     assert metrics.points_with_data == 3
 
 
-def test_three_days_are_72_hours_and_the_long_ranges_stay_daily():
+def test_a_day_is_24_hours_and_the_long_ranges_stay_daily():
     now = timezone.now().replace(minute=30, second=0, microsecond=0)
     job(project(level="L2"), at=now - timedelta(minutes=20))
-    assert len(metrics_build("3d", "pr", "all", "", now=now).days) == 72
+    assert len(metrics_build("24h", "pr", "all", "", now=now).days) == 24
     monthly = metrics_build("30d", "pr", "all", "", now=now)
     assert not monthly.hourly and len(monthly.days) == 30 and monthly.points_with_data == 1
 

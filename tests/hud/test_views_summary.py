@@ -148,7 +148,7 @@ def test_it_keeps_metrics_filters_in_the_url_and_says_when_nothing_matches(clien
     project("a/b")
     page = client.get("/crcr/metrics?level=L4&backend=a/b").content.decode()
     assert "No backend at L2 or above matches these filters" in page
-    assert 'hx-get="?range=30d&amp;event=pr&amp;level=L4&amp;backend=a%2Fb"' in page
+    assert 'hx-get="?range=7d&amp;event=pr&amp;level=L4&amp;backend=a%2Fb"' in page
 
 
 def test_it_says_when_backends_in_view_have_no_results(client):
@@ -196,3 +196,20 @@ def test_it_explains_that_an_l1_backend_has_no_results(client):
     project("listen/only", level="L1")
     page = client.get("/crcr/listen/only").content.decode()
     assert "L1 backends report no results" in page and "readiness cannot be judged" in page
+
+
+@pytest.mark.parametrize("path", ["/crcr", "/crcr/metrics", "/crcr/a/b"])
+def test_every_summary_page_offers_the_same_ranges_with_the_same_default(client, path):
+    project("a/b")
+    page = client.get(path).content.decode()
+    for key in ("24h", "7d", "14d", "30d", "90d"):
+        assert f"range={key}" in page, f"{path} does not offer {key}"
+    assert "range=3d" not in page and 'aria-current="true">Last 7 days<' in page
+
+
+@pytest.mark.parametrize("path", ["/crcr", "/crcr/metrics", "/crcr/a/b"])
+def test_one_day_is_read_as_24_hours_and_an_unknown_range_says_what_is_shown(client, path):
+    project("a/b")
+    assert 'aria-current="true">Last 24 hours<' in client.get(f"{path}?range=1d").content.decode()
+    unknown = client.get(f"{path}?range=2w").content.decode()
+    assert "Unknown range “2w”: showing last 7 days" in unknown
