@@ -1,15 +1,19 @@
-"""The top bar's search box: what a PR number, a SHA prefix or a backend name refers to."""
+"""The top bar's search box: what a PR number, a SHA prefix, a backend name, a PR's author or
+words of a PR's or commit's title refer to."""
 
 import re
 from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
 from relay.results.heads import CANDIDATES, commits_by_prefix
 
 MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
+MIN_TITLE_WORDS = 3
+"""Characters a title search needs: fewer match nearly everything."""
+TITLE_HITS = 25
 PR_NUMBER = re.compile(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", re.IGNORECASE)
 SHA_PREFIX = re.compile(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", re.IGNORECASE)
 
@@ -21,12 +25,16 @@ class SearchResult:
     """Where to go when the query names exactly one thing."""
     commits: list = field(default_factory=list)
     backends: list = field(default_factory=list)
+    prs: list = field(default_factory=list)
+    """Pull requests by that author, or whose title holds the words (newest first)."""
+    titled: list = field(default_factory=list)
+    """Trunk commits whose title holds the words (newest first)."""
     pr_number: int | None = None
     """A PR number the relay has never seen (shown on the not-found page)."""
 
     @property
     def found(self) -> bool:
-        return bool(self.url or self.commits or self.backends)
+        return bool(self.url or self.commits or self.backends or self.prs or self.titled)
 
 
 def search(query: str) -> SearchResult:
@@ -43,6 +51,8 @@ def search(query: str) -> SearchResult:
         result.commits = commits_by_prefix(query)
     if not result.commits:
         result.backends = backends_matching(query)
+    if not (result.commits or result.backends):
+        result.prs, result.titled = prs_matching(query), commits_titled(query)
     return _settle(result)
 
 
@@ -51,7 +61,25 @@ def _settle(result: SearchResult) -> SearchResult:
         result.url = f"/commit/{result.commits[0].sha}"
     elif len(result.backends) == 1:
         result.url = f"/crcr/{result.backends[0].full_name}"
+    elif len(result.prs) == 1 and not result.titled:
+        result.url = f"/pr/{result.prs[0].number}"
     return result
+
+
+def prs_matching(text: str) -> list[PullRequest]:
+    """By author login (exact, case-insensitive, with or without @) or words of the title."""
+    login = text.removeprefix("@")
+    match = Q(author__iexact=login) if login else Q(pk__in=[])
+    if len(text) >= MIN_TITLE_WORDS:
+        match |= Q(title__icontains=text)
+    return list(PullRequest.objects.filter(match).order_by("-number")[:TITLE_HITS])
+
+
+def commits_titled(text: str) -> list[UpstreamCommit]:
+    if len(text) < MIN_TITLE_WORDS:
+        return []
+    commits = UpstreamCommit.objects.filter(is_trunk=True, title__icontains=text)
+    return list(commits.order_by("-landed_at")[:TITLE_HITS])
 
 
 def pr_known(number: int) -> bool:

@@ -86,3 +86,25 @@ def test_every_page_has_the_search_box_and_keeps_the_query_on_the_results(client
         'role="search"' in client.get("/").content.decode() and 'role="search"' in client.get("/crcr").content.decode()
     )
     assert 'value="no-such-backend"' in client.get("/search", {"q": "no-such-backend"}).content.decode()
+
+
+def test_a_pr_authors_login_finds_their_prs(client, world):
+    from relay.models import PullRequest
+
+    PullRequest.objects.create(number=170001, title="[inductor] Fuse epilogues", author="ezyang")
+    PullRequest.objects.create(number=170002, title="[dynamo] Graph-break on send", author="ezyang")
+    page = client.get("/search", {"q": "@EZYang"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'href="/pr/170001"' in html and 'href="/pr/170002"' in html
+
+
+def test_words_of_a_title_find_the_pr_and_the_trunk_commit(client, world):
+    from relay.models import PullRequest
+
+    PullRequest.objects.create(number=170003, title="[MPS] Implement index_fill for complex", author="kulinseth")
+    assert client.get("/search", {"q": "index_fill"})["Location"] == "/pr/170003"
+    html = client.get(
+        "/search", {"q": "add kernel"}
+    ).content.decode()  # world's trunk commit "Fix the add kernel (#100)"
+    assert "Trunk commits titled" in html and 'href="/commit/' + "a" * 40 + '"' in html
