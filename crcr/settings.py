@@ -405,7 +405,7 @@ CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS",
 # --- triage and notifications -------------------------------------------------------------------
 CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)
 """An expected failure that passes on this many trunk commits in a row is flagged "unexpectedly passing"."""
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
 # Notifications ride on the outbox engine (relay.outbox) with their own retry policy.
 CRCR_NOTIFY_MAX_ATTEMPTS = env_int("CRCR_NOTIFY_MAX_ATTEMPTS", 8)
 CRCR_NOTIFY_BACKOFF_BASE_SECONDS = float(env("CRCR_NOTIFY_BACKOFF_BASE_SECONDS", "5"))

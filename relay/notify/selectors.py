@@ -59,7 +59,22 @@ def notifications_log(subscription_id: int | None = None, state: str = "", owner
 
 
 def events_recent(limit: int = 30) -> list[NotificationEvent]:
-    return list(NotificationEvent.objects.select_related("project").order_by("-occurred_at", "-id")[:limit])
+    """The newest events, each with `link`: the page it is about (its commit, backend or issue)."""
+    events = list(NotificationEvent.objects.select_related("project").order_by("-occurred_at", "-id")[:limit])
+    for event in events:
+        event.link = event_link(event)
+    return events
+
+
+def event_link(event: NotificationEvent) -> str:
+    """A path on this server, never a stored absolute URL (a link is only ever to our own pages)."""
+    if event.head_sha:
+        return f"/commit/{event.head_sha}"
+    if event.issue_id:
+        return f"/known-issues/{event.issue_id}"
+    if event.project_id:
+        return f"/crcr/{event.project.full_name}"
+    return "/crcr"
 
 
 def subscription_notifications(subscription: Subscription):

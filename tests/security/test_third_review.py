@@ -49,8 +49,33 @@ def subscriptions(django_user_model):
 
 def test_the_notifications_page_needs_a_sign_in(client, subscriptions):
     response = client.get("/notifications")
-    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=/notifications")
     assert b"hunter2" not in response.content
+
+
+def test_the_sign_in_page_says_why_notifications_need_it_and_lands_back_there(client, subscriptions):
+    page = client.get("/accounts/login/?next=/notifications").content.decode()
+    assert "Notifications are personal" in page and 'name="next" value="/notifications"' in page
+    subscriptions["alice"].set_password("a-long-enough-password")
+    subscriptions["alice"].save()
+    signed_in = client.post(
+        "/accounts/login/", {"username": "alice", "password": "a-long-enough-password", "next": "/notifications"}
+    )
+    assert signed_in.status_code == 302 and signed_in["Location"] == "/notifications"
+    assert "alice hook" in client.get("/notifications").content.decode()
+    wrong = client.post("/accounts/login/", {"username": "alice", "password": "nope", "next": "/notifications"})
+    assert wrong.status_code == 200 and "do not match an active account" in wrong.content.decode()
+
+
+def test_each_notification_event_links_to_the_page_it_is_about(client, subscriptions):
+    from relay.notify.events import event_emit
+
+    event_emit("upstream_broken", "upstream_broken:x", "Upstream broke the reference", head_sha="a" * 40)
+    client.force_login(subscriptions["alice"])
+    assert (
+        f'<a href="/commit/{"a" * 40}">Upstream broke the reference</a>'
+        in client.get("/notifications").content.decode()
+    )
 
 
 def test_a_user_sees_only_their_own_subscriptions_and_never_a_targets_secrets(client, subscriptions):

@@ -116,7 +116,7 @@ def test_an_expected_failure_that_keeps_passing_is_flagged(backends, settings):
 
 def test_marking_as_known_needs_a_signed_in_maintainer(backends, client, django_user_model):
     response = client.get("/known-issues/new?pattern=TestCommon.test_addmm")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     client.force_login(django_user_model.objects.create_user("bob", "bob@example.org", "x" * 20))
     assert client.get("/known-issues/new").status_code == 403
 
