@@ -8,14 +8,30 @@ from django_filters.fields import IsoDateTimeField
 
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
 
+NOT_FILTERS = frozenset({"cursor", "page_size", "format"})
+"""Query parameters of every list that are not filters (pagination, DRF's renderer choice)."""
 
-class ProjectFilter(django_filters.FilterSet):
+
+class StrictFilterSet(django_filters.FilterSet):
+    """A parameter that is no filter of this list is a 400 naming it: a misspelt or unsupported
+    filter (`head_sha=` for `sha=`) silently ignored answers with the whole list."""
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        unknown = sorted(set(self.data) - set(self.filters) - NOT_FILTERS)
+        if unknown:
+            offered = ", ".join(sorted(self.filters))
+            self.form.add_error(None, f"unknown filter {', '.join(unknown)[:200]}; this list filters by {offered}")
+        return valid and not unknown
+
+
+class ProjectFilter(StrictFilterSet):
     class Meta:
         model = Project
         fields = ["level", "device", "ci_provider", "hardware_kind", "active", "is_reference", "is_health_probe"]
 
 
-class DeliveryFilter(django_filters.FilterSet):
+class DeliveryFilter(StrictFilterSet):
     pr = django_filters.NumberFilter(field_name="pr_number")
     sha = django_filters.CharFilter(field_name="head_sha")
 
@@ -24,7 +40,7 @@ class DeliveryFilter(django_filters.FilterSet):
         fields = ["event", "action", "outcome"]
 
 
-class DispatchFilter(django_filters.FilterSet):
+class DispatchFilter(StrictFilterSet):
     repo = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact")
     delivery = django_filters.CharFilter(field_name="delivery__guid")
     pr = django_filters.NumberFilter(field_name="pr_number")
@@ -55,7 +71,7 @@ class BoundedDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = BoundedDateTimeField
 
 
-class JobRunFilter(django_filters.FilterSet):
+class JobRunFilter(StrictFilterSet):
     sha = django_filters.CharFilter(field_name="head_sha", help_text="upstream commit SHA (full)")
     pr = django_filters.NumberFilter(field_name="pr_number")
     backend = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact", help_text="owner/repo")
@@ -68,7 +84,7 @@ class JobRunFilter(django_filters.FilterSet):
         fields = ["status", "conclusion", "event_type", "ended_by", "run_id"]
 
 
-class CommitFilter(django_filters.FilterSet):
+class CommitFilter(StrictFilterSet):
     pr = django_filters.NumberFilter(field_name="pr_number")
 
     class Meta:

@@ -208,7 +208,7 @@ class DeliveryDetailOut(DeliveryOut):
 class FailedTestOut(serializers.ModelSerializer):
     class Meta:
         model = FailedTest
-        fields = ["name", "classname", "file", "message", "stacktrace", "hw_classification", "truncated"]
+        fields = ["name", "classname", "file", "outcome", "message", "stacktrace", "hw_classification", "truncated"]
 
 
 class SuspectOut(serializers.Serializer):

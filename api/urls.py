@@ -1,5 +1,6 @@
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
 from . import views, views_hud, views_triage
@@ -7,7 +8,23 @@ from . import views, views_hud, views_triage
 
 class ApiRoot(APIRootView):
     """CRCR HUD REST API, version 1: the registry, webhook deliveries and their dispatches,
-    downstream jobs, upstream commits and the allowlist. Schema at /api/schema/, docs at /api/docs/."""
+    downstream jobs, upstream commits, the allowlist, level decisions, culprits, and per PR and
+    per commit the answers the HUD gives ({number} and {sha} are to be filled in). Schema at
+    /api/schema/, docs at /api/docs/."""
+
+    TEMPLATED = {
+        "prs": ("api-pr", {"number": 0}, "0", "{number}"),
+        "pr-gate": ("api-pr-gate", {"number": 0}, "0", "{number}"),
+        "baseline": ("api-commit-baseline", {"sha": "0" * 40}, "0" * 40, "{sha}"),
+        "expectations": ("api-expectations", {"full_name": "owner/repo"}, "owner/repo", "{owner}/{repo}"),
+    }
+    """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
+
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        for key, (name, example, filled, template) in self.TEMPLATED.items():
+            response.data[key] = reverse(name, kwargs=example, request=request).replace(filled, template)
+        return response
 
 
 class Router(DefaultRouter):
@@ -15,7 +32,7 @@ class Router(DefaultRouter):
 
     APIRootView = ApiRoot
     include_format_suffixes = False
-    extra_root_entries = {"allowlist": "api-allowlist"}
+    extra_root_entries = {"allowlist": "api-allowlist", "level-status": "api-level-status", "culprits": "api-culprits"}
 
     def get_api_root_view(self, api_urls=None):
         names = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}

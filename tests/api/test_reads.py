@@ -79,6 +79,13 @@ def test_a_job_run_lists_its_failed_tests_as_data(api, jobs):
     assert api.get(f"/api/v1/jobs/{failing.pk}/failed-tests").json()[0]["name"] == "test_add_xpu_float32"
 
 
+def test_each_failed_test_says_how_it_failed_as_the_producer_reported(api, jobs):
+    failing = jobs[1]
+    failing.failed_tests.update(outcome="error")
+    assert [t["outcome"] for t in api.get(f"/api/v1/jobs/{failing.pk}/").json()["failed_tests"]] == ["error"]
+    assert api.get(f"/api/v1/jobs/{failing.pk}/failed-tests").json()[0]["outcome"] == "error"
+
+
 def test_a_job_run_says_where_its_per_test_results_came_from(api, jobs):
     reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True)
     imported = job(reference, ended_by="imported", tests_total=9, tests_source="log")
@@ -147,11 +154,43 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "known-issues",
         "subscriptions",
         "allowlist",
+        "level-status",
+        "culprits",
+        "prs",
+        "pr-gate",
+        "baseline",
+        "expectations",
     }
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
+    assert response.json()["baseline"] == "http://testserver/api/v1/commits/{sha}/baseline"
+    assert response.json()["prs"] == "http://testserver/api/v1/prs/{number}"
+
+
+def test_every_api_v1_route_is_reachable_from_the_root(api):
+    from api import urls
+
+    root = api.get("/api/v1/", HTTP_ACCEPT="application/json").json()
+    listed = set(urls.Router.extra_root_entries.values()) | {name for name, *_ in urls.ApiRoot.TEMPLATED.values()}
+    named = {p.name for p in urls.urlpatterns if getattr(p, "name", None) and "api/v1" in str(p.pattern)}
+    assert named <= listed, f"not in the API root: {sorted(named - listed)}"
+    assert len(root) == len(urls.router.registry) + len(listed)
 
 
 def test_the_api_root_is_browsable_for_people_exploring(api):
     response = api.get("/api/v1/", HTTP_ACCEPT="text/html")
     assert response.status_code == 200 and b"Api Root" in response.content
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/jobs", "/api/v1/dispatches", "/api/v1/deliveries", "/api/v1/commits", "/api/v1/projects"]
+)
+def test_an_unknown_filter_is_a_400_naming_it_not_the_whole_list(api, admin_user, path):
+    api.force_authenticate(admin_user)  # deliveries and dispatches are operators' data
+    response = api.get(path, {"head_sha": "a" * 40})
+    assert response.status_code == 400
+    assert "unknown filter head_sha" in str(response.json())
+
+
+def test_known_filters_and_pagination_parameters_still_work(api):
+    assert api.get("/api/v1/jobs", {"sha": "a" * 40, "page_size": 5}).status_code == 200
