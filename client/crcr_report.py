@@ -33,7 +33,11 @@ from email.utils import parsedate_to_datetime
 
 VERSION = "1.0"
 USER_AGENT = f"crcr-report/{VERSION}"
-DEFAULT_CALLBACK_URL = "https://gwuj7w5coh4y4l66urspge6mnm0pwaxq.lambda-url.us-east-1.on.aws/github/callback/"
+NO_URL = (
+    "no relay callback URL: set CRCR_CALLBACK_URL (or pass --url) to the relay your backend is "
+    "registered with, e.g. https://<relay host>/github/callback. There is no default, so that this "
+    "job's OIDC token only ever goes to a relay you chose"
+)
 """The existing action's default, so moving from the action to this client changes nothing."""
 DEFAULT_AUDIENCE = "pytorch-cross-repo-ci-relay"
 UPSTREAM_REPO = "pytorch/pytorch"
@@ -888,8 +892,8 @@ def _common_options() -> argparse.ArgumentParser:
     relay.add_argument(
         "--url",
         type=_http_url,
-        default=os.environ.get("CRCR_CALLBACK_URL") or DEFAULT_CALLBACK_URL,
-        help="the relay's callback URL (default: $CRCR_CALLBACK_URL, else the existing relay's)",
+        default=os.environ.get("CRCR_CALLBACK_URL") or None,
+        help="the relay's callback URL (default: $CRCR_CALLBACK_URL; one of the two is required)",
     )
     relay.add_argument(
         "--audience",
@@ -1034,7 +1038,9 @@ def options_check(args, env) -> None:
         args.delivery_id = args.delivery_id.lower()
     if len(dict(args.env)) > MAX_ENV_KEYS:
         raise UsageError(f"at most {MAX_ENV_KEYS} --env keys")
-    args.url = args.url.rstrip("/")  # as the action does: the relay's path has no trailing slash
+    if not args.url and not args.dry_run:
+        raise UsageError(NO_URL)
+    args.url = (args.url or "").rstrip("/")  # as the action does: the relay's path has no trailing slash
 
 
 def _given_counts(text: str | None) -> dict | None:

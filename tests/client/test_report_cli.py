@@ -769,3 +769,11 @@ def test_the_client_reads_numbers_from_ascii_digits_only():
         assert client._buildkite_facts({"BUILDKITE_RETRY_COUNT": "1"})["run_attempt"] == "2"
     finally:
         del sys.modules[spec.name]
+
+
+def test_without_a_relay_url_nothing_is_sent_and_the_job_is_told_how_to_set_it(github_job, tmp_path):
+    env = {k: v for k, v in github_job.items() if k != "CRCR_CALLBACK_URL"}
+    done = run_client(env, "in-progress")
+    assert done.returncode == 2
+    assert "set CRCR_CALLBACK_URL (or pass --url)" in done.stderr and "OIDC token" in done.stderr
+    assert not JobRun.objects.exists()
