@@ -423,7 +423,6 @@ def adjusted_card(adjusted: AdjustedRates) -> StatCard:
 
 def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
     rates = tally.rates
-    infra = tally.verdicts[State.TIMED_OUT] + tally.verdicts[State.NEVER_STARTED]
     return [
         StatCard(
             "Pass rate",
@@ -440,9 +439,9 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "Failures",
             f"{rates.failed:,}",
-            f"+ {infra:,} infrastructure ({tally.verdicts[State.TIMED_OUT]:,} timed out, "
-            f"{tally.verdicts[State.NEVER_STARTED]:,} never started) · {rates.pending:,} running",
-            None if not rates.decided else rates.failed + infra == 0,
+            f"+ {tally.timed_out:,} timed out (infrastructure) · {tally.never_started:,} dispatch"
+            f"{'es' if tally.never_started != 1 else ''} never started (not jobs) · {rates.pending:,} running",
+            None if not rates.decided else rates.failed + tally.timed_out == 0,
         ),
         StatCard(
             "Queue time",
@@ -457,7 +456,7 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "Timeout rate",
             percent(tally.timeout_rate),
-            f"{tally.timed_out:,} of {tally.jobs:,} jobs timed out · target < 1 % · "
+            f"{tally.timed_out:,} of {rates.decided:,} jobs timed out · target < 1 % · "
             f"{tally.never_started:,} dispatch{'es' if tally.never_started != 1 else ''} never started (not jobs, not counted)",
             None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX,
         ),
@@ -541,8 +540,8 @@ class ReadinessInputs:
 def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
     """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
     key = (project.pk, "pr")
-    tally14 = (window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()).jobs_only()
-    tally7 = (window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()).jobs_only()
+    tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
+    tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
     return ReadinessInputs(
         tally14,
         tally7,

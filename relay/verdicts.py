@@ -8,7 +8,9 @@ the merge gate — so a rule changes here or nowhere.
 2. A latest attempt that passed after an earlier failed one is **flaky**: it counts as a pass.
 3. `cancelled` because a newer head was pushed is **superseded** and counts nowhere.
 4. `timed_out` and "never started" are failures of the backend's **infrastructure**, counted
-   apart from test failures; a cancelled job tested nothing and counts as a failure.
+   apart from test failures; a cancelled job tested nothing and counts as a failure. A dispatch
+   nobody answered ("never started") is **no job**: it still blocks the gate, but no rate counts
+   it (upstream's rates count jobs), and pages show it beside them.
 5. L1 backends have no results, only "dispatched" / "not installed" / "failed to dispatch".
 6. Pass rates are over latest attempts; the first-attempt pass rate sits beside them as the
    flakiness signal.
@@ -91,6 +93,8 @@ STATES: dict[State, StateInfo] = {
 FAILING = frozenset(s for s, i in STATES.items() if i.counts in (Counts.FAIL, Counts.INFRA))
 PASSING = frozenset(s for s, i in STATES.items() if i.counts == Counts.PASS)
 PENDING = frozenset(s for s, i in STATES.items() if i.counts == Counts.PENDING)
+NOT_A_JOB = frozenset({State.NEVER_STARTED})
+"""Dispatches nobody answered: in no rate (rule 4)."""
 NO_BASELINE_STATES = frozenset({State.TIMED_OUT, State.NEVER_STARTED, State.CANCELLED})
 """What a reference job that ended so tells about upstream: nothing (rule 8)."""
 
@@ -290,10 +294,13 @@ class Rates:
 
 
 def rates(verdicts: Iterable[JobVerdict]) -> Rates:
-    """Pass rate over latest attempts; first-attempt pass rate over the same jobs."""
+    """Pass rate over latest attempts; first-attempt pass rate over the same jobs (never-started
+    dispatches are no jobs: rule 4)."""
     tally = {Counts.PASS: 0, Counts.FAIL: 0, Counts.INFRA: 0, Counts.PENDING: 0}
     first = 0
     for verdict in verdicts:
+        if verdict.state in NOT_A_JOB:
+            continue
         counts = STATES[verdict.state].counts
         if counts in tally:
             tally[counts] += 1

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from hud.tallies.histograms import Histogram
-from relay.verdicts import STATES, Counts, Rates, State
+from relay.verdicts import NOT_A_JOB, STATES, Counts, Rates, State
 
 # --- tallies ------------------------------------------------------------------------------------------
 
@@ -37,7 +37,8 @@ class Tally:
         self.last_result_at = latest_of(self.last_result_at, other.last_result_at)
 
     def count(self, *kinds: Counts) -> int:
-        return sum(n for state, n in self.verdicts.items() if STATES[state].counts in kinds)
+        """Jobs whose latest attempt counts so; never-started dispatches are no jobs (relay.verdicts rule 4)."""
+        return sum(n for state, n in self.verdicts.items() if STATES[state].counts in kinds and state not in NOT_A_JOB)
 
     @property
     def rates(self) -> Rates:
@@ -63,26 +64,11 @@ class Tally:
         return self.in_progress_callbacks + self.completed_callbacks
 
     @property
-    def jobs(self) -> int:
-        """Decided jobs: a dispatch nobody answered (never started) is no job, as upstream counts."""
-        return self.rates.decided - self.never_started
-
-    @property
     def timeout_rate(self) -> float | None:
-        """Jobs that timed out over jobs (upstream's timeout rate); never-started dispatches count
-        in neither (they are the relay's unanswered sends, shown apart)."""
-        return self.timed_out / self.jobs if self.jobs else None
-
-    def jobs_only(self) -> "Tally":
-        """This tally without its never-started dispatches: what the level criteria count."""
-        copy = Tally()
-        copy.merge(self)
-        copy.verdicts.pop(State.NEVER_STARTED, None)
-        copy.unanswered = self.never_started
-        return copy
-
-    unanswered: int = 0
-    """On a jobs_only() copy: the never-started dispatches it leaves out."""
+        """Jobs that timed out over decided jobs (upstream's timeout rate); never-started dispatches
+        are no jobs and count in neither (shown apart)."""
+        decided = self.rates.decided
+        return self.timed_out / decided if decided else None
 
 
 def latest_of(a: datetime | None, b: datetime | None) -> datetime | None:

@@ -424,7 +424,7 @@ class BackendComparison:
     reference_only: list[TestResult] = field(default_factory=list)
     job_level_failures: list[str] = field(default_factory=list)
     infrastructure_failures: list[str] = field(default_factory=list)
-    """Jobs that failed before any test ran: compared with nothing, never a backend regression."""
+    """Jobs the CI did not run to a report (infrastructure_failure): compared with nothing, never a backend regression."""
     tests_summary: str = ""
     known: list[TestResult] = field(default_factory=list)
     """Failures an open known issue or the backend's expectations account for: left out of the

@@ -11,9 +11,10 @@ A job counts as failed when its latest attempt failed (relay.verdicts, Counts.FA
   triage verdict says `upstream` or `infra` with `high` confidence (the whole job).
 
 A job whose reported failed tests are fewer than its failed count (a truncated list) cannot show
-that *every* failure is shared, so only a known issue or a verdict can excuse it. A job that broke
-before any test ran, timed out or never started is never excused by the baseline: the reference
-cannot speak for it. The adjusted rate leaves excused jobs out of the count (passed / (decided −
+that *every* failure is shared, so only a known issue or a verdict can excuse it. A job the CI
+did not run to a report (timed out, never started) is never excused by the baseline: the reference
+cannot speak for it. A report of errors alone (pytest's collection error) is the job's own
+failure, compared like a build failure: excused when the reference's build failed too. The adjusted rate leaves excused jobs out of the count (passed / (decided −
 excused)): an upstream failure says nothing about whether the backend would have passed."""
 
 import hashlib

@@ -100,13 +100,14 @@ def test_it_counts_superseded_work_nowhere():
     assert tally_of(backend).rates.decided == 1
 
 
-def test_it_counts_timeouts_and_never_started_as_infrastructure_failures():
+def test_a_timeout_is_an_infrastructure_failure_and_a_never_started_dispatch_is_no_job():
     backend = project()
     job(backend, "timed_out", ended_by="timed_out")
+    job(backend, "success", name="other")
     job(backend, "timed_out", ended_by="never_started", name="", workflow_name="(no run started)", run_id="-")
     tally = tally_of(backend)
-    assert (tally.timed_out, tally.never_started, tally.rates.infra, tally.rates.pass_rate) == (1, 1, 2, 0.0)
-    assert tally.timeout_rate == 1.0
+    assert (tally.timed_out, tally.never_started, tally.rates.infra, tally.rates.decided) == (1, 1, 1, 2)
+    assert tally.rates.pass_rate == 0.5 and tally.timeout_rate == 0.5
 
 
 def test_it_keeps_a_retry_that_crosses_midnight_in_one_verdict_on_the_first_day():

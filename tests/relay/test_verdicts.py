@@ -57,12 +57,12 @@ def test_superseded_work_counts_nowhere():
     assert cell_state([State.SUPERSEDED]) == State.SUPERSEDED
 
 
-def test_timeouts_and_never_started_are_infrastructure_failures():
+def test_a_timeout_is_an_infrastructure_failure_and_a_dispatch_nobody_answered_is_no_job():
     verdicts = job_verdicts(
         [Job("timed_out", ended_by="timed_out"), Job("timed_out", ended_by="never_started", job_name="x")]
     )
     assert {v.state for v in verdicts} == {State.TIMED_OUT, State.NEVER_STARTED}
-    assert rates(verdicts).infra == 2 and rates(verdicts).pass_rate == 0
+    assert rates(verdicts).infra == 1 and rates(verdicts).decided == 1 and rates(verdicts).pass_rate == 0
 
 
 def test_a_failure_outranks_everything_in_a_cell():

@@ -1,0 +1,86 @@
+"""The crawler finds what it is there to find: a small site with one page of each fault (a 500, a
+console error, a page too wide for a phone, an upstream-broken banner the baseline API denies, a
+gate box /gate contradicts, a tooltip naming another culprit than /api/v1/culprits) and clean
+pages beside them."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.crawl.crawler import crawl
+
+pytestmark = pytest.mark.browser
+SHA, GOOD = "a" * 40, "b" * 40
+PAGE = "<!doctype html><html><head><meta name='viewport' content='width=device-width'></head><body>{}</body></html>"
+SITE = {
+    "/": PAGE.format(
+        f'<a href="/commit/{SHA}">bad banner</a> <a href="/commit/{GOOD}">good</a> <a href="/pr/7">pr</a>'
+        ' <a href="/wide">wide</a> <a href="/noisy">noisy</a> <a href="/broken">broken</a>'
+        ' <a href="https://github.com/elsewhere">outside</a>'
+        f'<table><tr data-sha="{SHA}"><td class="c s-failure" data-p="3">X</td></tr></table>'
+    ),
+    f"/commit/{SHA}": PAGE.format('<div class="broken-banner" data-upstream-broken="true">Upstream broken</div>'),
+    f"/commit/{GOOD}": PAGE.format("<p>nothing broken</p>"),
+    "/pr/7": PAGE.format(
+        '<section class="gate gate-success" id="gate" data-gate-state="success">'
+        '<ul><li data-repo="intel/torch-xpu-ops" data-gate-state="success">ok</li></ul></section>'
+    ),
+    "/wide": PAGE.format('<div style="width: 1200px">a table too wide for a phone</div>'),
+    "/noisy": PAGE.format("<script>console.error('boom')</script>"),
+}
+API = {
+    f"/api/v1/commits/{SHA}/baseline": {"upstream_broken": False},
+    f"/api/v1/commits/{GOOD}/baseline": {"upstream_broken": False},
+    "/api/v1/prs/7/gate": {"state": "failure", "backends": [{"repo": "intel/torch-xpu-ops", "state": "failure"}]},
+    "/api/v1/culprits": {"streaks": [{"subject": "ci / test", "first_failing": GOOD}]},
+}
+TOOLTIP = (
+    '<div class="tip-head"><a href="/crcr/intel/torch-xpu-ops">XPU</a></div>'
+    f'<li class="streak" data-kind="job" data-subject="ci / test" data-first-failing="{SHA}">'
+)
+
+
+class Site(BaseHTTPRequestHandler):
+    def do_GET(self):
+        path, _, query = self.path.partition("?")
+        if path == "/broken":
+            return self.answer(500, "text/html", "oops")
+        if path == "/" and query.startswith("tip="):
+            return self.answer(200, "text/html", TOOLTIP)
+        if path in API:
+            return self.answer(200, "application/json", json.dumps(API[path]))
+        if path in SITE:
+            return self.answer(200, "text/html; charset=utf-8", SITE[path])
+        self.answer(404, "text/html", "not here")
+
+    def answer(self, status, kind, body):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_the_crawler_reports_each_fault_and_nothing_on_the_clean_pages(site, browser):
+    problems = "\n".join(crawl(site, browser, ["/"]).problems)
+    assert "/broken: HTTP 500" in problems
+    assert "/noisy (desktop): console error: boom" in problems
+    assert "/wide (phone): scrolls sideways" in problems and "/wide (desktop)" not in problems
+    assert f"/commit/{SHA}: the banner says upstream broken=True" in problems
+    assert "/pr/7: the gate box shows ('success'" in problems
+    assert f"tooltip {SHA[:10]}.3: since which commit" in problems
+    assert GOOD + ":" not in problems and "github.com" not in problems
