@@ -17,7 +17,7 @@ PAGE = "<!doctype html><html><head><meta name='viewport' content='width=device-w
 SITE = {
     "/": PAGE.format(
         f'<a href="/commit/{SHA}">bad banner</a> <a href="/commit/{GOOD}">good</a> <a href="/pr/7">pr</a>'
-        ' <a href="/wide">wide</a> <a href="/noisy">noisy</a> <a href="/broken">broken</a>'
+        ' <a href="/wide">wide</a> <a href="/noisy">noisy</a> <a href="/broken">broken</a> <a href="/clipped">clipped</a>'
         ' <a href="https://github.com/elsewhere">outside</a>'
         f'<table><tr data-sha="{SHA}"><td class="c s-failure" data-p="3">X</td></tr></table>'
     ),
@@ -28,6 +28,10 @@ SITE = {
         '<ul><li data-repo="intel/torch-xpu-ops" data-gate-state="success">ok</li></ul></section>'
     ),
     "/wide": PAGE.format('<div style="width: 1200px">a table too wide for a phone</div>'),
+    "/clipped": PAGE.format(
+        '<div class="table-wrap" style="overflow-x: auto; max-width: 600px"><table style="width: 900px">'
+        "<tr><th>Status</th><th>Last result</th></tr></table></div>"
+    ),
     "/noisy": PAGE.format("<script>console.error('boom')</script>"),
 }
 API = {
@@ -80,6 +84,7 @@ def test_the_crawler_reports_each_fault_and_nothing_on_the_clean_pages(site, bro
     assert "/broken: HTTP 500" in problems
     assert "/noisy (desktop): console error: boom" in problems
     assert "/wide (phone): scrolls sideways" in problems and "/wide (desktop)" not in problems
+    assert "/clipped (desktop): a table (Status, …) is cut off" in problems
     assert f"/commit/{SHA}: the banner says upstream broken=True" in problems
     assert "/pr/7: the gate box shows ('success'" in problems
     assert f"tooltip {SHA[:10]}.3: since which commit" in problems

@@ -111,8 +111,9 @@ def test_every_page_of_a_long_running_sandbox_answers_fits_and_agrees_with_the_a
 
 QUESTIONS = {
     "pr-with-infra-failure-at-head": (
-        "SELECT '/pr/' || pr_number FROM relay_jobrun WHERE event_type = 'pull_request' AND pr_number IS NOT NULL "
-        "AND ended_by IN ('timed_out', 'never_started') ORDER BY id DESC LIMIT 1"
+        "SELECT '/pr/' || j.pr_number FROM relay_jobrun j WHERE j.event_type = 'pull_request' "
+        "AND j.ended_by IN ('timed_out', 'never_started') AND j.head_sha = (SELECT k.head_sha FROM relay_jobrun k "
+        "WHERE k.pr_number = j.pr_number ORDER BY k.created_at DESC LIMIT 1) ORDER BY j.id DESC LIMIT 1"
     ),
     # The sandbox's known upstream issue (devtools/sandbox_triage.py) covers test_svd_lowrank.
     "commit-whose-reference-failure-is-known": (
