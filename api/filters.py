@@ -20,8 +20,9 @@ class StrictFilterSet(django_filters.FilterSet):
         valid = super().is_valid()
         unknown = sorted(set(self.data) - set(self.filters) - NOT_FILTERS)
         if unknown:
-            offered = ", ".join(sorted(self.filters))
-            self.form.add_error(None, f"unknown filter {', '.join(unknown)[:200]}; this list filters by {offered}")
+            names, offered = ", ".join(unknown)[:200], ", ".join(sorted(self.filters))
+            message = "unknown filter %(names)s; this list filters by %(offered)s"  # the names are the client's text
+            self.form.add_error(None, forms.ValidationError(message, params={"names": names, "offered": offered}))
         return valid and not unknown
 
 

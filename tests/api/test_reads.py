@@ -194,3 +194,8 @@ def test_an_unknown_filter_is_a_400_naming_it_not_the_whole_list(api, admin_user
 
 def test_known_filters_and_pagination_parameters_still_work(api):
     assert api.get("/api/v1/jobs", {"sha": "a" * 40, "page_size": 5}).status_code == 200
+
+
+def test_an_unknown_filter_whose_name_holds_percent_signs_is_named_back(api):
+    response = api.get("/api/v1/jobs", {"%s%(x)s": "1"})
+    assert response.status_code == 400 and "unknown filter %s%(x)s" in str(response.json())

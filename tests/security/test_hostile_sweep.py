@@ -101,6 +101,7 @@ PAGES = {
     "/healthz": ("anonymous", []),
     "/relay/deliveries": ("superuser", ["event", "action", "status", "page", "view"]),
     "/notifications": ("superuser", ["subscription", "state"]),
+    "/accounts/login/": ("anonymous", ["next"]),
 }
 PAIRED = {"/": [("regex", "1", "name"), ("heads", "pr", "page"), ("failures", "1", "expand")]}
 """Parameters that matter only with another set: (fixed name, its value, the swept one)."""
@@ -253,6 +254,7 @@ SWEPT_ROUTES = {
     "healthz": "/healthz",
     "relay-deliveries": "/relay/deliveries",
     "relay-notifications": "/notifications",
+    "login": "/accounts/login/",
 }
 
 
