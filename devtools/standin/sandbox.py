@@ -709,8 +709,11 @@ class Nightlies:
     probe through the callback action's nightly shape; now and then a second workflow, or a
     re-run of a failed job, against the same SHA."""
 
-    def __init__(self, runners: "Runners", projects: list[dict]):
+    def __init__(self, runners: "Runners", projects: list[dict], state_dir: Path | None = None):
         self.runners = runners
+        self.stop_file = state_dir / NIGHTLY_STOP_FILE if state_dir else None
+        self.stopped: set[str] = set()
+        """Repos whose nightly reporter is stopped (an outage to watch the relay's alerts raise)."""
         self.reporters = [
             p
             for p in projects
@@ -722,8 +725,24 @@ class Nightlies:
         self.rng = random.Random(11)
         self.build_number = 4100
 
+    def stop(self, full_name: str) -> None:
+        self.stopped.add(full_name.lower())
+
+    def resume(self, full_name: str) -> None:
+        self.stopped.discard(full_name.lower())
+
+    def is_stopped(self, project: dict) -> bool:
+        """Stopped here, or listed (one repo a line) in DIR/nightly-stopped.txt of a running sandbox."""
+        listed = set()
+        if self.stop_file is not None and self.stop_file.exists():
+            listed = {line.strip().lower() for line in self.stop_file.read_text().splitlines() if line.strip()}
+        return project["full_name"].lower() in self.stopped | listed
+
     def run(self, sha: str) -> None:
         for project in self.reporters:
+            if self.is_stopped(project):
+                logger.info("nightly for %s is stopped; not reporting %s", project["full_name"], sha[:12])
+                continue
             try:
                 self.report(project, sha)
             except Exception as exc:  # noqa: BLE001 - a simulator keeps simulating
@@ -839,7 +858,7 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
         upstream.push(upstream.rng.choice(TRUNK_TITLES), upstream.rng.choice(AUTHORS))
     for _ in range(3):
         upstream.open_pr()
-    nightlies, steps = Nightlies(runners, projects), 0
+    nightlies, steps = Nightlies(runners, projects, state_dir), 0
     _nightly_start(nightlies, upstream.trunk)
     while not stopping.wait(upstream.rng.uniform(6, 15)):
         upstream.step()
@@ -848,6 +867,8 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
             _nightly_start(nightlies, upstream.trunk)
 
 
+NIGHTLY_STOP_FILE = "nightly-stopped.txt"
+"""In the sandbox's state dir: repos (one a line, e.g. pytorch/crcr-test) whose nightly is stopped."""
 NIGHTLY_EVERY_STEPS = 12
 """A sandbox "night" every dozen upstream events (about two minutes)."""
 
