@@ -15,6 +15,7 @@ from hud.tallies.rollups import rollups_state, window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS, Window, stale_after
+from relay.alerts import AlertStatus, alert_statuses
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 from relay.verdicts import Rates
@@ -103,6 +104,12 @@ class Summary:
     cards: list
     registered: Counter
     probe: Project | None
+    alerts: list[AlertStatus] = field(default_factory=list)
+    """The relay's health alerts as their last evaluation left them (relay/alerts.py)."""
+
+    @property
+    def alerts_firing(self) -> int:
+        return sum(a.state == "firing" for a in self.alerts)
 
     @property
     def has_backends(self) -> bool:
@@ -133,7 +140,7 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     excused = window_excused(since, now, rollups_state().generation) if tab == "pr" else None
     sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now, excused)
     cards = health_cards(tallies, probe, window, tab, since, now)
-    return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
+    return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe, alert_statuses())
 
 
 def in_tab(project: Project, tab: str) -> bool:

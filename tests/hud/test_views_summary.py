@@ -196,3 +196,21 @@ def test_it_explains_that_an_l1_backend_has_no_results(client):
     project("listen/only", level="L1")
     page = client.get("/crcr/listen/only").content.decode()
     assert "L1 backends report no results" in page and "readiness cannot be judged" in page
+
+
+def test_the_summary_shows_each_relay_alert_with_since_when_it_fires(client):
+    from relay.alerts import alerts_evaluate
+    from relay.models import Project
+
+    Project.objects.create(full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe")
+    page = client.get("/crcr").content.decode()
+    assert 'id="alerts"' in page and page.count("Not evaluated") == 3
+    fired_at = timezone.now() - timedelta(hours=2)
+    alerts_evaluate(fired_at)
+    page = client.get("/crcr").content.decode()
+    silent = re.search(r'data-alert="probe_nightly_silent">(.*?)</li>', page, re.S).group(1)
+    assert "Firing" in silent and f'since <time datetime="{fired_at:%Y-%m-%dT%H:%M:%S}' in silent
+    assert "(2 h ago)" in silent and "no nightly probe has ever completed" in silent
+    unexpected = re.search(r'data-alert="probe_nightly_unexpected">(.*?)</li>', page, re.S).group(1)
+    assert "OK" in unexpected and "alerts when &gt; 0 in 24 h" in unexpected
+    assert "1 firing" in page
