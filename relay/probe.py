@@ -14,6 +14,7 @@ rule 7), with retries deduplicated as upstream's dashboards do: the latest attem
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Max
 
 from .models import JobRun, Project
@@ -45,6 +46,16 @@ FIELDS = (
     "completed_at",
     "reported_completed_at",
 )
+
+
+SWEEP_ALLOWANCE = timedelta(minutes=10)
+OVERDUE_GRACE = timedelta(minutes=15)
+"""A job in progress longer than the timeout, a sweep interval and this grace has been missed by the
+sweeper: 385 minutes at the 6 h default, upstream's probe rule (6 h + 10 min sweep + 15 min grace)."""
+
+
+def stuck_after() -> timedelta:
+    return timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) + SWEEP_ALLOWANCE + OVERDUE_GRACE
 
 
 def probe_project() -> Project | None:
