@@ -29,6 +29,7 @@ from relay.results.cells import combined_state
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.results.status import StateShown
+from relay.run_links import github_job_id
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
@@ -54,6 +55,7 @@ _JOB_FIELDS = (
     "workflow_url",
     "artifact_url",
     "check_run_id",
+    "job_id",
     "queue_seconds",
     "execution_seconds",
     "in_progress_at",
@@ -84,10 +86,11 @@ def upstream_pr_url(number: int) -> str:
 
 
 def run_url(job: JobRun, project: Project) -> str:
-    """GitHub Actions job pages are <run url>/job/<check run id>; other providers get the run URL
-    they reported, as they reported it."""
-    if job.workflow_url and project.ci_provider == "github" and int_param(job.check_run_id) is not None:
-        return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
+    """GitHub Actions job pages are <run url>/job/<job id> (relay.run_links.github_job_id); other
+    providers get the run URL they reported, as they reported it."""
+    job_id = github_job_id(job)
+    if job.workflow_url and project.ci_provider == "github" and job_id:
+        return f"{job.workflow_url.rstrip('/')}/job/{job_id}"
     return job.workflow_url
 
 
