@@ -13,6 +13,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from hud import readiness as readiness_rules
+from hud.e2e import e2e_p50
 from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
 from hud.tallies.buckets import window_buckets
@@ -538,6 +539,9 @@ class ReadinessInputs:
     tally7: Tally
     adjusted14: AdjustedRates
     adjusted7: AdjustedRates
+    e2e14: float | None = None
+    e2e7: float | None = None
+    """Upstream's per-run end-to-end p50 over 14 and 7 days (hud.e2e)."""
 
 
 def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
@@ -550,6 +554,8 @@ def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
         tally7,
         window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
         window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
+        e2e_p50(project, window_buckets(readiness_rules.PROMOTION_DAYS, now)[0].start),
+        e2e_p50(project, window_buckets(readiness_rules.DEMOTION_DAYS, now)[0].start),
     )
 
 
@@ -565,6 +571,8 @@ def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs |
         inputs.adjusted14,
         inputs.adjusted7,
         project.level_pass_rate,
+        inputs.e2e14,
+        inputs.e2e7,
     )
 
 
