@@ -13,6 +13,7 @@ urlpatterns = [
     path("metrics", views_metrics.metrics, name="prometheus-metrics"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
+    path("crcr/health/<str:key>", views_summary.health_card, name="hud-health-card"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
     path("known-issues", views_triage.known_issues, name="hud-known-issues"),
     path("known-issues/new", views_triage.known_issue_new, name="hud-known-issue-new"),
