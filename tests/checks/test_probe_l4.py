@@ -13,6 +13,7 @@ from relay.dispatch.sending import dispatch_client_payload
 from relay.models import AlertEpisode, Dispatch, NotificationEvent
 
 from .conftest import HEAD
+from .test_gate import gate, state
 
 pytestmark = pytest.mark.django_db
 PROBE = "pytorch/crcr-test"
@@ -48,15 +49,6 @@ def run(relay, probe, number: int, head: str = HEAD, labels=(PROBE_L4_LABEL,), b
             failed = break_smoke and job["name"] == "smoke"
             relay.report(probe, "completed", "failure" if failed else job["conclusion"], **extra)
     return jobs
-
-
-def gate(relay, head: str = HEAD) -> dict:
-    relay.drain()
-    return relay.check_run("crcr/gate", head=head)
-
-
-def state(run: dict) -> str:
-    return run["conclusion"] or run["status"]
 
 
 def test_the_plainly_named_l4_probes_failure_blocks_the_merge_gate(relay, probe):
