@@ -37,7 +37,7 @@ def test_the_probe_runs_its_l4_check_only_on_a_pr_labelled_for_it():
     ]
 
 
-def test_odd_prs_run_the_plain_naming_whose_failures_are_real():
+def test_one_pr_in_eight_runs_the_plain_naming_whose_failures_are_real():
     jobs = JobPlan(PROBE, pr_payload([PROBE_L4_LABEL], number=170003)).jobs()[4:]
     assert [j["name"] for j in jobs][:4] == ["test-L4-success", "test-L4-failure", "test-L4-cancel", "test-L4-timeout"]
     assert all(marker not in j["name"] for j in jobs for marker in PROBE_EXPECTED)
