@@ -33,13 +33,12 @@ limit_request_fields = 100
 limit_request_field_size = 8190
 
 
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    # Set before any worker imports prometheus_client (workers fork from this master, no preload).
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="crcr-prometheus-")
-
-
 def on_starting(server):
-    """Only prometheus_client's own files (*.db) go: the directory may be one an operator named."""
+    """Before any worker forks (and so before one imports prometheus_client): the counters'
+    directory, a fresh one unless named; of one an operator named, only prometheus_client's own
+    files (*.db) go."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="crcr-prometheus-")
     directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob("*.db"):
