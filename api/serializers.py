@@ -269,6 +269,7 @@ class JobRunOut(serializers.ModelSerializer):
             "workflow_url",
             "artifact_url",
             "check_run_id",
+            "job_id",
             "reported_started_at",
             "reported_completed_at",
             "in_progress_at",

@@ -39,6 +39,7 @@ FOLLOW_UP_TASKS = (
     "relay.reference_import_sweep",
     "relay.retention_sweep",
     "relay.installations_sync",
+    "relay.alerts_evaluate",
 )
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
@@ -102,6 +103,11 @@ app.conf.beat_schedule = {
     },
     "every-minute-detect-notification-events": {
         "task": "hud.notification_events_detect",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-evaluate-relay-alerts": {
+        "task": "relay.alerts_evaluate",
         "schedule": 60.0,
         "options": {"expires": 55},
     },

@@ -10,9 +10,16 @@ web tier. What bounds them here:
 - `timeout` restarts a worker whose main loop stops answering; `graceful_timeout` bounds a
   restart's wait for requests in flight.
 Production still belongs behind a buffering reverse proxy (docs/admins.md, "Reverse proxy"),
-which reads whole requests before gunicorn sees them; these bounds are the fallback."""
+which reads whole requests before gunicorn sees them; these bounds are the fallback.
+
+Prometheus: every worker process counts its callbacks' answers (relay/metrics.py) in
+prometheus_client's multiprocess mode, in PROMETHEUS_MULTIPROC_DIR (a fresh directory for this
+server unless one is given; emptied when the server starts, so counters start from zero as
+Prometheus expects after a restart), and /metrics adds them up."""
 
 import os
+import tempfile
+from pathlib import Path
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
@@ -24,3 +31,21 @@ keepalive = 5
 limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
+
+
+def on_starting(server):
+    """Before any worker forks (and so before one imports prometheus_client): the counters'
+    directory, a fresh one unless named; of one an operator named, only prometheus_client's own
+    files (*.db) go."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="crcr-prometheus-")
+    directory = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink(missing_ok=True)
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)

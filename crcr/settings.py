@@ -422,3 +422,15 @@ EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")
+
+# --- the relay's own health: alerts (relay/alerts.py) and /metrics (hud/metrics.py) ----------------
+# Upstream's dashboard rules over the health probe, its defaults; docs/admins.md, "Alerts and metrics".
+CRCR_ALERT_NIGHTLY_HOURS = float(env("CRCR_ALERT_NIGHTLY_HOURS", "24"))
+CRCR_ALERT_UNEXPECTED_MAX = env_int("CRCR_ALERT_UNEXPECTED_MAX", 0)
+CRCR_ALERT_PASS_RATE_PRS = env_int("CRCR_ALERT_PASS_RATE_PRS", 20)
+CRCR_ALERT_PASS_RATE_MIN = float(env("CRCR_ALERT_PASS_RATE_MIN", "0.95"))
+CRCR_ALERT_SILENT_HOURS = float(env("CRCR_ALERT_SILENT_HOURS", "30"))
+CRCR_METRICS_TOKEN = env("CRCR_METRICS_TOKEN", "")
+"""The bearer token /metrics asks for; without one the main server does not serve /metrics
+(`manage.py metrics_serve` serves it on a separate bind address instead)."""
+CRCR_METRICS_CACHE_SECONDS = float(env("CRCR_METRICS_CACHE_SECONDS", "10"))

@@ -99,7 +99,7 @@ SANDBOX_PROJECTS = (
     },
     {
         "full_name": "pytorch/crcr-test",
-        "level": "L2",
+        "level": "L4",  # its label-gated L4 check (ciflow/crcr/crcr-test-L4) writes check runs and counts in the gate
         "display_name": "CRCR health probe",
         "github_repo_id": 700000009,
         "hardware_kind": HardwareKind.PROBE,

@@ -1,11 +1,11 @@
 """The events subscribers hear about, detected every minute by a beat task: those about results
 on trunk (relay.notify.trunk), and the two only the HUD can detect, because they need what only the
-HUD computes (readiness and the health cards). Each is recorded once (by key) through
+HUD computes (readiness). The relay's health alerts are the relay's own (relay/alerts.py, beat
+task relay.alerts_evaluate). Each is recorded once (by key) through
 relay.notify.events.event_emit, which owes each matching subscription one notification.
 
 * **at_risk** (backend, day): readiness turned to "at risk of demotion" because a criterion
-  failed over the last 7 days (not merely for lack of data).
-* **health_degraded** (since when): the relay's health probe turned from healthy to degraded."""
+  failed over the last 7 days (not merely for lack of data)."""
 
 from datetime import timedelta
 
@@ -19,16 +19,15 @@ from relay.notify.trunk import trunk_events_detect
 
 Kind = NotificationEvent.Kind
 OUTLOOK_KEY = "notify-readiness-outlooks"
-HEALTH_KEY = "notify-relay-health"
 READINESS_EVERY = timedelta(minutes=10)
 
 
 def events_detect(now=None) -> list[NotificationEvent]:
     now = now or timezone.now()
-    return trunk_events_detect(now) + readiness_events(now) + health_events(now)
+    return trunk_events_detect(now) + readiness_events(now)
 
 
-# --- readiness and health -------------------------------------------------------------------------
+# --- readiness ---------------------------------------------------------------------------------
 
 
 def readiness_events(now) -> list[NotificationEvent]:
@@ -64,24 +63,3 @@ def readiness_events(now) -> list[NotificationEvent]:
     outlooks["_checked_at"] = now.isoformat()
     RelayState.objects.filter(key=OUTLOOK_KEY).update(value=outlooks)
     return [e for e in events if e is not None]
-
-
-def health_events(now) -> list[NotificationEvent]:
-    """The relay's health probe card turned from healthy to degraded."""
-    from .health import probe_card
-    from .windows import DEFAULT_WINDOW, WINDOWS, stale_after
-
-    probe = Project.objects.filter(is_health_probe=True, active=True).first()
-    card = probe_card(probe, "pr", stale_after(WINDOWS[DEFAULT_WINDOW], "pr"), now)
-    state, _ = RelayState.objects.get_or_create(key=HEALTH_KEY, defaults={"value": {}})
-    before = state.value.get("state")
-    RelayState.objects.filter(key=HEALTH_KEY).update(value={"state": card.state, "at": now.isoformat()})
-    if card.state != "degraded" or before != "healthy":
-        return []
-    event = event_emit(
-        Kind.HEALTH_DEGRADED,
-        f"health_degraded:{now.isoformat()}",
-        f"Relay health degraded: {card.headline} ({card.detail})",
-        details={"url": f"{settings.CRCR_PUBLIC_URL}/crcr", "lines": [card.detail, card.freshness]},
-    )
-    return [event] if event else []

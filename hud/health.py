@@ -16,6 +16,7 @@ from hud.windows import TABS, Window, stale_after
 from relay.github.softcache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
+from relay.probe import stuck_after
 
 
 @dataclass
@@ -38,14 +39,6 @@ DELIVERIES_STALE_AFTER = timedelta(hours=1)
 """Upstream opens and pushes PRs around the clock; an hour without a single webhook is an outage."""
 CALLBACKS_STALE_AFTER = timedelta(hours=2)
 DISPATCH_SUCCESS_TARGET = 0.95
-SWEEP_ALLOWANCE = timedelta(minutes=10)
-OVERDUE_GRACE = timedelta(minutes=15)
-"""A job in progress longer than the timeout, a sweep interval and this grace has been missed by the
-sweeper: 385 minutes at the 6 h default, upstream's probe rule (6 h + 10 min sweep + 15 min grace)."""
-
-
-def stuck_after() -> timedelta:
-    return timedelta(hours=settings.CRCR_JOB_TIMEOUT_HOURS) + SWEEP_ALLOWANCE + OVERDUE_GRACE
 
 
 def health_cards(

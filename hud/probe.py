@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from django.db.models import Max, Q
 
 from relay.models import SELF_REPORT_EVENTS, JobRun, Project
+from relay.probe import FIELDS as JOB_FIELDS
 from relay.verdicts import STATES, Counts, job_verdicts
 
 # --- the health probe ----------------------------------------------------------------------------------
@@ -32,24 +33,11 @@ def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
         .order_by("-last")[:PROBE_SHAS]
     )
     heads = {row["head_sha"]: row["last"] for row in recent}
-    jobs = JobRun.objects.filter(kinds, project=probe, head_sha__in=list(heads)).only(*_VERDICT_FIELDS)
+    jobs = JobRun.objects.filter(kinds, project=probe, head_sha__in=list(heads)).only(*JOB_FIELDS)
     by_sha: dict = {}
     for job in jobs:
         by_sha.setdefault(job.head_sha, []).append(job)
     return [ProbeHead(sha, _probe_head_state(by_sha.get(sha, [])), last) for sha, last in heads.items()]
-
-
-_VERDICT_FIELDS = (
-    "status",
-    "conclusion",
-    "ended_by",
-    "run_id",
-    "run_attempt",
-    "workflow_name",
-    "job_name",
-    "created_at",
-    "head_sha",
-)
 
 
 def _probe_head_state(jobs: list) -> str:

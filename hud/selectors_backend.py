@@ -13,6 +13,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from hud import readiness as readiness_rules
+from hud.e2e import e2e_p50
 from hud.overdue import overdue_job_ids
 from hud.probe import event_filter
 from hud.tallies.buckets import window_buckets
@@ -29,6 +30,7 @@ from relay.results.cells import combined_state
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.results.status import StateShown
+from relay.run_links import github_job_id
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
@@ -54,6 +56,7 @@ _JOB_FIELDS = (
     "workflow_url",
     "artifact_url",
     "check_run_id",
+    "job_id",
     "queue_seconds",
     "execution_seconds",
     "in_progress_at",
@@ -84,10 +87,11 @@ def upstream_pr_url(number: int) -> str:
 
 
 def run_url(job: JobRun, project: Project) -> str:
-    """GitHub Actions job pages are <run url>/job/<check run id>; other providers get the run URL
-    they reported, as they reported it."""
-    if job.workflow_url and project.ci_provider == "github" and int_param(job.check_run_id) is not None:
-        return f"{job.workflow_url.rstrip('/')}/job/{job.check_run_id}"
+    """GitHub Actions job pages are <run url>/job/<job id> (relay.run_links.github_job_id); other
+    providers get the run URL they reported, as they reported it."""
+    job_id = github_job_id(job)
+    if job.workflow_url and project.ci_provider == "github" and job_id:
+        return f"{job.workflow_url.rstrip('/')}/job/{job_id}"
     return job.workflow_url
 
 
@@ -535,6 +539,9 @@ class ReadinessInputs:
     tally7: Tally
     adjusted14: AdjustedRates
     adjusted7: AdjustedRates
+    e2e14: float | None = None
+    e2e7: float | None = None
+    """Upstream's per-run end-to-end p50 over 14 and 7 days (hud.e2e)."""
 
 
 def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
@@ -547,6 +554,8 @@ def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
         tally7,
         window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
         window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
+        e2e_p50(project, window_buckets(readiness_rules.PROMOTION_DAYS, now)[0].start),
+        e2e_p50(project, window_buckets(readiness_rules.DEMOTION_DAYS, now)[0].start),
     )
 
 
@@ -562,6 +571,8 @@ def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs |
         inputs.adjusted14,
         inputs.adjusted7,
         project.level_pass_rate,
+        inputs.e2e14,
+        inputs.e2e7,
     )
 
 

@@ -9,12 +9,15 @@ from django.utils import timezone
 
 from hud.health import dispatch_states, health_cards
 from hud.readiness import PASS_RATE_MIN, pass_rate_met
+from hud.selectors_levels import repo_status
 from hud.tallies.buckets import window_buckets
 from hud.tallies.excused import window_excused
 from hud.tallies.rollups import rollups_state, window_tallies
 from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS, Window, stale_after
+from relay.alerts import AlertStatus, alert_statuses
+from relay.github.softcache import soft_get, soft_set
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 from relay.verdicts import Rates
@@ -31,6 +34,50 @@ PASS_RATE_TARGET = PASS_RATE_MIN
 """One threshold everywhere a pass rate is coloured: the level criterion (pass rate ≥ 90 %, inclusive)."""
 
 
+@dataclass(frozen=True)
+class ReadinessChip:
+    """Upstream's overview chip: an L2 backend's promotion criteria met, an L3/L4 backend's
+    demotion criteria at risk, or no data (hud.selectors_levels decides, as the level loop does)."""
+
+    label: str
+    """Promotion | Demotion."""
+    counted: int
+    total: int
+    no_data: bool
+    tone: str
+    """ok | bad | neutral: colour, always beside the words."""
+
+    @property
+    def text(self) -> str:
+        if self.no_data:
+            return f"{self.label}: no data"
+        return f"{self.label}: {self.counted}/{self.total} " + ("met" if self.label == "Promotion" else "at risk")
+
+
+def readiness_chip(status) -> ReadinessChip:
+    criteria = status.criteria
+    if status.project.level == Level.L2:
+        met = sum(c.met is True for c in criteria)
+        tone = "ok" if not status.no_data and met == len(criteria) else "neutral"
+        return ReadinessChip("Promotion", met, len(criteria), status.no_data, "neutral" if status.no_data else tone)
+    at_risk = sum(c.met is False for c in criteria)
+    tone = "bad" if at_risk and not status.no_data else ("neutral" if status.no_data else "ok")
+    return ReadinessChip("Demotion", at_risk, len(criteria), status.no_data, tone)
+
+
+CHIP_SECONDS = 60
+"""A backend's chip is shared this long: it reads 7- and 14-day windows that barely move in a minute."""
+
+
+def backend_chip(project: Project, now: datetime) -> ReadinessChip:
+    key = f"hud:readiness-chip:v1:{project.pk}:{project.level}"
+    chip = soft_get(key)
+    if chip is None:
+        chip = readiness_chip(repo_status(project, now))
+        soft_set(key, chip, CHIP_SECONDS)
+    return chip
+
+
 @dataclass
 class BackendRow:
     project: Project
@@ -39,6 +86,8 @@ class BackendRow:
     activity_text: str
     last_result_at: datetime | None
     last_result_text: str
+    chip: ReadinessChip | None = None
+    """The level criteria at a glance (L2: promotion, L3/L4: demotion)."""
     adjusted: AdjustedRates | None = None
     """The upstream-adjusted pass rate on the PR tab (the rule judges PR and push jobs only): the
     excused count from stored rollups (hud.tallies.excused); the list is on the backend page."""
@@ -103,6 +152,12 @@ class Summary:
     cards: list
     registered: Counter
     probe: Project | None
+    alerts: list[AlertStatus] = field(default_factory=list)
+    """The relay's health alerts as their last evaluation left them (relay/alerts.py)."""
+
+    @property
+    def alerts_firing(self) -> int:
+        return sum(a.state == "firing" for a in self.alerts)
 
     @property
     def has_backends(self) -> bool:
@@ -133,7 +188,7 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     excused = window_excused(since, now, rollups_state().generation) if tab == "pr" else None
     sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now, excused)
     cards = health_cards(tallies, probe, window, tab, since, now)
-    return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe)
+    return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe, alert_statuses())
 
 
 def in_tab(project: Project, tab: str) -> bool:
@@ -157,6 +212,7 @@ def _sections_build(products, tallies, window, tab, since, now, excused) -> list
                 row = backend_row(project, tallies.get((project.pk, tab)) or Tally(), stale_after(window, tab), now)
                 if excused is not None:
                     row.adjusted = AdjustedRates(row.rates, stored=excused[project.pk])
+                row.chip = backend_chip(project, now)
                 section.rows.append(row)
         section.rows.sort(key=_worst_first)
         if section.rows or section.chips:

@@ -3,15 +3,17 @@ metrics in hud.views_summary."""
 
 from django.urls import path, re_path
 
-from . import views_grid, views_search, views_summary, views_triage
+from . import views_grid, views_metrics, views_search, views_summary, views_triage
 
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
     re_path(r"^commit/(?P<sha>[0-9a-fA-F]{7,40})/?$", views_grid.commit, name="hud-commit"),
     re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("search", views_search.search_view, name="hud-search"),
+    path("metrics", views_metrics.metrics, name="prometheus-metrics"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
+    path("crcr/health/<str:key>", views_summary.health_card, name="hud-health-card"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
     path("known-issues", views_triage.known_issues, name="hud-known-issues"),
     path("known-issues/new", views_triage.known_issue_new, name="hud-known-issue-new"),

@@ -12,6 +12,8 @@ from django.db import DatabaseError
 from django.views.decorators.http import require_GET
 
 from hud import charts
+from hud.health_details import CARDS as HEALTH_CARDS
+from hud.health_details import health_details
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
@@ -88,6 +90,18 @@ def summary(request):
     except DatabaseError as exc:
         return unavailable(request, "hud/summary.html", context, exc, partial="body")
     return page(request, "hud/summary.html", context, partial="body")
+
+
+@require_GET
+def health_card(request, key: str):
+    """A health card's details: the dialog's htmx fragment, or a page of its own without JavaScript."""
+    context = {"nav": "summary", "cards": list(HEALTH_CARDS)}
+    try:
+        context["details"] = health_details(key)
+    except DatabaseError as exc:
+        return unavailable(request, "hud/health_details.html", context, exc, partial="dialog")
+    status = 200 if context["details"] else 404
+    return page(request, "hud/health_details.html", context, status=status, partial="dialog")
 
 
 # --- /crcr/<org>/<repo> --------------------------------------------------------------------------------

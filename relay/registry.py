@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .allowlist import Entry, oncall_list, parse_allowlist, render_allowlist, repo_name_problem
-from .models import Level, LevelChange, Project
+from .models import InstalledRepo, Level, LevelChange, Project
 from .providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 
 
@@ -57,6 +57,7 @@ def project_register(project: Project, *, by: str, reason: str = "") -> Project:
     problem = repo_name_problem(project.full_name)
     if problem:
         raise ValidationError({"full_name": problem})
+    project.full_name = canonical_repo_name(project.full_name)
     _check_device(project.level, project.device)
     project.full_clean()
     project.save()
@@ -117,9 +118,18 @@ def _entry_fields(entry: Entry) -> dict:
     return {"oncalls": list(entry.oncalls), "events": list(entry.events), "position": entry.position, "active": True}
 
 
+def canonical_repo_name(name: str) -> str:
+    """The one spelling stored for a repository, whatever case a file or a form wrote it in
+    (repository names compare case-insensitively, and upstream's first allowlist wrote
+    `ascend/pytorch`): GitHub's own once an App installation listed the repo, else the one given."""
+    github = InstalledRepo.objects.filter(full_name__iexact=name).values_list("full_name", flat=True).first()
+    return github or name
+
+
 def _project_apply(project: Project, entry: Entry, *, by: str, reason: str) -> bool:
-    """Make `project` match `entry`; True when anything changed."""
-    changed = _project_update(project, {"full_name": entry.full_name, **_entry_fields(entry)})
+    """Make `project` match `entry`; True when anything changed. The name takes the file's
+    spelling unless GitHub's is known (canonical_repo_name)."""
+    changed = _project_update(project, {"full_name": canonical_repo_name(entry.full_name), **_entry_fields(entry)})
     device_before = project.device
     moved = project_set_level(project, entry.level, by=by, reason=reason, device=entry.device)
     return bool(changed or moved or project.device != device_before)

@@ -46,3 +46,14 @@ def _host(url: str) -> str:
         return (urlsplit(url).hostname or "").rstrip(".")
     except ValueError:
         return ""
+
+
+def github_job_id(job) -> str:
+    """The job's numeric GitHub job id, for its page `<run url>/job/<id>`: the callback's
+    `workflow.job_id` when it sent one, else its check-run id when that is GitHub's numeric id
+    (the two are the same number on GitHub Actions); "" when neither is a number."""
+    for value in (getattr(job, "job_id", ""), getattr(job, "check_run_id", "")):
+        text = str(value or "").strip()
+        if text.isascii() and text.isdigit() and len(text) <= 20:
+            return text
+    return ""

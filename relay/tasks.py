@@ -20,6 +20,7 @@ from .notify.tasks import issue_occurrences_record, notification_digests, notifi
 from .reference import reference_import_sweep as _reference_import_sweep
 
 __all__ = [
+    "alerts_evaluate",
     "delivery_fan_out",
     "delivery_react",
     "dispatch_react",
@@ -38,6 +39,14 @@ __all__ = [
     "upstream_write_send",
     "upstream_write_sweep",
 ]
+
+
+@shared_task(name="relay.alerts_evaluate", acks_late=True, soft_time_limit=50, time_limit=60)
+def alerts_evaluate() -> list[str]:
+    """The relay's health alerts (relay/alerts.py), every minute: the rules firing now."""
+    from .alerts import alerts_evaluate as evaluate
+
+    return [reading.rule for reading in evaluate() if reading.firing]
 
 
 @shared_task(name="relay.heartbeat", ignore_result=True)

@@ -13,6 +13,7 @@ from .callbacks.receive import callback_receive
 from .health import health_report
 from .intake.deliveries import webhook_intake
 from .intake.webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
+from .metrics import callback_answered
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +54,10 @@ def callback(request):
     limit = settings.CRCR_CALLBACK_MAX_BYTES
     body = body_within(request, limit)
     if body is None:
+        callback_answered(413)
         return JsonResponse({"detail": f"callback body larger than {limit // (1024 * 1024)} MB"}, status=413)
     result = callback_receive(request.META.get("HTTP_AUTHORIZATION"), body)  # not request.headers: it copies them all
+    callback_answered(result.status, result.body.get("status", ""))
     if result.status >= 400:
         logger.info("callback refused (%s): %s", result.status, result.body.get("detail"))
     response = JsonResponse(result.body, status=result.status)

@@ -15,10 +15,10 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from relay.params import int_param
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
+from relay.run_links import github_job_id
 from relay.verdicts import STATES, State, conclusion_state
 
 register = template.Library()
@@ -71,12 +71,12 @@ def advice(job, pr_number=None):
 
 @register.filter
 def job_log_url(job) -> str:
-    """The job's page on GitHub Actions when the check-run id is GitHub's numeric job id, else
-    the run URL as the provider reported it."""
+    """The job's page on GitHub Actions when its job id (workflow.job_id, or a numeric check-run
+    id) is known, else the run URL as the provider reported it."""
     run = http_url(getattr(job, "workflow_url", ""))
-    check = str(getattr(job, "check_run_id", "") or "")
-    if run and int_param(check) is not None and "/actions/runs/" in run:
-        return f"{run.rstrip('/')}/job/{check}"
+    job_id = github_job_id(job)
+    if run and job_id and "/actions/runs/" in run:
+        return f"{run.rstrip('/')}/job/{job_id}"
     return run
 
 

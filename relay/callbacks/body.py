@@ -62,6 +62,8 @@ class Report:
     callback_token: str
     pr_number: int | None
     head_sha: str
+    job_id: str = ""
+    """Optional `workflow.job_id`: the CI's own id of the job (GitHub's numeric job id)."""
     pytorch_head_sha: str = ""
     """Top-level `pytorch_head_sha`: the upstream commit a self-report tested (vLLM's Buildkite
     reporter, vllm-project/vllm #51830, whose delivery_id is a per-job key instead)."""
@@ -161,6 +163,7 @@ def report_read(body: dict) -> Report:
         check_run_id=_text(
             workflow, "check_run_id", required=False, limit=100, label="workflow.check_run_id", numbers=True
         ),
+        job_id=_text(workflow, "job_id", required=False, limit=100, label="workflow.job_id", numbers=True),
         started_at=_when(workflow, "started_at"),
         completed_at=_when(workflow, "completed_at"),
         callback_token=_text(body, "callback_token", required=False, limit=4000),

@@ -11,8 +11,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db.models import Q
 
-from relay.params import int_param
-from relay.run_links import run_host_trusted
+from relay.run_links import github_job_id, run_host_trusted
 
 from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
@@ -296,8 +295,9 @@ def job_details_url(job: JobRun) -> str:
     "" when the reported run is not on a host the project's CI provider owns (relay.run_links):
     GitHub's Details button and our comments never send reviewers to an arbitrary site."""
     url = run_url_trusted(job)
-    if url and int_param(job.check_run_id) is not None:
-        return f"{url.rstrip('/')}/job/{job.check_run_id}"
+    job_id = github_job_id(job)
+    if url and job_id:
+        return f"{url.rstrip('/')}/job/{job_id}"
     return url
 
 

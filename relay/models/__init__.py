@@ -6,10 +6,12 @@
 - upstream: the upstream repository's commits and pull requests;
 - checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
 - demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
-- triage: known issues and their occurrences, expectations, subscriptions and notifications.
+- triage: known issues and their occurrences, expectations, subscriptions and notifications;
+- alerts: episodes of the relay's own health alerts.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
+from .alerts import AlertEpisode
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import Delivery, Dispatch, DispatchAttempt
 from .demotion import DemotionDecision, DemotionPullRequest
@@ -48,6 +50,7 @@ from .triage import (
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
+    "AlertEpisode",
     "SELF_REPORT_EVENTS",
     "NEVER_STARTED_RUN_ID",
     "CIProvider",

@@ -96,6 +96,9 @@ class JobRun(models.Model):
     workflow_url = models.URLField(max_length=1000, blank=True)
     artifact_url = models.URLField(max_length=1000, blank=True)
     check_run_id = models.CharField(max_length=100, blank=True)
+    job_id = models.CharField(
+        max_length=100, blank=True, default="", help_text="workflow.job_id: the CI's own id of the job, when sent"
+    )
     reported_started_at = models.DateTimeField(null=True, blank=True)
     reported_completed_at = models.DateTimeField(null=True, blank=True)
     in_progress_at = models.DateTimeField(null=True, blank=True, help_text="relay clock")

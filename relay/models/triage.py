@@ -113,6 +113,7 @@ class NotificationEvent(models.Model):
         ISSUE_SEEN_AGAIN = "issue_seen_again", "known issue seen again after being resolved"
         AT_RISK = "at_risk", "readiness at risk of demotion"
         HEALTH_DEGRADED = "health_degraded", "relay health degraded"
+        HEALTH_RECOVERED = "health_recovered", "relay health recovered"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     key = models.CharField(

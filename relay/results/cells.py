@@ -52,6 +52,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "workflow_url",
     "artifact_url",
     "check_run_id",
+    "job_id",
     "queue_seconds",
     "execution_seconds",
     "tests_passed",

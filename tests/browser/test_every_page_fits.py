@@ -17,6 +17,7 @@ def pages(store) -> dict[str, str]:
         "commit": f"/commit/{store['shared']}",
         "pr": f"/pr/{store['pr_number']}",
         "summary": "/crcr",
+        "health-details": "/crcr/health/callbacks",
         "backend": "/crcr/intel/torch-xpu-ops",
         "metrics": "/crcr/metrics?range=24h",
         "deliveries": "/relay/deliveries",

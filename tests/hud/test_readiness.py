@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from hud.readiness import readiness
+from hud import readiness as rules
 from hud.tallies.histograms import EDGES
 from hud.tallies.tally import Tally
 from relay.results.excused import AdjustedRates, Evidence, ExcusedJob
@@ -10,6 +10,14 @@ from relay.verdicts import State
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=60)
+
+
+def readiness(level, tally14, tally7, *args, **kwargs):
+    """hud.readiness.readiness with each tally's per-run end-to-end p50 (hud.e2e computes it from
+    the runs; these tests give it with the tally)."""
+    kwargs.setdefault("e2e14", getattr(tally14, "e2e_p50", None))
+    kwargs.setdefault("e2e7", getattr(tally7, "e2e_p50", None))
+    return rules.readiness(level, tally14, tally7, *args, **kwargs)
 
 
 def _bin(seconds: float) -> int:
@@ -24,6 +32,7 @@ def tally(passed=95, failed=5, timed_out=0, queue=600.0, execution=3600.0, e2e=N
     n = jobs or passed + failed + timed_out
     for histogram, seconds in ((t.queue, queue), (t.execution, execution), (t.e2e, e2e or queue + execution)):
         histogram.add(_bin(seconds), n, seconds * n)
+    t.e2e_p50 = e2e or queue + execution
     return t
 
 
@@ -91,6 +100,24 @@ def test_it_needs_an_end_to_end_median_under_three_hours():
     slow = criteria(readiness("L2", tally(e2e=3 * 3600 + 60), tally(), LONG_AGO, LONG_AGO, NOW))["e2e"]
     quick = criteria(readiness("L2", tally(e2e=2 * 3600), tally(), LONG_AGO, LONG_AGO, NOW))["e2e"]
     assert (slow.met, quick.met) == (False, True)
+
+
+def test_an_end_to_end_median_of_exactly_three_hours_is_not_under_three_hours():
+    at = criteria(readiness("L2", tally(), tally(), LONG_AGO, LONG_AGO, NOW, e2e14=3 * 3600.0))["e2e"]
+    below = criteria(readiness("L2", tally(), tally(), LONG_AGO, LONG_AGO, NOW, e2e14=3 * 3600.0 - 1))["e2e"]
+    assert (at.met, below.met) == (False, True) and at.threshold == "< 3 h"
+
+
+def test_the_other_maxima_are_strict_at_their_boundaries_too():
+    at = criteria(readiness("L2", tally(queue=30 * 60), tally(), LONG_AGO, LONG_AGO, NOW))["queue"]
+    assert at.met is False
+    one_percent = criteria(readiness("L2", tally(passed=99, failed=0, timed_out=1), tally(), LONG_AGO, LONG_AGO, NOW))
+    assert one_percent["timeouts"].measured == 0.01 and one_percent["timeouts"].met is False
+
+
+def test_no_run_is_no_end_to_end_data_never_met_or_missed():
+    result = readiness("L3", tally(), tally(), LONG_AGO, LONG_AGO, NOW, e2e7=None)
+    assert criteria(result, "demotion")["e2e"].met is None and criteria(result, "demotion")["e2e"].value == "no data"
 
 
 def test_it_needs_fewer_than_one_percent_of_jobs_running_over_three_hours():

@@ -213,3 +213,62 @@ def test_one_day_is_read_as_24_hours_and_an_unknown_range_says_what_is_shown(cli
     assert 'aria-current="true">Last 24 hours<' in client.get(f"{path}?range=1d").content.decode()
     unknown = client.get(f"{path}?range=2w").content.decode()
     assert "Unknown range “2w”: showing last 7 days" in unknown
+
+
+def test_the_summary_shows_each_relay_alert_with_since_when_it_fires(client):
+    from relay.alerts import alerts_evaluate
+    from relay.models import Project
+
+    Project.objects.create(full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe")
+    page = client.get("/crcr").content.decode()
+    assert 'id="alerts"' in page and page.count("Not evaluated") == 3
+    fired_at = timezone.now() - timedelta(hours=2)
+    alerts_evaluate(fired_at)
+    page = client.get("/crcr").content.decode()
+    silent = re.search(r'data-alert="probe_nightly_silent">(.*?)</li>', page, re.S).group(1)
+    assert "Firing" in silent and f'since <time datetime="{fired_at:%Y-%m-%dT%H:%M:%S}' in silent
+    assert "(2 h ago)" in silent and "no nightly probe has ever completed" in silent
+    unexpected = re.search(r'data-alert="probe_nightly_unexpected">(.*?)</li>', page, re.S).group(1)
+    assert "OK" in unexpected and "alerts when &gt; 0 in 24 h" in unexpected
+    assert "1 firing" in page
+
+
+def chip_status(level, mets, no_data=False):
+    from types import SimpleNamespace
+
+    from hud.readiness import Criterion
+
+    criteria = [Criterion(f"c{i}", "c", "", "", met) for i, met in enumerate(mets)]
+    return SimpleNamespace(project=SimpleNamespace(level=level), criteria=criteria, no_data=no_data)
+
+
+@pytest.mark.parametrize(
+    "level, mets, no_data, text, tone",
+    [
+        ("L2", [True] * 7, False, "Promotion: 7/7 met", "ok"),
+        ("L2", [True] * 6 + [None], False, "Promotion: 6/7 met", "neutral"),
+        ("L2", [True, False], False, "Promotion: 1/2 met", "neutral"),
+        ("L3", [True, True, True], False, "Demotion: 0/3 at risk", "ok"),
+        ("L3", [True, False, None], False, "Demotion: 1/3 at risk", "bad"),
+        ("L4", [None, None, None], True, "Demotion: no data", "neutral"),
+        ("L2", [None] * 7, True, "Promotion: no data", "neutral"),
+    ],
+)
+def test_a_readiness_chip_is_green_only_when_all_are_met_and_red_when_any_is_at_risk(level, mets, no_data, text, tone):
+    from hud.selectors_summary import readiness_chip
+
+    chip = readiness_chip(chip_status(level, mets, no_data))
+    assert (chip.text, chip.tone) == (text, tone)
+
+
+def test_the_overview_shows_a_readiness_chip_for_every_l2_and_l3_backend(client):
+    l3 = project("Ascend/pytorch", level="L3")
+    l2 = project("pytorch-mps/mps-ci", level="L2")
+    for i in range(10):
+        job(l3, "failure" if i < 2 else "success", sha=f"{i:040x}", at=recent())
+    page = client.get("/crcr").content.decode()
+    l3_row = re.search(r'href="/crcr/Ascend/pytorch\?.*?</td>', page, re.S).group(0)
+    assert re.search(r'class="chip readiness-chip bad"[^>]*>Demotion: 1/3 at risk<', l3_row)  # 80 % pass rate
+    l2_row = re.search(r'href="/crcr/pytorch-mps/mps-ci\?.*?</td>', page, re.S).group(0)
+    assert "Promotion: no data" in l2_row
+    assert l2.level == "L2"

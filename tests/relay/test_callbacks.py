@@ -514,3 +514,28 @@ def test_a_job_statement_that_fails_after_the_tokens_insert_was_sent_leaves_noth
     with transaction.atomic():  # a caller's transaction around the callback's
         assert call(action_body(payload, "in_progress")).status_code in (500, 503)
         assert not JobRun.objects.exists() and not UsedToken.objects.exists()
+
+
+def test_an_optional_workflow_job_id_is_stored_kept_by_the_completion_and_links_the_jobs_page(call, payload):
+    from hud.templatetags.hud_tags import job_log_url
+
+    assert call(action_body(payload, "in_progress", job_id=31415926535)).json()["status"] == "in_progress"
+    assert call(action_body(payload, "completed", "success")).json()["status"] == "completed"
+    job = JobRun.objects.get()
+    assert job.job_id == "31415926535" and job.check_run_id == "4242-1"
+    assert job_log_url(job) == "https://github.com/intel/torch-xpu-ops/actions/runs/4242/job/31415926535"
+
+
+def test_a_callback_without_job_id_stores_none_and_links_by_a_numeric_check_run_id(call, payload):
+    from hud.templatetags.hud_tags import job_log_url
+
+    assert call(action_body(payload, "completed", "success", check_run_id="271828")).status_code == 200
+    job = JobRun.objects.get()
+    assert job.job_id == "" and job_log_url(job).endswith("/actions/runs/4242/job/271828")
+
+
+@pytest.mark.parametrize("value", [True, {"id": 1}, "x" * 101])
+def test_a_job_id_that_is_not_a_short_string_or_number_is_refused(call, payload, value):
+    answer = call(action_body(payload, "in_progress", job_id=value))
+    assert answer.status_code == 400 and "workflow.job_id" in answer.json()["detail"]
+    assert not JobRun.objects.exists()

@@ -238,7 +238,7 @@ def test_the_seed_covers_the_seven_mission_systems_the_reference_and_the_probe()
     assert (reference.hardware_kind, probe.hardware_kind, probe.level) == (
         HardwareKind.REFERENCE,
         HardwareKind.PROBE,
-        "L2",
+        "L4",  # its label-gated L4 check counts in the gate
     )
     assert project("vllm-project/vllm").ci_provider == CIProvider.BUILDKITE
 
@@ -272,3 +272,24 @@ def test_the_seeded_registry_exports_and_reimports_without_change():
     seed_sandbox_registry()
     result = allowlist_import(allowlist_export(), by="ops")
     assert len(result.unchanged) == 11
+
+
+def test_an_allowlist_writing_an_installed_repo_in_lower_case_keeps_one_row_spelled_as_github_does():
+    """Upstream's first allowlist wrote `ascend/pytorch`; GitHub (and the registry) say `Ascend/pytorch`."""
+    from relay.models import Installation, InstalledRepo
+
+    installation = Installation.objects.create(installation_id=7, account_login="Ascend")
+    InstalledRepo.objects.create(installation=installation, full_name="Ascend/pytorch", repo_id=11)
+    project_create("Ascend/pytorch", "L2", by="test")
+    result = allowlist_import("L2:\n  - ascend/pytorch\n", by="test")
+    assert result.unchanged == ["ascend/pytorch"] and not result.created
+    assert list(Project.objects.values_list("full_name", flat=True)) == ["Ascend/pytorch"]
+
+
+def test_a_new_repo_is_stored_as_github_spells_it_once_an_installation_listed_it():
+    from relay.models import Installation, InstalledRepo
+
+    installation = Installation.objects.create(installation_id=7, account_login="Ascend")
+    InstalledRepo.objects.create(installation=installation, full_name="Ascend/pytorch", repo_id=11)
+    allowlist_import("L2:\n  - ASCEND/PyTorch\n", by="test")
+    assert list(Project.objects.values_list("full_name", flat=True)) == ["Ascend/pytorch"]

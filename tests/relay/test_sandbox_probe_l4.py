@@ -3,7 +3,14 @@ the ciflow/trunk tag, and triage verdicts the relay reads as the action sends th
 
 import random
 
-from devtools.standin.sandbox import PROBE_L4_JOBS, PROBE_L4_LABEL, JobPlan, Upstream
+from devtools.standin.sandbox import (
+    NEVER_COMPLETES,
+    PROBE_L4_LABEL,
+    PROBE_L4_NAMINGS,
+    PROBE_L4_WORKFLOW,
+    JobPlan,
+    Upstream,
+)
 from relay.callbacks.triage_verdict import triage_verdict_read
 from relay.intake.deliveries import event_route, trunk_tag_pr
 from relay.verdicts import PROBE_EXPECTED
@@ -19,20 +26,35 @@ def pr_payload(labels=(), number=170001, head="a" * 40) -> dict:
 
 def test_the_probe_runs_its_l4_check_only_on_a_pr_labelled_for_it():
     plain = [j["name"] for j in JobPlan(PROBE, pr_payload()).jobs()]
-    labelled = [j["name"] for j in JobPlan(PROBE, pr_payload([PROBE_L4_LABEL])).jobs()]
+    labelled = JobPlan(PROBE, pr_payload([PROBE_L4_LABEL], number=170002)).jobs()
     assert plain == ["smoke", "xfail", "xcancel", "xtimeout"]
-    assert labelled == plain + [name for name, _ in PROBE_L4_JOBS]
-    assert [n for n in labelled if n.startswith("l4-matrix")] == [
-        "l4-matrix (1, 3)",
-        "l4-matrix (2, 3)",
-        "l4-matrix (3, 3)",
+    assert [j["name"] for j in labelled] == plain + [name for name, _ in PROBE_L4_NAMINGS["expected"]]
+    assert {j.get("workflow") for j in labelled[4:]} == {PROBE_L4_WORKFLOW}
+    assert [j["name"] for j in labelled if "matrix" in j["name"]] == [
+        "test-L4-matrix-checkrun-creation-1",
+        "test-L4-matrix-checkrun-creation-2",
+        "test-L4-matrix-checkrun-creation-3",
     ]
 
 
-def test_each_l4_probe_job_ends_as_its_name_says_it_is_built_to():
-    for name, conclusion in PROBE_L4_JOBS:
+def test_one_pr_in_eight_runs_the_plain_naming_whose_failures_are_real():
+    jobs = JobPlan(PROBE, pr_payload([PROBE_L4_LABEL], number=170003)).jobs()[4:]
+    assert [j["name"] for j in jobs][:4] == ["test-L4-success", "test-L4-failure", "test-L4-cancel", "test-L4-timeout"]
+    assert all(marker not in j["name"] for j in jobs for marker in PROBE_EXPECTED)
+
+
+def test_each_expected_l4_probe_job_ends_as_its_name_says_it_is_built_to():
+    for name, conclusion in PROBE_L4_NAMINGS["expected"]:
         marker = next((m for m in PROBE_EXPECTED if m in name), None)
-        assert conclusion == (PROBE_EXPECTED[marker] if marker else "success"), name
+        ends = "timed_out" if conclusion == NEVER_COMPLETES else conclusion
+        assert ends == (PROBE_EXPECTED[marker] if marker else "success"), name
+
+
+def test_the_timeout_job_reports_in_progress_and_never_completes_in_both_namings():
+    for number in (170002, 170003):
+        jobs = JobPlan(PROBE, pr_payload([PROBE_L4_LABEL], number=number)).jobs()[4:]
+        assert [j["name"] for j in jobs if j["hangs"]] in (["test-L4-xtimeout"], ["test-L4-timeout"])
+        assert not any(j["never_starts"] for j in jobs)
 
 
 class Recorder(Upstream):

@@ -238,38 +238,46 @@ def test_readiness_turning_to_at_risk_is_an_event_once_and_no_data_alone_is_not(
     ]
 
 
-def test_relay_health_turning_degraded_is_an_event_and_staying_degraded_is_not(backends, settings):
+def test_a_relay_health_alert_firing_is_one_event_and_staying_on_is_not(backends, settings):
+    """The relay's health alerts (relay/alerts.py) reach subscribers of health_degraded once per
+    episode; their clearing is health_recovered."""
+    from datetime import timedelta
+
     from django.utils import timezone
 
-    from hud.events import health_events
+    from relay.alerts import alerts_evaluate
     from relay.models import JobRun, Project
 
     probe = Project.objects.create(
         full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe"
     )
-    subscribe("health", target="https://example.org/hook", events=["health_degraded"])
+    subscribe("health", target="https://example.org/hook", events=["health_degraded", "health_recovered"])
     now = timezone.now()
 
-    def probe_head(sha, conclusion):
+    def nightly(at, conclusion="success"):
         JobRun.objects.create(
             project=probe,
-            delivery_key=sha,
-            event_type="pull_request",
-            run_id=sha[:6],
-            workflow_name="probe",
-            job_name="expect-success",
+            delivery_key="a" * 40,
+            event_type="nightly",
+            run_id=str(at.timestamp()),
+            workflow_name="nightly",
+            job_name="smoke",
             status="completed",
             conclusion=conclusion,
-            head_sha=sha,
-            created_at=now,
+            head_sha="a" * 40,
+            created_at=at,
+            completed_at=at,
         )
 
-    probe_head("a" * 40, "success")
-    assert health_events(now) == []
-    probe_head("b" * 40, "failure")
-    [event] = health_events(now)
-    assert event.kind == "health_degraded" and Notification.objects.filter(event=event).count() == 1
-    assert health_events(now) == []
+    nightly(now)
+    alerts_evaluate(now)
+    assert not NotificationEvent.objects.filter(kind__startswith="health").exists()
+    nightly(now + timedelta(minutes=1), "failure")
+    alerts_evaluate(now + timedelta(minutes=2))
+    alerts_evaluate(now + timedelta(minutes=3))
+    [event] = NotificationEvent.objects.filter(kind="health_degraded")
+    assert Notification.objects.filter(event=event).count() == 1
+    assert "unexpected nightly probe outcomes" in event.title
 
 
 def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
