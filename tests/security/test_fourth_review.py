@@ -1,0 +1,197 @@
+"""The fourth outside review's findings (issue 45), each at its source: stored values that made
+pages answer 500, JSON text that skipped the body's checks, nesting the save could not encode, a
+backtracking pattern in the log reader, an adjusted pass rate that trusted what it should check,
+a demotion PR that rewrote the whole allowlist, a YAML alias bomb, and the smaller ones (machine
+answers without CSP, invisible characters upstream, non-ASCII digits read as numbers, a token's
+jti no database stores, DNS rebinding of notification webhooks). The sweeps that look for the
+next value of each class are test_hostile_sweep.py and tests/reliability/test_hostile_input.py."""
+
+import json
+
+import pytest
+from django.utils import timezone
+
+from relay.models import JobRun
+from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
+
+pytestmark = pytest.mark.django_db
+SHA = "a" * 40
+VERDICT = {"schema_version": 1, "category": "upstream", "confidence": "high", "summary": "upstream broke it"}
+VERDICT_TEXT = json.dumps(VERDICT)
+
+
+def callback(client, oidc, *, token=None, raw=None, **workflow):
+    """A verified L2 callback for a sent dispatch on SHA, with `workflow` fields changed (or the
+    body's bytes rewritten by `raw`)."""
+    from relay.dispatch.sending import dispatch_client_payload
+    from tests.conftest import action_body
+    from tests.factories import DeliveryFactory, DispatchFactory
+
+    project = ProjectFactory(full_name="sec-org/backend", github_repo_id=9100, level="L2")
+    delivery = DeliveryFactory(head_sha=SHA)
+    dispatch = DispatchFactory(project=project, delivery=delivery, head_sha=SHA, state="sent", sent_at=timezone.now())
+    body = json.dumps(action_body(dispatch_client_payload(dispatch), "completed", "failure", **workflow)).encode()
+    token = token or oidc.mint(repository=project.full_name, repository_id="9100")
+    return client.post(
+        "/github/callback",
+        data=raw(body) if callable(raw) else body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+
+
+def pages_answer(client) -> dict[str, int]:
+    """The pages and reads a stored verdict or failed test reaches, by their status codes."""
+    UpstreamCommitFactory(sha=SHA, title="Fix (#1)")
+    urls = ["/", f"/commit/{SHA}", "/api/v1/jobs/", "/crcr/sec-org/backend"]
+    return {url: client.get(url).status_code for url in urls}
+
+
+# --- 1. stored values that made pages answer 500 --------------------------------------------------------
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:30:00+01:00", "2026-02-30T00:00Z"])
+def test_a_verdict_whose_analyzed_at_leaves_the_calendar_in_utc_is_dropped_and_pages_stay_up(client, oidc, stamp):
+    response = callback(client, oidc, triage_verdict={**VERDICT, "analyzed_at": stamp})
+    assert response.status_code == 200
+    assert JobRun.objects.get().triage_verdict is None
+    assert set(pages_answer(client).values()) == {200}
+
+
+def test_a_verdict_stored_before_with_an_out_of_calendar_date_no_longer_breaks_a_page(client):
+    project = ProjectFactory(full_name="sec-org/backend", level="L2")
+    stored = {**VERDICT, "analyzed_at": "9999-12-31T23:00:00-05:00", "evidence": [], "analyzer": {}}
+    JobRunFactory(project=project, head_sha=SHA, conclusion="failure", triage_verdict=stored)
+    assert set(pages_answer(client).values()) == {200}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            '{"schema_version": 1, "category": "upstream", "confidence": "high", "summary": "\\ud800"}',
+            id="lone surrogate",
+        ),
+        pytest.param(
+            '{"schema_version": 1, "category": "upstream", "confidence": "high", "summary": "a\\u0000"}', id="NUL"
+        ),
+        pytest.param(VERDICT_TEXT[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}", id="5000 levels deep"),
+        pytest.param(VERDICT_TEXT[:-1] + ', "x": ' + "[" * 62 + "]" * 62 + "}", id="one past the depth limit"),
+        pytest.param(VERDICT_TEXT[:-1] + ', "x": 1e999}', id="a number no double holds"),
+    ],
+)
+def test_a_verdict_sent_as_json_text_passes_the_bodys_checks_or_is_dropped(client, oidc, text):
+    """The verdict is advice: one that fails a check is dropped, and the callback is recorded."""
+    response = callback(client, oidc, triage_verdict=text)
+    assert response.status_code == 200, response.content
+    assert JobRun.objects.get().triage_verdict is None
+    assert set(pages_answer(client).values()) == {200}
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ('[{"name": "test_x\\ud800"}]', "lone surrogate"),
+        ('[{"name": "test_x\\u0000"}]', "NUL"),
+        ("[" * 5000 + "]" * 5000, "nested deeper"),
+        ('[{"name": "t", "x": ' + "[" * 61 + "]" * 61 + "}]", "nested deeper"),
+        ('[{"name": "t", "x": NaN}]', "NaN"),
+    ],
+)
+def test_failed_tests_sent_as_json_text_pass_the_bodys_checks(client, oidc, text, needle):
+    response = callback(client, oidc, failed_tests=text)
+    assert response.status_code == 400 and needle in response.json()["detail"], response.content
+    assert "'workflow.failed_tests'" in response.json()["detail"]
+    assert not JobRun.objects.exists()
+
+
+def test_test_results_sent_as_json_text_pass_the_bodys_checks(client, oidc):
+    response = callback(client, oidc, test_results="[" * 5000 + "]" * 5000)
+    assert response.status_code == 400 and "'workflow.test_results'" in response.json()["detail"]
+
+
+def test_json_text_within_the_limits_reads_as_the_object_would(client, oidc):
+    failed = json.dumps([{"name": "test_add", "classname": "TestOps", "message": "boom"}])
+    verdict = json.dumps({**VERDICT, "schema_version": "1", "analyzed_at": "2026-12-02T10:00:00-05:00"})
+    response = callback(client, oidc, failed_tests=failed, triage_verdict=verdict, test_results='{"failed": 1}')
+    assert response.status_code == 200, response.content
+    job = JobRun.objects.get()
+    assert job.triage_verdict["analyzed_at"] == "2026-12-02T15:00:00+00:00"
+    assert [t.name for t in job.failed_tests.all()] == ["test_add"] and job.tests_failed == 1
+
+
+@pytest.mark.parametrize("version", ["¹", "١", "𝟏", "1_0", " 1", "+1", "1.0", 1.0, True])
+def test_a_schema_version_that_is_not_ascii_digits_drops_the_verdict_never_a_500(client, oidc, version):
+    response = callback(client, oidc, triage_verdict={**VERDICT, "schema_version": version})
+    assert response.status_code == 200
+    assert JobRun.objects.get().triage_verdict is None
+
+
+# --- 2. nesting the save cannot encode again ------------------------------------------------------------
+
+
+def nested(depth: int) -> bytes:
+    """JSON `depth` levels deep: that many lists around a number."""
+    return b"[" * depth + b"1" + b"]" * depth
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 1024, 1025, 100_000])
+def test_a_callback_nested_past_the_limit_is_a_400_before_anything_is_stored(client, oidc, depth):
+    def deep(body: bytes) -> bytes:
+        return body.replace(b'"workflow": {', b'"workflow": {"extra": ' + nested(depth - 2) + b", ", 1)
+
+    response = callback(client, oidc, raw=deep)
+    assert response.status_code == 400 and "nested deeper than 64 levels" in response.json()["detail"]
+    assert not JobRun.objects.exists()
+
+
+def test_a_callback_nested_exactly_to_the_limit_is_stored(client, oidc):
+    def deep(body: bytes) -> bytes:
+        return body.replace(b'"workflow": {', b'"workflow": {"extra": ' + nested(62) + b", ", 1)
+
+    assert callback(client, oidc, raw=deep).status_code == 200
+    assert JobRun.objects.count() == 1
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 1024, 100_000])
+def test_a_signed_webhook_nested_past_the_limit_is_a_400(post_webhook, depth):
+    from relay.models import Delivery
+    from tests.conftest import fixture_payload
+
+    body = json.dumps(fixture_payload("pull_request.opened")).encode()
+    body = body.replace(b'"number": 2,', b'"number": 2, "odd": ' + nested(depth - 1) + b",", 1)
+    response = post_webhook("pull_request", body)
+    assert response.status_code == 400 and "nested deeper than 64 levels" in response.json()["detail"]
+    assert not Delivery.objects.exists()
+
+
+def test_one_depth_limit_sits_below_every_encoder_the_value_meets():
+    import sys
+
+    from relay import jsonin
+
+    value = jsonin.loads(nested(jsonin.MAX_DEPTH))
+    json.loads(json.dumps(value))  # what the save and a later read do, far from the recursion limit
+    assert sys.getrecursionlimit() > jsonin.MAX_DEPTH * 4 and jsonin.MAX_DEPTH < 1024  # orjson's
+    with pytest.raises(jsonin.NotStorable):
+        jsonin.loads(nested(jsonin.MAX_DEPTH + 1))
+
+
+# --- 7. a signed token whose claims no database stores ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"jti": "\ud800"},
+        {"jti": "jti-\x00"},
+        {"jti": "j" * 10 + "\udfff" + "j"},
+        {"repository": "sec-org/backend\x00"},
+        {"sub": "repo:sec-org/backend:\ud800"},
+    ],
+)
+def test_a_signed_token_whose_claims_hold_a_nul_or_a_lone_surrogate_is_a_401(client, oidc, claims):
+    token = oidc.mint(**{"repository": "sec-org/backend", "repository_id": "9100", **claims})
+    response = callback(client, oidc, token=token)
+    assert response.status_code == 401 and "malformed token" in response.json()["detail"]
+    assert not JobRun.objects.exists()
