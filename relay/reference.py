@@ -17,12 +17,12 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from . import follow_up
 from .github import client as github
 from .github.upstream import upstream_installation_id
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
+from .params import aware_datetime
 from .reference_reports import Found, find_reports, retrying
 
 logger = logging.getLogger(__name__)
@@ -148,8 +148,8 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "ended_by": JobRun.EndedBy.UPSTREAM_IMPORT,
         "workflow_url": job.get("html_url") or run.get("html_url") or "",
         "completed_at": timezone.now() if completed else None,
-        "reported_started_at": parse_datetime(job.get("started_at") or ""),
-        "reported_completed_at": parse_datetime(job.get("completed_at") or "") if completed else None,
+        "reported_started_at": aware_datetime(job.get("started_at")),
+        "reported_completed_at": aware_datetime(job.get("completed_at")) if completed else None,
         "tests_passed": report.passed if report else None,
         "tests_failed": report.failed if report else None,
         "tests_skipped": report.skipped if report else None,

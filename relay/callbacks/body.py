@@ -8,7 +8,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from relay import jsonin
-from relay.params import aware_datetime
+from relay.params import aware_datetime, int_param
 
 from ..models import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
@@ -215,13 +215,12 @@ def _run_id(workflow: dict) -> str:
 
 
 def _attempt(workflow: dict) -> int:
+    """A JSON integer, or its ASCII digits as text (the action sends `github.run_attempt`, a
+    string): `int()` would read `"1_0"` as 10, `"١"` as 1 and `2.9` as 2."""
     value = workflow.get("run_attempt", 1)
     if value in (None, ""):
         return 1
-    try:
-        attempt = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError, OverflowError):
-        attempt = None
+    attempt = value if isinstance(value, int) and not isinstance(value, bool) else int_param(value)
     if attempt is None or attempt < 1 or attempt > 10_000:
         raise BadCallback("'workflow.run_attempt' must be a positive integer (string or number)")
     return attempt

@@ -195,3 +195,91 @@ def test_a_signed_token_whose_claims_hold_a_nul_or_a_lone_surrogate_is_a_401(cli
     response = callback(client, oidc, token=token)
     assert response.status_code == 401 and "malformed token" in response.json()["detail"]
     assert not JobRun.objects.exists()
+
+
+# --- 7. non-ASCII digits never read as numbers -------------------------------------------------------------
+
+NOT_ASCII = {
+    "Nd (Arabic-Indic)": "٠١٢٣٤٥٦٧٨٩",
+    "Nd (mathematical bold)": "𝟎𝟏𝟐𝟑𝟒𝟓𝟔𝟕𝟖𝟗",
+    "Nd (fullwidth)": "０１２３４５６７８９",
+}
+NOT_ASCII["No (superscript)"] = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def spelled(number, digits: str) -> str:
+    """`number` written with another script's digits."""
+    return "".join(digits[int(d)] for d in str(number))
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII.values(), ids=NOT_ASCII.keys())
+def test_a_job_id_in_other_digits_names_no_job(client, digits):
+    job = JobRunFactory(project=ProjectFactory(level="L2"), head_sha=SHA)
+    assert client.get(f"/api/v1/jobs/{job.id}/").status_code == 200
+    assert client.get(f"/api/v1/jobs/{spelled(job.id, digits)}/").status_code == 404
+    assert client.get(f"/api/v1/jobs/{spelled(job.id, digits)}/failed-tests/").status_code == 404
+
+
+def test_a_dispatch_id_in_other_digits_names_no_dispatch(client, django_user_model):
+    from tests.factories import DispatchFactory
+
+    dispatch = DispatchFactory()
+    client.force_login(django_user_model.objects.create_user("op", is_staff=True))
+    assert client.get(f"/api/v1/dispatches/{dispatch.id}/").status_code == 200
+    assert client.get(f"/api/v1/dispatches/{spelled(dispatch.id, NOT_ASCII['Nd (Arabic-Indic)'])}/").status_code == 404
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII.values(), ids=NOT_ASCII.keys())
+def test_list_filters_refuse_numbers_and_times_in_other_digits(client, digits):
+    project = ProjectFactory(level="L2")
+    JobRunFactory(project=project, head_sha=SHA, pr_number=12)
+    assert len(client.get("/api/v1/jobs/?pr=12").json()["results"]) == 1
+    assert client.get(f"/api/v1/jobs/?pr={spelled(12, digits)}").status_code == 400
+    assert client.get(f"/api/v1/deliveries/?pr={spelled(12, digits)}").status_code in (400, 401, 403)
+    since = f"{spelled(2026, digits)}-01-01T00:00:00Z"
+    assert client.get("/api/v1/jobs/", {"since": since}).status_code == 400
+    assert client.get("/api/v1/jobs/", {"until": "2026-01-01T00:00:00+0" + digits[5] + ":00"}).status_code == 400
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII.values(), ids=NOT_ASCII.keys())
+def test_a_page_size_in_other_digits_is_no_page_size(client, digits):
+    project = ProjectFactory(level="L2")
+    for _ in range(3):
+        JobRunFactory(project=project, head_sha=SHA)
+    assert len(client.get("/api/v1/jobs/?page_size=2").json()["results"]) == 2
+    assert len(client.get(f"/api/v1/jobs/?page_size={spelled(2, digits)}").json()["results"]) == 3
+
+
+@pytest.mark.parametrize("value", ["١٢٣", "𝟏𝟐𝟑", "¹²³", "1_23", " 123", "+123", 123.0, 123.5, True])
+def test_an_api_write_refuses_an_id_in_anything_but_ascii_digits_or_a_json_integer(value):
+    from api.serializers import ProjectIn, ProjectPatchIn
+
+    base = {"full_name": "sec-org/new", "level": "L1"}
+    assert ProjectIn(data={**base, "github_repo_id": "123"}).is_valid()
+    assert ProjectIn(data={**base, "github_repo_id": 123}).is_valid()
+    assert not ProjectIn(data={**base, "github_repo_id": value}).is_valid()
+    assert not ProjectPatchIn(data={"rate_limit_per_min": value}).is_valid()
+
+
+@pytest.mark.parametrize("attempt", ["1_0", "١", "𝟐", "²", " 2", "+2", "0x2", 2.9, 2.0, True, [2], "2.0", "1e1"])
+def test_a_run_attempt_that_is_not_an_integer_or_its_ascii_digits_is_a_400(client, oidc, attempt):
+    response = callback(
+        client, oidc, raw=lambda b: b.replace(b'"run_attempt": "1"', f'"run_attempt": {json.dumps(attempt)}'.encode())
+    )
+    assert response.status_code == 400 and "'workflow.run_attempt'" in response.json()["detail"], attempt
+    assert not JobRun.objects.exists()
+
+
+@pytest.mark.parametrize("attempt", ["2", 2, "0002"])
+def test_a_run_attempt_as_an_integer_or_its_ascii_digits_is_read(client, oidc, attempt):
+    response = callback(
+        client, oidc, raw=lambda b: b.replace(b'"run_attempt": "1"', f'"run_attempt": {json.dumps(attempt)}'.encode())
+    )
+    assert response.status_code == 200 and JobRun.objects.get().run_attempt == 2
+
+
+@pytest.mark.parametrize("digits", NOT_ASCII.values(), ids=NOT_ASCII.keys())
+def test_a_callback_timestamp_in_other_digits_is_a_400_naming_the_field(client, oidc, digits):
+    stamp = f"{spelled(2026, digits)}-12-02T10:00:00Z"
+    response = callback(client, oidc, completed_at=stamp)
+    assert response.status_code == 400 and "'workflow.completed_at'" in response.json()["detail"]
