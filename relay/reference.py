@@ -7,7 +7,6 @@ as JobRun rows of the registered reference project, linked to the upstream job: 
 PyTorch's own run, not a copy."""
 
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,6 +20,7 @@ from django.utils import timezone
 from . import follow_up
 from .github import client as github
 from .github.upstream import upstream_installation_id
+from .linear import linear
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
 from .params import aware_datetime
 from .reference_reports import Found, find_reports, retrying
@@ -82,7 +82,7 @@ def reference_import(sha: str) -> ImportResult:
             key="workflow_runs",
         )
     )
-    workflows = re.compile(settings.CRCR_REFERENCE_WORKFLOW_PATTERN)
+    workflows = linear(settings.CRCR_REFERENCE_WORKFLOW_PATTERN)
     for run in runs:
         if workflows.search(run.get("name") or ""):
             _import_run(project, sha, run, auth, result)
@@ -90,7 +90,7 @@ def reference_import(sha: str) -> ImportResult:
 
 
 def _import_run(project: Project, sha: str, run: dict, auth: str, result: ImportResult) -> None:
-    pattern = re.compile(settings.CRCR_REFERENCE_JOB_PATTERN)
+    pattern = linear(settings.CRCR_REFERENCE_JOB_PATTERN)
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs/{run['id']}"
     jobs = [
         j
