@@ -283,3 +283,58 @@ def test_a_callback_timestamp_in_other_digits_is_a_400_naming_the_field(client, 
     stamp = f"{spelled(2026, digits)}-12-02T10:00:00Z"
     response = callback(client, oidc, completed_at=stamp)
     assert response.status_code == 400 and "'workflow.completed_at'" in response.json()["detail"]
+
+
+# --- 6. a YAML alias bomb ------------------------------------------------------------------------------------
+
+LAUGHS = """a: &a [xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx,xxxxxxxx]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+L2:
+  - o/r:
+      events: {where}
+"""
+
+
+@pytest.mark.parametrize("where", ["[*d,*d,*d,*d,*d,*d,*d,*d,*d]", "*e", "[*e]"])
+def test_an_alias_bomb_is_refused_within_a_small_budget_with_a_short_message(where):
+    from relay.allowlist import MAX_ALIAS_NODES, AllowlistError, parse_allowlist
+
+    with pytest.raises(AllowlistError) as refused:
+        parse_allowlist(LAUGHS.format(where=where))
+    assert len(str(refused.value)) < 1000 and f"more than {MAX_ALIAS_NODES:,}" in str(refused.value)
+
+
+def test_a_self_referencing_alias_is_refused():
+    from relay.allowlist import AllowlistError, parse_allowlist
+
+    with pytest.raises(AllowlistError, match="alias"):
+        parse_allowlist("L1: &a [*a]")
+
+
+def test_anchors_within_the_budget_are_read_as_upstream_writes_them():
+    from relay.allowlist import parse_allowlist
+
+    text = "L2:\n  - a/one: &team [x-ci, y-ci]\n  - a/two:\n      oncalls: *team\n  - a/three: *team\n"
+    assert [e.oncalls for e in parse_allowlist(text)] == [("x-ci", "y-ci")] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "L2:\n  - o/r: [" + ", ".join(["'" + "h" * 5000 + "'"] * 3) + "]",
+        "L2:\n  - o/r:\n      events: ['" + "e" * 100_000 + "']",
+        "L2:\n" + "".join(f"  - bad name {i}\n" for i in range(5000)),
+        "L1:\n  " + "k" * 100_000 + ": 1\n  " + "k" * 100_000 + ": 2\n",
+        "L3:\n  xpu:\n    o/r: " + "[" * 200 + "]" * 200,
+    ],
+)
+def test_every_allowlist_error_text_is_capped(text):
+    from relay.allowlist import MAX_ERRORS, AllowlistError, parse_allowlist
+
+    with pytest.raises(AllowlistError) as refused:
+        parse_allowlist(text)
+    assert len(refused.value.errors) <= MAX_ERRORS + 1 and all(len(e) <= 300 for e in refused.value.errors)
+    assert len(str(refused.value)) < 20_000
