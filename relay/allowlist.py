@@ -31,7 +31,7 @@ Given that, `parse_allowlist(render_allowlist(parse_allowlist(x))) == parse_allo
 import re
 import reprlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import yaml
 
@@ -457,37 +457,9 @@ def _render_l3(entries: list[Entry]) -> list[str]:
     return lines
 
 
-# --- one entry down a level (the demotion loop) ----------------------------------------------------
+# --- one entry down a level (the demotion loop: relay/allowlist_moves.py) ------------------------------
 
 LEVEL_BELOW = {"L4": "L3", "L3": "L2", "L2": "L1"}
-
-
-def allowlist_demoted(text: str, full_name: str, from_level: str, device: str = "") -> str | None:
-    """`text` with `full_name` moved from `from_level` to the end of the level below, or None when
-    the file does not list it at `from_level`. Read and written by the two functions above, with
-    the file's own leading comments kept, so a file in the writer's shape differs only by the move.
-    `device` is the L3 device, needed only when the level below is L3."""
-    entries = parse_allowlist(text)
-    found = next((e for e in entries if e.full_name.lower() == full_name.lower()), None)
-    if found is None or found.level != from_level or from_level not in LEVEL_BELOW:
-        return None
-    to_level = LEVEL_BELOW[from_level]
-    if to_level == "L3" and not _DEVICE_RE.fullmatch(device):
-        raise AllowlistError(f"{full_name}: moving it to L3 needs its device")
-    position = max((e.position for e in entries if e.level == to_level), default=-1) + 1
-    moved = replace(found, level=to_level, device=device if to_level == "L3" else "", position=position)
-    rendered = render_allowlist(moved if e is found else e for e in entries)
-    return _leading_comments(text) + rendered.split("\n", 1)[1]
-
-
-def _leading_comments(text: str) -> str:
-    """The comment lines (and blank lines) a file starts with, in place of the writer's HEADER."""
-    lines = []
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            break
-        lines.append(line)
-    return "".join(f"{line}\n" for line in lines)
 
 
 def yaml_scalar(text: str) -> str:
