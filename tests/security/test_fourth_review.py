@@ -338,3 +338,59 @@ def test_every_allowlist_error_text_is_capped(text):
         parse_allowlist(text)
     assert len(refused.value.errors) <= MAX_ERRORS + 1 and all(len(e) <= 300 for e in refused.value.errors)
     assert len(str(refused.value)) < 20_000
+
+
+# --- 7. invisible characters in what we write upstream ------------------------------------------------------
+
+INVISIBLE = {
+    "zero width space": "\u200b",
+    "zero width non-joiner": "\u200c",
+    "zero width joiner": "\u200d",
+    "word joiner": "\u2060",
+    "invisible times": "\u2062",
+    "soft hyphen": "\u00ad",
+    "byte order mark": "\ufeff",
+    "Mongolian vowel separator": "\u180e",
+    "Hangul filler": "\u3164",
+    "combining grapheme joiner": "\u034f",
+    "interlinear annotation": "\ufff9",
+    "tag letter a": "\U000e0061",
+    "variation selector 17": "\U000e0100",
+}
+VISIBLE_FORMAT = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
+"""Format characters that are drawn (Arabic number signs and the like): shown as they are."""
+
+
+@pytest.mark.parametrize("char", INVISIBLE.values(), ids=INVISIBLE.keys())
+def test_an_invisible_character_never_reaches_a_check_run_name_a_code_span_or_a_body(char):
+    from relay.checks.checkruns import job_check_run_name
+    from relay.checks.markdown import md_code, upstream_body
+
+    project = ProjectFactory(full_name="intel/torch-xpu-ops")
+    assert job_check_run_name(project, f"ci{char}", f"test{char}add") == "crcr/intel/torch-xpu-ops/ci /test add"
+    assert md_code(f"test{char}add") == "`test add`"
+    body = upstream_body({"name": f"a{char}b", "output": {"summary": f"line{char}\nnext"}})
+    assert body == {"name": "a b", "output": {"summary": "line\nnext"}}
+
+
+@pytest.mark.parametrize("char", INVISIBLE.values(), ids=INVISIBLE.keys())
+def test_pages_show_an_invisible_character_as_its_code_point(client, char):
+    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", display_name="XPU")
+    JobRunFactory(project=project, head_sha=SHA, conclusion="failure", job_name=f"build{char}x")
+    UpstreamCommitFactory(sha=SHA, title=f"Fix{char} (#1)")
+    html = client.get(f"/commit/{SHA}").content.decode()
+    assert char not in html and f"⟨U+{ord(char):04X}⟩" in html
+
+
+def test_every_invisible_format_character_unicode_knows_is_in_the_one_class():
+    import re
+    import sys
+    import unicodedata
+
+    from relay.text import CONTROLS
+
+    every = re.compile(f"[{CONTROLS}]")
+    formats = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
+    assert [f"U+{ord(c):04X}" for c in formats if c not in VISIBLE_FORMAT and not every.search(c)] == []
+    assert all(every.search(c) for c in INVISIBLE.values())
+    assert not any(every.search(c) for c in VISIBLE_FORMAT | set("aZ9 é中🙂\ufe0f"))
