@@ -394,3 +394,113 @@ def test_every_invisible_format_character_unicode_knows_is_in_the_one_class():
     assert [f"U+{ord(c):04X}" for c in formats if c not in VISIBLE_FORMAT and not every.search(c)] == []
     assert all(every.search(c) for c in INVISIBLE.values())
     assert not any(every.search(c) for c in VISIBLE_FORMAT | set("aZ9 é中🙂\ufe0f"))
+
+
+# --- 7. notification webhooks connect to the address they checked ----------------------------------------
+
+PUBLIC, INTERNAL = "93.184.216.34", "127.0.0.1"
+
+
+@pytest.fixture
+def rebinding_dns(monkeypatch):
+    """A name whose first answer is public and every later one internal (DNS rebinding)."""
+    import socket
+
+    real, asked = socket.getaddrinfo, []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host != "hooks.rebind.example":
+            return real(host, port, *args, **kwargs)
+        asked.append(host)
+        address = PUBLIC if len(asked) == 1 else INTERNAL
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port or 443))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return asked
+
+
+def test_a_webhook_connects_only_to_the_address_it_checked(rebinding_dns, settings, monkeypatch):
+    import socket
+
+    from relay.notify import channels
+
+    settings.CRCR_NOTIFY_ALLOW_PRIVATE = False
+    connected = []
+
+    def create_connection(address, *args, **kwargs):
+        connected.append(address[0])
+        raise ConnectionRefusedError("refused by the test")
+
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    with pytest.raises(channels.SendError):
+        channels.webhook_post("https://hooks.rebind.example/T0/B1", {"text": "x"}, {})
+    assert connected == [PUBLIC] and rebinding_dns == ["hooks.rebind.example"]
+
+
+def test_the_pinned_request_keeps_its_name_in_the_host_header_and_the_tls_server_name(settings, monkeypatch):
+    import httpx
+
+    from relay.notify import channels
+
+    settings.CRCR_NOTIFY_ALLOW_PRIVATE = False
+    monkeypatch.setattr(channels, "_resolved", lambda host, port: [PUBLIC])
+    seen = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers["Host"], request.extensions.get("sni_hostname")))
+        return httpx.Response(204)
+
+    monkeypatch.setattr(channels, "session", lambda: httpx.Client(transport=httpx.MockTransport(answer)))
+    assert channels.webhook_post("https://hooks.example.com:8443/T0/B1?x=1", {"text": "x"}, {}) == 204
+    assert channels.webhook_post("http://hooks.example.com/T0", {"text": "x"}, {}) == 204
+    assert seen == [
+        (f"https://{PUBLIC}:8443/T0/B1?x=1", "hooks.example.com:8443", "hooks.example.com"),
+        (f"http://{PUBLIC}/T0", "hooks.example.com", None),
+    ]
+
+
+def test_a_name_with_one_internal_address_among_public_ones_is_refused(settings, monkeypatch):
+    from relay.notify import channels
+
+    settings.CRCR_NOTIFY_ALLOW_PRIVATE = False
+    monkeypatch.setattr(channels, "_resolved", lambda host, port: [PUBLIC, "10.0.0.7"])
+    with pytest.raises(channels.SendError, match="private or loopback") as refused:
+        channels.webhook_post("https://hooks.example.com/x", {}, {})
+    assert refused.value.permanent
+
+
+def test_a_pinned_webhook_reaches_a_real_sink_by_its_name(settings, monkeypatch):
+    """End to end over HTTP: the name resolves (once) to the local sink, which hears its name."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from relay.notify import channels
+
+    heard = []
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self):
+            heard.append((self.headers["Host"], json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    settings.CRCR_NOTIFY_ALLOW_PRIVATE = True  # the sink is local
+    real = socket.getaddrinfo
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *a, **k: real("127.0.0.1" if host == "hooks.sink.test" else host, *a, **k),
+    )
+    try:
+        assert channels.webhook_post(f"http://hooks.sink.test:{port}/hook", {"text": "hi"}, {}) == 204
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert heard == [(f"hooks.sink.test:{port}", {"text": "hi"})]
