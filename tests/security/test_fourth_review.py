@@ -7,12 +7,14 @@ jti no database stores, DNS rebinding of notification webhooks). The sweeps that
 next value of each class are test_hostile_sweep.py and tests/reliability/test_hostile_input.py."""
 
 import json
+import unicodedata
 
 import pytest
 from django.utils import timezone
 
 from relay.models import JobRun
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
+from tests.security.hostile_values import INVISIBLE, nested
 
 pytestmark = pytest.mark.django_db
 SHA = "a" * 40
@@ -128,11 +130,6 @@ def test_a_schema_version_that_is_not_ascii_digits_drops_the_verdict_never_a_500
 
 
 # --- 2. nesting the save cannot encode again ------------------------------------------------------------
-
-
-def nested(depth: int) -> bytes:
-    """JSON `depth` levels deep: that many lists around a number."""
-    return b"[" * depth + b"1" + b"]" * depth
 
 
 @pytest.mark.parametrize("depth", [65, 1000, 1024, 1025, 100_000])
@@ -342,26 +339,11 @@ def test_every_allowlist_error_text_is_capped(text):
 
 # --- 7. invisible characters in what we write upstream ------------------------------------------------------
 
-INVISIBLE = {
-    "zero width space": "\u200b",
-    "zero width non-joiner": "\u200c",
-    "zero width joiner": "\u200d",
-    "word joiner": "\u2060",
-    "invisible times": "\u2062",
-    "soft hyphen": "\u00ad",
-    "byte order mark": "\ufeff",
-    "Mongolian vowel separator": "\u180e",
-    "Hangul filler": "\u3164",
-    "combining grapheme joiner": "\u034f",
-    "interlinear annotation": "\ufff9",
-    "tag letter a": "\U000e0061",
-    "variation selector 17": "\U000e0100",
-}
 VISIBLE_FORMAT = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
 """Format characters that are drawn (Arabic number signs and the like): shown as they are."""
 
 
-@pytest.mark.parametrize("char", INVISIBLE.values(), ids=INVISIBLE.keys())
+@pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: unicodedata.name(c, f"U+{ord(c):04X}"))
 def test_an_invisible_character_never_reaches_a_check_run_name_a_code_span_or_a_body(char):
     from relay.checks.checkruns import job_check_run_name
     from relay.checks.markdown import md_code, upstream_body
@@ -373,7 +355,7 @@ def test_an_invisible_character_never_reaches_a_check_run_name_a_code_span_or_a_
     assert body == {"name": "a b", "output": {"summary": "line\nnext"}}
 
 
-@pytest.mark.parametrize("char", INVISIBLE.values(), ids=INVISIBLE.keys())
+@pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: unicodedata.name(c, f"U+{ord(c):04X}"))
 def test_pages_show_an_invisible_character_as_its_code_point(client, char):
     project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", display_name="XPU")
     JobRunFactory(project=project, head_sha=SHA, conclusion="failure", job_name=f"build{char}x")
@@ -385,14 +367,13 @@ def test_pages_show_an_invisible_character_as_its_code_point(client, char):
 def test_every_invisible_format_character_unicode_knows_is_in_the_one_class():
     import re
     import sys
-    import unicodedata
 
     from relay.text import CONTROLS
 
     every = re.compile(f"[{CONTROLS}]")
     formats = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
     assert [f"U+{ord(c):04X}" for c in formats if c not in VISIBLE_FORMAT and not every.search(c)] == []
-    assert all(every.search(c) for c in INVISIBLE.values())
+    assert all(every.search(c) for c in INVISIBLE)
     assert not any(every.search(c) for c in VISIBLE_FORMAT | set("aZ9 é中🙂\ufe0f"))
 
 
