@@ -63,30 +63,38 @@ def assert_inert(markdown: str, allowed_links=()):
     assert all(any(link.startswith(ok) for ok in allowed_links) for link in links), links
 
 
-@pytest.fixture
-def failing_l4(db, settings):
+def l4_with_a_dispatch(settings):
     settings.CRCR_PUBLIC_URL = "https://hud.example.org"
     project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", oncalls=["xpu-oncall"])
-    dispatch = DispatchFactory(project=project, state="sent", pr_number=7, head_sha=HEAD, sent_at=timezone.now())
-    jobs = []
-    for n, hostile in enumerate(HOSTILE):
-        job = JobRun.objects.create(
-            project=project,
-            dispatch=dispatch,
-            delivery_key=dispatch.delivery.guid,
-            run_id=f"{n} {hostile}"[:100],
-            workflow_name=hostile,
-            job_name=hostile,
-            status="completed",
-            conclusion="failure",
-            head_sha=HEAD,
-            pr_number=7,
-            tests_failed=1,
-            tests_total=2,
-            workflow_url=f'https://ci.example.org/runs/{n}?q=(x)[y]<z> "w"',
-        )
-        FailedTest.objects.create(job_run=job, name=hostile, classname=hostile, message=hostile)
-        jobs.append(job)
+    return project, DispatchFactory(project=project, state="sent", pr_number=7, head_sha=HEAD, sent_at=timezone.now())
+
+
+def failing_job(dispatch, text: str, run_id: str, **fields) -> JobRun:
+    """A failed job of the dispatch whose names, run id and one failed test carry `text`."""
+    job = JobRun.objects.create(
+        project=dispatch.project,
+        dispatch=dispatch,
+        delivery_key=dispatch.delivery.guid,
+        run_id=run_id[:100],
+        workflow_name=text,
+        job_name=text,
+        status="completed",
+        conclusion="failure",
+        head_sha=HEAD,
+        pr_number=7,
+        tests_failed=1,
+        tests_total=2,
+        **fields,
+    )
+    FailedTest.objects.create(job_run=job, name=text, classname=text, message=text)
+    return job
+
+
+@pytest.fixture
+def failing_l4(db, settings):
+    project, dispatch = l4_with_a_dispatch(settings)
+    url = 'https://ci.example.org/runs/{}?q=(x)[y]<z> "w"'
+    jobs = [failing_job(dispatch, h, f"{n} {h}", workflow_url=url.format(n)) for n, h in enumerate(HOSTILE)]
     return project, jobs
 
 
@@ -139,25 +147,9 @@ def test_no_invisible_character_reaches_any_text_written_upstream(db, settings, 
     from relay.checks.checkruns import external_id, job_check_run_name
     from relay.checks.markdown import upstream_body
 
-    settings.CRCR_PUBLIC_URL = "https://hud.example.org"
-    project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", oncalls=["xpu-oncall"])
-    dispatch = DispatchFactory(project=project, state="sent", pr_number=7, head_sha=HEAD, sent_at=timezone.now())
+    project, dispatch = l4_with_a_dispatch(settings)
     sneaky = f"test{char}add"
-    job = JobRun.objects.create(
-        project=project,
-        dispatch=dispatch,
-        delivery_key=dispatch.delivery.guid,
-        run_id=f"1{char}",
-        workflow_name=sneaky,
-        job_name=sneaky,
-        status="completed",
-        conclusion="failure",
-        head_sha=HEAD,
-        pr_number=7,
-        tests_failed=1,
-        tests_total=2,
-    )
-    FailedTest.objects.create(job_run=job, name=sneaky, classname=sneaky, message=sneaky)
+    job = failing_job(dispatch, sneaky, f"1{char}")
     _, failing = head_outcome(project, 7, HEAD)
     written = {
         "check-run name": job_check_run_name(project, sneaky, sneaky),
