@@ -34,6 +34,21 @@ class Linear(re2._Regexp):
     def groupindex(self) -> dict:
         return self._names
 
+    def _match(self, anchor, text, pos=None, endpos=None):
+        """Every method matches through here: text RE2 cannot take (a lone surrogate, which
+        UTF-8 cannot encode) is matched with U+FFFD in its place, at the same positions."""
+        return super()._match(anchor, _encodable(text), pos, endpos)
+
+
+def _encodable(text):
+    if not isinstance(text, str) or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
 
 def linear(pattern: str, *, case_sensitive: bool = True) -> Linear:
     """`pattern` compiled by RE2: `match`, `search`, `fullmatch`, `sub`, `split`, `findall` as

@@ -179,3 +179,13 @@ def test_a_pattern_re2_will_not_run_is_a_pattern_error(pattern):
 
     with pytest.raises(PatternError):
         linear(pattern)
+
+
+def test_text_with_a_lone_surrogate_is_matched_not_an_error():
+    """Python's engine takes any str; RE2 reads UTF-8, which a lone surrogate is not."""
+    from relay.linear import linear
+
+    pattern = linear(r"(?P<word>b+)")
+    assert pattern.search("a\ud800bb")["word"] == "bb" and pattern.search("a\ud800bb").span() == (2, 4)
+    assert pattern.sub("-", "\udfffbb\ud800") == "\udfff-\ud800"
+    assert pattern.split("x\ud800bx") == ["x\ud800", "b", "x"]
