@@ -8,6 +8,8 @@ from rest_framework import exceptions, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.views import exception_handler
 
+from relay.params import int_param
+
 
 class Cursor(CursorPagination):
     """Cursor pagination whose cursor is checked before it reaches the database: the position it
@@ -17,6 +19,11 @@ class Cursor(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
     ordering = "-id"
+
+    def get_page_size(self, request):
+        """`page_size` in ASCII digits (relay.params), at most max_page_size; else the default."""
+        asked = int_param(request.query_params.get(self.page_size_query_param), low=1)
+        return min(asked, self.max_page_size) if asked is not None else self.page_size
 
     def paginate_queryset(self, queryset, request, view=None):
         self._model = queryset.model

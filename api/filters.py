@@ -7,6 +7,24 @@ from django import forms
 from django_filters.fields import IsoDateTimeField
 
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+from relay.params import int_param
+
+
+class AsciiIntegerField(forms.IntegerField):
+    """1–18 ASCII digits (relay.params): django-filter's NumberFilter reads `١٢` as 12."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        number = int_param(str(value))
+        if number is None:
+            raise forms.ValidationError("a number is 1 to 18 ASCII digits", code="invalid")
+        return number
+
+
+class NumberFilter(django_filters.NumberFilter):
+    field_class = AsciiIntegerField
+
 
 NOT_FILTERS = frozenset({"cursor", "page_size", "format"})
 """Query parameters of every list that are not filters (pagination, DRF's renderer choice)."""
@@ -33,7 +51,7 @@ class ProjectFilter(StrictFilterSet):
 
 
 class DeliveryFilter(StrictFilterSet):
-    pr = django_filters.NumberFilter(field_name="pr_number")
+    pr = NumberFilter(field_name="pr_number")
     sha = django_filters.CharFilter(field_name="head_sha")
 
     class Meta:
@@ -44,7 +62,7 @@ class DeliveryFilter(StrictFilterSet):
 class DispatchFilter(StrictFilterSet):
     repo = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact")
     delivery = django_filters.CharFilter(field_name="delivery__guid")
-    pr = django_filters.NumberFilter(field_name="pr_number")
+    pr = NumberFilter(field_name="pr_number")
     sha = django_filters.CharFilter(field_name="head_sha")
 
     class Meta:
@@ -56,6 +74,8 @@ class BoundedDateTimeField(IsoDateTimeField):
     """An ISO datetime the database can compare: years 1970–9998 once in UTC."""
 
     def clean(self, value):
+        if isinstance(value, str) and not value.isascii():  # Django's parser reads `١` as a digit
+            raise forms.ValidationError("a date is ISO 8601 in ASCII digits", code="invalid")
         moment = super().clean(value)
         if moment is None:
             return None
@@ -74,7 +94,7 @@ class BoundedDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 class JobRunFilter(StrictFilterSet):
     sha = django_filters.CharFilter(field_name="head_sha", help_text="upstream commit SHA (full)")
-    pr = django_filters.NumberFilter(field_name="pr_number")
+    pr = NumberFilter(field_name="pr_number")
     backend = django_filters.CharFilter(field_name="project__full_name", lookup_expr="iexact", help_text="owner/repo")
     level = django_filters.ChoiceFilter(field_name="project__level", choices=[(x, x) for x in ("L1", "L2", "L3", "L4")])
     since = BoundedDateTimeFilter(field_name="created_at", lookup_expr="gte")
@@ -86,7 +106,7 @@ class JobRunFilter(StrictFilterSet):
 
 
 class CommitFilter(StrictFilterSet):
-    pr = django_filters.NumberFilter(field_name="pr_number")
+    pr = NumberFilter(field_name="pr_number")
 
     class Meta:
         model = UpstreamCommit

@@ -20,6 +20,7 @@ from relay.models import (
     Project,
     UpstreamCommit,
 )
+from relay.params import int_param
 
 
 class LevelChangeOut(serializers.ModelSerializer):
@@ -43,6 +44,20 @@ class OncallsField(serializers.Field):
 
     def to_representation(self, value):
         return oncall_list(value)
+
+
+class AsciiIntegerField(serializers.IntegerField):
+    """A JSON integer, or its ASCII digits as a string (relay.params): DRF's own reads `"١٢٣"`
+    as 123 and `123.0` as 123."""
+
+    def to_internal_value(self, data):
+        if (
+            isinstance(data, bool)
+            or not isinstance(data, int | str)
+            or (isinstance(data, str) and int_param(data) is None)
+        ):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class ProjectOut(serializers.ModelSerializer):
@@ -93,7 +108,7 @@ class ProjectIn(serializers.Serializer):
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False, default=CIProvider.GITHUB)
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False, default=HardwareKind.OTHER)
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
-    github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
+    github_repo_id = AsciiIntegerField(required=False, allow_null=True, min_value=1, default=None)
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
     def validate_full_name(self, value):
@@ -116,9 +131,9 @@ class ProjectPatchIn(serializers.Serializer):
     )
     ci_provider = serializers.ChoiceField(choices=CIProvider.choices, required=False)
     hardware_kind = serializers.ChoiceField(choices=HardwareKind.choices, required=False)
-    github_repo_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    github_repo_id = AsciiIntegerField(required=False, allow_null=True, min_value=1)
     active = serializers.BooleanField(required=False)
-    rate_limit_per_min = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    rate_limit_per_min = AsciiIntegerField(required=False, allow_null=True, min_value=1)
     require_callback_token = serializers.BooleanField(required=False, allow_null=True)
 
     def validate_events(self, value):

@@ -137,6 +137,7 @@ class DispatchViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [OperatorRead]
     filterset_class = DispatchFilter
     pagination_class = Cursor
+    lookup_value_regex = r"[0-9]{1,18}"  # `١٢` is no id: the router's 404, not the database's int()
 
 
 class JobRunViewSet(viewsets.ReadOnlyModelViewSet):
@@ -146,6 +147,7 @@ class JobRunViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = JobRun.objects.select_related("project").order_by("-id")
     filterset_class = JobRunFilter
     pagination_class = Cursor
+    lookup_value_regex = r"[0-9]{1,18}"  # `١٢` is no id: the router's 404, not the database's int()
 
     def get_queryset(self):
         return self.queryset.prefetch_related("failed_tests") if self.action == "retrieve" else self.queryset

@@ -2,18 +2,22 @@
 handler: the same views, with only the middleware a machine caller needs.
 
 GitHub and downstream CI send JSON with a signature or a bearer token; nothing they send uses a
-session, a CSRF cookie, a login, messages, static files, a Content-Security-Policy or an ETag. The
-pages' middleware stack (settings.MIDDLEWARE) cost more CPU than the whole callback view's checks
-(docs/performance.md, "Where each millisecond goes"), so these URLs get MACHINE_MIDDLEWARE
-instead: security headers, the NUL-in-URL refusal, CommonMiddleware (the Host check and the
-Content-Length, without which gunicorn sends an answer chunked), the database-down 503 and the
-slow-body 408, in the pages' order and named here as classes (not dotted names) so "find callers"
-leads here. Every other URL goes to the full handler, unchanged.
+session, a CSRF cookie, a login, messages, static files or an ETag. The pages' middleware stack
+(settings.MIDDLEWARE) cost more CPU than the whole callback view's checks (docs/performance.md,
+"Where each millisecond goes"), so these URLs get MACHINE_MIDDLEWARE instead: security headers
+(SecurityMiddleware's, and the Content-Security-Policy and X-Frame-Options every response of the
+site carries, docs/security.md: the pages' policy, built once), the NUL-in-URL refusal,
+CommonMiddleware (the Host check and the Content-Length, without which gunicorn sends an answer
+chunked), the database-down 503 and the slow-body 408, in the pages' order and named here as
+classes (not dotted names) so "find callers" leads here. Every other URL goes to the full
+handler, unchanged.
 
 `machine_or_pages` picks the handler by resolving the path against settings.MACHINE_URLCONF; the
 lean handler resolves views there too but never installs it for `reverse()`, which keeps naming
 every URL of the site."""
 
+from csp.constants import HEADER as CSP_HEADER
+from csp.utils import build_policy
 from django.conf import settings
 from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler
@@ -23,8 +27,26 @@ from django.urls import Resolver404, get_resolver
 
 from relay.middleware import DatabaseUnavailableMiddleware, NulInUrlMiddleware, SlowBodyMiddleware
 
+
+class FixedSecurityHeadersMiddleware:
+    """The Content-Security-Policy (settings.CONTENT_SECURITY_POLICY, as django-csp writes it
+    for the pages) and X-Frame-Options (settings.X_FRAME_OPTIONS) on every machine answer. Built
+    once: a machine answer needs no nonce, and csp's middleware would build the policy each time."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.headers = {CSP_HEADER: build_policy(), "X-Frame-Options": settings.X_FRAME_OPTIONS}
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        for name, value in self.headers.items():
+            response.headers.setdefault(name, value)
+        return response
+
+
 MACHINE_MIDDLEWARE = (
     SecurityMiddleware,
+    FixedSecurityHeadersMiddleware,
     NulInUrlMiddleware,
     CommonMiddleware,
     DatabaseUnavailableMiddleware,

@@ -22,6 +22,7 @@ from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS
 from relay.checks.demotion import demotion_pr_active
+from relay.linear import linear
 from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelChange, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
@@ -97,8 +98,9 @@ def run_url(job: JobRun, project: Project) -> str:
 
 # --- shard grouping ------------------------------------------------------------------------------------
 
-_PARENS = re.compile(r"^(?P<base>.*?) \((?P<inner>[^()]*)\)$")
-_SUFFIX = re.compile(r"^(?P<base>.+?)[-_](?P<index>[0-9]{1,9})$")
+_PARENS = linear(r"^(?P<base>.*?) \((?P<inner>[^()]*)\)$")
+_SUFFIX = linear(r"^(?P<base>.+?)[-_](?P<index>[0-9]{1,9})$")
+"""Both run on job labels from downstream: RE2 (relay.linear), as `.*?` before a suffix backtracks."""
 
 
 def shard_of(label: str) -> tuple[str, int] | None:

@@ -1,9 +1,9 @@
 """The commit page: resolve a SHA (or a prefix) to an upstream commit, and its detail per backend
 and job, read through the cell engine (relay.results.cells)."""
 
-import re
 from dataclasses import dataclass
 
+from relay.linear import linear
 from relay.models import Project, UpstreamCommit
 from relay.results.cells import (
     Cell,
@@ -18,7 +18,7 @@ from relay.verdicts import (
     State,
 )
 
-_PR_IN_TITLE = re.compile(r"\(#([0-9]{1,9})\)\s*$")
+_PR_IN_TITLE = linear(r"\(#([0-9]{1,9})\)\s*$")
 
 
 def commit_pr_number(commit: UpstreamCommit | None) -> int | None:

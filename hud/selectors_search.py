@@ -1,11 +1,11 @@
 """The top bar's search box: what a PR number, a SHA prefix, a backend name, a PR's author or
 words of a PR's or commit's title refer to."""
 
-import re
 from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from relay.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
 from relay.results.heads import CANDIDATES, commits_by_prefix
 
@@ -14,8 +14,9 @@ MIN_SHA_PREFIX = 4
 MIN_TITLE_WORDS = 3
 """Characters a title search needs: fewer match nearly everything."""
 TITLE_HITS = 25
-PR_NUMBER = re.compile(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", re.IGNORECASE)
-SHA_PREFIX = re.compile(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", re.IGNORECASE)
+PR_NUMBER = linear(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", case_sensitive=False)
+"""RE2 (relay.linear): the spaces around `#` can be split two ways, which backtracks."""
+SHA_PREFIX = linear(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", case_sensitive=False)
 
 
 @dataclass

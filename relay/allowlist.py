@@ -29,8 +29,9 @@ Given that, `parse_allowlist(render_allowlist(parse_allowlist(x))) == parse_allo
 """
 
 import re
+import reprlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import yaml
 
@@ -45,6 +46,13 @@ _HANDLE_RE = re.compile(_OWNER)
 # A device becomes the label `ciflow/crcr/<device>`; GitHub labels stop at 50 characters.
 _DEVICE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,37}")
 _PLAIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/, -]*")
+
+MAX_ALIAS_NODES = 1_000
+"""What aliases may add to a document, counted in the nodes they repeat: an anchored oncall list
+used by a few entries is tens; a 281-byte "billion laughs" is millions (and made a 52 MB error)."""
+MAX_ERRORS = 50
+MAX_ERROR_CHARS = 300
+"""Every problem is reported (up to MAX_ERRORS, then how many more), each at most this long."""
 
 HEADER = "# allowlist.yml exported by CRCR HUD (upstream relay format; see reference/relay.md §2.2)"
 
@@ -61,11 +69,20 @@ class Entry:
 
 
 class AllowlistError(ValueError):
-    """One or more problems with an allowlist; `.errors` lists every one of them."""
+    """One or more problems with an allowlist; `.errors` lists them (at most MAX_ERRORS, each cut
+    to MAX_ERROR_CHARS, then a line saying how many more there are)."""
 
     def __init__(self, errors: str | Iterable[str]):
-        self.errors = [errors] if isinstance(errors, str) else list(errors)
+        errors = [errors] if isinstance(errors, str) else list(errors)
+        self.errors = [_cut(e) for e in errors[:MAX_ERRORS]]
+        if len(errors) > MAX_ERRORS:
+            self.errors.append(f"… and {len(errors) - MAX_ERRORS} more problems")
         super().__init__("\n".join(self.errors))
+
+
+def _cut(text: str) -> str:
+    text = str(text)
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def repo_name_problem(name: str) -> str | None:
@@ -77,7 +94,7 @@ def repo_name_problem(name: str) -> str | None:
 
 def handle_problem(handle: str) -> str | None:
     if not _HANDLE_RE.fullmatch(handle):
-        return f"oncall {handle!r} is not a GitHub handle"
+        return f"oncall {_show(handle)} is not a GitHub handle"
     return None
 
 
@@ -200,7 +217,7 @@ class _Parser:
         problems = []
         for item in _oncall_items(raw) or []:
             if not _is_text(item):
-                problems.append(f"oncall {item!r} must be a GitHub handle, not {_kind(item)}{_quote_hint(item)}")
+                problems.append(f"oncall {_show(item)} must be a GitHub handle, not {_kind(item)}{_quote_hint(item)}")
             elif handle := clean_handle(str(item)):
                 problems.append(handle_problem(handle))
         return problems
@@ -238,9 +255,9 @@ def _events_problems(raw) -> list[str]:
     for item in raw:
         event = item.strip() if isinstance(item, str) else item
         if event not in EVENTS:
-            problems.append(f"unsupported event {item!r} (events are {', '.join(EVENTS)})")
+            problems.append(f"unsupported event {_show(item)} (events are {', '.join(EVENTS)})")
         elif event in seen:
-            problems.append(f"events lists {event!r} twice")
+            problems.append(f"events lists {_show(event)} twice")
         seen.add(event if isinstance(event, str) else repr(event))
     return problems
 
@@ -273,18 +290,74 @@ def _kind(value) -> str:
     return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHOWN.maxlevel, _SHOWN.maxlist, _SHOWN.maxdict = 2, 4, 4
+
+
 def _show(value) -> str:
-    text = repr(value)
+    """A value in an error, at most about 80 characters, in time bounded by that (never the whole
+    repr of a large value first)."""
+    text = _SHOWN.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys instead of keeping the last one silently."""
+    """SafeLoader that refuses duplicate mapping keys instead of keeping the last one silently,
+    and aliases that repeat more than MAX_ALIAS_NODES nodes in all (or themselves)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.alias_nodes = 0
+        self.sizes: dict[int, int] = {}
+        self.open_anchors: set[str] = set()
+        """Anchors whose node is still being read: an alias to one would contain itself."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.events.AliasEvent):
+            self._alias_count(event)
+            return super().compose_node(parent, index)
+        anchor = getattr(event, "anchor", None)
+        if anchor is None:
+            return super().compose_node(parent, index)
+        self.open_anchors.add(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.open_anchors.discard(anchor)
+
+    def _alias_count(self, event) -> None:
+        if event.anchor in self.open_anchors:
+            raise yaml.composer.ComposerError(
+                None, None, f"alias *{_cut(event.anchor)[:40]} is inside its own anchor", event.start_mark
+            )
+        anchored = self.anchors.get(event.anchor)
+        self.alias_nodes += _expanded_size(anchored, self.sizes) if anchored is not None else 0
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases repeat more than {MAX_ALIAS_NODES:,} nodes", event.start_mark
+            )
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             _refuse_duplicate_keys(node)
         return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(node, sizes: dict) -> int:
+    """How many nodes `node` stands for with its aliases expanded, up to just past the budget
+    (memoised by node: an anchored node is complete when an alias names it)."""
+    key = id(node)
+    if key not in sizes:
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        else:
+            children = []
+        sizes[key] = min(MAX_ALIAS_NODES + 1, 1 + sum(_expanded_size(child, sizes) for child in children))
+    return sizes[key]
 
 
 def _refuse_duplicate_keys(node):
@@ -294,7 +367,7 @@ def _refuse_duplicate_keys(node):
             continue
         first = seen.setdefault((key_node.tag, key_node.value), key_node.start_mark)
         if first is not key_node.start_mark:
-            problem = f"found duplicate key {key_node.value!r} (first at line {first.line + 1})"
+            problem = f"found duplicate key {_show(key_node.value)} (first at line {first.line + 1})"
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping", node.start_mark, problem, key_node.start_mark
             )
@@ -384,37 +457,9 @@ def _render_l3(entries: list[Entry]) -> list[str]:
     return lines
 
 
-# --- one entry down a level (the demotion loop) ----------------------------------------------------
+# --- one entry down a level (the demotion loop: relay/allowlist_moves.py) ------------------------------
 
 LEVEL_BELOW = {"L4": "L3", "L3": "L2", "L2": "L1"}
-
-
-def allowlist_demoted(text: str, full_name: str, from_level: str, device: str = "") -> str | None:
-    """`text` with `full_name` moved from `from_level` to the end of the level below, or None when
-    the file does not list it at `from_level`. Read and written by the two functions above, with
-    the file's own leading comments kept, so a file in the writer's shape differs only by the move.
-    `device` is the L3 device, needed only when the level below is L3."""
-    entries = parse_allowlist(text)
-    found = next((e for e in entries if e.full_name.lower() == full_name.lower()), None)
-    if found is None or found.level != from_level or from_level not in LEVEL_BELOW:
-        return None
-    to_level = LEVEL_BELOW[from_level]
-    if to_level == "L3" and not _DEVICE_RE.fullmatch(device):
-        raise AllowlistError(f"{full_name}: moving it to L3 needs its device")
-    position = max((e.position for e in entries if e.level == to_level), default=-1) + 1
-    moved = replace(found, level=to_level, device=device if to_level == "L3" else "", position=position)
-    rendered = render_allowlist(moved if e is found else e for e in entries)
-    return _leading_comments(text) + rendered.split("\n", 1)[1]
-
-
-def _leading_comments(text: str) -> str:
-    """The comment lines (and blank lines) a file starts with, in place of the writer's HEADER."""
-    lines = []
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            break
-        lines.append(line)
-    return "".join(f"{line}\n" for line in lines)
 
 
 def yaml_scalar(text: str) -> str:

@@ -34,8 +34,9 @@ def int_list_param(value, limit: int = 200, high: int | None = None) -> set[int]
 def aware_datetime(value: str):
     """An ISO-8601 timestamp with a time zone, in UTC; None when it is not one, names an
     impossible date (month 13) or leaves the calendar once in UTC (`0001-01-01T00:00+05:00`,
-    `9999-12-31T23:00-05:00`), which would otherwise fail later, when it is stored."""
-    if not isinstance(value, str):
+    `9999-12-31T23:00-05:00`), which would otherwise fail later, when it is stored or shown.
+    ASCII only: Django's parser reads `١` and `𝟗` as digits."""
+    if not isinstance(value, str) or not value.isascii():
         return None
     try:
         parsed = parse_datetime(value)

@@ -7,7 +7,6 @@ as JobRun rows of the registered reference project, linked to the upstream job: 
 PyTorch's own run, not a copy."""
 
 import logging
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,12 +16,13 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from . import follow_up
 from .github import client as github
 from .github.upstream import upstream_installation_id
+from .linear import linear
 from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
+from .params import aware_datetime
 from .reference_reports import Found, find_reports, retrying
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def reference_import(sha: str) -> ImportResult:
             key="workflow_runs",
         )
     )
-    workflows = re.compile(settings.CRCR_REFERENCE_WORKFLOW_PATTERN)
+    workflows = linear(settings.CRCR_REFERENCE_WORKFLOW_PATTERN)
     for run in runs:
         if workflows.search(run.get("name") or ""):
             _import_run(project, sha, run, auth, result)
@@ -90,7 +90,7 @@ def reference_import(sha: str) -> ImportResult:
 
 
 def _import_run(project: Project, sha: str, run: dict, auth: str, result: ImportResult) -> None:
-    pattern = re.compile(settings.CRCR_REFERENCE_JOB_PATTERN)
+    pattern = linear(settings.CRCR_REFERENCE_JOB_PATTERN)
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs/{run['id']}"
     jobs = [
         j
@@ -148,8 +148,8 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "ended_by": JobRun.EndedBy.UPSTREAM_IMPORT,
         "workflow_url": job.get("html_url") or run.get("html_url") or "",
         "completed_at": timezone.now() if completed else None,
-        "reported_started_at": parse_datetime(job.get("started_at") or ""),
-        "reported_completed_at": parse_datetime(job.get("completed_at") or "") if completed else None,
+        "reported_started_at": aware_datetime(job.get("started_at")),
+        "reported_completed_at": aware_datetime(job.get("completed_at")) if completed else None,
         "tests_passed": report.passed if report else None,
         "tests_failed": report.failed if report else None,
         "tests_skipped": report.skipped if report else None,

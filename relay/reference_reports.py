@@ -12,7 +12,6 @@ log is noted in the import's summary, logged, and skipped: the job keeps its job
 
 import io
 import logging
-import re
 import time
 import zipfile
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from django.conf import settings
 from .callbacks.junit import MalformedReport, TestReport, junit_parse
 from .callbacks.unittest_log import IncompleteLog, unittest_log_parse
 from .github import client as github
+from .linear import linear
 from .models import JobRun
 
 logger = logging.getLogger(__name__)
@@ -40,9 +40,7 @@ _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 _REDIRECTS = (301, 302, 303, 307, 308)
 _ABSENT = (403, 404)
 """S3 answers 403 to an anonymous reader for a key that does not exist where listing is off."""
-_SHARD = re.compile(
-    r"(?P<job>[\w.-]+) \((?P<config>[^,()]+), (?P<shard>\d+), (?P<num_shards>\d+), (?P<runner>[^,()]+)[,)]"
-)
+_SHARD = linear(r"(?P<job>[\w.-]+) \((?P<config>[^,()]+), (?P<shard>\d+), (?P<num_shards>\d+), (?P<runner>[^,()]+)[,)]")
 
 
 class TooLarge(ValueError):
@@ -122,7 +120,7 @@ def s3_report(run: dict, job: dict, notes: list[str]) -> TestReport | None:
 # --- 2. GitHub Actions artifacts ---------------------------------------------------------------------
 def artifact_reports(path: str, jobs: list[dict], auth: str, notes: list[str]) -> dict[int, TestReport]:
     artifacts = retrying(lambda: github.paginate(f"{path}/artifacts?per_page=100", auth=auth, key="artifacts"))
-    pattern = re.compile(settings.CRCR_REFERENCE_REPORT_PATTERN)
+    pattern = linear(settings.CRCR_REFERENCE_REPORT_PATTERN)
     reports: dict[int, TestReport] = {}
     for artifact in artifacts:
         job = _job_for(artifact, jobs) if pattern.search(artifact.get("name", "")) else None

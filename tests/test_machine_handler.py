@@ -48,10 +48,27 @@ def test_pages_api_and_health_are_not(path):
 def test_a_callback_skips_the_pages_middleware():
     status, headers, _ = call(application, "POST", "/github/callback", b"{}", HTTP_AUTHORIZATION="Bearer x")
     assert status == 401
-    assert "Content-Security-Policy" not in headers
-    assert "X-Frame-Options" not in headers
-    assert "Cookie" not in headers.get("Vary", "")
+    assert "Cookie" not in headers.get("Vary", "") and "Set-Cookie" not in headers
     assert headers["X-Content-Type-Options"] == "nosniff"  # SecurityMiddleware still runs
+
+
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("POST", "/github/callback", b"{}"),
+        ("POST", "/github/callback", b"[" * 100),
+        ("GET", "/github/callback", b""),
+        ("POST", "/github/webhook", b"{}"),
+        ("POST", "/github/webhook/", b"not json"),
+    ],
+)
+def test_every_machine_answer_carries_the_pages_csp_and_x_frame_options(method, path, body):
+    """docs/security.md promises both on every response (issue 45, item 7)."""
+    status, machine, _ = call(application, method, path, body, HTTP_AUTHORIZATION="Bearer x")
+    _, page, _ = call(application, "GET", "/healthz")
+    assert machine["Content-Security-Policy"] == page["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in machine["Content-Security-Policy"]
+    assert machine["X-Frame-Options"] == page["X-Frame-Options"] == "DENY"
 
 
 def test_a_machine_answer_says_its_length_so_it_is_not_sent_chunked():

@@ -2,14 +2,13 @@
 cross-repo-ci-relay-callback action sends it, plus our optional failed_tests and environment)
 into a checked `Report`. Every problem is a `BadCallback` naming the field."""
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from relay import jsonin
-from relay.params import aware_datetime
+from relay.params import aware_datetime, int_param
 
 from ..models import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
@@ -94,53 +93,25 @@ TEST_OUTCOMES = ("failed", "error", "xpassed")
 """What `workflow.failed_tests[].outcome` may say (default failed)."""
 
 
-def _has_nul(value) -> bool:
-    """Any NUL in a key or string (PostgreSQL text cannot hold one); iterative, any depth."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-
-
 def body_parse(raw: bytes) -> dict:
-    """The body as a JSON object, refusing what no database can store (NUL, lone surrogates,
-    NaN/Infinity) and nesting deep enough to exhaust the parser, each as a 400."""
-    raw = raw or b"{}"
-    suspicious = _may_hide_unstorable_text(raw)
-    try:
-        body = jsonin.loads(raw)
-        if suspicious:
-            json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except jsonin.NotStorable as exc:
-        raise BadCallback(str(exc)) from exc
-    except RecursionError as exc:
-        raise BadCallback("body is nested too deeply") from exc
-    except UnicodeEncodeError as exc:
-        raise BadCallback("body contains a lone surrogate, which is not valid Unicode text") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadCallback(f"body is not valid JSON: {exc}") from exc
+    """The body as a JSON object, refusing what no database can store or encode again (NUL,
+    lone surrogates, NaN/Infinity, nesting past relay.jsonin.MAX_DEPTH), each as a 400."""
+    body = json_read(raw or b"{}", "body")
     if not isinstance(body, dict):
         raise BadCallback("body must be a JSON object")
-    if suspicious and _has_nul(body):
-        raise BadCallback("body contains a NUL character")
     return body
 
 
-def _may_hide_unstorable_text(raw: bytes) -> bool:
-    """Whether a NUL or a lone surrogate could be in the parsed strings. JSON text cannot carry a
-    raw NUL or control character in a string, so one arrives only as a `\\u` escape; a surrogate
-    comes as an escape or as UTF-8-style bytes starting 0xED (json reads bytes with
-    "surrogatepass"); UTF-16/32 bodies contain zero bytes. A body with none of these (most
-    callbacks) needs no walk over its strings."""
-    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
+def json_read(raw, what: str, depth: int = 0, not_json: str = ""):
+    """JSON text at `depth` in the body (a field sent as a string holding JSON, which the action
+    allows) read with every check the body itself passes, as if the value stood in its place;
+    text that is no JSON at all is `not_json` (by default: what the parser said)."""
+    try:
+        return jsonin.checked(raw, what=what, max_depth=jsonin.MAX_DEPTH - depth)
+    except jsonin.NotStorable as exc:
+        raise BadCallback(str(exc)) from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadCallback(not_json or f"{what} is not valid JSON: {exc}") from exc
 
 
 def report_read(body: dict) -> Report:
@@ -247,13 +218,12 @@ def _run_id(workflow: dict) -> str:
 
 
 def _attempt(workflow: dict) -> int:
+    """A JSON integer, or its ASCII digits as text (the action sends `github.run_attempt`, a
+    string): `int()` would read `"1_0"` as 10, `"١"` as 1 and `2.9` as 2."""
     value = workflow.get("run_attempt", 1)
     if value in (None, ""):
         return 1
-    try:
-        attempt = int(value) if not isinstance(value, bool) else None
-    except (TypeError, ValueError, OverflowError):
-        attempt = None
+    attempt = value if isinstance(value, int) and not isinstance(value, bool) else int_param(value)
     if attempt is None or attempt < 1 or attempt > 10_000:
         raise BadCallback("'workflow.run_attempt' must be a positive integer (string or number)")
     return attempt
@@ -297,10 +267,9 @@ def _test_counts(value) -> dict:
     if value in (None, ""):
         return {}
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise BadCallback("'workflow.test_results' must be an object of counts") from exc
+        value = json_read(
+            value, "'workflow.test_results' (JSON text)", 2, "'workflow.test_results' must be an object of counts"
+        )
     if not isinstance(value, dict):
         raise BadCallback("'workflow.test_results' must be an object of counts")
     counts = {}
@@ -320,10 +289,7 @@ def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:
     if value is None:
         return [], False
     if isinstance(value, str):  # the action's failed-tests-detail, should it arrive unparsed
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise BadCallback("'workflow.failed_tests' must be a list") from exc
+        value = json_read(value, "'workflow.failed_tests' (JSON text)", 2, "'workflow.failed_tests' must be a list")
     if not isinstance(value, list):
         raise BadCallback("'workflow.failed_tests' must be a list")
     tests = [_failed_test(item, index) for index, item in enumerate(value[:MAX_FAILED_TESTS])]

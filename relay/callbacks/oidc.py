@@ -18,6 +18,8 @@ import httpx
 import jwt
 from django.conf import settings
 
+from relay import jsonin
+
 ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 FETCH_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
 FETCH_DEADLINE_SECONDS = 4.0
@@ -120,6 +122,9 @@ def _parts(token: str) -> tuple[dict, dict, bytes, bytes]:
         raise TokenRejected(f"malformed token: {exc}") from exc
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise TokenRejected("malformed token: its header and claims must be JSON objects")
+    unstorable = jsonin.unstorable_text([header, claims])
+    if unstorable:  # the jti is stored, the identity claims are looked up: no text column holds these
+        raise TokenRejected(f"malformed token: its header or claims contain {unstorable}")
     return header, claims, f"{header_segment}.{claims_segment}".encode(), signature
 
 

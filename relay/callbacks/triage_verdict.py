@@ -9,10 +9,10 @@ and shown as advice beside, never instead of, the job's own conclusion."""
 
 import json
 import re
-from datetime import UTC
 from urllib.parse import urlsplit
 
-from django.utils.dateparse import parse_datetime
+from relay import jsonin
+from relay.params import aware_datetime, int_param
 
 SCHEMA_VERSION = 1
 CATEGORIES = ("upstream", "backend", "infra", "flake", "unknown")
@@ -41,12 +41,16 @@ def triage_verdict_read(raw) -> tuple[dict | None, str]:
 
 
 def _parsed(raw):
-    """The action sends the input parsed; a verdict that arrives as its JSON text reads the same."""
+    """The action sends the input parsed; a verdict that arrives as its JSON text reads the same,
+    and passes every check the callback body passed (relay.jsonin.checked: no NUL, no lone
+    surrogate, no NaN, no nesting past the body's limit counted from `workflow.triage_verdict`)."""
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw)
-    except ValueError as exc:
+        return jsonin.checked(raw, what="triage_verdict (JSON text)", max_depth=jsonin.MAX_DEPTH - 2)
+    except jsonin.NotStorable as exc:
+        raise Dropped(str(exc)[:200]) from exc
+    except (ValueError, UnicodeDecodeError) as exc:
         raise Dropped("triage_verdict is a string that is not a JSON object") from exc
 
 
@@ -85,11 +89,10 @@ def _verdict(raw) -> dict:
 
 
 def _version(value) -> int | None:
+    """An integer, or its ASCII digits as a string (relay.params: `¹` and `١` are no numbers)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    return int_param(value)
 
 
 def _choice(raw: dict, key: str, allowed: tuple) -> str:
@@ -171,12 +174,14 @@ def _analyzer(value) -> dict:
 
 
 def _when(value) -> str | None:
+    """In UTC, read as every timestamp from outside is (relay.params.aware_datetime): one that
+    names no date or leaves the calendar once in UTC would break every page that shows it. One
+    without a zone is UTC, as before."""
     if value is None:
         return None
-    try:
-        moment = parse_datetime(value) if isinstance(value, str) else None
-    except ValueError:
-        moment = None
+    moment = aware_datetime(value)
+    if moment is None and isinstance(value, str):
+        moment = aware_datetime(f"{value}+00:00")
     if moment is None:
-        raise Dropped("triage_verdict.analyzed_at must be an ISO 8601 timestamp")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+        raise Dropped("triage_verdict.analyzed_at must be an ISO 8601 timestamp within years 1-9999 in UTC")
+    return moment.isoformat()

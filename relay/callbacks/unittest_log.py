@@ -26,6 +26,7 @@ than a report that would read the missing tests as passed."""
 import re
 from dataclasses import dataclass, field
 
+from ..linear import linear
 from .body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
 from .junit import FAILING, OUTCOMES, TestReport
 
@@ -35,23 +36,32 @@ MAX_STACK_LINES = 200
 MAX_LINE_CHARS = 10_000
 """unittest's own lines are short; a test printing a huge tensor is cut before any pattern runs."""
 
-_PREFIX = re.compile(r"^\ufeff?(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z )?")
+_PREFIX = re.compile(r"^\ufeff?(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)?Z )?")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_DESCRIPTION = r"(?P<name>test\w*|runTest) \((?P<where>[A-Za-z_][\w.]*)\)(?P<params>(?: [\[(].*?[\])])*)"
-_HEAD = re.compile(rf"^(?P<indent>\s*){_DESCRIPTION}(?P<rest>.*)$")
+"""These two run on every line, and stay on Python's engine for its speed (RE2's `sub` is written
+in Python): each has one way to match any text (relay/linear.py, "one way")."""
+_WORD = r"[\pL\pN_]"
+"""A letter, digit or underscore of any script, as in a Python name."""
+_DESCRIPTION = rf"(?P<name>test{_WORD}*|runTest) \((?P<where>[\pL_][\pL\pN_.]*)\)(?P<params>(?: [\[(].*?[\])])*)"
+_HEAD = linear(rf"^(?P<indent>\s*){_DESCRIPTION}(?P<rest>.*)$")
 _STATUS = (
     r"(?P<status>ok|FAIL|ERROR|expected failure|unexpected success|skipped(?: (?:'.*'|\".*\"))?|skip: .*?)"
     r"(?: \(\d+(?:\.\d+)?s\))?"
 )
-_BARE_STATUS = re.compile(rf"^{_STATUS}$")
-_TAIL_STATUS = re.compile(rf" \.\.\. {_STATUS}$")
-_PROBLEM = re.compile(rf"^(?P<kind>FAIL|ERROR|XPASS|UNEXPECTED SUCCESS)(?: \[[\d.]+s\])?: {_DESCRIPTION}\s*$")
-_REPRO = re.compile(r"^\s+python (?P<file>\S+\.py) \w+\.\w+")
+_BARE_STATUS = linear(rf"^{_STATUS}$")
+_TAIL_STATUS = linear(rf" \.\.\. {_STATUS}$")
+_PROBLEM = linear(rf"^(?P<kind>FAIL|ERROR|XPASS|UNEXPECTED SUCCESS)(?: \[[\d.]+s\])?: {_DESCRIPTION}\s*$")
+"""Linear time: the bracketed groups of a description can be split many ways (` [a] [b]` is one
+group or two), which cost Python's backtracking engine 6 s on a 172-byte line (issue 45)."""
+_PROBLEM_KINDS = ("FAIL", "ERROR", "XPASS", "UNEXPECTED SUCCESS")
+_REPRO = linear(r"^\s+python (?P<file>\S+\.py) [\pL\pN_]+\.[\pL\pN_]+")
 """PyTorch's "To execute this test, run … python test/test_foo.py TestFooCUDA.test_x": the file."""
-_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)(?::|$)")
-_RAN = re.compile(r"^Ran (?P<count>\d+) tests? in [\d.]+s$")
-_RULE_HEAVY = re.compile(r"^={20,}$")
-_RULE_LIGHT = re.compile(r"^-{20,}$")
+_EXCEPTION = linear(r"^[\pL_][\pL\pN_.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)(?::|$)")
+_RAN = linear(r"^Ran (?P<count>\d+) tests? in [\d.]+s$")
+_RULE_HEAVY = linear(r"^={20,}$")
+_RULE_LIGHT = linear(r"^-{20,}$")
+_BLOCK_ENDS = ("=", "-", "R")
+"""How the lines that end a traceback start (the rules, `Ran N tests`): only those are matched."""
 _STATUS_OUTCOME = {
     "ok": "passed",
     "FAIL": "failed",
@@ -102,7 +112,8 @@ class LogReport:
 
 
 def clean_line(line: str) -> str:
-    return _ANSI.sub("", _PREFIX.sub("", line.rstrip("\r\n")))
+    line = _PREFIX.sub("", line.rstrip("\r\n"))
+    return _ANSI.sub("", line) if "\x1b" in line else line
 
 
 def unittest_log_parse(text: str, source: str = "log") -> LogReport | None:
@@ -129,32 +140,34 @@ class _Parser:
 
     def feed(self, line: str) -> None:
         if self.trace is not None:
-            if not (_RULE_HEAVY.match(line) or _RULE_LIGHT.match(line) or _RAN.match(line)):
+            if not (
+                line[:1] in _BLOCK_ENDS and (_RULE_HEAVY.match(line) or _RULE_LIGHT.match(line) or _RAN.match(line))
+            ):
                 if len(self.trace) < MAX_STACK_LINES:
                     self.trace.append(line)
                 return
             self._close_problem()
-        if ran := _RAN.match(line):
+        if line.startswith("Ran ") and (ran := _RAN.match(line)):
             self.report.ran += int(ran["count"])
             self.open_run, self.pending, self.problem = False, None, None
-        elif problem := _PROBLEM.match(line):
+        elif line.startswith(_PROBLEM_KINDS) and (problem := _PROBLEM.match(line)):
             self.pending = None
             self.problem = self.report.tests.get(_key(problem)) if problem["kind"] in ("FAIL", "ERROR") else None
         elif self.problem is not None and _RULE_LIGHT.match(line):
             self.trace = []
-        elif head := _HEAD.match(line):
+        elif _may_head(line) and (head := _HEAD.match(line)):
             self._head(head)
         elif self.pending:
             self._continued(line)
 
-    def _head(self, head: re.Match) -> None:
+    def _head(self, head) -> None:
         rest = head["rest"]
         if rest and not rest.startswith(" ..."):
             return  # not unittest's description line: it has nothing after it, or " ... "
         key = _key(head)
-        tail = _TAIL_STATUS.search(rest)
-        if tail and tail.start() == 0:
-            self._record(key, tail)
+        status = _PLAIN_TAILS.get(rest) or _tail_status(rest)
+        if status:
+            self._record(key, status)
             if not head["indent"]:  # a subtest's line leaves its test's own status to come
                 self.pending = None
         else:
@@ -164,12 +177,12 @@ class _Parser:
     def _continued(self, line: str) -> None:
         status = _BARE_STATUS.match(line.strip()) or _TAIL_STATUS.search(line)
         if status:
-            self._record(self.pending, status)
+            self._record(self.pending, status["status"])
             self.pending = None
 
-    def _record(self, key: tuple[str, str], status: re.Match) -> None:
+    def _record(self, key: tuple[str, str], status: str) -> None:
         self.open_run = True
-        outcome = _STATUS_OUTCOME.get(status["status"], "skipped")
+        outcome = _STATUS_OUTCOME.get(status, "skipped")
         known = self.report.tests.get(key)
         if known is None:
             if len(self.report.tests) >= MAX_TESTS:  # a test left out would read as passed
@@ -189,7 +202,21 @@ class _Parser:
         self.problem, self.trace = None, None
 
 
-def _key(match: re.Match) -> tuple[str, str]:
+_PLAIN_TAILS = {f" ... {status}": status for status in _STATUS_OUTCOME}
+"""The common ends of a description line, read without a pattern."""
+
+
+def _tail_status(rest: str) -> str:
+    tail = _TAIL_STATUS.search(rest)
+    return tail["status"] if tail and tail.start() == 0 else ""
+
+
+def _may_head(line: str) -> bool:
+    """What every description line holds; the others (most of a log) skip the pattern."""
+    return " (" in line and ("test" in line or "runTest" in line)
+
+
+def _key(match) -> tuple[str, str]:
     """(module.Class, method): 3.11+ prints the method again at the end of the dotted path. A
     test file run as a script says `__main__`, which names no module: it is left out."""
     where, name = match["where"], match["name"]

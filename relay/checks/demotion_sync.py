@@ -19,7 +19,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..allowlist import AllowlistError, allowlist_demoted
+from ..allowlist import AllowlistError
+from ..allowlist_moves import allowlist_demoted
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
 from ..models import DemotionPullRequest, UpstreamWrite

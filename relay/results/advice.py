@@ -7,7 +7,7 @@ the job ran for."""
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.utils.dateparse import parse_datetime
+from relay.params import aware_datetime
 
 CATEGORY_LABELS = {
     "upstream": "Upstream",
@@ -95,7 +95,7 @@ def advice_from(verdict, pr_number: int | None, head_sha: str) -> Advice | None:
         this_pr=_is_this_pr(suspect, pr_number, head_sha),
         evidence=list(verdict.get("evidence") or []),
         analyzer=dict(verdict.get("analyzer") or {}),
-        analyzed_at=parse_datetime(verdict.get("analyzed_at") or ""),
+        analyzed_at=aware_datetime(verdict.get("analyzed_at")),  # one stored before it was checked is shown as none
         reproduced_on_retry=verdict.get("reproduced_on_retry"),
     )
 

@@ -1,21 +1,25 @@
 """The upstream-adjusted pass rate: which failed jobs are upstream's to answer for, not the backend's.
 
 A job counts as failed when its latest attempt failed (relay.verdicts, Counts.FAIL). It is
-**excused** when every failure it has is accounted for as upstream's:
+**excused** only when it shows what it failed and every failure it shows is accounted for as
+upstream's:
 
-* each failed test it reported is **shared**: the OpenReg reference failed it too on the same
-  commit (relay.results.baseline's comparison; a job that reported no failed test but a build
-  failure compares as a job: shared when the reference's build failed too);
-* or it matches an **open known issue of kind upstream** (relay.triage);
+* its list is **complete**: it lists at least one failed test, as many as it counted (failed,
+  errors and unexpected passes, relay.models.results.FAILING_OUTCOMES) and the list was not cut. A job
+  that claims 40 failures and lists none, or lists 1 of its 40, cannot show that every failure is
+  upstream's, and a build failure that lists nothing has nothing to compare (issue 45);
+* and each listed failure is **shared** (the OpenReg reference failed it too on the same commit,
+  relay.results.baseline's comparison) or matches an **open known issue of kind upstream**
+  (relay.triage);
 * or, only when the project's registry entry allows it (`excuse_triage_verdicts`), the job's own
   triage verdict says `upstream` or `infra` with `high` confidence (the whole job).
 
-A job whose reported failed tests are fewer than its failed count (a truncated list) cannot show
-that *every* failure is shared, so only a known issue or a verdict can excuse it. A job the CI
-did not run to a report (timed out, never started) is never excused by the baseline: the reference
-cannot speak for it. A report of errors alone (pytest's collection error) is the job's own
-failure, compared like a build failure: excused when the reference's build failed too. The adjusted rate leaves excused jobs out of the count (passed / (decided −
-excused)): an upstream failure says nothing about whether the backend would have passed."""
+A cancelled job tested nothing, and a timed-out or never-started one is the backend's
+infrastructure (upstream's timeout criterion counts them apart): neither is ever excused, whatever
+it lists or its verdict says. A failure that lists no failed test (a build failure, pytest's collection
+error) is never excused either: its mark may read *shared* when the reference's build failed
+too, but an empty list cannot show that every failure is upstream's. The adjusted rate leaves excused jobs out of the count (passed /
+(decided − excused)): an upstream failure says nothing about whether the backend would have passed."""
 
 import hashlib
 from dataclasses import dataclass, field
@@ -25,13 +29,13 @@ from django.db.models import Count, Max
 from django.urls import reverse
 
 from relay.github.softcache import soft_get, soft_set
-from relay.models import SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project
+from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
-from relay.verdicts import STATES, Counts, Rates, job_label
+from relay.verdicts import Rates, State, job_label
 
-from .baseline import CellFailures, cell_failures, has_baseline, job_level_kind, resolve_commit_ids
+from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
 from .cells import (
     cells_for_commits,
     failed_tests_for_jobs,
@@ -116,11 +120,15 @@ def job_excuse(job, reported: list, mine: CellFailures, reference: CellFailures 
     verdict = verdicts.get(job.id)
     if verdict and verdict.get("category") in VERDICT_CATEGORIES and verdict.get("confidence") == "high":
         return (Evidence(VERDICT, f"triage verdict: {verdict['category']}, high confidence", _job_anchor(mine)),)
-    if not reported:
-        return _job_level_excuse(job, mine, reference, triager)
-    if len(reported) < (job.tests_failed or 0):
-        reference = None  # a truncated list: only known issues can account for every failure
+    if not listed_completely(job, reported):
+        return None
     return _tests_excuse(reported, mine, reference, triager)
+
+
+def listed_completely(job, reported: list) -> bool:
+    """The job lists every failure it counted, at least one, and its list was not cut."""
+    counted = sum(getattr(job, f"tests_{outcome}", None) or 0 for outcome in FAILING_OUTCOMES)
+    return bool(reported) and len(reported) == counted and not job.failed_tests_truncated  # a DetailJob
 
 
 def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
@@ -138,13 +146,6 @@ def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
             return None
         evidence.append(_issue_evidence(issue))
     return _distinct(evidence)
-
-
-def _job_level_excuse(job, mine: CellFailures, reference, triager):
-    if has_baseline(reference) and reference.complete and job_level_kind(reference) == "shared":
-        return (Evidence(BASELINE, "the reference's build failed too", _baseline_anchor(mine)),)
-    issue = _upstream_issue(triager.classify(Failure(mine.cell.project.id, job_label(job))))
-    return (_issue_evidence(issue),) if issue else None
 
 
 def _upstream_issue(match):
@@ -223,8 +224,9 @@ def _failing_rows(since: datetime, until: datetime | None):
 
 
 def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:
-    """A failed PR/push job the window's tally counts: latest attempt failed, first attempt dated in it."""
-    if STATES[verdict.state].counts != Counts.FAIL or verdict.job.event_type in SELF_REPORT_EVENTS:
+    """A failed PR/push job the window's tally counts that can be excused: latest attempt failed
+    (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it."""
+    if verdict.state != State.FAILURE or verdict.job.event_type in SELF_REPORT_EVENTS:
         return False
     first = mine.cell.attempts_of(verdict)[0].created_at
     return first >= since and (until is None or first < until)

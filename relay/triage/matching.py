@@ -5,13 +5,14 @@ A pattern is an fnmatch-style glob (`*`, `?`, `[…]`) over a normalised test id
 `Class.method`, so `TestCommon.test_addmm*` matches in whatever module. A failing job that
 reported no test is matched by its label, `workflow / job`. Never a user regex: globs are
 translated by fnmatch into patterns without backtracking traps, and their length and number are
-capped. A message matcher is a plain substring test over the first MESSAGE_SCAN characters."""
+capped, and they run on RE2 (relay.linear). A message matcher is a plain substring test over the first MESSAGE_SCAN characters."""
 
 import fnmatch
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..linear import linear
 from ..models.triage import MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
 from ..testids import TestId
 
@@ -53,12 +54,16 @@ def message_check(text: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(fnmatch.translate(pattern))
+def _compiled(pattern: str):
+    """fnmatch's own translation, run on RE2 (relay.linear): its atomic groups `(?>.*?x)` keep
+    Python's engine from backtracking, and RE2, which never backtracks, reads them as plain
+    groups with the same matches."""
+    translated = fnmatch.translate(pattern)
+    return linear(translated.removesuffix(r"\Z").replace("(?>", "(?:"))
 
 
 def glob_matches(pattern: str, subject: str) -> bool:
-    return _compiled(pattern).match(subject) is not None
+    return _compiled(pattern).fullmatch(subject) is not None
 
 
 def id_matches(pattern: str, tid: TestId | str) -> bool:

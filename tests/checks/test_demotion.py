@@ -98,6 +98,23 @@ def test_a_backend_failing_on_its_own_gets_a_demotion_pr_moving_exactly_its_entr
     assert {e.full_name: e.level for e in parse_allowlist(branch)}["vendor/own-ci"] == "L2"
 
 
+def test_the_pr_on_an_allowlist_upstream_commented_changes_only_the_entrys_lines(relay, world):
+    """Upstream's file has comments, anchors and blank lines: the PR keeps every one of them."""
+    commented = (
+        "# upstream's header, kept\n\nL1: []\nL2:\n  - a/b: &team one, two  # anchored\n\n"
+        "# L3 backends by device\nL3:\n  good:\n    vendor/healthy-ci: *team\n  own:  # ours\n"
+        "    vendor/own-ci: [own-oncall]   # the one failing\nL4: []  # none yet\n"
+    )
+    relay.gh.add_file(UPSTREAM, PATH, commented)
+    decide(relay)
+    branch = relay.gh.file_text(UPSTREAM, PATH, BRANCH)
+    assert changed_lines(commented, branch) == [
+        "+  - vendor/own-ci: own-oncall   # the one failing",
+        "-    vendor/own-ci: [own-oncall]   # the one failing",
+        "-  own:  # ours",
+    ]
+
+
 def test_the_body_lists_the_missed_criteria_on_both_rates_and_pings_the_oncalls(relay, world):
     decide(relay)
     body = pulls(relay)[0]["body"]
@@ -251,7 +268,7 @@ def test_a_pr_for_a_backend_the_registry_moved_meanwhile_is_closed_as_moot(relay
 
 
 def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(relay, world):
-    from relay.allowlist import allowlist_demoted
+    from relay.allowlist_moves import allowlist_demoted
 
     decide(relay)
     moved_main = relay.gh.file_text(UPSTREAM, PATH).replace("L1: []", "L1:\n  - newcomer/ci")

@@ -17,6 +17,14 @@ from schemathesis import checks
 from relay.allowlist import AllowlistError, Entry, parse_allowlist
 from relay.callbacks.body import BadCallback, Report, body_parse, report_read
 from relay.intake.webhooks import WebhookRejected, WebhookRequest, signature_expected, webhook_read
+from tests.security.hostile_values import (
+    FEW_DIGITS,
+    INVISIBLE,
+    JSON_TEXTS,
+    OUT_OF_CALENDAR,
+    nested,
+    spelled,
+)
 
 from .conftest import callback_body
 
@@ -35,6 +43,8 @@ BOUNDED = settings(
 
 HOSTILE_TEXT = st.sampled_from(
     ["\x00", "\ud800", "\udfff", "\u202e", "<script>", "'; DROP TABLE relay_jobrun; --", "\n", " ", "9" * 400]
+    + INVISIBLE
+    + [spelled(12, d) for d in FEW_DIGITS]
 )
 text = st.one_of(
     st.text(max_size=30),
@@ -54,6 +64,15 @@ json_values = st.recursive(
     max_leaves=15,
 )
 timestamps = st.one_of(
+    st.sampled_from(OUT_OF_CALENDAR),
+    st.builds(
+        lambda y, sign, h, m: f"{y:04d}-12-31T23:30:00{sign}{h:02d}:{m:02d}",
+        st.sampled_from([1, 9999]),
+        st.sampled_from("+-"),
+        st.integers(0, 23),
+        st.integers(0, 59),
+    ),
+    st.sampled_from(FEW_DIGITS).map(lambda d: f"{spelled(2026, d)}-12-02T10:00:00Z"),
     st.datetimes().map(lambda d: d.isoformat() + "Z"),
     st.builds(
         lambda y, mo, d, h, mi: f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:00+00:00",
@@ -82,6 +101,8 @@ urls = st.one_of(
 counts = st.one_of(
     st.integers(min_value=-5, max_value=2**64), st.floats(allow_nan=True, allow_infinity=True), text, json_values
 )
+json_texts = st.one_of(st.sampled_from(list(JSON_TEXTS.values())), json_values.map(json.dumps))
+"""Fields the action may send as a string holding JSON: hostile JSON text, or any value's."""
 failed_test = st.one_of(
     st.fixed_dictionaries(
         {"name": text},
@@ -133,6 +154,13 @@ VALID_WORKFLOW = {
     "test_results": {"passed": 10, "failed": 1, "skipped": 0},
     "failed_tests": [{"name": "test_x", "classname": "T", "message": "boom"}],
     "environment": {"device": "xpu", "driver": "1.0"},
+    "triage_verdict": {
+        "schema_version": 1,
+        "category": "upstream",
+        "confidence": "high",
+        "summary": "upstream broke it",
+        "analyzed_at": "2026-12-02T10:40:00Z",
+    },
 }
 FIELD_PATHS = [(k,) for k in VALID_WORKFLOW] + [
     ("test_results", "passed"),
@@ -144,8 +172,11 @@ FIELD_PATHS = [(k,) for k in VALID_WORKFLOW] + [
     ("failed_tests", 0, "classname"),
     ("failed_tests", 0, "hw_classification"),
     ("environment", "driver"),
+    ("triage_verdict", "analyzed_at"),
+    ("triage_verdict", "schema_version"),
+    ("triage_verdict", "summary"),
 ]
-hostile_values = st.one_of(text, scalars, timestamps, urls, counts, json_values)
+hostile_values = st.one_of(text, scalars, timestamps, urls, counts, json_values, json_texts)
 
 
 def patched(patches) -> dict:
@@ -206,6 +237,9 @@ def test_the_callback_parser_returns_a_report_or_raises_bad_callback(body):
 )
 @example(raw=b"[" * 100_000)  # deeper than Python's recursion limit, well under the 2 MB cap
 @example(raw=b'{"workflow": {"run_attempt": 1e400}}')
+@example(raw=b'{"x": ' + nested(63) + b"}")  # at the depth limit
+@example(raw=b'{"x": ' + nested(64) + b"}")  # one past it
+@example(raw=b'{"x": ' + nested(1023) + b"}")  # what orjson still reads
 def test_the_callback_body_decoder_returns_an_object_or_raises_bad_callback(raw):
     try:
         assert isinstance(body_parse(raw), dict)
@@ -399,6 +433,31 @@ HOSTILE_WORKFLOWS = [
         {"environment": {"k" * 64: "v" * 500}, "failed_tests": [{"name": "n" * 5000, "message": "m" * 10_000}]},
         id="over-long values are cut",
     ),
+    *(
+        pytest.param({field: text}, id=f"{field} as JSON text: {what}")
+        for field in ("failed_tests", "test_results", "triage_verdict")
+        for what, text in JSON_TEXTS.items()
+    ),
+    *(
+        pytest.param({field: stamp}, id=f"{field} {stamp}")
+        for field in ("started_at", "completed_at")
+        for stamp in OUT_OF_CALENDAR
+    ),
+    *(
+        pytest.param(
+            {"triage_verdict": {**VALID_WORKFLOW["triage_verdict"], "analyzed_at": stamp}}, id=f"analyzed_at {stamp}"
+        )
+        for stamp in OUT_OF_CALENDAR
+    ),
+    *(pytest.param({"run_attempt": spelled(2, d)}, id=f"run_attempt {spelled(2, d)}") for d in FEW_DIGITS),
+    *(pytest.param({"run_attempt": value}, id=f"run_attempt {value!r}") for value in ("1_0", 2.9, "2.0", " 2")),
+    *(
+        pytest.param(
+            {"triage_verdict": {**VALID_WORKFLOW["triage_verdict"], "schema_version": d}}, id=f"schema_version {d}"
+        )
+        for d in FEW_DIGITS
+    ),
+    *(pytest.param({"job_name": f"test{c}add", "name": f"ci{c}"}, id=f"U+{ord(c):04X} in names") for c in INVISIBLE),
 ]
 
 
@@ -411,6 +470,25 @@ def test_the_callback_endpoint_refuses_hostile_values_with_a_4xx_not_a_500(callb
 def test_a_deeply_nested_callback_body_is_a_400_not_a_500(callback_world):
     response = callback_world(raw=b"[" * 100_000 + b"]" * 100_000)
     assert response.status_code == 400, response.status_code
+
+
+@pytest.mark.parametrize("depth, status", [(63, 200), (64, 200), (65, 400), (1000, 400), (1024, 400), (1025, 400)])
+def test_a_callback_nested_at_and_past_the_limit_is_stored_or_a_400(callback_world, depth, status):
+    body = callback_body("hostile-delivery", "in_progress", run_id=f"deep-{depth}", job="test", head_sha="a" * 40)
+    raw = json.dumps(body).encode().replace(b'"workflow": {', b'"workflow": {"extra": ' + nested(depth - 2) + b", ", 1)
+    assert callback_world(raw=raw).status_code == status
+
+
+@pytest.mark.parametrize("depth, status", [(64, None), (65, 400), (1024, 400)])
+def test_a_signed_webhook_nested_at_and_past_the_limit_is_read_or_a_400(depth, status):
+    body = b'{"zen": "x", "hook_id": 1, "deep": ' + nested(depth - 1) + b"}"
+    headers = webhook_headers("ping", f"deep-{depth}", "application/json", signature_expected(SECRET, body))
+    if status is None:
+        assert webhook_read(headers, body, SECRET).payload["zen"] == "x"
+        return
+    with pytest.raises(WebhookRejected) as refused:
+        webhook_read(headers, body, SECRET)
+    assert refused.value.status == status
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))

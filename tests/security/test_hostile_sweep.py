@@ -5,14 +5,19 @@ this table finds the next one. Pages and their parameters are listed here, and t
 the list whole: every GET route the URL configuration has is swept (or named as not a page), and
 every parameter name the views read from a query string is in the table. API endpoints take
 their parameters from the OpenAPI schema, so a new filter is swept the day it is added. (The
-sweeps are marked slow — a few minutes in all — and run in `make test`, hence `.ci/run`.)"""
+sweeps are marked slow — a few minutes in all — and run in `make test`, hence `.ci/run`.) The
+values include digits of other scripts (tests/security/hostile_values.py), invisible characters
+and timestamps that leave the calendar once in UTC; the last section reads every one of Unicode's
+non-ASCII digits (Nd and No) through every number reader."""
 
 import re
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django import forms
 from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework import serializers
 
 from relay.models import PullRequest
 from relay.models.triage import Subscription
@@ -23,6 +28,14 @@ from tests.factories import (
     JobRunFactory,
     ProjectFactory,
     UpstreamCommitFactory,
+)
+from tests.security.hostile_values import (
+    DIGITS_ND,
+    DIGITS_NO,
+    FEW_DIGITS,
+    INVISIBLE,
+    OUT_OF_CALENDAR,
+    spelled,
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
@@ -61,9 +74,13 @@ HOSTILE = [
     f"{SHA}.99999999999999999999",
     f"{SHA[:7]}:x",
     "abc.1",
+    *(spelled(12, d) for d in FEW_DIGITS),
+    *(f"a{c}b" for c in INVISIBLE),
+    *OUT_OF_CALENDAR,
+    f"{SHA}.{spelled(12, '١')}",
 ]
 CORE = ["²", "١٢", "9" * 30, "1e999", "-1", "", "\x00", "\u202egnp.exe", "<script>alert(1)</script>", "a" * 5000]
-CORE += [f"{SHA}.²", "abc.1", "(a+)+$", "🙂"]
+CORE += [f"{SHA}.²", "abc.1", "(a+)+$", "🙂", "३", "𝟏", "①", "\u200bx", OUT_OF_CALENDAR[0]]
 """Tried on every parameter alone; the whole list is tried on all of a page's parameters at once."""
 RAW = ["%ED%A0%80", "%FF%FE", "%C0%AE"]
 """Percent-escapes that decode to no valid UTF-8 (a lone surrogate, stray bytes, an overlong dot)."""
@@ -282,3 +299,58 @@ def test_every_query_parameter_a_view_reads_is_in_the_table():
     swept = {name for _, params in PAGES.values() for name in params}
     swept |= {name for params in api_reads().values() for name in params}
     assert read - swept == set()
+
+
+# --- every number read × every digit that is not ASCII --------------------------------------------------
+
+
+def number_readers():
+    """Every function that reads a number from outside text, each a predicate: did it read one?"""
+    from api.filters import AsciiIntegerField, BoundedDateTimeField
+    from api.serializers import AsciiIntegerField as AsciiIntegerIn
+    from hud.selectors_backend import shard_of
+    from hud.selectors_search import PR_NUMBER
+    from relay.callbacks import unittest_log
+    from relay.callbacks.body import BadCallback, _attempt
+    from relay.callbacks.triage_verdict import _version
+    from relay.intake.deliveries import TRUNK_TAG_RE
+    from relay.params import aware_datetime, int_list_param, int_param
+
+    def raises(call, *errors):
+        try:
+            call()
+        except errors:
+            return False
+        return True
+
+    return {
+        "int_param": lambda t: int_param(t) is not None,
+        "int_list_param": lambda t: bool(int_list_param(f"{t},{t}")),
+        "aware_datetime": lambda t: aware_datetime(f"2026-01-0{t}T00:00:00Z") is not None,
+        "run_attempt": lambda t: raises(lambda: _attempt({"run_attempt": t}), BadCallback),
+        "schema_version": lambda t: _version(t) is not None,
+        "API filter": lambda t: raises(lambda: AsciiIntegerField().to_python(t), forms.ValidationError),
+        "API date filter": lambda t: raises(
+            lambda: BoundedDateTimeField().clean(f"2026-01-0{t}T00:00:00Z"), forms.ValidationError
+        ),
+        "API write": lambda t: raises(lambda: AsciiIntegerIn().run_validation(t), serializers.ValidationError),
+        "unittest's Ran N tests": lambda t: unittest_log._RAN.match(f"Ran {t} tests in 0.1s") is not None,
+        "shard suffix": lambda t: shard_of(f"test-{t}") is not None,
+        "shard parentheses": lambda t: shard_of(f"test ({t}, {t})") is not None,
+        "search PR number": lambda t: PR_NUMBER.match(f"#{t}") is not None,
+        "ciflow/trunk tag": lambda t: TRUNK_TAG_RE.fullmatch(f"refs/tags/ciflow/trunk/{t}") is not None,
+    }
+
+
+@pytest.mark.parametrize("category, digits", [("Nd", DIGITS_ND), ("No", DIGITS_NO)])
+def test_no_number_read_takes_a_digit_that_is_not_ascii(category, digits):
+    """Every one of Unicode's digits, alone and after an ASCII one, in every reader."""
+    readers = number_readers()
+    read_as_numbers = [
+        (name, f"U+{ord(d):04X}") for d in digits for name, read in readers.items() if read(d) or read(f"1{d}")
+    ]
+    assert read_as_numbers == []
+
+
+def test_every_number_reader_reads_ascii_digits():
+    assert [name for name, read in number_readers().items() if not read("1")] == []

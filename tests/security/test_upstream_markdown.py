@@ -4,6 +4,7 @@ spans, so GitHub shows no @-mention, link, autolink, image or HTML from them. Ch
 rendering what the relay writes as GitHub-flavoured Markdown and reading what is left outside
 code."""
 
+import json
 import re
 
 import pytest
@@ -16,6 +17,7 @@ from relay.checks.markdown import md_code, md_link
 from relay.checks.oncall import failing_body, head_outcome
 from relay.models import FailedTest, JobRun
 from tests.factories import DispatchFactory, ProjectFactory
+from tests.security.hostile_values import INVISIBLE
 
 pytestmark = pytest.mark.django_db
 HEAD = "ab" * 20
@@ -61,30 +63,38 @@ def assert_inert(markdown: str, allowed_links=()):
     assert all(any(link.startswith(ok) for ok in allowed_links) for link in links), links
 
 
-@pytest.fixture
-def failing_l4(db, settings):
+def l4_with_a_dispatch(settings):
     settings.CRCR_PUBLIC_URL = "https://hud.example.org"
     project = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", oncalls=["xpu-oncall"])
-    dispatch = DispatchFactory(project=project, state="sent", pr_number=7, head_sha=HEAD, sent_at=timezone.now())
-    jobs = []
-    for n, hostile in enumerate(HOSTILE):
-        job = JobRun.objects.create(
-            project=project,
-            dispatch=dispatch,
-            delivery_key=dispatch.delivery.guid,
-            run_id=f"{n} {hostile}"[:100],
-            workflow_name=hostile,
-            job_name=hostile,
-            status="completed",
-            conclusion="failure",
-            head_sha=HEAD,
-            pr_number=7,
-            tests_failed=1,
-            tests_total=2,
-            workflow_url=f'https://ci.example.org/runs/{n}?q=(x)[y]<z> "w"',
-        )
-        FailedTest.objects.create(job_run=job, name=hostile, classname=hostile, message=hostile)
-        jobs.append(job)
+    return project, DispatchFactory(project=project, state="sent", pr_number=7, head_sha=HEAD, sent_at=timezone.now())
+
+
+def failing_job(dispatch, text: str, run_id: str, **fields) -> JobRun:
+    """A failed job of the dispatch whose names, run id and one failed test carry `text`."""
+    job = JobRun.objects.create(
+        project=dispatch.project,
+        dispatch=dispatch,
+        delivery_key=dispatch.delivery.guid,
+        run_id=run_id[:100],
+        workflow_name=text,
+        job_name=text,
+        status="completed",
+        conclusion="failure",
+        head_sha=HEAD,
+        pr_number=7,
+        tests_failed=1,
+        tests_total=2,
+        **fields,
+    )
+    FailedTest.objects.create(job_run=job, name=text, classname=text, message=text)
+    return job
+
+
+@pytest.fixture
+def failing_l4(db, settings):
+    project, dispatch = l4_with_a_dispatch(settings)
+    url = 'https://ci.example.org/runs/{}?q=(x)[y]<z> "w"'
+    jobs = [failing_job(dispatch, h, f"{n} {h}", workflow_url=url.format(n)) for n, h in enumerate(HOSTILE)]
     return project, jobs
 
 
@@ -125,3 +135,30 @@ def test_one_code_span_holds_any_text(text):
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,x", "//evil.example", "ftp://evil.example/x"])
 def test_only_http_links_are_linked(url):
     assert md_link("`run`", url) == "`run`"
+
+
+# --- invisible characters (issue 45) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: f"U+{ord(c):04X}")
+def test_no_invisible_character_reaches_any_text_written_upstream(db, settings, char):
+    """Check-run names, external ids, summaries, the oncall comment and the gate, as built and as
+    the outbox sends them (upstream_body)."""
+    from relay.checks.checkruns import external_id, job_check_run_name
+    from relay.checks.markdown import upstream_body
+
+    project, dispatch = l4_with_a_dispatch(settings)
+    sneaky = f"test{char}add"
+    job = failing_job(dispatch, sneaky, f"1{char}")
+    _, failing = head_outcome(project, 7, HEAD)
+    written = {
+        "check-run name": job_check_run_name(project, sneaky, sneaky),
+        "external id": external_id(job.run_id, 7, project.full_name),
+        "summary": job_summary(job),
+        "oncall comment": failing_body(project, 7, HEAD, failing),
+        "gate": gate_summary(gate_verdict(7, HEAD)),
+    }
+    sent = upstream_body({"name": written["check-run name"], "output": {"summary": written["summary"]}})
+    assert [
+        where for where, text in {**written, "as sent": json.dumps(sent, ensure_ascii=False)}.items() if char in text
+    ] == []

@@ -16,6 +16,7 @@ SHA, OTHER = "a" * 40, "c" * 40
 REF_ADD = ("TestFooPRIVATEUSE1", "test_add_privateuse1_float32")
 XPU_ADD = ("TestFooXPU", "test_add_xpu_float32")
 XPU_MUL = ("TestFooXPU", "test_mul_xpu_float32")
+VERDICT = {"schema_version": 1, "category": "upstream", "confidence": "high", "summary": "upstream broke it"}
 
 
 @pytest.fixture
@@ -93,10 +94,53 @@ def test_a_product_known_issue_does_not_excuse(reference, xpu):
     assert excused_jobs(xpu, since()) == []
 
 
-def test_a_build_failure_is_excused_when_the_references_build_failed_too(reference, xpu):
+def test_a_build_failure_that_lists_no_failed_test_is_never_excused(reference, xpu):
+    """Nothing to check: a job excused for listing nothing could excuse any failure of its own."""
     run(reference, "failure", tests_total=None)
     run(xpu, "failure")
-    assert [e.reason for e in excused_jobs(xpu, since())] == ["baseline"]
+    KnownIssue.objects.create(title="builds broken upstream", kind="upstream", test_patterns=["ci / test"])
+    assert excused_jobs(xpu, since()) == []
+
+
+# --- the list must be complete (issue 45, item 4) ----------------------------------------------------------
+
+
+def test_a_job_claiming_failures_it_does_not_list_is_not_excused_by_the_references_broken_build(reference, xpu):
+    run(reference, "failure", tests_total=None)
+    run(xpu, "failure", tests_failed=40)
+    assert excused_jobs(xpu, since()) == []
+
+
+def test_a_job_listing_fewer_failures_than_it_counted_is_not_excused_on_the_listed_ones(reference, xpu):
+    KnownIssue.objects.create(title="mul upstream", kind="upstream", test_patterns=["TestFoo.test_mul_*"])
+    run(reference, "failure", failed=[REF_ADD])
+    run(xpu, "failure", failed=[XPU_MUL], tests_failed=2)
+    run(xpu, "failure", sha=OTHER, failed=[XPU_ADD, XPU_MUL], tests_failed=1, tests_error=2)
+    assert excused_jobs(xpu, since()) == []
+
+
+def test_a_list_whose_failures_were_not_counted_or_were_cut_is_not_excused(reference, xpu):
+    run(reference, "failure", failed=[REF_ADD])
+    run(xpu, "failure", failed=[XPU_ADD], tests_failed=None)
+    run(xpu, "failure", sha=OTHER, failed=[XPU_ADD], failed_tests_truncated=True)
+    run(reference, "failure", sha=OTHER, failed=[REF_ADD])
+    assert excused_jobs(xpu, since()) == []
+
+
+def test_a_complete_list_counting_errors_and_unexpected_passes_is_excused(reference, xpu):
+    KnownIssue.objects.create(title="mul upstream", kind="upstream", test_patterns=["TestFoo.test_mul_*"])
+    run(reference, "failure", failed=[REF_ADD])
+    job = run(xpu, "failure", failed=[XPU_ADD, XPU_MUL], tests_failed=1, tests_error=1)
+    assert [e.job_id for e in excused_jobs(xpu, since())] == [job.id]
+
+
+@pytest.mark.parametrize("conclusion", ["cancelled", "timed_out", "stale"])
+def test_a_cancelled_or_timed_out_job_is_never_excused(reference, xpu, conclusion):
+    xpu.excuse_triage_verdicts = True
+    xpu.save()
+    run(reference, "failure", failed=[REF_ADD])
+    run(xpu, conclusion, failed=[XPU_ADD], triage_verdict=VERDICT)
+    assert excused_jobs(xpu, since()) == []
 
 
 def test_no_reference_result_excuses_nothing(reference, xpu):
@@ -116,9 +160,6 @@ def test_a_job_dated_before_the_window_is_left_out(reference, xpu):
     old = run(xpu, "failure", failed=[XPU_ADD])
     type(old).objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=8))
     assert excused_jobs(xpu, since()) == []
-
-
-VERDICT = {"schema_version": 1, "category": "upstream", "confidence": "high", "summary": "upstream broke it"}
 
 
 def test_a_high_confidence_verdict_excuses_only_when_the_registry_allows_it(reference, xpu):
