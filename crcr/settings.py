@@ -376,7 +376,7 @@ results for this long; below it the criterion reads "not enough data yet" and de
 CRCR_CULPRIT_WINDOW = env_int("CRCR_CULPRIT_WINDOW", 100)
 """How many trunk commits back "since which commit?" looks for the last pass."""
 CRCR_REFERENCE_REPORT_PATTERN = env("CRCR_REFERENCE_REPORT_PATTERN", r"test-report")
-# PyTorch's public test-report bucket, read by anonymous HTTPS GET (relay.reference_reports);
+# PyTorch's public test-report bucket, read by anonymous HTTPS GET (relay.reference.reports);
 # empty: the reference import does not look in S3.
 CRCR_REFERENCE_ARTIFACT_BASE = env("CRCR_REFERENCE_ARTIFACT_BASE", "https://gha-artifacts.s3.amazonaws.com")
 CRCR_UPSTREAM_REACT_INLINE = env_bool("CRCR_UPSTREAM_REACT_INLINE", False)

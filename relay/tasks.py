@@ -17,7 +17,7 @@ from .dispatch.tasks import delivery_fan_out, dispatch_send, dispatch_sweep, res
 from .github.tasks import installations_sync
 from .health import heartbeat_record
 from .notify.tasks import issue_occurrences_record, notification_digests, notification_send, notification_sweep
-from .reference import reference_import_sweep as _reference_import_sweep
+from .reference.imports import reference_import_sweep as _reference_import_sweep
 
 __all__ = [
     "alerts_evaluate",

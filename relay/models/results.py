@@ -67,7 +67,7 @@ class JobRun(models.Model):
         UPSTREAM_IMPORT = "imported", "imported from upstream CI"
 
     class TestsSource(models.TextChoices):
-        """Where the per-test results came from; the reference import (relay.reference_reports)
+        """Where the per-test results came from; the reference import (relay.reference.reports)
         looks in S3, then GitHub artifacts, then the job's log."""
 
         CALLBACK = "", "callback"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from relay.callbacks.junit import junit_parse
 from relay.models import UpstreamCommit
+from relay.reference.junit import junit_parse
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -225,8 +225,8 @@ REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
 
 
 def test_the_real_producers_outcomes_are_read_like_the_relay_reads_them():
-    """The same six outcomes as relay.callbacks.junit, on PyTorch's run_tests and pytest output."""
-    from relay.callbacks.junit import junit_parse
+    """The same six outcomes as relay.reference.junit, on PyTorch's run_tests and pytest output."""
+    from relay.reference.junit import junit_parse
 
     for path in [
         *sorted((REPORTS / "npu" / "unittest").glob("*.xml")),

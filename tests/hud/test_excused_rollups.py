@@ -15,8 +15,8 @@ from hud.selectors_summary import summary_build
 from hud.tallies.buckets import window_buckets
 from hud.tallies.excused import window_excused
 from hud.tallies.rollups import rollups_refresh, rollups_state
-from relay.callbacks.junit import junit_parse
 from relay.models import FailedTest, KnownIssue
+from relay.reference.junit import junit_parse
 from relay.results.excused import excused_jobs
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.callbacks.junit import TestReport, junit_parse
+from relay.reference.junit import TestReport, junit_parse
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
 COUNTS = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from relay.models import JobRun
-from relay.reference import reference_import, shas_to_import
+from relay.reference.imports import reference_import, shas_to_import
 from tests.factories import ProjectFactory
 from tests.relay.unittest_producer import PYTORCH_OPENREG_LOG, github_log, unittest_verbose_output
 
@@ -307,7 +307,7 @@ def test_a_bad_s3_zip_is_named_and_the_next_source_is_used(upstream, reference):
 
 
 def test_a_zip_with_too_many_members_is_skipped(upstream, reference, monkeypatch):
-    monkeypatch.setattr("relay.reference_reports.MAX_ZIP_MEMBERS", 1)
+    monkeypatch.setattr("relay.reference.reports.MAX_ZIP_MEMBERS", 1)
     run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
     upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
     result = reference_import(SHA)
@@ -315,8 +315,8 @@ def test_a_zip_with_too_many_members_is_skipped(upstream, reference, monkeypatch
 
 
 def test_a_download_over_the_size_limit_is_skipped(upstream, reference, monkeypatch):
-    monkeypatch.setattr("relay.reference_reports.MAX_ARTIFACT_BYTES", 100)
-    monkeypatch.setattr("relay.reference_reports.MAX_LOG_BYTES", 100)
+    monkeypatch.setattr("relay.reference.reports.MAX_ARTIFACT_BYTES", 100)
+    monkeypatch.setattr("relay.reference.reports.MAX_LOG_BYTES", 100)
     run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
     upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml"))
     result = reference_import(SHA)
@@ -370,7 +370,7 @@ def test_the_sandboxs_reference_is_imported_from_s3_or_its_log_with_the_same_ans
     upstream, reference, log_only, source
 ):
     from devtools.standin.sandbox import reference_junit, reference_run
-    from relay.callbacks.junit import junit_parse
+    from relay.reference.junit import junit_parse
 
     sha = sandbox_sha(log_only)
     reference_run(upstream, sha)
@@ -395,13 +395,13 @@ def test_the_sandboxs_reference_is_imported_from_s3_or_its_log_with_the_same_ans
     ],
 )
 def test_the_s3_names_follow_pytorchs_upload_step(name, first):
-    from relay.reference_reports import s3_names
+    from relay.reference.reports import s3_names
 
     assert s3_names({"id": 7, "name": name}) == [first, first.replace("test-reports-test-", "test-reports-")]
 
 
 def test_a_job_name_without_a_shard_has_no_s3_name():
-    from relay.reference_reports import s3_names
+    from relay.reference.reports import s3_names
 
     assert s3_names({"id": 7, "name": "openreg-build"}) == []
 
@@ -409,7 +409,7 @@ def test_a_job_name_without_a_shard_has_no_s3_name():
 def test_a_stalled_s3_answer_times_out_and_the_next_source_is_used(upstream, reference, monkeypatch):
     import httpx
 
-    monkeypatch.setattr("relay.reference_reports._TIMEOUT", httpx.Timeout(0.3, connect=0.3))
+    monkeypatch.setattr("relay.reference.reports._TIMEOUT", httpx.Timeout(0.3, connect=0.3))
     upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job(log=github_log(unittest_verbose_output()))])
     upstream.fail("GET", r"/_s3/.*", status=None, delay=1.0, times=None)
     result = reference_import(SHA)
@@ -428,7 +428,7 @@ def test_a_job_that_just_finished_without_per_test_results_is_looked_at_again_wi
     from django.utils import timezone
 
     from relay.models import UpstreamCommit
-    from relay.reference import RESULTS_GRACE
+    from relay.reference.imports import RESULTS_GRACE
 
     now = timezone.now()
     fresh, stale, shard, ok = ("1" * 40, "2" * 40, "3" * 40, "4" * 40)
@@ -499,7 +499,7 @@ def test_the_commit_page_says_the_imported_reference_came_from_its_log(upstream,
 
 
 def test_an_xml_file_too_large_unpacked_is_skipped_and_the_rest_read(upstream, reference, monkeypatch):
-    monkeypatch.setattr("relay.reference_reports.MAX_MEMBER_BYTES", 1000)
+    monkeypatch.setattr("relay.reference.reports.MAX_MEMBER_BYTES", 1000)
     run = upstream.add_workflow_run(UPSTREAM, SHA, jobs=[openreg_job()])
     upstream.add_s3_object(s3_key(run), zipped("openreg-shard1.xml", "openreg-shard2.xml"))
     assert (JUNIT / "openreg-shard1.xml").stat().st_size > 1000 > (JUNIT / "openreg-shard2.xml").stat().st_size

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relay.callbacks.unittest_log import OUTCOMES, IncompleteLog, clean_line, unittest_log_parse
+from relay.reference.unittest_log import OUTCOMES, IncompleteLog, clean_line, unittest_log_parse
 from tests.relay.unittest_producer import PYTORCH_OPENREG_LOG, github_log, unittest_verbose_output
 
 CLASS = "suite_openreg_ops.TestBinaryUfuncsPRIVATEUSE1"
@@ -161,7 +161,7 @@ def test_any_log_gives_a_report_nothing_or_incomplete_and_never_crashes(lines):
 
 
 def test_a_log_with_more_tests_than_the_cap_is_refused_rather_than_cut(monkeypatch):
-    monkeypatch.setattr("relay.callbacks.unittest_log.MAX_TESTS", 2)
+    monkeypatch.setattr("relay.reference.unittest_log.MAX_TESTS", 2)
     log = "test_a (m.C.test_a) ... ok\ntest_b (m.C.test_b) ... ok\ntest_c (m.C.test_c) ... FAIL\nRan 3 tests in 0.1s\n"
     with pytest.raises(IncompleteLog, match="more than 2 tests"):
         unittest_log_parse(log)

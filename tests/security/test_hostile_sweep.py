@@ -310,11 +310,11 @@ def number_readers():
     from api.serializers import AsciiIntegerField as AsciiIntegerIn
     from hud.selectors_backend import shard_of
     from hud.selectors_search import PR_NUMBER
-    from relay.callbacks import unittest_log
     from relay.callbacks.body import BadCallback, _attempt
     from relay.callbacks.triage_verdict import _version
     from relay.intake.deliveries import TRUNK_TAG_RE
     from relay.params import aware_datetime, int_list_param, int_param
+    from relay.reference import unittest_log
 
     def raises(call, *errors):
         try:

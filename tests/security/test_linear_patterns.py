@@ -30,7 +30,7 @@ AUDITED = {
     ("relay/callbacks/receive.py", "'^[0-9a-f]{40}$'"): FIXED,
     ("relay/callbacks/triage_verdict.py", "'[0-9a-fA-F]{7,40}'"): FIXED + " (fullmatch only)",
     ("relay/callbacks/triage_verdict.py", "'[\\\\s\\\\x00-\\\\x1f\\\\x7f]'"): SINGLE_CLASS,
-    ("relay/callbacks/unittest_log.py", None): ANCHORED_FORMAT + " (the timestamp prefix, the ANSI colour codes)",
+    ("relay/reference/unittest_log.py", None): ANCHORED_FORMAT + " (the timestamp prefix, the ANSI colour codes)",
     ("relay/checks/markdown.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
     ("relay/checks/markdown.py", "f'[\\\\r{CONTROLS_BUT_LAYOUT}]+'"): SINGLE_CLASS,
     ("relay/checks/markdown.py", "'`+'"): SINGLE_CLASS,
@@ -82,9 +82,9 @@ def test_no_product_module_imports_another_regex_engine_under_another_name():
 
 def test_the_parsers_patterns_are_re2():
     from hud import selectors_backend, selectors_commit, selectors_search
-    from relay import reference_reports
-    from relay.callbacks import unittest_log
     from relay.linear import is_linear
+    from relay.reference import reports as reference_reports
+    from relay.reference import unittest_log
     from relay.triage.matching import _compiled
 
     patterns = [getattr(unittest_log, n) for n in ("_HEAD", "_PROBLEM", "_TAIL_STATUS", "_BARE_STATUS", "_RAN")]
@@ -122,9 +122,9 @@ def test_every_parser_reads_adversarial_lines_of_growing_length_in_linear_time()
         from hud.selectors_backend import shard_of
         from hud.selectors_search import PR_NUMBER
         from hud.selectors_commit import _PR_IN_TITLE
-        from relay.callbacks import unittest_log
-        from relay.callbacks.junit import MalformedReport, junit_parse
-        from relay.reference_reports import _SHARD
+        from relay.reference import unittest_log
+        from relay.reference.junit import MalformedReport, junit_parse
+        from relay.reference.reports import _SHARD
         from relay.testids import report_ids
         from relay.triage.matching import glob_matches
 

@@ -5,7 +5,7 @@ outcome mix, so the baseline is exercised on the names it meets upstream."""
 import pytest
 
 from devtools.standin.sandbox import PRODUCERS, TEST_POOL, JobPlan, reference_junit
-from relay.callbacks.junit import junit_parse
+from relay.reference.junit import junit_parse
 from relay.testids import report_ids
 
 BROKEN_SHA = next(

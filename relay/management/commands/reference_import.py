@@ -4,7 +4,7 @@ reference's runs for upstream commits from GitHub Actions."""
 from django.core.management import BaseCommand, CommandError
 
 from relay.github import client as github
-from relay.reference import reference_import, reference_import_sweep
+from relay.reference.imports import reference_import, reference_import_sweep
 
 
 class Command(BaseCommand):

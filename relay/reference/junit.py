@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
-from .body import MAX_FAILED_TESTS, MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
+from ..callbacks.body import MAX_FAILED_TESTS, MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
 
 
 class MalformedReport(Exception):

@@ -5,7 +5,7 @@
    anonymous HTTPS GET under CRCR_REFERENCE_ARTIFACT_BASE (empty: not looked at).
 2. **GitHub Actions artifacts** of the run (jobs with the `use-gha` input upload there instead).
 3. **The job's log**: the `openreg` config runs OpenReg's suites with `unittest discover -v`, whose
-   per-test outcomes are printed, not written as XML (relay.callbacks.unittest_log).
+   per-test outcomes are printed, not written as XML (relay.reference.unittest_log).
 
 Every download is bounded (bytes, zip members, unpacked bytes, wall-clock time); a bad zip, XML or
 log is noted in the import's summary, logged, and skipped: the job keeps its job-level result."""
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import httpx
 from django.conf import settings
 
-from .callbacks.junit import MalformedReport, TestReport, junit_parse
-from .callbacks.unittest_log import IncompleteLog, unittest_log_parse
-from .github import client as github
-from .linear import linear
-from .models import JobRun
+from ..github import client as github
+from ..linear import linear
+from ..models import JobRun
+from .junit import MalformedReport, TestReport, junit_parse
+from .unittest_log import IncompleteLog, unittest_log_parse
 
 logger = logging.getLogger(__name__)
 Source = JobRun.TestsSource

@@ -26,8 +26,8 @@ than a report that would read the missing tests as passed."""
 import re
 from dataclasses import dataclass, field
 
+from ..callbacks.body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
 from ..linear import linear
-from .body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
 from .junit import FAILING, OUTCOMES, TestReport
 
 WORST_FIRST = ("error", "failed", "xpassed", "passed", "xfailed", "skipped")

@@ -2,7 +2,7 @@
 runs GitHub Actions made, their jobs whose names match the reference pattern (PyTorch runs
 OpenReg as the `openreg` test config, job names like `test (openreg, 1, 1, …)`), each job's
 conclusion and URL, and its per-test results from where PyTorch keeps them (S3 test reports,
-GitHub artifacts, the job's log: relay.reference_reports), with the source recorded. They land
+GitHub artifacts, the job's log: relay.reference.reports), with the source recorded. They land
 as JobRun rows of the registered reference project, linked to the upstream job: the baseline is
 PyTorch's own run, not a copy."""
 
@@ -17,13 +17,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import follow_up
-from .github import client as github
-from .github.upstream import upstream_installation_id
-from .linear import linear
-from .models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
-from .params import aware_datetime
-from .reference_reports import Found, find_reports, retrying
+from .. import follow_up
+from ..github import client as github
+from ..github.upstream import upstream_installation_id
+from ..linear import linear
+from ..models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
+from ..params import aware_datetime
+from .reports import Found, find_reports, retrying
 
 logger = logging.getLogger(__name__)
 RECHECK_SECONDS = 300
