@@ -2,7 +2,7 @@
 
 from rest_framework.throttling import SimpleRateThrottle
 
-from relay.github.softcache import cache_failed, cache_paused
+from relay.cache import cache_failed, cache_paused
 
 from .models import ApiToken
 

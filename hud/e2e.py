@@ -12,7 +12,7 @@ of the samples (the mean of the middle two for an even count); no run, no data."
 import statistics
 from datetime import datetime
 
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.models import JobRun, Project
 from relay.verdicts import latest_attempt
 

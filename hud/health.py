@@ -13,7 +13,7 @@ from hud.overdue import running_jobs_overdue
 from hud.probe import probe_heads
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import TABS, Window, stale_after
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.probe import stuck_after

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.metrics import CALLBACK_ANSWERS, RelayCollector, multiprocess
 
 from .selectors_levels import CRITERION_NAMES, level_status

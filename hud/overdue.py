@@ -23,7 +23,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from relay.github.softcache import soft_get_many, soft_set_many
+from relay.cache import soft_get_many, soft_set_many
 from relay.models import JobRun
 from relay.verdicts import State
 

@@ -17,7 +17,7 @@ from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
 from hud.windows import WINDOWS, Window, stale_after
 from relay.alerts import AlertStatus, alert_statuses
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 from relay.verdicts import Rates

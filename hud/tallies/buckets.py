@@ -54,7 +54,7 @@ from django.utils.dateparse import parse_datetime
 from hud.tallies.histograms import bin_case_sql
 from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
 from hud.tallies.tally import Tally, latest_of, tallies_merge
-from relay.github.softcache import soft_get_many, soft_set
+from relay.cache import soft_get_many, soft_set
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State, first_attempt_passed, retried_state
 

@@ -29,7 +29,7 @@ from django.db.models import Count, Max, Sum
 
 from hud.models import ExcusedRollup
 from hud.tallies.buckets import _floor_hour
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.models import KnownIssue, Level, Project
 from relay.results.excused import excused_jobs, projects_with_failures
 

@@ -54,8 +54,8 @@ from hud.tallies.excused import HORIZON as EXCUSED_HORIZON
 from hud.tallies.excused import excused_facts, excused_hours_store
 from hud.tallies.histograms import Histogram
 from hud.tallies.tally import Tally, tallies_merge
+from relay.cache import soft_get, soft_set
 from relay.callbacks.tokens import MAX_AGE_SECONDS as CALLBACK_TOKEN_MAX_AGE
-from relay.github.softcache import soft_get, soft_set
 from relay.models import JobRun, Project
 from relay.verdicts import State
 

@@ -18,8 +18,8 @@ from django.conf import settings
 
 from relay.params import int_param
 
+from ..cache import soft_delete, soft_get, soft_set
 from .ratelimit import write_budget_check
-from .softcache import soft_delete, soft_get, soft_set
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from ..cache import cache_failed, cache_paused, redis_of
 from ..outbox.engine import Deferred
-from .softcache import cache_failed, cache_paused, redis_of
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 

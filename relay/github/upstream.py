@@ -4,9 +4,9 @@ import logging
 
 from django.conf import settings
 
+from ..cache import soft_get, soft_set
 from . import client as github
 from .installations import installation_id_for
-from .softcache import soft_get, soft_set
 
 logger = logging.getLogger(__name__)
 POSITIVE_TTL_SECONDS = 3600

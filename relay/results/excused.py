@@ -28,7 +28,7 @@ from datetime import datetime
 from django.db.models import Count, Max
 from django.urls import reverse
 
-from relay.github.softcache import soft_get, soft_set
+from relay.cache import soft_get, soft_set
 from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
@@ -250,7 +250,7 @@ def _version(project: Project) -> str:
 def adjusted_rates(project: Project, raw: Rates, since: datetime, until: datetime | None = None) -> AdjustedRates:
     facts = f"{project.excuse_triage_verdicts:d}:{since.isoformat()}:{until or ''}:{_version(project)}"
     key = f"crcr:excused:{project.pk}:{hashlib.sha256(facts.encode()).hexdigest()[:32]}"
-    excused = soft_get(key)  # the cache may be down: then every page computes it (relay.github.softcache)
+    excused = soft_get(key)  # the cache may be down: then every page computes it (relay.cache)
     if excused is None:
         excused = excused_jobs(project, since, until)
         soft_set(key, excused, CACHE_SECONDS)

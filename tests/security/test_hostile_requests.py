@@ -11,7 +11,7 @@ import pytest
 from django.db import OperationalError
 from rest_framework.test import APIClient
 
-from relay.github.softcache import pause_reset
+from relay.cache import pause_reset
 from relay.intake.payload_shape import BY_EVENT, COMMON
 from tests.conftest import fixture_payload
 from tests.factories import DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
