@@ -43,7 +43,7 @@ class FailedTestReport:
 
 @dataclass
 class Report:
-    delivery_id: str
+    delivery_key: str
     """The body's `delivery_id`, as the contract names it: the X-GitHub-Delivery the dispatch carried,
     or a self-report's own key (the SHA, or a per-job key). Stored as JobRun.delivery_key."""
     event_type: str
@@ -80,7 +80,7 @@ class Report:
 
     @property
     def job_key(self) -> str:
-        return f"{self.delivery_id}:{self.run_id}:{self.run_attempt}:{self.job_name}"
+        return f"{self.delivery_key}:{self.run_id}:{self.run_attempt}:{self.job_name}"
 
 
 MAX_COUNT = 2**31 - 1
@@ -121,7 +121,7 @@ def report_read(body: dict) -> Report:
     status = _choice(workflow, "status", ("in_progress", "completed"))
     event_type = _text(body, "event_type", required=False, limit=32)
     report = Report(
-        delivery_id=_text(body, "delivery_id", limit=100),
+        delivery_key=_text(body, "delivery_id", limit=100),
         event_type=event_type or "",
         status=status,
         conclusion=_conclusion(workflow, status),
@@ -153,7 +153,7 @@ def report_read(body: dict) -> Report:
     report.environment = _environment(workflow.get("environment"))
     report.triage_verdict, dropped = triage_verdict_read(workflow.get("triage_verdict"))
     if dropped:  # advice only: the callback is recorded as if no verdict had been sent
-        logger.warning("callback %s: triage verdict dropped: %s", report.delivery_id[:100], dropped)
+        logger.warning("callback %s: triage verdict dropped: %s", report.delivery_key[:100], dropped)
     return report
 
 
@@ -260,7 +260,7 @@ def _upstream_context(report: Report, body: dict) -> None:
     sha = head.get("sha") or payload.get("after") or payload.get("head_sha") or ""
     report.head_sha = str(sha)[:40].lower() if isinstance(sha, str) else ""
     if report.is_self_report:
-        report.head_sha = report.pytorch_head_sha or report.delivery_id.lower()
+        report.head_sha = report.pytorch_head_sha or report.delivery_key.lower()
 
 
 def _test_counts(value) -> dict:

@@ -137,7 +137,7 @@ def binding_read(project: Project, report: Report) -> CallbackBinding | None:
         binding = callback_token_read(report.callback_token)
     except InvalidCallbackToken as exc:
         raise Forbidden(str(exc)) from exc
-    if (binding.delivery_guid, binding.repo) != (report.delivery_id, project.full_name.lower()):
+    if (binding.delivery_guid, binding.repo) != (report.delivery_key, project.full_name.lower()):
         raise Forbidden(BINDING_MISMATCH)
     if report.pr_number not in (None, binding.pr_number) or report.head_sha not in ("", binding.head_sha):
         raise Forbidden("the echoed payload's PR or head SHA does not match the callback_token")
@@ -150,9 +150,9 @@ BINDING_MISMATCH = "callback_token was issued for another delivery, repository, 
 def dispatch_for(project: Project, report: Report, binding: CallbackBinding | None) -> Dispatch:
     """The dispatch this callback answers; its stored PR and head SHA are the truth, not the
     echoed payload, and they must be the ones the callback_token binds."""
-    dispatch = job_rows.dispatch_answered(report.delivery_id, project.pk)
+    dispatch = job_rows.dispatch_answered(report.delivery_key, project.pk)
     if dispatch is None:
-        raise Forbidden(f"delivery {report.delivery_id} was never dispatched to {project.full_name}")
+        raise Forbidden(f"delivery {report.delivery_key} was never dispatched to {project.full_name}")
     if binding is not None and (binding.pr_number, binding.head_sha) != (dispatch.pr_number, dispatch.head_sha):
         raise Forbidden(BINDING_MISMATCH)
     return dispatch
@@ -267,7 +267,7 @@ def _job_settled(job: JobRun, report: Report) -> str:
 
 def _job_key(project: Project, report: Report) -> dict:
     return {
-        "delivery_key": report.delivery_id,
+        "delivery_key": report.delivery_key,
         "project_id": project.pk,
         "run_id": report.run_id,
         "run_attempt": report.run_attempt,
@@ -349,7 +349,7 @@ def _made_from(answer: Answer) -> job_rows.FromDispatch:
     if answer.looked_up is not None:
         return job_rows.FromDispatch(id=answer.looked_up.pk, rerun_of=rerun_of)
     return job_rows.FromDispatch(
-        delivery_guid=report.delivery_id,
+        delivery_guid=report.delivery_key,
         project_id=answer.project.pk,
         bound=(bound.pr_number, bound.head_sha) if bound else None,
         rerun_of=rerun_of,
@@ -418,26 +418,26 @@ def self_report_record(answer: Answer, token: VerifiedToken) -> str:
     report = answer.report
     if report.status != JobRun.Status.COMPLETED:
         raise BadCallback(f"{report.event_type} callbacks must have status 'completed', got {report.status!r}")
-    sha = report.pytorch_head_sha or report.delivery_id.lower()
+    sha = report.pytorch_head_sha or report.delivery_key.lower()
     if not SHA_RE.match(sha):
         raise BadCallback(
             f"{report.event_type} callbacks must name the upstream commit tested: a 40-hex 'pytorch_head_sha', "
-            f"or that SHA as 'delivery_id'; got pytorch_head_sha={report.pytorch_head_sha!r}, delivery_id={report.delivery_id!r}"
+            f"or that SHA as 'delivery_id'; got pytorch_head_sha={report.pytorch_head_sha!r}, delivery_id={report.delivery_key!r}"
         )
     if pr_head_only(sha):
         raise Forbidden(
             f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
             "commits; a PR head takes results only for its dispatch, with its callback_token"
         )
-    if Delivery.objects.filter(guid=report.delivery_id).exists():
+    if Delivery.objects.filter(guid=report.delivery_key).exists():
         # Its jobs' key would be a dispatch's, and its rows that dispatch's jobs.
         raise Forbidden(
-            f"delivery_id {report.delivery_id} names an upstream delivery: {report.event_type} results are keyed by "
+            f"delivery_id {report.delivery_key} names an upstream delivery: {report.event_type} results are keyed by "
             "the SHA they tested or a key of their own; a delivery takes results only for its dispatch"
         )
     if not upstream.commit_exists(sha, fail_closed=report.event_type == "nightly"):
         raise BadCallback(f"{sha} is not a commit of the upstream repository")
-    if report.delivery_id.lower() == sha:
-        report.delivery_id = sha
+    if report.delivery_key.lower() == sha:
+        report.delivery_key = sha
     report.head_sha = sha
     return job_record(answer, token)
