@@ -39,6 +39,7 @@ FOLLOW_UP_TASKS = (
     "relay.reference_import_sweep",
     "relay.retention_sweep",
     "relay.installations_sync",
+    "relay.test_store_sweep",
 )
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
@@ -84,6 +85,11 @@ app.conf.beat_schedule = {
         "task": "relay.heartbeat",
         "schedule": 30.0,
         "options": {"expires": 25},
+    },
+    "every-minute-record-test-store": {
+        "task": "relay.test_store_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
     },
     "every-6-hours-retention": {
         "task": "relay.retention_sweep",

@@ -393,3 +393,23 @@ class TestTable(dict):
                 self._index.setdefault(tid.key, []).append(tid)
             self._index_size = len(self)
         return self._index
+
+
+@dataclass(frozen=True)
+class IdParts:
+    """An identity's parts, kept apart for the test store: the method without its dtype tokens,
+    the dtypes (`float32`, `float8_e4m3fn`), pytest's bracketed parameters."""
+
+    module: str
+    test_class: str
+    method: str
+    dtypes: str
+    params: str
+
+
+def id_parts(tid: TestId) -> IdParts:
+    name, params = _split_params(tid.key)
+    cls, _, method = name.rpartition(".")
+    tokens = method.split("_")
+    tail = max(_dtype_tail_start(tokens), 2) if method.startswith("test_") else len(tokens)
+    return IdParts(tid.module, cls, "_".join(tokens[:tail]), "_".join(tokens[tail:]), params)

@@ -6,7 +6,9 @@
 - upstream: the upstream repository's commits and pull requests;
 - checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
 - demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
-- triage: known issues and their occurrences, expectations, subscriptions and notifications.
+- triage: known issues and their occurrences, expectations, subscriptions and notifications;
+- testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
+  commits the store took, flakiness states, mutes and their audit.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
@@ -35,6 +37,16 @@ from .results import (
     RerunRequest,
     TestOutcome,
     UsedToken,
+)
+from .testlevel import (
+    HealthState,
+    TestedCommit,
+    TestHealth,
+    TestIdentity,
+    TestMute,
+    TestMuteEvent,
+    TestRun,
+    identity_digest,
 )
 from .triage import (
     Expectation,
@@ -85,4 +97,12 @@ __all__ = [
     "NotificationAttempt",
     "NotificationEvent",
     "Subscription",
+    "HealthState",
+    "TestedCommit",
+    "TestHealth",
+    "TestIdentity",
+    "TestMute",
+    "TestMuteEvent",
+    "TestRun",
+    "identity_digest",
 ]

@@ -120,7 +120,7 @@ def test_it_converts_a_seeded_store_keeping_every_row_and_the_relay_keeps_workin
     manage(url, "partition_by_month", "--apply")
     assert counts(run) == before
     partitioned = {row[0] for row in run("SELECT partrelid::regclass::text FROM pg_partitioned_table")}
-    assert partitioned == {"relay_jobrun", "relay_dispatch"}
+    assert partitioned == {"relay_jobrun", "relay_dispatch", "relay_testrun"}
     ids_before = run("SELECT MAX(id) FROM relay_jobrun")[0][0]
     after = json.loads(manage(url, "shell", "-c", RELAY_WRITES_AND_READS).strip().splitlines()[-1])
     assert after == {

@@ -71,4 +71,7 @@ def test_an_occurrence_already_stored_under_the_new_identity_is_not_doubled(stor
 
 def test_the_command_reports_how_many_rows_it_re_matched(stored, capsys):
     call_command("rematch_test_ids", "--dry-run")
-    assert "4 of 6 failed-test rows re-matched; 0 known-issue occurrences rewritten" in capsys.readouterr().out
+    assert (
+        "4 of 6 failed-test rows re-matched; 0 known-issue occurrences rewritten; test store: 0 attempts"
+        in capsys.readouterr().out
+    )
