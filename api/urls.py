@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_hud, views_triage
+from . import views, views_hud, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -48,6 +48,9 @@ urlpatterns = [
     ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
+    re_path(
+        r"^api/v1/tests/(?P<identity>.+)/history/?$", views_tests.TestHistoryView.as_view(), name="api-test-history"
+    ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -33,6 +33,7 @@ from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, j
 
 from .selectors_baseline_history import baseline_history
 from .selectors_commit import commit_pr_number
+from .selectors_tests import failed_test_dicts_states
 from .selectors_triage import expectation_rows
 
 PER_PAGE = 50
@@ -377,6 +378,7 @@ def _member_detail(project: Project, label: str, verdict, jobs: list, pr_number:
     ]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
+    failed_test_dicts_states(project, failed)
     return MemberDetail(label, verdict.state, attempts, failed, _tests_text(latest))
 
 
@@ -386,10 +388,27 @@ def _triage_verdicts(job_ids: list[int]) -> dict[int, dict]:
     return dict(rows)
 
 
+PRODUCER_COUNTS = (
+    ("tests_passed", "passed"),
+    ("tests_failed", "failed"),
+    ("tests_error", "errors"),
+    ("tests_skipped", "skipped"),
+    ("tests_xfailed", "xfailed"),
+    ("tests_xpassed", "xpassed"),
+)
+"""The counts as pytest's summary line prints them (torch-spyre counts all six)."""
+SHOWN_ALWAYS = {"tests_passed", "tests_failed", "tests_skipped"}
+
+
 def _tests_text(job) -> str:
     if job.tests_total is None:
         return "no test counts reported"
-    text = f"{job.tests_passed or 0:,} passed · {job.tests_failed or 0:,} failed · {job.tests_skipped or 0:,} skipped of {job.tests_total:,}"
+    text = " · ".join(
+        f"{getattr(job, field) or 0:,} {word}"
+        for field, word in PRODUCER_COUNTS
+        if field in SHOWN_ALWAYS or getattr(job, field)
+    )
+    text += f" of {job.tests_total:,}"
     text += f" · via {job.get_tests_source_display()}" if job.tests_source else ""
     return text + (" (failed-test list truncated)" if job.failed_tests_truncated else "")
 

@@ -3,13 +3,14 @@ metrics in hud.views_summary."""
 
 from django.urls import path, re_path
 
-from . import views_grid, views_search, views_summary, views_triage
+from . import views_grid, views_search, views_summary, views_tests, views_triage
 
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
     re_path(r"^commit/(?P<sha>[0-9a-fA-F]{7,40})/?$", views_grid.commit, name="hud-commit"),
     re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("search", views_search.search_view, name="hud-search"),
+    re_path(r"^test/(?P<identity>.+)$", views_tests.test_view, name="hud-test"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
