@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_hud, views_tests, views_triage
+from . import views, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -48,6 +48,15 @@ urlpatterns = [
     ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
+    re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
+    re_path(
+        r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/extend/?$", views_mutes.MuteChangeView.as_view(), name="api-mute-extend"
+    ),
+    re_path(
+        r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/lift/?$",
+        views_mutes.MuteChangeView.as_view(action="lift"),
+        name="api-mute-lift",
+    ),
     re_path(
         r"^api/v1/tests/(?P<identity>.+)/history/?$", views_tests.TestHistoryView.as_view(), name="api-test-history"
     ),

@@ -413,3 +413,10 @@ def id_parts(tid: TestId) -> IdParts:
     tokens = method.split("_")
     tail = max(_dtype_tail_start(tokens), 2) if method.startswith("test_") else len(tokens)
     return IdParts(tid.module, cls, "_".join(tokens[:tail]), "_".join(tokens[tail:]), params)
+
+
+def parse_test_id(text: str) -> TestId:
+    """A test id as the pages and the baseline write it (`module.Class.method[params]`) read back
+    into its module and key, as written: nothing is stripped (it is an identity already)."""
+    module, cls, method, params = _parts((text or "").strip(), "", "")
+    return TestId(module, ".".join(part for part in (cls, method + params) if part))

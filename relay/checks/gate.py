@@ -20,6 +20,7 @@ from django.db.models import Exists, OuterRef
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project
 from ..results.heads import pr_head
 from ..triage.issues import not_blocking
+from ..triage.mutes import Muted
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
 from .markdown import md_code
 
@@ -51,8 +52,8 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
 
 def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict]]:
     """(state, reason, job verdicts) of one backend on one head, under relay.verdicts. A failing
-    job whose failures all match known issues an admin marked as not blocking counts nowhere,
-    and the reason says so."""
+    job whose failures all match known issues an admin marked as not blocking, or tests the
+    backend muted, counts nowhere, and the reason says so."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
@@ -68,8 +69,11 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
     return state, reason, verdicts
 
 
-def _excused_text(verdict: JobVerdict, issues) -> str:
-    names = ", ".join(f"known issue #{i.pk} {i.title}" for i in issues)
+def _excused_text(verdict: JobVerdict, excuses) -> str:
+    names = ", ".join(
+        f"{e.mute.identity.identity} {e.label}" if isinstance(e, Muted) else f"known issue #{e.pk} {e.title}"
+        for e in excuses
+    )
     return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {names}"
 
 
@@ -138,7 +142,7 @@ def gate_summary(verdict: dict) -> str:
     if any("not blocking:" in b["reason"] for b in verdict["backends"]):
         lines += [
             "",
-            "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block.",
+            "Some failures match known issues an admin marked as not blocking the gate, or tests the backend muted: they are listed above and do not block.",
         ]
     lines += [
         "",

@@ -10,14 +10,52 @@ import hashlib
 from django.db import models
 from django.utils import timezone
 
+from relay.testids import TestId, id_parts
+
 from .registry import Project
 from .results import JobRun, TestOutcome
+
+BATCH = 500
 
 
 def identity_digest(identity: str) -> str:
     """The store's key for an identity: a fixed-width hash, so the unique index stays narrow
     however long a parametrised name is."""
     return hashlib.sha1(identity.encode("utf-8", errors="replace"), usedforsecurity=False).hexdigest()
+
+
+class TestIdentityQuerySet(models.QuerySet):
+    def ids_for(self, ids: set[TestId]) -> dict[TestId, int]:
+        """The row id of each identity, made where missing (a race ends in the unique digest:
+        whoever inserts first, both read the same row)."""
+        digests = {identity_digest(tid.full): tid for tid in ids}
+        found = self._by_digest(list(digests))
+        missing = [d for d in digests if d not in found]
+        if missing:
+            self.bulk_create(
+                [_identity_row(digest, digests[digest]) for digest in missing], batch_size=BATCH, ignore_conflicts=True
+            )
+            found.update(self._by_digest(missing))
+        return {tid: found[digest] for digest, tid in digests.items()}
+
+    def _by_digest(self, digests: list[str]) -> dict[str, int]:
+        found = {}
+        for start in range(0, len(digests), BATCH):
+            found.update(self.filter(digest__in=digests[start : start + BATCH]).values_list("digest", "id"))
+        return found
+
+
+def _identity_row(digest: str, tid: TestId) -> "TestIdentity":
+    parts = id_parts(tid)
+    return TestIdentity(
+        digest=digest,
+        identity=tid.full,
+        module=parts.module[:500],
+        test_class=parts.test_class[:500],
+        method=parts.method[:1000],
+        dtypes=parts.dtypes[:200],
+        params=parts.params[:1000],
+    )
 
 
 class TestIdentity(models.Model):
@@ -35,6 +73,8 @@ class TestIdentity(models.Model):
     dtypes = models.CharField(max_length=200, blank=True)
     params = models.CharField(max_length=1000, blank=True)
     first_seen_at = models.DateTimeField(default=timezone.now)
+
+    objects = TestIdentityQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "test identities"

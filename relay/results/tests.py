@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from relay.models import (
@@ -36,6 +35,7 @@ from relay.models import (
     identity_digest,
 )
 from relay.testids import TestId
+from relay.triage.mutes import active_filter
 
 from .baseline import cell_failures, has_baseline, test_kind
 from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, registered_backends
@@ -134,8 +134,23 @@ def states_for(pairs: set[tuple[int, str]]) -> dict[tuple[int, str], TestState]:
 
 
 def active_mutes(now=None):
-    now = now or timezone.now()
-    return TestMute.objects.filter(lifted_at__isnull=True, expires_at__gt=now)
+    return TestMute.objects.filter(active_filter(now))
+
+
+def mutes_listed(backend: str = "", test_id: str = "", active: bool | None = None):
+    """Mutes newest first, with their backend, test and audit rows (the API's list)."""
+    rows = TestMute.objects.select_related("project", "identity").prefetch_related("events")
+    if backend:
+        rows = rows.filter(project__full_name__iexact=backend)
+    if test_id:
+        rows = rows.filter(identity__digest=identity_digest(test_id))
+    if active is not None:
+        rows = rows.filter(active_filter()) if active else rows.exclude(active_filter())
+    return rows.order_by("-id")
+
+
+def mute_found(pk: int) -> TestMute | None:
+    return mutes_listed().filter(pk=pk).first()
 
 
 def health_of(identity: TestIdentity, project_id: int) -> TestHealth | None:

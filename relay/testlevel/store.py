@@ -29,11 +29,10 @@ from relay.models import (
     TestHealth,
     TestIdentity,
     TestRun,
-    identity_digest,
 )
 from relay.results.baseline import cell_failures
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
-from relay.testids import TestId, TestIdResolver, id_parts, report_ids
+from relay.testids import TestId, TestIdResolver, report_ids
 from relay.verdicts import attempts_in_order
 
 from . import machine
@@ -109,7 +108,7 @@ def _cell_facts(row: TestedCommit, cell) -> None:
 def runs_write(project: Project, sha: str, jobs: list) -> int:
     """The failed tests of these attempts as TestRun rows."""
     rows = job_identities(project, sha, jobs)
-    identities = identities_for({tid for _, tid in rows})
+    identities = TestIdentity.objects.ids_for({tid for _, tid in rows})
     TestRun.objects.bulk_create(
         [
             TestRun(
@@ -156,41 +155,6 @@ def _resolver(sha: str, ids: list[TestId]):
     )
     known = [TestId(module, identity[len(module) + 1 :]) for module, identity in stored.distinct()[:20000]]
     return TestIdResolver([*ids, *known]).resolve
-
-
-def identities_for(ids: set[TestId]) -> dict[TestId, int]:
-    """The TestIdentity row id of each identity, made where missing (races end in the unique
-    digest: whoever inserts first, both read the same row)."""
-    digests = {identity_digest(tid.full): tid for tid in ids}
-    found = _ids_by_digest(list(digests))
-    missing = [d for d in digests if d not in found]
-    if missing:
-        TestIdentity.objects.bulk_create(
-            [_identity_row(digest, digests[digest]) for digest in missing], batch_size=BATCH, ignore_conflicts=True
-        )
-        found.update(_ids_by_digest(missing))
-    return {tid: found[digest] for digest, tid in digests.items()}
-
-
-def _ids_by_digest(digests: list[str]) -> dict[str, int]:
-    found = {}
-    for start in range(0, len(digests), BATCH):
-        chunk = digests[start : start + BATCH]
-        found.update(TestIdentity.objects.filter(digest__in=chunk).values_list("digest", "id"))
-    return found
-
-
-def _identity_row(digest: str, tid: TestId) -> TestIdentity:
-    parts = id_parts(tid)
-    return TestIdentity(
-        digest=digest,
-        identity=tid.full,
-        module=parts.module[:500],
-        test_class=parts.test_class[:500],
-        method=parts.method[:1000],
-        dtypes=parts.dtypes[:200],
-        params=parts.params[:1000],
-    )
 
 
 # --- flakiness steps ------------------------------------------------------------------------------------
