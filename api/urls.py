@@ -48,6 +48,7 @@ urlpatterns = [
     ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
+    re_path(r"^api/v1/quality/?$", views_tests.QualityView.as_view(), name="api-quality"),
     re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
     re_path(
         r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/extend/?$", views_mutes.MuteChangeView.as_view(), name="api-mute-extend"

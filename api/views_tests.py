@@ -1,5 +1,6 @@
 """Test-level API: one test's history across upstream commits × backends (cursor-paginated),
-the reference's first, from the test store (relay.results.tests)."""
+the reference's first, from the test store (relay.results.tests); the quality figures each
+backend is judged by (relay.results.quality)."""
 
 from urllib.parse import quote, urlencode
 
@@ -9,7 +10,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hud.selectors_tests import test_page
+from hud.selectors_tests import DEFAULT_WINDOW, WINDOWS, quality_rows, test_page
 from relay.params import int_param
 from relay.results.tests import PAGE, BadCursor
 
@@ -110,3 +111,45 @@ class TestHistoryView(APIView):
             return None
         path = f"/api/v1/tests/{quote(identity, safe='')}/history"
         return request.build_absolute_uri(path + "?" + urlencode({"after": cursor}))
+
+
+class QualityView(APIView):
+    """Each L2+ backend's quality figures over `range` (24h, 7d, 14d, 30d, 90d; 7d by default):
+    coverage of the reference's tests, flaky share and time to recover, each with its value,
+    target, whether it is met and its trend (the range's first half, then its second)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("range", OpenApiTypes.STR, enum=list(WINDOWS)),
+            OpenApiParameter("backend", OpenApiTypes.STR, description="owner/repo: that backend only"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        window = request.query_params.get("range") or DEFAULT_WINDOW
+        if window not in WINDOWS:
+            raise ValidationError({"range": f"one of {', '.join(WINDOWS)}"})
+        backend = (request.query_params.get("backend") or "").strip().lower()
+        rows = [r for r in quality_rows(window) if not backend or r.project.full_name.lower() == backend]
+        if backend and not rows:
+            raise NotFound(f"no L2+ backend {backend[:200]!r}")
+        return Response({"range": window, "backends": [_quality(row) for row in rows]})
+
+
+def _quality(row) -> dict:
+    return {
+        "repo": row.project.full_name,
+        "figures": [
+            {
+                "figure": f.key,
+                "label": f.label,
+                "value": f.value,
+                "unit": "days" if f.unit == "days" else "share",
+                "target": f.target,
+                "met": f.met,
+                "trend": {"first_half": f.earlier, "second_half": f.later, "direction": f.trend or None},
+                "detail": f.detail,
+            }
+            for f in row.quality.figures
+        ],
+    }

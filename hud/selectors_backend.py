@@ -25,10 +25,12 @@ from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelCha
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
-from relay.results.cells import combined_state
+from relay.results.cells import combined_state, reference_backend, registered_backends
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
+from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
+from relay.results.tests import flaky_tests
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
@@ -610,6 +612,10 @@ class Dashboard:
     history: LevelHistory | None = None
     demotion_pr: object = None
     """The backend's active demotion pull request (relay.checks.demotion), or None."""
+    quality: Quality | None = None
+    """Coverage, flaky share and time to recover over the window (relay.results.quality)."""
+    flaky: list = field(default_factory=list)
+    """The backend's flaky and broken tests (relay.results.tests.flaky_tests)."""
 
     @property
     def known_heads(self) -> int:
@@ -626,7 +632,7 @@ def dashboard_build(
 ) -> Dashboard:
     now = now or timezone.now()
     window = WINDOWS[window_key]
-    since = window_buckets(window.days, now)[0].start
+    since = start = window_buckets(window.days, now)[0].start
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
@@ -663,4 +669,6 @@ def dashboard_build(
         adjusted,
         level_history(project),
         demotion_pr_active(project),
+        quality_of(project, reference_backend(registered_backends()), start, now) if tab == "pr" else None,
+        flaky_tests(project.pk, ("flaky", "broken"), limit=50) if tab == "pr" else [],
     )

@@ -2,8 +2,15 @@
 relay.results.tests, which reads the test store."""
 
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.utils import timezone
+
+from hud.windows import DEFAULT_WINDOW, WINDOWS
+from relay.github.softcache import soft_get, soft_set
+from relay.models import Level
 from relay.results.cells import reference_backend, registered_backends, reported_environment
+from relay.results.quality import Quality, quality_of
 from relay.results.tests import (
     PAGE,
     TestHistory,
@@ -65,3 +72,31 @@ def _put(test, name: str, value) -> None:
         test[name] = value
     else:
         setattr(test, name, value)
+
+
+__all__ = ["DEFAULT_WINDOW", "WINDOWS", "QualityRow", "TestPage", "quality_rows", "test_page"]
+
+
+@dataclass
+class QualityRow:
+    project: object
+    quality: Quality
+
+
+QUALITY_CACHE_SECONDS = 90
+
+
+def quality_rows(window_key: str, now=None) -> list[QualityRow]:
+    """The quality figures of every L2+ backend (the reference is the yardstick, not judged) over
+    the window, for /crcr and the API; shared for a minute and a half (four queries a backend)."""
+    now = now or timezone.now()
+    window = WINDOWS[window_key]
+    backends = [p for p in registered_backends() if p.level != Level.L1 and not p.is_reference]
+    key = f"crcr:quality:v1:{window_key}:{now:%Y%m%d%H%M}:{','.join(str(p.pk) for p in backends)}"
+    cached = soft_get(key)
+    if cached is None:
+        reference = reference_backend(registered_backends())
+        since = now - timedelta(days=window.days)
+        cached = {p.pk: quality_of(p, reference, since, now) for p in backends}
+        soft_set(key, cached, QUALITY_CACHE_SECONDS)
+    return [QualityRow(p, cached[p.pk]) for p in backends if p.pk in cached]

@@ -59,3 +59,11 @@ def test_every_failed_test_on_the_commit_page_and_in_the_tooltip_links_to_its_pa
     tip = client.get("/", {"tip": f"{newest}.{world['xpu'].id}"}).content.decode()
     assert f'href="/test/{quote(MUL, safe="")}"' in tip and "~ flaky · 1 pass-on-retry" in tip
     assert "~ flaky · 1 pass-on-retry" in client.get(f"/commit/{newest}").content.decode()
+
+
+def test_the_backend_page_and_the_summary_show_the_quality_figures_and_the_flaky_tests(client, world):  # noqa: F811
+    page = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    assert 'id="quality"' in page and "Coverage of the reference" in page and "Time to recover" in page
+    assert f'href="/test/{quote(MUL, safe="")}"' in page and "~ flaky" in page
+    summary = client.get("/crcr").content.decode()
+    assert "Quality by backend" in summary and "Intel XPU" in summary
