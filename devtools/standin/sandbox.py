@@ -155,6 +155,9 @@ class Upstream:
 
     def push(self, title: str, author: str) -> None:
         before, self.trunk = self.trunk, _sha("trunk", title, time.time())
+        self.pushes = getattr(self, "pushes", 0) + 1
+        if self.pushes >= LASTING_BREAK_FROM_PUSH:
+            LASTING_BREAK_HEADS.add(self.trunk)
         self.standin.add_commit(UPSTREAM, self.trunk, parents=[before], message=title, author=author)
         reference_run(self.standin, self.trunk)
         commit = {
@@ -392,11 +395,23 @@ class Runners:
         )
 
 
+LASTING_BREAK = TEST_POOL[2]
+"""A test upstream breaks for good at the LASTING_BREAK_FROM_PUSH-th trunk push of a sandbox run
+(nobody fixes it in the session): from that commit on it fails on the reference and on every
+backend, so its history page reads *shared* from one commit on."""
+LASTING_BREAK_FROM_PUSH = 6
+LASTING_BREAK_HEADS: set[str] = set()
+"""Trunk heads pushed since (the simulator and the runners share this process)."""
+
+
 def commit_fate(sha: str) -> tuple[bool, list]:
     """Whether a commit broke upstream, and which tests it broke: the same answer for every
     backend and for the reference, so the baseline comparison has something true to find."""
     rng = random.Random(sha)
-    return rng.random() < 0.18, rng.sample(TEST_POOL, 2)
+    broken, tests = rng.random() < 0.18, rng.sample(TEST_POOL, 2)
+    if sha in LASTING_BREAK_HEADS:
+        return True, [LASTING_BREAK, *(t for t in tests if t != LASTING_BREAK)][: 2 if broken else 1]
+    return broken, tests
 
 
 def reference_junit(sha: str) -> bytes:

@@ -112,8 +112,8 @@ def flaky_share(project, mine: list[tuple], since: datetime, middle: datetime, u
         value,
         f"< {FLAKY_TARGET:.0%}",
         None if value is None else value < FLAKY_TARGET,
-        float(sum(1 for when in became if when < middle)),
-        float(sum(1 for when in became if when >= middle)),
+        float(sum(1 for when in became if when < middle)) if ran else None,
+        float(sum(1 for when in became if when >= middle)) if ran else None,
         f"{count} flaky of {ran:,} run" if ran else f"{count} flaky; no per-test counts in the window",
     )
 

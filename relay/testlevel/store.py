@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -30,6 +30,7 @@ from relay.models import (
     TestIdentity,
     TestRun,
 )
+from relay.models.testlevel import rows_insert
 from relay.results.baseline import cell_failures
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
 from relay.testids import TestId, TestIdResolver, report_ids
@@ -109,21 +110,20 @@ def runs_write(project: Project, sha: str, jobs: list) -> int:
     """The failed tests of these attempts as TestRun rows."""
     rows = job_identities(project, sha, jobs)
     identities = TestIdentity.objects.ids_for({tid for _, tid in rows})
-    TestRun.objects.bulk_create(
+    rows_insert(
+        TestRun,
         [
-            TestRun(
-                identity_id=identities[tid],
-                project=project,
-                job_run_id=job_id,
-                sha=sha,
-                attempt=job.run_attempt,
-                outcome=outcome,
-                created_at=job.created_at,
-            )
+            {
+                "identity_id": identities[tid],
+                "project_id": project.pk,
+                "job_run_id": job_id,
+                "sha": sha,
+                "attempt": job.run_attempt,
+                "outcome": outcome,
+                "created_at": job.created_at,
+            }
             for (job_id, tid), (job, outcome) in rows.items()
         ],
-        batch_size=BATCH,
-        ignore_conflicts=True,
     )
     return len(rows)
 
@@ -253,14 +253,34 @@ def _health_of(row: TestHealth) -> machine.Health:
     )
 
 
+HEALTH_FIELDS = (*vars(machine.Health()).keys(), "steps", "last_sha", "since", "since_sha", "updated_at")
+
+
 def _health_save(rows: list[TestHealth]) -> None:
-    new = [row for row in rows if row.pk is None]
-    TestHealth.objects.bulk_create(new, batch_size=BATCH, ignore_conflicts=True)
-    old = [row for row in rows if row.pk is not None]
-    fields = [*vars(machine.Health()).keys(), "steps", "last_sha", "since", "since_sha", "updated_at"]
-    for row in old:
-        row.updated_at = timezone.now()
-    TestHealth.objects.bulk_update(old, fields, batch_size=BATCH)
+    """New rows inserted and changed ones updated, each kind in one prepared statement per batch."""
+    now = timezone.now()
+    for row in rows:
+        row.updated_at = now
+    fields = {name: TestHealth._meta.get_field(name) for name in HEALTH_FIELDS}
+    new = [
+        {"identity_id": r.identity_id, "project_id": r.project_id, **{n: getattr(r, n) for n in HEALTH_FIELDS}}
+        for r in rows
+        if r.pk is None
+    ]
+    rows_insert(TestHealth, new)
+    old = [r for r in rows if r.pk is not None]
+    if not old:
+        return
+    sets = ", ".join(f"{connection.ops.quote_name(fields[n].column)} = %s" for n in HEALTH_FIELDS)
+    sql = f"UPDATE {TestHealth._meta.db_table} SET {sets} WHERE id = %s"
+    values = [[_prepared(fields[n], getattr(r, n)) for n in HEALTH_FIELDS] + [r.pk] for r in old]
+    with connection.cursor() as cursor:
+        for start in range(0, len(values), BATCH):
+            cursor.executemany(sql, values[start : start + BATCH])
+
+
+def _prepared(field, value):
+    return connection.ops.adapt_datetimefield_value(value) if field.get_internal_type() == "DateTimeField" else value
 
 
 # --- the sweep ----------------------------------------------------------------------------------------

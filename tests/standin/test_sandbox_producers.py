@@ -113,3 +113,20 @@ def test_rocm_fails_the_test_it_muted_and_mps_reports_its_strict_xfail_passing()
     assert muted and {t["name"] for j in muted for t in j["failed_tests"]} == {"test_pow_scalar_overflow_cuda_int64"}
     xpassed = _first_shard_failures("pytorch-mps/mps-ci")
     assert xpassed and {t["outcome"] for j in xpassed for t in j["failed_tests"]} == {"xpassed"}
+
+
+def test_a_lasting_upstream_break_fails_on_the_reference_and_every_backend_from_its_commit_on():
+    from devtools.standin.sandbox import LASTING_BREAK, LASTING_BREAK_HEADS, commit_fate
+
+    sha = "ab" * 20
+    LASTING_BREAK_HEADS.add(sha)
+    try:
+        broken, tests = commit_fate(sha)
+        assert broken and tests[0] == LASTING_BREAK
+        reference = {t.name for t in junit_parse(reference_junit(sha)).failed_tests}
+        assert "test_conv2d_backward_openreg_bfloat16" in reference
+        for repo in PRODUCERS:
+            names = {t["name"] for t in plan(repo, sha).job("test (default, 1, 2)", "failure")["failed_tests"]}
+            assert any(n.rpartition("::")[2].startswith("test_conv2d_backward_") for n in names)
+    finally:
+        LASTING_BREAK_HEADS.discard(sha)
