@@ -37,7 +37,7 @@ from relay.models import (
 from relay.testids import TestId
 from relay.triage.mutes import active_filter
 
-from .baseline import cell_failures, has_baseline, test_kind
+from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
 from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, registered_backends
 
 FAILING = {o.value for o in FAILING_OUTCOMES}
@@ -367,30 +367,40 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
     for sha, pid, job_id, outcome in stored.values_list("sha", "project_id", "job_run_id", "outcome"):
         runs.setdefault((sha, pid), {})[job_id] = outcome
+    failures = _failures(cells)
     reference = next((p for p in backends if p.is_reference), None)
-    references = _reference_failures(cells, reference)
     tid = test_id_of(identity)
     rows = []
     for commit in commits:
-        row_cells = [_cell(cells[(commit.sha, p.id)], runs.get((commit.sha, p.id), {}), tid) for p in backends]
-        _marks(row_cells, backends, references.get(commit.sha), tid)
+        row_cells = [_cell(failures[(commit.sha, p.id)], runs.get((commit.sha, p.id), {}), tid) for p in backends]
+        _marks(row_cells, backends, failures.get((commit.sha, reference.id)) if reference else None, tid)
         rows.append(HistoryRow(commit.sha, commit.title, commit.landed_at, row_cells))
     return rows
 
 
-def _reference_failures(cells: dict, reference) -> dict:
-    if reference is None:
-        return {}
-    mine = [cell for (sha, pid), cell in cells.items() if pid == reference.id]
-    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in mine if c.failing]))
-    return {cell.sha: cell_failures(cell, tests) for cell in mine}
+def _failures(cells: dict) -> dict:
+    """Every cell's CellFailures (the baseline's reading of its latest attempts' failed tests):
+    what decides passed (inferred) and shared, and what a cell the minute sweep has not stored
+    yet failed."""
+    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in cells.values() if c.failing]))
+    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
+    resolve_commit_ids(failures.values())
+    return failures
 
 
-def _cell(cell, runs: dict[int, str], tid: TestId) -> HistoryCell:
+def _cell(failures, runs: dict[int, str], tid: TestId) -> HistoryCell:
+    cell = failures.cell
     result = HistoryCell(cell.project.id)
     if not runs:
-        if cell.verdicts:
-            passed = cell_failures(cell, {}).passed(tid)
+        record = failures.tests.find(tid)
+        if record is not None:  # failing on its latest attempt, not in the store yet
+            job = next(v.job for v in cell.verdicts if v.job.id == record["job_run_id"])
+            result.outcome, result.attempts = (
+                record.get("outcome") or "failed",
+                [Attempt(job.run_attempt, "failed", job)],
+            )
+        elif cell.verdicts:
+            passed = failures.passed(tid)
             result.outcome, result.inferred = ("passed", True) if passed else ("unknown", False)
             result.attempts = [
                 Attempt(v.job.run_attempt, result.outcome, v.job, result.inferred) for v in cell.verdicts[:1]

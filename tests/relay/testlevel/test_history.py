@@ -79,3 +79,14 @@ def test_search_finds_a_test_by_its_id_or_its_name(world):
     assert [i.identity for i in identities_matching(ADD)] == [ADD]
     assert {i.identity for i in identities_matching("test_mul")} == {MUL}
     assert identities_matching("te") == []
+
+
+def test_a_failure_the_minute_sweep_has_not_stored_yet_reads_failed_never_passed(world):
+    from relay.testlevel.store import commit_record
+
+    newest = UpstreamCommit.objects.create(sha="f" * 40, is_trunk=True, landed_at=timezone.now())
+    ran(world["reference"], newest, "failure", [named("PRIVATEUSE1", "openreg")])
+    ran(world["xpu"], newest, "failure", [named("XPU", "xpu")])
+    commit_record(newest.sha, world["xpu"])  # the reference's result came after the sweep's run
+    row = history().rows[0]
+    assert [(c.outcome, c.mark) for c in row.cells[:2]] == [("failed", "shared"), ("failed", "shared")]
