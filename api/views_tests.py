@@ -31,6 +31,7 @@ def _cell(cell, column) -> dict:
         "passed_on_retry": cell.on_retry,
         "mark": cell.mark,
         "muted": cell.muted,
+        "flaky": cell.flaky,
         "first_failing": cell.first_failing,
         "last_passing": cell.last_passing,
         "job": _job(cell.job),

@@ -247,6 +247,8 @@ class HistoryCell:
     """shared, backend_only, not_comparable (a failing backend cell); shared or reference_only
     (the reference's failing cell)."""
     muted: bool = False
+    flaky: bool = False
+    """The test is flaky on this backend now: a failure here is no regression."""
     first_failing: bool = False
     last_passing: bool = False
 
@@ -319,6 +321,7 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
             cell.first_failing = bool(streak) and streak.first_failing == row.sha
             cell.last_passing = bool(streak) and streak.last_passing == row.sha
             cell.muted = cell.project_id in mutes
+            cell.flaky = cell.project_id in health and health[cell.project_id].state == "flaky"
     columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
     return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None)
 
