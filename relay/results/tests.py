@@ -13,13 +13,15 @@ when a backend fails it too, *reference only* when a backend ran it and passed.
 
 **Since when**: per backend, the newest failing commit's streak walked back along trunk (as
 relay.results.culprits walks one: a commit without a decided result neither ends nor extends
-it) to its first failing commit and the last passing one before it."""
+it, and no further than CRCR_CULPRIT_WINDOW commits) to its first failing commit and the last
+passing one before it."""
 
 import base64
 import binascii
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 from django.utils.dateparse import parse_datetime
 
@@ -42,8 +44,6 @@ from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_
 
 FAILING = {o.value for o in FAILING_OUTCOMES}
 PAGE = 30
-WINDOW = 500
-"""Trunk commits walked back for the first failing commit of a streak."""
 OUTCOMES = {
     "failed": ("✗", "failed"),
     "error": ("E", "error"),
@@ -173,32 +173,54 @@ class Streak:
     last_passing: str | None = None
 
 
-def _failing_shas(identity: TestIdentity, project_ids) -> dict[int, set[str]]:
-    rows = TestRun.objects.filter(identity=identity, project_id__in=list(project_ids), outcome__in=FAILING)
+def _window() -> int:
+    """Trunk commits walked back for the first failing commit of a streak: the culprit window
+    (relay.results.culprits walks as far)."""
+    return settings.CRCR_CULPRIT_WINDOW
+
+
+SLACK = timedelta(hours=1)
+"""A job is created after its commit lands (dispatched after the push); an hour of slack for
+clocks. Bounding created_at keeps a chronic test's reads to the commits asked about: the store's
+index is (identity, project, created_at)."""
+
+
+def _failing_shas(identity: TestIdentity, project_ids, shas, since) -> dict[int, set[str]]:
+    rows = TestRun.objects.filter(
+        identity=identity, project_id__in=list(project_ids), outcome__in=FAILING, sha__in=list(shas)
+    )
+    rows = rows.filter(created_at__gte=since - SLACK) if since else rows
     found: dict[int, set[str]] = {}
     for pid, sha in rows.values_list("project_id", "sha").distinct():
         found.setdefault(pid, set()).add(sha)
     return found
 
 
-def _passed_on(project_ids, shas) -> set[tuple[int, str]]:
+def _passed_on(project_ids, shas, since=None) -> set[tuple[int, str]]:
     """(project, sha) where the backend reported per-test results and finished (was stepped)."""
     rows = TestedCommit.objects.filter(project_id__in=list(project_ids), sha__in=list(shas), per_test=True)
+    rows = rows.filter(created_at__gte=since - SLACK) if since else rows
     return {(pid, sha) for pid, sha, stepped in rows.values_list("project_id", "sha", "stepped_jobs") if stepped}
 
 
 def streaks_of(identity: TestIdentity, project_ids, before: UpstreamCommit | None = None) -> dict[int, Streak]:
     """Per backend: the first failing commit of its newest streak (at or before `before`) and
     the last passing commit before it (None: none in the window)."""
-    failing = _failing_shas(identity, project_ids)
-    if not failing:
-        return {}
     commits = UpstreamCommit.objects.filter(is_trunk=True)
     if before is not None:
         commits = commits.filter(landed_at__lte=before.landed_at)
-    chain = list(commits.order_by("-landed_at", "-id").values_list("sha", flat=True)[:WINDOW])
-    passed = _passed_on(failing, chain)
+    chain, since = _chain(commits)
+    failing = _failing_shas(identity, project_ids, chain, since)
+    if not failing:
+        return {}
+    passed = _passed_on(failing, chain, since)
     return {pid: _walk(chain, shas, {s for p, s in passed if p == pid}) for pid, shas in failing.items()}
+
+
+def _chain(commits) -> tuple[list[str], datetime | None]:
+    """Trunk SHAs newest first, the culprit window's worth, and when the oldest landed."""
+    rows = list(commits.order_by("-landed_at", "-id").values_list("sha", "landed_at")[: _window()])
+    return [sha for sha, _ in rows], (rows[-1][1] if rows else None)
 
 
 def _walk(chain: list[str], failing: set[str], passed: set[str]) -> Streak:
@@ -219,9 +241,9 @@ def last_pass_before(identity: TestIdentity, project_id: int, sha: str) -> str |
     if commit is None:
         return None
     older = UpstreamCommit.objects.filter(is_trunk=True, landed_at__lt=commit.landed_at)
-    chain = list(older.order_by("-landed_at", "-id").values_list("sha", flat=True)[:WINDOW])
-    failing = _failing_shas(identity, [project_id]).get(project_id, set())
-    passed = {s for _, s in _passed_on([project_id], chain)}
+    chain, since = _chain(older)
+    failing = _failing_shas(identity, [project_id], chain, since).get(project_id, set())
+    passed = {s for _, s in _passed_on([project_id], chain, since)}
     return next((s for s in chain if s in passed and s not in failing), None)
 
 
@@ -368,9 +390,11 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     cells = cells_for_commits(shas, backends, detail=True)
     runs: dict[tuple[str, int], dict[int, str]] = {}
     stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
+    if commits:
+        stored = stored.filter(created_at__gte=min(c.landed_at for c in commits) - SLACK)
     for sha, pid, job_id, outcome in stored.values_list("sha", "project_id", "job_run_id", "outcome"):
         runs.setdefault((sha, pid), {})[job_id] = outcome
-    failures = _failures(cells)
+    failures = _failures(cells, identity.method)
     reference = next((p for p in backends if p.is_reference), None)
     tid = test_id_of(identity)
     rows = []
@@ -381,11 +405,12 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     return rows
 
 
-def _failures(cells: dict) -> dict:
-    """Every cell's CellFailures (the baseline's reading of its latest attempts' failed tests):
-    what decides passed (inferred) and shared, and what a cell the minute sweep has not stored
-    yet failed."""
-    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in cells.values() if c.failing]))
+def _failures(cells: dict, method: str) -> dict:
+    """Every cell's CellFailures (the baseline's reading of its latest attempts' failed tests,
+    those whose name holds the test's method: every name of it does): what decides passed
+    (inferred) and shared, and what a cell the minute sweep has not stored yet failed."""
+    failing = latest_failing_job_ids([c for c in cells.values() if c.failing])
+    tests = failed_tests_for_jobs(failing, name_contains=method)
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
     return failures
