@@ -18,14 +18,14 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
-from ..models import JobRun, Level, NotificationEvent, Project, RelayState, UpstreamCommit
+from ..models import JobRun, Level, NotificationEvent, Project, UpstreamCommit
 from ..results.baseline import BACKEND, MIXED, commit_baseline
 from ..results.cells import cells_for_commits, registered_backends
 from ..results.culprits import streaks, trunk_chain
 from ..results.tests import states_for
 from ..verdicts import PASSING
+from ..watermarks import watermark_move, watermark_read
 from .events import event_emit
 
 Kind = NotificationEvent.Kind
@@ -37,16 +37,9 @@ MAX_COMMITS = 30
 
 def trunk_events_detect(now) -> list[NotificationEvent]:
     """The trunk events since the last run's watermark, which then moves to `now`."""
-    events = trunk_events(_watermark(now))
-    RelayState.objects.update_or_create(key=WATERMARK_KEY, defaults={"value": {"at": now.isoformat()}})
+    events = trunk_events(watermark_read(WATERMARK_KEY, now, FIRST_LOOKBACK, OVERLAP))
+    watermark_move(WATERMARK_KEY, now)
     return events
-
-
-def _watermark(now):
-    state = RelayState.objects.filter(key=WATERMARK_KEY).first()
-    if state is None or not state.value.get("at"):
-        return now - FIRST_LOOKBACK
-    return parse_datetime(state.value["at"]) - OVERLAP
 
 
 def trunk_events(since) -> list[NotificationEvent]:

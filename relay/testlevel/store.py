@@ -16,7 +16,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from relay.models import (
     FAILING_OUTCOMES,
@@ -24,7 +23,6 @@ from relay.models import (
     JobRun,
     Level,
     Project,
-    RelayState,
     TestedCommit,
     TestHealth,
     TestIdentity,
@@ -35,6 +33,7 @@ from relay.results.baseline import cell_failures
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
 from relay.testids import TestId, TestIdResolver, report_ids
 from relay.verdicts import attempts_in_order
+from relay.watermarks import watermark_move, watermark_read
 
 from . import machine
 
@@ -291,22 +290,15 @@ def store_sweep(now=None, limit: int = 2000) -> int:
     overlap); the watermark then moves to `now`. Returns how many commits had something new."""
     now = now or timezone.now()
     changed = 0
-    for sha, project in _touched(_watermark(now), now, limit):
+    for sha, project in _touched(watermark_read(WATERMARK_KEY, now, LOOKBACK, OVERLAP), now, limit):
         try:
             recorded = commit_record(sha, project)
         except Exception:  # noqa: BLE001 - one commit's trouble must not stall the rest
             logger.exception("test store: recording %s on %s failed", sha[:12], project.full_name)
             continue
         changed += bool(recorded.new)
-    RelayState.objects.update_or_create(key=WATERMARK_KEY, defaults={"value": {"at": now.isoformat()}})
+    watermark_move(WATERMARK_KEY, now)
     return changed
-
-
-def _watermark(now):
-    state = RelayState.objects.filter(key=WATERMARK_KEY).first()
-    if state is None or not state.value.get("at"):
-        return now - LOOKBACK
-    return parse_datetime(state.value["at"]) - OVERLAP
 
 
 def _touched(since, now, limit: int) -> list[tuple[str, Project]]:
