@@ -6,7 +6,7 @@ superuser's session; a backend's token mutes only for that backend. Every write 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions, serializers
+from rest_framework import generics, permissions, serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -100,27 +100,28 @@ def _answer(call):
         raise serializers.ValidationError({"detail": str(exc)}) from exc
 
 
-class MuteListView(APIView):
+class MuteListView(generics.ListAPIView):
     """GET: mutes, newest first (`backend`, `test_id`, `active=true|false` filter them). POST:
     mute a test for a backend (reason, owner, `days` — 14 by default — or `expires_at`)."""
 
     permission_classes = [SignedInWrite]
+    serializer_class = MuteOut
+    pagination_class = Cursor
 
     @extend_schema(
         parameters=[
             OpenApiParameter("backend", OpenApiTypes.STR),
             OpenApiParameter("test_id", OpenApiTypes.STR),
             OpenApiParameter("active", OpenApiTypes.BOOL),
-        ],
-        responses={200: MuteOut(many=True)},
+        ]
     )
-    def get(self, request):
-        params = request.query_params
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        params = self.request.query_params
         active = {"true": True, "false": False}.get(params.get("active", ""))
-        rows = mutes_listed(params.get("backend", "").strip(), params.get("test_id", "").strip(), active)
-        paginator = Cursor()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(MuteOut(page, many=True).data)
+        return mutes_listed(params.get("backend", "").strip(), params.get("test_id", "").strip(), active)
 
     @extend_schema(request=MuteIn, responses={201: MuteOut})
     def post(self, request):
