@@ -7,11 +7,18 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from .models import ApiToken, Scope, user_may
+from relay.models import Project
+
+from .models import ApiToken, Scope, backend_scope, user_may
 
 
 class ApiTokenForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple, initial=[Scope.READ])
+    backends = forms.ModelMultipleChoiceField(
+        queryset=Project.objects.filter(active=True).order_by("full_name"),
+        required=False,
+        help_text="Maintainer of these backends (scope backend:<owner>/<repo>): may mute their tests.",
+    )
 
     class Meta:
         model = ApiToken
@@ -26,7 +33,9 @@ class ApiTokenForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        owner, scopes = cleaned.get("user"), cleaned.get("scopes") or []
+        backends = [backend_scope(p.full_name) for p in cleaned.get("backends") or []]
+        cleaned["scopes"] = [*(cleaned.get("scopes") or []), *backends]
+        owner, scopes = cleaned.get("user"), cleaned["scopes"]
         for person, role in ((owner, "its owner"), (self.issuer, "you")):
             beyond = [s for s in scopes if person is not None and not user_may(person, s)]
             if beyond:
@@ -61,7 +70,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         return (
-            ["user", "name", "scopes"]
+            ["user", "name", "scopes", "backends"]
             if obj is None
             else ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
         )

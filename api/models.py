@@ -16,12 +16,22 @@ class Scope(models.TextChoices):
     ADMIN = "admin", "admin (allowlist import, everything)"
 
 
+BACKEND_SCOPE = "backend:"
+"""`backend:<owner>/<repo>`: a backend's maintainer, for that backend only (its mutes). An admin
+grants it when issuing the token (api/admin.py); the repo name is stored lower-case."""
+
+
+def backend_scope(full_name: str) -> str:
+    return BACKEND_SCOPE + str(full_name).strip().lower()
+
+
 def user_may(user, scope: str) -> bool:
-    """What the user could do in person: read (any active user), change the registry (the
-    add/change project permissions), or everything (superuser). A token never exceeds it."""
+    """What the user could do in person: read (any active user), maintain a backend (any active
+    user an admin grants it to), change the registry (the add/change project permissions), or
+    everything (superuser). A token never exceeds it."""
     if user is None or not user.is_active:
         return False
-    if scope == Scope.READ:
+    if scope == Scope.READ or str(scope).startswith(BACKEND_SCOPE):
         return True
     if scope == Scope.WRITE_PROJECTS:
         return user.has_perms(["relay.add_project", "relay.change_project"])

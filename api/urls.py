@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_hud, views_triage
+from . import views, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -17,6 +17,9 @@ class ApiRoot(APIRootView):
         "pr-gate": ("api-pr-gate", {"number": 0}, "0", "{number}"),
         "baseline": ("api-commit-baseline", {"sha": "0" * 40}, "0" * 40, "{sha}"),
         "expectations": ("api-expectations", {"full_name": "owner/repo"}, "owner/repo", "{owner}/{repo}"),
+        "test-history": ("api-test-history", {"identity": "IDENTITY"}, "IDENTITY", "{identity}"),
+        "mute-extend": ("api-mute-extend", {"pk": 0}, "/0/", "/{id}/"),
+        "mute-lift": ("api-mute-lift", {"pk": 0}, "/0/", "/{id}/"),
     }
     """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
 
@@ -32,7 +35,13 @@ class Router(DefaultRouter):
 
     APIRootView = ApiRoot
     include_format_suffixes = False
-    extra_root_entries = {"allowlist": "api-allowlist", "level-status": "api-level-status", "culprits": "api-culprits"}
+    extra_root_entries = {
+        "allowlist": "api-allowlist",
+        "level-status": "api-level-status",
+        "culprits": "api-culprits",
+        "quality": "api-quality",
+        "mutes": "api-mutes",
+    }
 
     def get_api_root_view(self, api_urls=None):
         names = {prefix: self.routes[0].name.format(basename=basename) for prefix, _, basename in self.registry}
@@ -65,6 +74,19 @@ urlpatterns = [
     ),
     re_path(r"^api/v1/culprits/?$", views_hud.CulpritsView.as_view(), name="api-culprits"),
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
+    re_path(r"^api/v1/quality/?$", views_tests.QualityView.as_view(), name="api-quality"),
+    re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
+    re_path(
+        r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/extend/?$", views_mutes.MuteChangeView.as_view(), name="api-mute-extend"
+    ),
+    re_path(
+        r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/lift/?$",
+        views_mutes.MuteChangeView.as_view(action="lift"),
+        name="api-mute-lift",
+    ),
+    re_path(
+        r"^api/v1/tests/(?P<identity>.+)/history/?$", views_tests.TestHistoryView.as_view(), name="api-test-history"
+    ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

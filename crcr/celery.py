@@ -40,6 +40,7 @@ FOLLOW_UP_TASKS = (
     "relay.retention_sweep",
     "relay.installations_sync",
     "relay.alerts_evaluate",
+    "relay.test_store_sweep",
 )
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
@@ -85,6 +86,11 @@ app.conf.beat_schedule = {
         "task": "relay.heartbeat",
         "schedule": 30.0,
         "options": {"expires": 25},
+    },
+    "every-minute-record-test-store": {
+        "task": "relay.test_store_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
     },
     "every-6-hours-retention": {
         "task": "relay.retention_sweep",

@@ -401,6 +401,16 @@ CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 # after this many days (0: kept forever); deliveries, dispatches, attempts and results stay.
 CRCR_RETENTION_PAYLOAD_DAYS = env_int("CRCR_RETENTION_PAYLOAD_DAYS", 30)
 CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS", 30)
+CRCR_RETENTION_TEST_DAYS = env_int("CRCR_RETENTION_TEST_DAYS", 90)
+"""The test store (relay/models/testlevel.py): outcomes and tested commits older than this go (0: kept forever)."""
+
+# --- the test store's flakiness machine (relay/testlevel/machine.py) --------------------------------
+CRCR_TEST_BROKEN_AFTER = env_int("CRCR_TEST_BROKEN_AFTER", 3)
+"""A test failing on this many consecutive upstream commits of a backend is broken there."""
+CRCR_TEST_HEALED_AFTER = env_int("CRCR_TEST_HEALED_AFTER", 10)
+"""Only this many clean passes in a row make a flaky or broken test healthy again."""
+CRCR_MUTE_DAYS = env_int("CRCR_MUTE_DAYS", 14)
+"""A mute's default expiry."""
 
 # --- triage and notifications -------------------------------------------------------------------
 CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)

@@ -1,11 +1,13 @@
 """Sandbox demo data for triage and notifications (sandbox mode only; `manage.py seed_sandbox`):
-known issues over the stand-in's test pool, an expectations file for Apple MPS, and one
+known issues over the stand-in's test pool, an expectations file for Apple MPS, a mute AMD ROCm
+put on the test it fails on its own (devtools/standin/sandbox.py: MUTED_TESTS), and one
 subscription to the sandbox's local webhook sink, so marks and /notifications fill within
 minutes. Idempotent: seeding again changes nothing."""
 
 from relay.models import KnownIssue, Project, Subscription
 from relay.triage.expectations import expectations_replace
 from relay.triage.issues import known_issue_create, known_issue_update
+from relay.triage.mutes import MuteError, mute_create
 
 SEED_BY = "sandbox seed"
 ISSUES = [
@@ -37,6 +39,14 @@ ISSUES = [
         "state": "resolved",
     },
 ]
+MUTES = [
+    (
+        "ROCm/pytorch",
+        "test_binary_ufuncs.TestBinaryUfuncs.test_pow_scalar_overflow_int64",
+        "int64 pow overflow differs on gfx942; fix in ROCm 7.1",
+        "rocm-ci-oncall",
+    )
+]
 MPS_EXPECTATIONS = """# Apple MPS: known gaps of the MPS backend (DRM-CI style: pattern,Kind)
 TestBinaryUfuncs.test_pow_scalar_overflow_int64,Fail   # int64 pow overflows differently on MPS
 TestAutogradDevice.test_pin_memory,Fail   # pinned memory is not supported on MPS
@@ -49,6 +59,7 @@ def seed_sandbox_triage(sink_url: str = "") -> dict:
     mps = Project.objects.filter(full_name__iexact="pytorch-mps/mps-ci").first()
     if mps is not None and not mps.expectations.exists():
         expectations_replace(mps, MPS_EXPECTATIONS, by=SEED_BY)
+    muted = [_mute(*spec) for spec in MUTES]
     if sink_url:
         Subscription.objects.update_or_create(
             name="Sandbox webhook sink",
@@ -64,7 +75,18 @@ def seed_sandbox_triage(sink_url: str = "") -> dict:
                 "active": True,
             },
         )
-    return {"issues": len(made)}
+    return {"issues": len(made), "mutes": sum(muted)}
+
+
+def _mute(repo: str, test_id: str, reason: str, owner: str) -> bool:
+    project = Project.objects.filter(full_name__iexact=repo).first()
+    if project is None:
+        return False
+    try:
+        mute_create(project, test_id, reason, owner, SEED_BY, days=30)
+    except MuteError:
+        return False  # muted already
+    return True
 
 
 def _issue(spec: dict) -> KnownIssue:

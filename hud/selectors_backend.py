@@ -27,15 +27,18 @@ from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelCha
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
-from relay.results.cells import combined_state
+from relay.results.cells import combined_state, reference_backend, registered_backends
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
+from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
+from relay.results.tests import flaky_tests
 from relay.run_links import github_job_id
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
 from .selectors_commit import commit_pr_number
+from .selectors_tests import failed_test_dicts_states
 from .selectors_triage import expectation_rows
 
 PER_PAGE = 50
@@ -383,6 +386,7 @@ def _member_detail(project: Project, label: str, verdict, jobs: list, pr_number:
     ]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
+    failed_test_dicts_states(project, failed)
     return MemberDetail(label, verdict.state, attempts, failed, _tests_text(latest))
 
 
@@ -392,10 +396,27 @@ def _triage_verdicts(job_ids: list[int]) -> dict[int, dict]:
     return dict(rows)
 
 
+PRODUCER_COUNTS = (
+    ("tests_passed", "passed"),
+    ("tests_failed", "failed"),
+    ("tests_error", "errors"),
+    ("tests_skipped", "skipped"),
+    ("tests_xfailed", "xfailed"),
+    ("tests_xpassed", "xpassed"),
+)
+"""The counts as pytest's summary line prints them (torch-spyre counts all six)."""
+SHOWN_ALWAYS = {"tests_passed", "tests_failed", "tests_skipped"}
+
+
 def _tests_text(job) -> str:
     if job.tests_total is None:
         return "no test counts reported"
-    text = f"{job.tests_passed or 0:,} passed · {job.tests_failed or 0:,} failed · {job.tests_skipped or 0:,} skipped of {job.tests_total:,}"
+    text = " · ".join(
+        f"{getattr(job, field) or 0:,} {word}"
+        for field, word in PRODUCER_COUNTS
+        if field in SHOWN_ALWAYS or getattr(job, field)
+    )
+    text += f" of {job.tests_total:,}"
     text += f" · via {job.get_tests_source_display()}" if job.tests_source else ""
     return text + (" (failed-test list truncated)" if job.failed_tests_truncated else "")
 
@@ -604,6 +625,10 @@ class Dashboard:
     history: LevelHistory | None = None
     demotion_pr: object = None
     """The backend's active demotion pull request (relay.checks.demotion), or None."""
+    quality: Quality | None = None
+    """Coverage, flaky share and time to recover over the window (relay.results.quality)."""
+    flaky: list = field(default_factory=list)
+    """The backend's flaky and broken tests (relay.results.tests.flaky_tests)."""
 
     @property
     def known_heads(self) -> int:
@@ -620,7 +645,7 @@ def dashboard_build(
 ) -> Dashboard:
     now = now or timezone.now()
     window = WINDOWS[window_key]
-    since = window_buckets(window.days, now)[0].start
+    since = start = window_buckets(window.days, now)[0].start
     tally = window_tallies(window.days, now).get((project.pk, tab)) or Tally()
     heads = heads_in_window(project, tab, since)
     cards = stat_cards(tally, len(heads), window.label)
@@ -657,4 +682,6 @@ def dashboard_build(
         adjusted,
         level_history(project),
         demotion_pr_active(project),
+        quality_of(project, reference_backend(registered_backends()), start, now) if tab == "pr" else None,
+        flaky_tests(project.pk, ("flaky", "broken"), limit=50) if tab == "pr" else [],
     )

@@ -18,6 +18,8 @@ from relay.verdicts import (
     State,
 )
 
+from .selectors_tests import failed_test_dicts_states
+
 _PR_IN_TITLE = linear(r"\(#([0-9]{1,9})\)\s*$")
 
 
@@ -90,6 +92,7 @@ def _job_details(cell: Cell, tests: dict[int, list]) -> list[JobDetail]:
     details = []
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
+        failed_test_dicts_states(cell.project, failed)
         details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed)))
     return details
 

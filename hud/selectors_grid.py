@@ -32,6 +32,7 @@ from .overdue import overdue_among, running_job_ids
 from .patterns import PatternError, pattern_matcher
 from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import commit_pr_number
+from .selectors_tests import failed_test_dicts_states
 
 PER_PAGE = 50
 MAX_FILTER_CHARS = 200
@@ -422,6 +423,8 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
     if cell.failing and not project.is_reference:
         annotate_failures(cell, tests)
+    for job_tests in tests.values():
+        failed_test_dicts_states(project, job_tests)
     return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 

@@ -1,13 +1,15 @@
-"""The top bar's search box: what a PR number, a SHA prefix, a backend name, a PR's author or
-words of a PR's or commit's title refer to."""
+"""The top bar's search box: what a PR number, a SHA prefix, a backend name, a test (its id or
+name, from the test store), a PR's author or words of a PR's or commit's title refer to."""
 
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from django.db.models import Q
 
 from relay.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
 from relay.results.heads import CANDIDATES, commits_by_prefix
+from relay.results.tests import identities_matching
 
 MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
@@ -30,17 +32,20 @@ class SearchResult:
     """Pull requests by that author, or whose title holds the words (newest first)."""
     titled: list = field(default_factory=list)
     """Trunk commits whose title holds the words (newest first)."""
+    tests: list = field(default_factory=list)
+    """Test identities (relay.models.TestIdentity) whose id or name matches."""
     pr_number: int | None = None
     """A PR number the relay has never seen (shown on the not-found page)."""
 
     @property
     def found(self) -> bool:
-        return bool(self.url or self.commits or self.backends or self.prs or self.titled)
+        return bool(self.url or self.commits or self.backends or self.tests or self.prs or self.titled)
 
 
 def search(query: str) -> SearchResult:
     """A PR number ("151999", "#151999"), then a SHA prefix, then a backend (full name, display
-    name or device, case-insensitive). One match is a destination; several are a list."""
+    name or device, case-insensitive), then a test (its id, or a part of its name). One match is
+    a destination; several are a list."""
     query = query.strip()
     result = SearchResult(query)
     pr = PR_NUMBER.match(query)
@@ -53,7 +58,7 @@ def search(query: str) -> SearchResult:
     if not result.commits:
         result.backends = backends_matching(query)
     if not (result.commits or result.backends):
-        result.prs, result.titled = prs_matching(query), commits_titled(query)
+        result.tests, result.prs, result.titled = identities_matching(query), prs_matching(query), commits_titled(query)
     return _settle(result)
 
 
@@ -62,9 +67,17 @@ def _settle(result: SearchResult) -> SearchResult:
         result.url = f"/commit/{result.commits[0].sha}"
     elif len(result.backends) == 1:
         result.url = f"/crcr/{result.backends[0].full_name}"
-    elif len(result.prs) == 1 and not result.titled:
-        result.url = f"/pr/{result.prs[0].number}"
+    elif len(result.prs) + len(result.titled) + len(result.tests) == 1:
+        result.url = _only_one(result)
     return result
+
+
+def _only_one(result: SearchResult) -> str:
+    if result.prs:
+        return f"/pr/{result.prs[0].number}"
+    if result.titled:
+        return f"/commit/{result.titled[0].sha}"
+    return "/test/" + quote(result.tests[0].identity, safe="")
 
 
 def prs_matching(text: str) -> list[PullRequest]:

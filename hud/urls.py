@@ -3,7 +3,7 @@ metrics in hud.views_summary."""
 
 from django.urls import path, re_path
 
-from . import views_grid, views_metrics, views_search, views_summary, views_triage
+from . import views_grid, views_metrics, views_search, views_summary, views_tests, views_triage
 
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
@@ -11,6 +11,7 @@ urlpatterns = [
     re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("search", views_search.search_view, name="hud-search"),
     path("metrics", views_metrics.metrics, name="prometheus-metrics"),
+    re_path(r"^test/(?P<identity>.+)$", views_tests.test_view, name="hud-test"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
     path("crcr/health/<str:key>", views_summary.health_card, name="hud-health-card"),

@@ -25,6 +25,7 @@ from .selectors_grid import (
     parse_cell_key,
     pr_page,
 )
+from .selectors_tests import baseline_states
 from .templatetags.hud_tags import job_log_url
 
 
@@ -100,6 +101,7 @@ def commit(request, sha):
             context["candidates"] = match.candidates
             return page(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
+        baseline_states(baseline)
         since = commit_streaks(recorded, detail)
         rows = [(b, baseline.for_backend(b.project.id), since.get(b.project.id, [])) for b in detail.backends]
         context.update(

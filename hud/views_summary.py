@@ -18,6 +18,7 @@ from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
+from hud.selectors_tests import quality_rows
 from hud.tallies.buckets import TalliesPending
 from hud.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
 from relay.params import int_param
@@ -85,6 +86,7 @@ def summary(request):
     }
     try:
         context["summary"] = summary_build(params["range"], params["event"])
+        context["quality"] = quality_rows(params["range"]) if params["event"] == "pr" else []
     except TalliesPending as pending:
         return _loading(request, "hud/summary.html", "body", context, pending)
     except DatabaseError as exc:

@@ -1,9 +1,10 @@
-"""Admin for known issues, expectations, subscriptions and the notification log. Only admins
-(superusers) may turn an issue's gate blocking off."""
+"""Admin for known issues, expectations, subscriptions, the notification log and mutes. Only
+admins (superusers) may turn an issue's gate blocking off."""
 
 from django import forms
 from django.contrib import admin
 
+from .models.testlevel import TestMute, TestMuteEvent
 from .models.triage import (
     Expectation,
     IssueOccurrence,
@@ -14,6 +15,7 @@ from .models.triage import (
     Subscription,
 )
 from .triage import issues as issue_services
+from .triage import mutes as mute_services
 from .triage.matching import PatternError, message_check, patterns_check
 
 
@@ -135,3 +137,90 @@ class NotificationEventAdmin(admin.ModelAdmin):
     list_display = ("occurred_at", "kind", "title", "project")
     list_filter = ("kind",)
     readonly_fields = [f.name for f in NotificationEvent._meta.fields]
+
+
+# --- mutes (relay.triage.mutes): made, extended and lifted through the service, so each is audited ---
+
+
+class TestMuteForm(forms.ModelForm):
+    test_id = forms.CharField(max_length=2000, help_text="the device-agnostic test id the HUD shows")
+    days = forms.IntegerField(min_value=1, max_value=mute_services.MAX_DAYS, initial=14, help_text="until it expires")
+
+    class Meta:
+        model = TestMute
+        fields = ["project", "reason", "owner"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("project") and not self.errors:
+            try:
+                mute_services.mute_check(data["project"], data["test_id"], data["reason"], data["owner"], data["days"])
+            except mute_services.MuteError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return data
+
+
+class TestMuteEventInline(admin.TabularInline):
+    model = TestMuteEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ("action", "by", "at", "expires_at", "note")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(TestMute)
+class TestMuteAdmin(admin.ModelAdmin):
+    list_display = ("identity", "project", "owner", "expires_at", "lifted_at", "created_by")
+    list_filter = ("project", "lifted_at")
+    search_fields = ("identity__identity", "reason", "owner")
+    inlines = [TestMuteEventInline]
+    actions = ["extend_two_weeks", "lift"]
+
+    def get_inlines(self, request, obj=None):
+        return self.inlines if obj is not None else []
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = TestMuteForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return ["project", "test_id", "reason", "owner", "days"] if obj is None else super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else [f.name for f in TestMute._meta.fields]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        data = form.cleaned_data
+        by = request.user.get_username()
+        mute = mute_services.mute_create(
+            data["project"], data["test_id"], data["reason"], data["owner"], by, data["days"]
+        )
+        obj.__dict__.update(mute.__dict__)  # the admin's log and redirect name the mute the service made
+
+    def save_related(self, request, form, formsets, change):
+        pass  # the service wrote the mute and its audit row
+
+    @admin.action(description="Extend the selected mutes by 14 days from now")
+    def extend_two_weeks(self, request, queryset):
+        done = self._each(request, queryset, lambda m: mute_services.mute_extend(m, request.user.get_username(), 14))
+        self.message_user(request, f"{done} mutes extended.")
+
+    @admin.action(description="Lift the selected mutes")
+    def lift(self, request, queryset):
+        done = self._each(request, queryset, lambda m: mute_services.mute_lift(m, request.user.get_username()))
+        self.message_user(request, f"{done} mutes lifted.")
+
+    def _each(self, request, queryset, change) -> int:
+        done = 0
+        for mute in queryset:
+            try:
+                change(mute)
+                done += 1
+            except mute_services.MuteError as exc:
+                self.message_user(request, f"{mute}: {exc}", level="warning")
+        return done

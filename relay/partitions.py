@@ -1,5 +1,5 @@
-"""Monthly partitions for the two tables that grow with traffic: job runs and dispatches
-(PostgreSQL declarative partitioning, RANGE on created_at). See docs/scaling.md.
+"""Monthly partitions for the tables that grow with traffic: job runs, dispatches and the test
+store's outcomes (PostgreSQL declarative partitioning, RANGE on created_at). See docs/scaling.md.
 
 A partitioned table's primary key and unique constraints must contain the partition key, and a
 foreign key can only point at a unique key, so converting a table:
@@ -23,8 +23,8 @@ from datetime import UTC, date, datetime
 
 from django.db import connection, transaction
 
-TABLES = ("relay_dispatch", "relay_jobrun")
-"""Dispatches first: a job points at its dispatch."""
+TABLES = ("relay_dispatch", "relay_jobrun", "relay_testrun")
+"""Dispatches first: a job points at its dispatch, a test run at its job."""
 KEY = "created_at"
 AHEAD_MONTHS = 3
 

@@ -10,6 +10,10 @@ every attempt, job runs with their conclusions, timings, counts and failed tests
   such a delivery can no longer be re-dispatched. Deliveries with a dispatch still to send keep
   their payload.
 - A completed job's stored callback body is emptied.
+- The test store (relay/models/testlevel.py) keeps CRCR_RETENTION_TEST_DAYS (90) of outcomes and
+  tested commits: older TestRun and TestedCommit rows are deleted (on a partitioned relay_testrun,
+  dropping a month's partition does the same at once: docs/scaling.md). Identities, flakiness
+  states and mutes stay: they are one row per test, not per run.
 
 A beat task runs this every six hours, in bounded batches."""
 
@@ -22,7 +26,7 @@ from django.db import transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from .models import Delivery, Dispatch, JobRun
+from .models import Delivery, Dispatch, JobRun, TestedCommit, TestRun
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -39,7 +43,7 @@ _SKELETON_FIELDS = {
 
 def retention_sweep(now=None) -> dict:
     now = now or timezone.now()
-    done = {"payloads": 0, "bodies": 0}
+    done = {"payloads": 0, "bodies": 0, "test_runs": 0}
     if settings.CRCR_RETENTION_PAYLOAD_DAYS > 0:
         done["payloads"] = _batches(
             lambda: payloads_prune(now - timedelta(days=settings.CRCR_RETENTION_PAYLOAD_DAYS), now)
@@ -48,8 +52,15 @@ def retention_sweep(now=None) -> dict:
         done["bodies"] = _batches(
             lambda: bodies_prune(now - timedelta(days=settings.CRCR_RETENTION_CALLBACK_BODY_DAYS))
         )
+    if settings.CRCR_RETENTION_TEST_DAYS > 0:
+        done["test_runs"] = _batches(lambda: test_store_prune(now - timedelta(days=settings.CRCR_RETENTION_TEST_DAYS)))
     if any(done.values()):
-        logger.info("retention: pruned %s webhook payloads and %s callback bodies", done["payloads"], done["bodies"])
+        logger.info(
+            "retention: pruned %s webhook payloads, %s callback bodies and %s test-store rows",
+            done["payloads"],
+            done["bodies"],
+            done["test_runs"],
+        )
     return done
 
 
@@ -123,3 +134,14 @@ def bodies_prune(cutoff) -> int:
     due = JobRun.objects.filter(status=JobRun.Status.COMPLETED, completed_at__lt=cutoff).exclude(body={}).order_by("pk")
     ids = list(due.values_list("pk", flat=True)[:BATCH])
     return JobRun.objects.filter(pk__in=ids).update(body={}) if ids else 0
+
+
+def test_store_prune(cutoff) -> int:
+    """One batch: test outcomes and tested commits dated before `cutoff` deleted."""
+    done = 0
+    for model in (TestRun, TestedCommit):
+        ids = list(
+            model.objects.filter(created_at__lt=cutoff).order_by("created_at").values_list("pk", flat=True)[:BATCH]
+        )
+        done += model.objects.filter(pk__in=ids).delete()[0] if ids else 0
+    return done

@@ -18,6 +18,7 @@ from .github.tasks import installations_sync
 from .health import heartbeat_record
 from .notify.tasks import issue_occurrences_record, notification_digests, notification_send, notification_sweep
 from .reference.imports import reference_import_sweep as _reference_import_sweep
+from .testlevel.tasks import test_store_sweep
 
 __all__ = [
     "alerts_evaluate",
@@ -35,6 +36,7 @@ __all__ = [
     "notification_sweep",
     "reference_import_sweep",
     "results_sweep",
+    "test_store_sweep",
     "upstream_react",
     "upstream_write_send",
     "upstream_write_sweep",

@@ -25,9 +25,13 @@ is no class). PyTorch's `instantiate_test` names a method `{name}{parametrize}_{
 so the device word is the token right before the dtype tokens, and it is the only one removed;
 dtypes and parameters stay (`test_op_xpu[add-xpu]` → `test_op[add-xpu]`). Which word that is:
 
-* a class suffixed by a device *type* (`XPU`, `CUDA` — ROCm too —, `MPS`, `HPU`, `MTIA`,
-  `OPENREG`, or the upper-cased registry `device_type` of the backend) has that type's word
-  (`TestFooCUDA.test_to_cuda_cuda` → `TestFoo.test_to_cuda`);
+* a class suffixed by a device *type* has that type's word (`TestFooCUDA.test_to_cuda_cuda` →
+  `TestFoo.test_to_cuda`; ROCm runs as `cuda`). The device types are every one PyTorch knows:
+  c10's `DeviceType` names lower-cased (`cpu`, `cuda`, `xpu`, `mps`, `meta`, `hpu`, `mtia`, `xla`,
+  `lazy`, ...), read from torch itself into relay/torch_device_types.py, never kept by hand; plus
+  `OPENREG` (OpenReg's docs show the class as the backend's own name upper-cased) and the
+  upper-cased registry `device_type` of the backend. The class counts as instantiated for that
+  type only when the method carries the type's word (`TestCUDAPRIMITIVE.test_x` keeps its name);
 * a class suffixed `PRIVATEUSE1` has whatever name the backend registered with
   `rename_privateuse1_backend` (`_openreg_`, `_npu_`, `_spyre_`, `_rbln_`, ...). It is, in this
   order: a known word where it last stands (the registry's `device_type`, editable in the admin;
@@ -36,9 +40,8 @@ dtypes and parameters stay (`test_op_xpu[add-xpu]` → `test_op[add-xpu]`). Whic
   be a product name like `rocm` or `gpu`) only in the device's position, i.e. right before the
   dtype tokens; or, for the method alone, the token in that position (the tokens of torch's dtype names:
   `float32`, `int64`, `bool`, `float8_e4m3fn` is two);
-* a method without a class loses the last fixed device word (`privateuse1`, `openreg`, `cuda`,
-  `xpu`, `mps`, `hpu`, `mtia`) or known word, wherever it stands, else a hinted word in the
-  device's position.
+* a method without a class loses a device word (a device type, a known or a hinted word) only
+  in the device's position.
 
 A word of the upstream test's own name is never removed: only the token in the device's position
 is (`test_npu_format_cast_npu` on Ascend and `test_npu_format_cast_openreg` on OpenReg are both
@@ -46,9 +49,16 @@ is (`test_npu_format_cast_npu` on Ascend and `test_npu_format_cast_openreg` on O
 
 Names that merely contain a device word stay as they are: `test_cudagraph_trees` (no word
 boundary), `TestMPSGraph` (not a suffix), `TestMPS` (nothing would be left), and a method of a
-class that was not instantiated per device (`TestCuda.test_to_cuda`) keeps its name. CPU is
-deliberately not a device here (nor as a hint): a CPU-instantiated test is a different test from its
-accelerator twin, and both may run in the same job.
+class that was not instantiated per device (`TestCuda.test_to_cuda`) keeps its name.
+
+**CPU is a device type like any other**: a CPU-architecture backend (the RISC-V CI on upstream's
+allowlist) runs `TestFooCPU.test_add_cpu_float32`, which is the upstream test
+`TestFoo.test_add_float32` that the reference runs as `TestFooPRIVATEUSE1.test_add_openreg_float32`.
+But an accelerator's job may run the CPU twins of its tests too: where one report holds the same
+upstream test instantiated for several device types, the backend's own device keeps the upstream
+identity and the twins keep their names as reported (`report_ids`: the backend's known or learned
+word, then any accelerator type, then `cpu`, then `meta`). A failures-only report cannot show the
+twin beside it: there a failing `TestFooCPU` test reads as the upstream test.
 
 Where one side lacks the module, `TestIdResolver` fills it in from the other reports of the same
 commit when class + method name exactly one module there; otherwise the identity stays without a
@@ -61,11 +71,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-DEVICES = ("privateuse1", "openreg", "cuda", "xpu", "mps", "hpu", "mtia")
-"""Device words PyTorch itself knows; a PrivateUse1 backend's own name is learned or hinted."""
+from .torch_device_types import DEVICE_TYPES
+
+REFERENCE_DEVICE = "openreg"
+"""The name upstream's OpenReg reference registers for PrivateUse1."""
+DEVICES = tuple(sorted({*DEVICE_TYPES, REFERENCE_DEVICE}, key=lambda d: (-len(d), d)))
+"""Device words PyTorch itself knows (every c10 DeviceType, and OpenReg's registered name),
+longest first so that a suffix is matched whole; another PrivateUse1 backend's own name is
+learned or hinted."""
 PRIVATEUSE1 = "PRIVATEUSE1"
-NOT_A_DEVICE = {"cpu", "meta", "bool"}
-"""CPU twins are different tests; `meta` is PyTorch's own device type; `bool` is a dtype."""
+NOT_A_DEVICE = {"bool"}
+"""A dtype's name, never a device's."""
+TWIN_RANK = {"cpu": 2, "meta": 3}
+"""Of the same upstream test instantiated for several device types in one report, which is the
+backend's own (lowest first): its known or learned word 0, any other device type 1, then these."""
 
 _GENERIC_CLASS_NAMES = {"", "Test"}
 _TEST_ROOT = "test"
@@ -119,28 +138,57 @@ test_id.__test__ = False  # a function named test_* that pytest must not collect
 
 @lru_cache(maxsize=65536)
 def _test_id(name: str, classname: str, file: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> TestId:
-    method, params = _split_params(name)
-    qualifier, method = (classname, method) if classname else _split_qualified(method)
-    path, cls = _split_class(qualifier)
-    module = _module(path) or _module_from_file(file)
-    bare_cls, device_type = _class_device(cls, devices)
+    module, cls, method, params = _parts(name, classname, file)
+    bare_cls, device_type = _class_device(cls, method, devices)
     if device_type or not cls:
         method = _strip_device(method, device_type, devices, hints)
     return TestId(module, ".".join(part for part in (bare_cls, method + params) if part))
 
 
+def _parts(name: str, classname: str, file: str) -> tuple[str, str, str, str]:
+    """(module, class, method, parameters) as reported."""
+    method, params = _split_params(name)
+    qualifier, method = (classname, method) if classname else _split_qualified(method)
+    path, cls = _split_class(qualifier)
+    return _module(path) or _module_from_file(file), cls, method, params
+
+
 def report_ids(tests: Iterable[dict], device_type: str = "", environment: dict | None = None) -> list[TestId]:
     """Identities of one job's reported tests (`name`, `classname`, `file` each): its backend's
-    registry `device_type` and the callback's `environment.device` as device words, and each
-    PRIVATEUSE1 class's device word learned from the methods the report has of it."""
+    registry `device_type` and the callback's `environment.device` as device words, each
+    PRIVATEUSE1 class's device word learned from the methods the report has of it, and the
+    twins of another device type kept apart (the module doc)."""
     tests = list(tests)
     known = device_words(device_type)
     hints = device_words((environment if isinstance(environment, dict) else {}).get("device"))
     learned = _learned_words(tests)
-    return [
-        test_id(t["name"], t.get("classname", ""), t.get("file", ""), _with(known, learned.get(_class_of(t))), hints)
-        for t in tests
+    words = [_with(known, learned.get(_class_of(t))) for t in tests]
+    ids = [
+        test_id(t["name"], t.get("classname", ""), t.get("file", ""), w, hints)
+        for t, w in zip(tests, words, strict=True)
     ]
+    return ids if len(set(ids)) == len(ids) else _twins_apart(tests, ids, words)
+
+
+def _twins_apart(tests: list[dict], ids: list[TestId], words: list[tuple[str, ...]]) -> list[TestId]:
+    """Where several reported tests reach one identity from different device types, the
+    backend's own keeps it and the others keep their names as reported."""
+    ranks = [_twin_rank(t, w) for t, w in zip(tests, words, strict=True)]
+    best: dict[TestId, int] = {}
+    for tid, rank in zip(ids, ranks, strict=True):
+        best[tid] = min(best.get(tid, rank), rank)
+    return [tid if rank == best[tid] else _as_reported(test) for test, tid, rank in zip(tests, ids, ranks, strict=True)]
+
+
+def _twin_rank(test: dict, words: tuple[str, ...]) -> int:
+    _, cls, method, _ = _parts((test.get("name") or "").strip(), _class_of(test), test.get("file") or "")
+    word = _class_device(cls, method, words)[1]
+    return 0 if word == PRIVATEUSE1 or word in words else TWIN_RANK.get(word, 1)
+
+
+def _as_reported(test: dict) -> TestId:
+    module, cls, method, params = _parts((test.get("name") or "").strip(), _class_of(test), test.get("file") or "")
+    return TestId(module, ".".join(part for part in (cls, method + params) if part))
 
 
 def normalize_test_id(name: str, classname: str = "", file: str = "", devices: Sequence[str] = ()) -> str:
@@ -158,22 +206,30 @@ def _class_of(test: dict) -> str:
 
 
 def _learned_words(tests: list[dict]) -> dict[str, str]:
-    """Per PRIVATEUSE1 class of one report: the token in the device's position of most of its
-    methods (a majority, so one method of an odd shape cannot decide for the rest)."""
+    """Per class of one report instantiated for a PrivateUse1 backend — suffixed PRIVATEUSE1, or
+    the backend's own name upper-cased (`TestFooSPYRE`, a name no device type has) — the token
+    in the device's position of most of its methods (a majority, so one method of an odd shape
+    cannot decide for the rest)."""
     candidates: dict[str, Counter] = {}
     for test in tests:
         qualifier = _class_of(test)
-        if not _split_class(qualifier)[1].endswith(PRIVATEUSE1):
-            continue
+        cls = _split_class(qualifier)[1]
         method = _split_params((test.get("name") or "").strip())[0]
-        method = method.rpartition("::")[2].rpartition(".")[2]
-        candidates.setdefault(qualifier, Counter())[_structural_device(method) or ""] += 1
+        word = _structural_device(method.rpartition("::")[2].rpartition(".")[2]) or ""
+        if not cls.endswith(PRIVATEUSE1) and not (word and word not in DEVICES and _own_name_suffix(cls, word)):
+            word = ""  # counts against the class's majority, if it has one
+        candidates.setdefault(qualifier, Counter())[word] += 1
     learned = {}
     for qualifier, counts in candidates.items():
         word, count = counts.most_common(1)[0]
         if word and count * 2 > sum(counts.values()):
             learned[qualifier] = word
     return learned
+
+
+def _own_name_suffix(cls: str, word: str) -> bool:
+    bare = cls.removesuffix(word.upper())
+    return bare != cls and bare not in _GENERIC_CLASS_NAMES
 
 
 def _split_params(name: str) -> tuple[str, str]:
@@ -216,14 +272,19 @@ def _module_from_file(file: str) -> str:
     return _module(file) if file.endswith(".py") else ""
 
 
-def _class_device(cls: str, devices: tuple[str, ...]) -> tuple[str, str]:
+def _class_device(cls: str, method: str, devices: tuple[str, ...]) -> tuple[str, str]:
     """(class without its instantiation suffix, the device word it implies: PRIVATEUSE1 for a
-    backend's own name, "" when the class was not instantiated per device)."""
-    for suffix, word in [(PRIVATEUSE1, PRIVATEUSE1)] + [(d.upper(), d) for d in DEVICES + devices]:
+    backend's own name, "" when the class was not instantiated per device). A device type's
+    suffix counts when the method carries the type's word, as every instantiated method does."""
+    for suffix, word in [(PRIVATEUSE1, PRIVATEUSE1)] + [(d.upper(), d) for d in devices + DEVICES]:
         bare = cls.removesuffix(suffix)
-        if bare != cls and bare not in _GENERIC_CLASS_NAMES:
+        if bare != cls and bare not in _GENERIC_CLASS_NAMES and (word == PRIVATEUSE1 or _has_word(method, word)):
             return bare, word
     return cls, ""
+
+
+def _has_word(method: str, word: str) -> bool:
+    return f"_{word}_" in f"{method}_"
 
 
 def _strip_device(method: str, device_type: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> str:
@@ -231,8 +292,7 @@ def _strip_device(method: str, device_type: str, devices: tuple[str, ...], hints
         return _strip_privateuse1(method, devices, hints)
     if device_type:
         return _strip_last(method, (device_type,))
-    stripped = _strip_last(method, DEVICES + devices)
-    return stripped if stripped != method else _strip_in_position(method, hints)
+    return _strip_in_position(method, DEVICES + devices + hints)
 
 
 def _strip_privateuse1(method: str, devices: tuple[str, ...], hints: tuple[str, ...]) -> str:
@@ -333,3 +393,30 @@ class TestTable(dict):
                 self._index.setdefault(tid.key, []).append(tid)
             self._index_size = len(self)
         return self._index
+
+
+@dataclass(frozen=True)
+class IdParts:
+    """An identity's parts, kept apart for the test store: the method without its dtype tokens,
+    the dtypes (`float32`, `float8_e4m3fn`), pytest's bracketed parameters."""
+
+    module: str
+    test_class: str
+    method: str
+    dtypes: str
+    params: str
+
+
+def id_parts(tid: TestId) -> IdParts:
+    name, params = _split_params(tid.key)
+    cls, _, method = name.rpartition(".")
+    tokens = method.split("_")
+    tail = max(_dtype_tail_start(tokens), 2) if method.startswith("test_") else len(tokens)
+    return IdParts(tid.module, cls, "_".join(tokens[:tail]), "_".join(tokens[tail:]), params)
+
+
+def parse_test_id(text: str) -> TestId:
+    """A test id as the pages and the baseline write it (`module.Class.method[params]`) read back
+    into its module and key, as written: nothing is stripped (it is an identity already)."""
+    module, cls, method, params = _parts((text or "").strip(), "", "")
+    return TestId(module, ".".join(part for part in (cls, method + params) if part))

@@ -45,6 +45,10 @@ EXPECTED = {
     "callback_vs_public_relay": "×",
     "web_peak_rss": "MB",
     "worker_peak_rss": "MB",
+    "teststore_seed": "s",
+    "teststore_history": "ms",
+    "teststore_flaky": "ms",
+    "teststore_record": "ms",
 }
 
 

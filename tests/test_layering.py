@@ -350,6 +350,7 @@ RELAY_SERVICES = (
     "relay.triage.issues",
     "relay.triage.expectations",
     "relay.triage.matching",
+    "relay.triage.mutes",
     "relay.notify.subscriptions",
 )
 """Writes that validate and record who did them (and the errors they raise): a form or an API call

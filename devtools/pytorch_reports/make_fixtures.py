@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DEFAULT_OUT = REPO / "tests" / "fixtures" / "pytorch-reports"
-DEVICES = ("openreg", "npu", "spyre", "rbln", "xpu", "cuda", "mps")
+DEVICES = ("openreg", "npu", "spyre", "rbln", "xpu", "cuda", "mps", "cpu")
 SOURCES = ("test_device_generic.py", "test_pytest_outcomes.py", "device_setup.py", "cpu_backed_bases.py")
 TIMEOUT = 300
 BROKEN_IMPORT_DEVICE = "openreg"

@@ -99,6 +99,15 @@ STRUGGLING_BACKENDS = {"quic/ai-engine-direct-torch"}
 """An L3 backend whose own CI fails often (the reference passes those tests): its pass rate stays
 well below 90 % on both rates, so the demotion loop opens a PR for it on the stand-in."""
 OWN_FAILURE_RATE, SOUND_OWN_FAILURE_RATE, STRUGGLING_OWN_FAILURE_RATE = 0.14, 0.02, 0.4
+FLAKY_TESTS = {"intel/torch-xpu-ops": (TEST_POOL[4], 0.3)}
+"""A test that fails now and then on the first attempt and passes on the retry (test_pin_memory
+on Intel XPU): the test store reads it *flaky*, with its pass-on-retry count."""
+MUTED_TESTS = {"ROCm/pytorch": (TEST_POOL[6], 0.3)}
+"""A test a backend fails on its own and has muted (devtools/sandbox_triage.py seeds the mute):
+shown with its badge, left out of the pass rate and the gate."""
+STRICT_XPASS = {"pytorch-mps/mps-ci": (TEST_POOL[4], 0.25)}
+"""A test the backend lists as an expected failure that now and then passes under pytest's strict
+xfail (reported xpassed): it reads "now passes — lift the expectation"."""
 OUTCOME_MIX = {"skipped": 42, "xfailed": 7, "xpassed": 1}
 """Besides passed and failed, what backends' summaries count (torch-spyre's: errors, xfailed, xpassed)."""
 
@@ -174,6 +183,9 @@ class Upstream:
 
     def push(self, title: str, author: str) -> None:
         before, self.trunk = self.trunk, _sha("trunk", title, time.time())
+        self.pushes = getattr(self, "pushes", 0) + 1
+        if self.pushes >= LASTING_BREAK_FROM_PUSH:
+            LASTING_BREAK_HEADS.add(self.trunk)
         self.standin.add_commit(UPSTREAM, self.trunk, parents=[before], message=title, author=author)
         reference_run(self.standin, self.trunk)
         commit = {
@@ -411,11 +423,23 @@ class Runners:
         )
 
 
+LASTING_BREAK = TEST_POOL[2]
+"""A test upstream breaks for good at the LASTING_BREAK_FROM_PUSH-th trunk push of a sandbox run
+(nobody fixes it in the session): from that commit on it fails on the reference and on every
+backend, so its history page reads *shared* from one commit on."""
+LASTING_BREAK_FROM_PUSH = 6
+LASTING_BREAK_HEADS: set[str] = set()
+"""Trunk heads pushed since (the simulator and the runners share this process)."""
+
+
 def commit_fate(sha: str) -> tuple[bool, list]:
     """Whether a commit broke upstream, and which tests it broke: the same answer for every
     backend and for the reference, so the baseline comparison has something true to find."""
     rng = random.Random(sha)
-    return rng.random() < 0.18, rng.sample(TEST_POOL, 2)
+    broken, tests = rng.random() < 0.18, rng.sample(TEST_POOL, 2)
+    if sha in LASTING_BREAK_HEADS:
+        return True, [LASTING_BREAK, *(t for t in tests if t != LASTING_BREAK)][: 2 if broken else 1]
+    return broken, tests
 
 
 def reference_junit(sha: str) -> bytes:
@@ -566,6 +590,9 @@ class JobPlan:
         return "failure" if self.rng.random() < own else "success"
 
     def job(self, name: str, conclusion: str) -> dict:
+        special = self.special_failure(name) if conclusion == "success" else None
+        if special is not None:
+            return special
         fail = conclusion == "failure" and not self.project.get("is_health_probe")
         # a backend's own environment breaking (a driver, a missing library) before any test ran
         broken_before_tests = fail and not self.upstream_broken and self.rng.random() < 0.15
@@ -581,6 +608,25 @@ class JobPlan:
             "broken_before_tests": broken_before_tests,
             "failed_tests": self.failed_tests() if fail and not broken_before_tests else [],
         }
+
+    def special_failure(self, name: str) -> dict | None:
+        """On the first test shard of a job that would pass: the backend's flaky test failing
+        (its retry passes), its muted test failing, or its strict-xfail test passing (xpassed)."""
+        repo = self.project["full_name"]
+        if not name.startswith("test (default, 1"):
+            return None
+        for table, flaky, outcome in (
+            (FLAKY_TESTS, True, None),
+            (MUTED_TESTS, False, None),
+            (STRICT_XPASS, False, "xpassed"),
+        ):
+            spec, rate = table.get(repo, (None, 0))
+            if spec is not None and self.rng.random() < rate:
+                test = self.failed_test(spec)
+                if outcome:
+                    test = {**test, "outcome": outcome, "message": "[XPASS(strict)] not supported on this device yet"}
+                return {**self.job(name, "success"), "conclusion": "failure", "flaky": flaky, "failed_tests": [test]}
+        return None
 
     def failed_tests(self) -> list[dict]:
         tests = list(self.broken_tests) if self.upstream_broken else []

@@ -12,7 +12,8 @@ refresh notices it:
   the refresh treats a changed reference row as a change to every backend's rows on that commit;
 * a job's own rows, its triage verdict included (written with the callback, so `updated_at`), are
   the tallies' own changes;
-* a known issue opened, edited or closed, or a registry change (level, reference, the per-project
+* a known issue opened, edited or closed, a test muted, extended or lifted (its audit rows), or a
+  registry change (level, reference, the per-project
   `excuse_triage_verdicts`): the refresh fingerprints them (`excused_facts`) and, when the
   fingerprint moves, recomputes every hour of the longest range (90 days), within its budget like
   any pending hour. That is rare and costs one full recomputation of the range.
@@ -30,7 +31,7 @@ from django.db.models import Count, Max, Sum
 from hud.models import ExcusedRollup
 from hud.tallies.buckets import _floor_hour
 from relay.cache import soft_get, soft_set
-from relay.models import KnownIssue, Level, Project
+from relay.models import KnownIssue, Level, Project, TestMuteEvent
 from relay.results.excused import excused_jobs, projects_with_failures
 
 HOUR = timedelta(hours=1)
@@ -87,10 +88,12 @@ def _rows_replace(span: list, counts: Counter) -> None:
 
 
 def excused_facts() -> str:
-    """What an excuse depends on beyond job rows: the known issues and the registry's judged fields."""
+    """What an excuse depends on beyond job rows: the known issues, the mutes' audit and the
+    registry's judged fields."""
     issues = KnownIssue.objects.aggregate(Max("updated_at"), Count("id"))
+    mutes = TestMuteEvent.objects.aggregate(Max("id"))
     projects = Project.objects.order_by("pk").values_list("pk", "level", "is_reference", "excuse_triage_verdicts")
-    facts = f"{issues}:{list(projects)}"
+    facts = f"{issues}:{mutes}:{list(projects)}"
     return hashlib.sha256(facts.encode()).hexdigest()[:40]
 
 

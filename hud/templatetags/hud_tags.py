@@ -230,6 +230,14 @@ def state_label(state) -> str:
 
 
 @register.filter
+def test_url(test_id) -> str:
+    """The test page of a test id (relay.testids' identity), URL-encoded whole (its brackets,
+    slashes and spaces included)."""
+    text = str(test_id or "").strip()
+    return "/test/" + quote(text, safe="") if text else "#"
+
+
+@register.filter
 def backend_url(full_name) -> str:
     """The backend dashboard of owner/repo."""
     owner, _, repo = str(full_name).partition("/")

@@ -20,6 +20,7 @@ from django.db.models import Exists, OuterRef
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project
 from ..results.heads import pr_head
 from ..triage.issues import not_blocking
+from ..triage.mutes import Muted
 from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
 from .markdown import md_code
 
@@ -53,8 +54,8 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
 
 def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict], dict]:
     """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts. A
-    failing job whose failures all match known issues an admin marked as not blocking counts
-    nowhere, and the reason says so; `excused` is job id → those issues."""
+    failing job whose failures all match known issues an admin marked as not blocking, or tests the
+    backend muted, counts nowhere, and the reason says so; `excused` is job id → those excuses."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
@@ -70,12 +71,16 @@ def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate
     return state, reason, verdicts, excused
 
 
-def _excused_text(verdict: JobVerdict, issues) -> str:
-    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {_issue_names(issues)}"
+def _excused_text(verdict: JobVerdict, excuses) -> str:
+    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {_excuse_names(excuses)}"
 
 
-def _issue_names(issues) -> str:
-    return ", ".join(f"known issue #{i.pk} {i.title}" for i in issues)
+def _excuse_names(excuses) -> str:
+    """Known issues marked not blocking, and mutes, as the gate names them."""
+    return ", ".join(
+        f"{e.mute.identity.identity} {e.label}" if isinstance(e, Muted) else f"known issue #{e.pk} {e.title}"
+        for e in excuses
+    )
 
 
 # --- the gate -------------------------------------------------------------------------------------
@@ -113,7 +118,7 @@ def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
             "attempts": v.attempts,
             "run_id": v.job.run_id,
             "url": v.job.workflow_url,
-            "not_blocking": _issue_names(excused[v.job.pk]) if v.job.pk in excused else "",
+            "not_blocking": _excuse_names(excused[v.job.pk]) if v.job.pk in excused else "",
         }
         for v in verdicts
     ]
@@ -144,7 +149,7 @@ def gate_summary(verdict: dict) -> str:
     if any("not blocking:" in b["reason"] for b in verdict["backends"]):
         lines += [
             "",
-            "Some failures match known issues an admin marked as not blocking the gate: they are listed above and do not block.",
+            "Some failures match known issues an admin marked as not blocking the gate, or tests the backend muted: they are listed above and do not block.",
         ]
     lines += [
         "",

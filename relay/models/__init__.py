@@ -8,6 +8,8 @@
 - demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
 - triage: known issues and their occurrences, expectations, subscriptions and notifications;
 - alerts: episodes of the relay's own health alerts.
+- testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
+  commits the store took, flakiness states, mutes and their audit.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
@@ -37,6 +39,16 @@ from .results import (
     RerunRequest,
     TestOutcome,
     UsedToken,
+)
+from .testlevel import (
+    HealthState,
+    TestedCommit,
+    TestHealth,
+    TestIdentity,
+    TestMute,
+    TestMuteEvent,
+    TestRun,
+    identity_digest,
 )
 from .triage import (
     Expectation,
@@ -88,4 +100,12 @@ __all__ = [
     "NotificationAttempt",
     "NotificationEvent",
     "Subscription",
+    "HealthState",
+    "TestedCommit",
+    "TestHealth",
+    "TestIdentity",
+    "TestMute",
+    "TestMuteEvent",
+    "TestRun",
+    "identity_digest",
 ]

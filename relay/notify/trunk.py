@@ -2,7 +2,8 @@
 pages read them, each recorded once (by key) through event_emit:
 
 * **new_failure** (backend, commit): the backend fails tests or jobs the reference passes
-  (backend-specific, known issues and expected failures left out) that it did not fail before:
+  (backend-specific, known issues and expected failures left out, and tests the test store
+  holds flaky or muted on that backend: a flake is no regression) that it did not fail before:
   their streak starts at this commit. With the culprit range: last pass, first failure, suspects.
 * **recovery** (backend, commit): passing again where its previous decided trunk result failed,
   after a new_failure was announced for it (a flaky blip nobody heard about is no news).
@@ -17,13 +18,14 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
-from ..models import JobRun, Level, NotificationEvent, Project, RelayState, UpstreamCommit
+from ..models import JobRun, Level, NotificationEvent, Project, UpstreamCommit
 from ..results.baseline import BACKEND, MIXED, commit_baseline
 from ..results.cells import cells_for_commits, registered_backends
 from ..results.culprits import streaks, trunk_chain
+from ..results.tests import states_for
 from ..verdicts import PASSING
+from ..watermarks import watermark_move, watermark_read
 from .events import event_emit
 
 Kind = NotificationEvent.Kind
@@ -35,16 +37,9 @@ MAX_COMMITS = 30
 
 def trunk_events_detect(now) -> list[NotificationEvent]:
     """The trunk events since the last run's watermark, which then moves to `now`."""
-    events = trunk_events(_watermark(now))
-    RelayState.objects.update_or_create(key=WATERMARK_KEY, defaults={"value": {"at": now.isoformat()}})
+    events = trunk_events(watermark_read(WATERMARK_KEY, now, FIRST_LOOKBACK, OVERLAP))
+    watermark_move(WATERMARK_KEY, now)
     return events
-
-
-def _watermark(now):
-    state = RelayState.objects.filter(key=WATERMARK_KEY).first()
-    if state is None or not state.value.get("at"):
-        return now - FIRST_LOOKBACK
-    return parse_datetime(state.value["at"]) - OVERLAP
 
 
 def trunk_events(since) -> list[NotificationEvent]:
@@ -95,7 +90,10 @@ def _previous_decided(commit: UpstreamCommit, projects: list[Project]) -> dict[i
 
 def _new_failure(commit, project, comparison):
     """Only failures whose streak starts here are new; the event carries their culprit range."""
-    backend_only = {t.test_id for t in comparison.backend_only} | set(comparison.job_level_failures)
+    tests = {t.test_id for t in comparison.backend_only}
+    states = states_for({(project.id, test) for test in tests})
+    quiet = {test for (_, test), state in states.items() if state.flaky or state.muted}
+    backend_only = (tests - quiet) | set(comparison.job_level_failures)
     new = [s for s in streaks(project, commit) if s.subject in backend_only and s.first_failing.sha == commit.sha]
     if not new:
         return None

@@ -123,9 +123,11 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
     return states
 
 
-def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> dict[int, list]:
+def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False, name_contains: str = "") -> dict[int, list]:
     """Failed tests of the given attempts, by attempt id (one query); each row carries its
-    job's `environment.device` as `env_device`, a device-word hint for relay.testids."""
+    job's `environment.device` as `env_device`, a device-word hint for relay.testids.
+    `name_contains`: only the rows whose reported name holds it (one test's method: the test
+    page reads one test among a page of failing cells)."""
     fields = ["job_run_id", "name", "classname", "file", "hw_classification", "outcome", "env_device"] + (
         ["message", "truncated"] if with_messages else []
     )
@@ -133,6 +135,7 @@ def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False) -> di
     # KT("job_run__environment__device") would read job_run as the JSON column (a bigint on PostgreSQL).
     device = KeyTextTransform("device", "job_run__environment")
     rows = FailedTest.objects.filter(job_run_id__in=job_ids).annotate(env_device=device)
+    rows = rows.filter(name__contains=name_contains) if name_contains else rows
     for row in rows.values(*fields) if job_ids else []:
         tests.setdefault(row["job_run_id"], []).append(row)
     return tests

@@ -9,17 +9,19 @@ upstream's:
   that claims 40 failures and lists none, or lists 1 of its 40, cannot show that every failure is
   upstream's, and a build failure that lists nothing has nothing to compare (issue 45);
 * and each listed failure is **shared** (the OpenReg reference failed it too on the same commit,
-  relay.results.baseline's comparison) or matches an **open known issue of kind upstream**
-  (relay.triage);
+  relay.results.baseline's comparison), matches an **open known issue of kind upstream**
+  (relay.triage), or its test is **muted** on this backend (relay.triage.mutes: a quarantined
+  test is left out of the pass rate while it still runs and shows);
 * or, only when the project's registry entry allows it (`excuse_triage_verdicts`), the job's own
   triage verdict says `upstream` or `infra` with `high` confidence (the whole job).
 
 A cancelled job tested nothing, and a timed-out or never-started one is the backend's
 infrastructure (upstream's timeout criterion counts them apart): neither is ever excused, whatever
-it lists or its verdict says. A failure that lists no failed test (a build failure, pytest's collection
-error) is never excused either: its mark may read *shared* when the reference's build failed
-too, but an empty list cannot show that every failure is upstream's. The adjusted rate leaves excused jobs out of the count (passed /
-(decided − excused)): an upstream failure says nothing about whether the backend would have passed."""
+it lists or its verdict says. A failure that lists no failed test (a build failure, pytest's
+collection error) is never excused either: its mark may read *shared* when the reference's build
+failed too, but an empty list cannot show that every failure is upstream's. The adjusted rate
+leaves excused jobs out of the count (passed / (decided − excused)): an upstream failure says
+nothing about whether the backend would have passed."""
 
 import hashlib
 from dataclasses import dataclass, field
@@ -29,10 +31,11 @@ from django.db.models import Count, Max
 from django.urls import reverse
 
 from relay.cache import soft_get, soft_set
-from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project
+from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project, TestMuteEvent
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
+from relay.triage.mutes import Mutes
 from relay.verdicts import Rates, State, job_label
 
 from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
@@ -45,7 +48,7 @@ from .cells import (
     reported_environment,
 )
 
-BASELINE, KNOWN_UPSTREAM, VERDICT = "baseline", "known_issue", "triage_verdict"
+BASELINE, KNOWN_UPSTREAM, VERDICT, MUTED = "baseline", "known_issue", "triage_verdict", "muted"
 CACHE_SECONDS = 90
 """A window's excused list is shared this long: about 2 ms per failing head SHA (measured on the
 sandbox), so /crcr's rows and the readiness panel's two windows would otherwise recompute it on
@@ -56,7 +59,7 @@ VERDICT_CATEGORIES = {"upstream", "infra"}
 @dataclass(frozen=True)
 class Evidence:
     kind: str
-    """baseline, known_issue or triage_verdict."""
+    """baseline, known_issue, triage_verdict or muted."""
     label: str
     url: str
 
@@ -115,14 +118,16 @@ class AdjustedRates:
 # --- one job -------------------------------------------------------------------------------------
 
 
-def job_excuse(job, reported: list, mine: CellFailures, reference: CellFailures | None, triager, verdicts: dict):
+def job_excuse(
+    job, reported: list, mine: CellFailures, reference: CellFailures | None, triager, verdicts: dict, mutes=None
+):
     """The evidence that excuses one failed job, or None when a failure of it stays the backend's."""
     verdict = verdicts.get(job.id)
     if verdict and verdict.get("category") in VERDICT_CATEGORIES and verdict.get("confidence") == "high":
         return (Evidence(VERDICT, f"triage verdict: {verdict['category']}, high confidence", _job_anchor(mine)),)
     if not listed_completely(job, reported):
         return None
-    return _tests_excuse(reported, mine, reference, triager)
+    return _tests_excuse(reported, mine, reference, triager, mutes)
 
 
 def listed_completely(job, reported: list) -> bool:
@@ -131,7 +136,7 @@ def listed_completely(job, reported: list) -> bool:
     return bool(reported) and len(reported) == counted and not job.failed_tests_truncated  # a DetailJob
 
 
-def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
+def _tests_excuse(reported: list, mine: CellFailures, reference, triager, mutes=None):
     project = mine.cell.project
     ids = report_ids(reported, project.device_type, reported_environment(reported))
     resolver = TestIdResolver([*mine.tests, *(reference.tests if reference else [])])
@@ -140,6 +145,10 @@ def _tests_excuse(reported: list, mine: CellFailures, reference, triager):
         tid = resolver.resolve(tid)
         if has_baseline(reference) and reference.failing(tid):
             evidence.append(Evidence(BASELINE, "shared with the reference", _baseline_anchor(mine)))
+            continue
+        muted = mutes.of(project.id, tid.full) if mutes else None
+        if muted is not None:
+            evidence.append(Evidence(MUTED, f"{tid.full} {muted.label}", _test_anchor(tid)))
             continue
         issue = _upstream_issue(triager.classify(Failure(project.id, tid, test.get("message") or "")))
         if issue is None:
@@ -163,6 +172,10 @@ def _issue_url(issue) -> str:
 
 def _baseline_anchor(mine: CellFailures) -> str:
     return reverse("hud-commit", args=[mine.cell.sha]) + f"#compare-{mine.cell.project.id}"
+
+
+def _test_anchor(tid) -> str:
+    return reverse("hud-test", args=[tid.full])
 
 
 def _job_anchor(mine: CellFailures) -> str:
@@ -191,6 +204,7 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
     failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
     resolve_commit_ids(failures.values())
     triager = triager_load([project.id])
+    mutes = Mutes([project.id])
     verdicts = _verdicts(failures, project) if project.excuse_triage_verdicts else {}
     excused = []
     for sha in shas:
@@ -199,7 +213,7 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
         for verdict in mine.cell.verdicts:
             if not _counted_failure(verdict, mine, since, until):
                 continue
-            evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts)
+            evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes)
             if evidence:
                 dated = mine.cell.attempts_of(verdict)[0].created_at
                 excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence, dated))
@@ -244,7 +258,8 @@ def _version(project: Project) -> str:
     ids = [project.pk, *Project.objects.filter(is_reference=True).values_list("pk", flat=True)]
     jobs = JobRun.objects.filter(project_id__in=ids).aggregate(Max("id"), Max("updated_at"))
     issues = KnownIssue.objects.aggregate(Max("updated_at"), Count("id"))
-    return ":".join(str(v) for v in (*jobs.values(), *issues.values()))
+    mutes = TestMuteEvent.objects.filter(mute__project=project).aggregate(Max("id"))
+    return ":".join(str(v) for v in (*jobs.values(), *issues.values(), *mutes.values()))
 
 
 def adjusted_rates(project: Project, raw: Rates, since: datetime, until: datetime | None = None) -> AdjustedRates:

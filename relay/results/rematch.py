@@ -1,4 +1,5 @@
-"""Re-match stored failed tests under relay.testids' identity rule for any PrivateUse1 backend.
+"""Re-match stored failed tests under relay.testids' identity rule (any PrivateUse1 backend, every
+device type PyTorch knows).
 
 Identities are computed when rows are read, so every page uses the rule as soon as it ships;
 what was *stored* under the earlier rule is each known-issue occurrence's `test_id`. `rematch`
@@ -33,8 +34,9 @@ class Rematch:
 
 
 def old_test_id(name: str, classname: str = "", file: str = "") -> TestId:
-    """The rule before any PrivateUse1 name was learned: a fixed list of device words (kept
-    only to tell which stored rows the new rule re-matches)."""
+    """The rule before any PrivateUse1 name was learned and before every torch device type was
+    a device word: a fixed list of device words (kept only to tell which stored rows the
+    current rule re-matches)."""
     method, params = _split_params((name or "").strip())
     qualifier = (classname or "").strip()
     if not qualifier:

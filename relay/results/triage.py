@@ -50,7 +50,7 @@ def cell_triage(failures, triager: Triager) -> CellTriage:
     project_id = failures.cell.project.id
     result = CellTriage()
     for tid, record in failures.tests.items():
-        match = triager.classify(Failure(project_id, tid, _message(record)))
+        match = triager.classify(Failure(project_id, tid, _message(record)), record.get("outcome") or "")
         if match is None:
             result.open_tests[tid] = record
         else:
@@ -124,5 +124,7 @@ def annotate_failures(cell, tests_by_job: dict[int, list]) -> None:
         ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
         for test, tid in zip(reported, ids, strict=True):
             test["identity"] = tid
-            test["known"] = triager.classify(Failure(cell.project.id, tid, test.get("message") or ""))
+            test["known"] = triager.classify(
+                Failure(cell.project.id, tid, test.get("message") or ""), test.get("outcome") or ""
+            )
             test["mark_known_url"] = mark_known_url(test, cell.project.id, cell.sha)

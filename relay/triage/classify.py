@@ -18,11 +18,16 @@ class Match:
     """known or expected."""
     issue: KnownIssue | None = None
     expectation: Expectation | None = None
+    lift: bool = False
+    """An expected failure (Fail) that the producer reports as passing unexpectedly (xpassed:
+    a strict xfail): not a regression, but the expectation should go."""
 
     @property
     def label(self) -> str:
         if self.issue is not None:
             return f"known issue #{self.issue.pk}: {self.issue.title}"
+        if self.lift:
+            return f"now passes — lift the expectation ({self.expectation.pattern})"
         return f"expected {'flaky' if self.expectation.kind == Expectation.Kind.FLAKY else 'failure'} ({self.expectation.pattern})"
 
     @property
@@ -55,12 +60,17 @@ class Triager:
             (e for e in self.expectations.get(failure.project_id, []) if id_matches(e.pattern, failure.subject)), None
         )
 
-    def classify(self, failure: Failure) -> Match | None:
+    def classify(self, failure: Failure, outcome: str = "") -> Match | None:
+        """`outcome`: the failing test's (failed, error, xpassed); an xpassed test the backend
+        expects to fail reads "now passes — lift the expectation"."""
         issue = self.issue_for(failure)
         if issue is not None:
             return Match(KNOWN, issue=issue)
         expectation = self.expectation_for(failure)
-        return Match(EXPECTED, expectation=expectation) if expectation is not None else None
+        if expectation is None:
+            return None
+        lift = outcome == "xpassed" and expectation.kind == Expectation.Kind.FAIL
+        return Match(EXPECTED, expectation=expectation, lift=lift)
 
 
 def triager_for(issues: list[KnownIssue]) -> Triager:

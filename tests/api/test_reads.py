@@ -160,6 +160,11 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "pr-gate",
         "baseline",
         "expectations",
+        "quality",
+        "mutes",
+        "test-history",
+        "mute-extend",
+        "mute-lift",
     }
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"

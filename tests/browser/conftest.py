@@ -138,7 +138,20 @@ def _seed_commits(rng: random.Random) -> dict:
         "pr_heads": pr_heads,
         "upstream_broken": commits[4].sha,
         "shared": commits[7].sha,
+        "test_id": _test_store_record(),
     }
+
+
+def _test_store_record() -> str:
+    """The test store, as the minute sweep would have written it; the shared test's id."""
+    from relay.models import JobRun, Project, TestIdentity
+    from relay.testlevel.store import commit_record
+
+    projects = {p.pk: p for p in Project.objects.all()}
+    for sha, pid in JobRun.objects.values_list("head_sha", "project_id").distinct():
+        if projects[pid].level != "L1":
+            commit_record(sha, projects[pid])
+    return TestIdentity.objects.filter(method="test_add").values_list("identity", flat=True).first() or ""
 
 
 def _seed_pr(rng, now) -> list[str]:

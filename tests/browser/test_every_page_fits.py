@@ -1,6 +1,8 @@
 """Every page at a 390 px phone and a 1600 px desktop, in the light and the dark theme: no
 sideways page scroll on the phone, and a screenshot of each in var/screenshots/ to look at."""
 
+from urllib.parse import quote
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,6 +24,7 @@ def pages(store) -> dict[str, str]:
         "metrics": "/crcr/metrics?range=24h",
         "deliveries": "/relay/deliveries",
         "search-not-found": "/search?q=no-such-backend",
+        "test": "/test/" + quote(store.get("test_id", ""), safe=""),
         "admin-login": "/admin/login/",
         "admin": "/admin/",
     }
@@ -65,7 +68,7 @@ WIDE_ELEMENTS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("name", list(pages({"shared": "", "pr_number": 0})))
+@pytest.mark.parametrize("name", list(pages({"shared": "", "pr_number": 0, "test_id": ""})))
 def test_the_page_fits_a_phone_and_is_screenshotted_in_both_themes(
     name, browser, live_server, hud_store, admin_account, screenshots
 ):

@@ -161,3 +161,24 @@ def test_a_callbacks_own_counts_name_no_source():
     backend = project()
     job(backend, "success", tests_passed=3, tests_failed=0, tests_skipped=0, tests_total=3)
     assert cell_detail(backend, "pr", "a" * 40, "build", grouped=True).members[0].tests_text.endswith("of 3")
+
+
+def test_a_job_s_counts_read_as_the_producer_printed_them_errors_xfailed_and_xpassed_too():
+    from types import SimpleNamespace
+
+    from hud.selectors_backend import _tests_text
+
+    job = SimpleNamespace(
+        tests_total=105,
+        tests_passed=90,
+        tests_failed=3,
+        tests_error=2,
+        tests_skipped=4,
+        tests_xfailed=5,
+        tests_xpassed=1,
+        tests_source="",
+        failed_tests_truncated=False,
+    )
+    assert _tests_text(job) == "90 passed · 3 failed · 2 errors · 4 skipped · 5 xfailed · 1 xpassed of 105"
+    quiet = SimpleNamespace(**{**vars(job), "tests_error": 0, "tests_xfailed": None, "tests_xpassed": 0})
+    assert _tests_text(quiet) == "90 passed · 3 failed · 4 skipped of 105"

@@ -137,6 +137,21 @@ def test_test_results_count_errors_xfailed_and_xpassed_as_backends_report_them(p
     )
 
 
+def test_the_jobs_api_returns_every_count_as_the_producer_printed_it(post, base, client):
+    counts = {"passed": 90, "failed": 3, "skipped": 4, "errors": 2, "xfailed": 5, "xpassed": 1}
+    post(mutate(base, ("workflow", "test_results"), counts))
+    (job,) = client.get("/api/v1/jobs").json()["results"]
+    assert {k: job[f"tests_{k}"] for k in ("passed", "failed", "skipped", "error", "xfailed", "xpassed", "total")} == {
+        "passed": 90,
+        "failed": 3,
+        "skipped": 4,
+        "error": 2,
+        "xfailed": 5,
+        "xpassed": 1,
+        "total": 105,
+    }
+
+
 def test_each_failed_test_keeps_the_outcome_it_was_reported_with(post, base):
     tests = [{"name": "test_a"}, {"name": "test_b", "outcome": "error"}, {"name": "test_c", "outcome": "xpassed"}]
     assert post(mutate(base, ("workflow", "failed_tests"), tests)).status_code == 200

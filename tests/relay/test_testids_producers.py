@@ -9,11 +9,12 @@ from defusedxml import ElementTree
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relay.testids import _DTYPE_TOKEN, TestId, device_words, report_ids, test_id
+from relay.testids import _DTYPE_TOKEN, DEVICES, TestId, device_words, report_ids, test_id
+from relay.torch_device_types import DEVICE_TYPES as TORCH_DEVICE_TYPES
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
 PRIVATEUSE1_NAMES = ("openreg", "npu", "spyre", "rbln")
-DEVICE_TYPES = ("xpu", "cuda", "mps")
+DEVICE_TYPES = ("xpu", "cuda", "mps", "cpu")
 SHAPES = ("pytest-test-dir.xml", "pytest-root.xml", "unittest")
 UPSTREAM_TESTS = {
     "TestDeviceGeneric." + method
@@ -44,8 +45,11 @@ def cases(device: str, shape: str) -> list[dict]:
 
 
 def device_ids(device: str, shape: str, device_type: str = "", env_device: str = "") -> set[TestId]:
-    tests = [t for t in cases(device, shape) if "TestDeviceGeneric" in t["classname"] and "CPU" not in t["classname"]]
-    return set(report_ids(tests, device_type, {"device": env_device}))
+    """The identities of the backend's own instantiation in its whole report (which holds the
+    CPU twins too, except for a CPU backend's)."""
+    tests = [t for t in cases(device, shape) if "TestDeviceGeneric" in t["classname"]]
+    ids = report_ids(tests, device_type, {"device": env_device})
+    return {tid for t, tid in zip(tests, ids) if device == "cpu" or "CPU" not in t["classname"]}
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -71,9 +75,16 @@ def test_the_reports_really_carry_each_backend_s_own_name():
     assert "test_to_cuda_cuda" in {t["name"] for t in cases("cuda", "pytest-root.xml")}
 
 
-def test_cpu_instantiations_stay_their_own_tests():
-    cpu = [t for t in cases("openreg", "pytest-test-dir.xml") if t["classname"].endswith("CPU")]
-    assert {tid.key for tid in report_ids(cpu)} >= {"TestDeviceGenericCPU.test_add_cpu_float32"}
+def test_the_cpu_twins_in_an_accelerator_s_report_stay_their_own_tests():
+    tests = cases("openreg", "pytest-test-dir.xml")
+    cpu = {tid.key for t, tid in zip(tests, report_ids(tests)) if t["classname"].endswith("CPU")}
+    assert "TestDeviceGenericCPU.test_add_cpu_float32" in cpu
+    assert not cpu & UPSTREAM_TESTS
+
+
+def test_a_cpu_backend_s_report_reads_as_the_reference_s_tests():
+    """The RISC-V case: a CPU-architecture CI's failures compare with OpenReg's."""
+    assert device_ids("cpu", "pytest-test-dir.xml") == device_ids("openreg", "pytest-test-dir.xml")
 
 
 def test_pytest_bracket_ids_are_parameters_and_stay():
@@ -119,7 +130,7 @@ def test_a_registry_device_type_names_its_class_suffix_and_its_function_tests():
 
 
 def test_only_plain_device_words_are_hints():
-    assert device_words("NPU", " spyre ", "cpu", "Intel Max 1550", "", None, "npu") == ("npu", "spyre")
+    assert device_words("NPU", " spyre ", "cpu", "Intel Max 1550", "", None, "npu") == ("npu", "spyre", "cpu")
     assert report_ids([{"name": "test_x_npu", "classname": "TestFooPRIVATEUSE1"}], "", "not a mapping")
 
 
@@ -173,3 +184,57 @@ def test_any_instantiated_name_reads_as_the_upstream_test(name, params, dtypes, 
 def test_a_class_s_report_reads_as_its_upstream_tests(methods, backend):
     tests = [{"name": f"test_{'_'.join(m)}_{backend}_float32", "classname": "TestThingPRIVATEUSE1"} for m in methods]
     assert [t.key for t in report_ids(tests)] == [f"TestThing.test_{'_'.join(m)}_float32" for m in methods]
+
+
+# --- every device type PyTorch knows -------------------------------------------------------------
+
+OWN_NAMES = st.from_regex(r"[a-z]{2,8}", fullmatch=True).filter(
+    lambda w: w not in DEVICES and not _DTYPE_TOKEN.fullmatch(w)
+)
+"""A PrivateUse1 backend's registered name (not a device type's: that would be the type)."""
+EVERY_DEVICE = st.sampled_from(
+    [(d.upper(), d) for d in TORCH_DEVICE_TYPES if d != "privateuse1"] + [("PRIVATEUSE1", "privateuse1")]
+) | OWN_NAMES.flatmap(lambda name: st.sampled_from([("PRIVATEUSE1", name), (name.upper(), name)]))
+"""Every c10 DeviceType as instantiate_device_type_tests suffixes it, and a PrivateUse1
+backend's own name under both class forms (`TestFooPRIVATEUSE1`, `TestFooNPU`)."""
+
+
+@pytest.mark.parametrize("device_type", TORCH_DEVICE_TYPES)
+def test_every_torch_device_type_is_a_device_word(device_type):
+    method = f"test_add_{device_type}_float32"
+    assert test_id(method, f"TestFoo{device_type.upper()}").key == "TestFoo.test_add_float32"
+    assert test_id(method).key == "test_add_float32"  # a function test: the word in the device's position
+
+
+@given(
+    name=st.lists(word, min_size=1, max_size=4),
+    dtypes=st.lists(st.sampled_from(DTYPES), max_size=2),
+    device=EVERY_DEVICE,
+    how=shape,
+    methods=st.integers(min_value=1, max_value=4),
+)
+def test_a_report_from_any_device_type_reads_as_the_reference_s(name, dtypes, device, how, methods):
+    """The same upstream tests instantiated for any device PyTorch knows and for OpenReg (the
+    reference, PRIVATEUSE1 named openreg) get the same identities, whoever reports them."""
+    suffix, backend = device
+    upstream = [f"test_{'_'.join(name)}_{i}" for i in range(methods)]
+    tail = "".join(f"_{d}" for d in dtypes)
+
+    def report(cls_suffix, dev):
+        return [reported(f"TestThing{cls_suffix}", f"{u}_{dev}{tail}", how) for u in upstream]
+
+    theirs = report_ids(report(suffix, backend))
+    reference = report_ids(report("PRIVATEUSE1", "openreg"))
+    assert theirs == reference == [TestId("test_x", f"TestThing.{u}{tail}") for u in upstream]
+
+
+@given(device=st.sampled_from([d for d in TORCH_DEVICE_TYPES if d not in ("cpu", "meta")]))
+def test_the_cpu_and_meta_twins_of_any_accelerator_stay_apart(device):
+    tests = [
+        {"name": f"test_add_{d}_float32", "classname": f"test_x.TestFoo{d.upper()}"} for d in (device, "cpu", "meta")
+    ]
+    assert [t.key for t in report_ids(tests)] == [
+        "TestFoo.test_add_float32",
+        "TestFooCPU.test_add_cpu_float32",
+        "TestFooMETA.test_add_meta_float32",
+    ]

@@ -68,7 +68,7 @@ def old(db):
 
 def test_old_payloads_and_bodies_are_cut_and_every_result_stays(old):
     delivery, dispatch, job = old
-    assert retention_sweep() == {"payloads": 1, "bodies": 1}
+    assert retention_sweep() == {"payloads": 1, "bodies": 1, "test_runs": 0}
     delivery.refresh_from_db()
     job.refresh_from_db()
     assert delivery.payload_pruned_at is not None and len(json.dumps(delivery.payload)) < 500
@@ -81,7 +81,7 @@ def test_old_payloads_and_bodies_are_cut_and_every_result_stays(old):
         DispatchAttempt.objects.filter(dispatch=dispatch).count() == 1
         and Delivery.objects.filter(pk=delivery.pk).exists()
     )
-    assert retention_sweep() == {"payloads": 0, "bodies": 0}
+    assert retention_sweep() == {"payloads": 0, "bodies": 0, "test_runs": 0}
 
 
 def test_recent_rows_and_deliveries_still_to_send_keep_everything(old, settings):
@@ -103,9 +103,9 @@ def test_recent_rows_and_deliveries_still_to_send_keep_everything(old, settings)
 def test_retention_is_configurable_and_zero_keeps_forever(old, settings):
     settings.CRCR_RETENTION_PAYLOAD_DAYS = 0
     settings.CRCR_RETENTION_CALLBACK_BODY_DAYS = 60
-    assert retention_sweep() == {"payloads": 0, "bodies": 0}
+    assert retention_sweep() == {"payloads": 0, "bodies": 0, "test_runs": 0}
     settings.CRCR_RETENTION_CALLBACK_BODY_DAYS = 10
-    assert retention_sweep() == {"payloads": 0, "bodies": 1}
+    assert retention_sweep() == {"payloads": 0, "bodies": 1, "test_runs": 0}
 
 
 def test_a_pruned_delivery_cannot_be_re_dispatched(old):

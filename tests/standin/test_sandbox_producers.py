@@ -95,3 +95,38 @@ def test_a_sound_backend_fails_almost_only_on_upstreams_breakage_with_the_refere
     assert not any(job["hangs"] or job["never_starts"] for _, job in jobs)
     broken = {spec[2].format(d="npu") for p, _ in upstream for spec in p.broken_tests}
     assert all(t["name"] in broken for _, job in upstream for t in job["failed_tests"])
+
+
+def _first_shard_failures(repo: str, tries: int = 200) -> list[dict]:
+    jobs = [plan(repo, f"{n:040x}").job("test (default, 1, 2)", "success") for n in range(tries)]
+    return [j for j in jobs if j["conclusion"] == "failure"]
+
+
+def test_intel_xpu_s_flaky_test_fails_on_the_first_attempt_and_its_job_retries():
+    flaky = _first_shard_failures("intel/torch-xpu-ops")
+    assert 30 < len(flaky) < 90 and all(j["flaky"] for j in flaky)
+    assert {t["name"] for j in flaky for t in j["failed_tests"]} == {"test_pin_memory_xpu"}
+
+
+def test_rocm_fails_the_test_it_muted_and_mps_reports_its_strict_xfail_passing():
+    muted = _first_shard_failures("ROCm/pytorch")
+    assert muted and {t["name"] for j in muted for t in j["failed_tests"]} == {"test_pow_scalar_overflow_cuda_int64"}
+    xpassed = _first_shard_failures("pytorch-mps/mps-ci")
+    assert xpassed and {t["outcome"] for j in xpassed for t in j["failed_tests"]} == {"xpassed"}
+
+
+def test_a_lasting_upstream_break_fails_on_the_reference_and_every_backend_from_its_commit_on():
+    from devtools.standin.sandbox import LASTING_BREAK, LASTING_BREAK_HEADS, commit_fate
+
+    sha = "ab" * 20
+    LASTING_BREAK_HEADS.add(sha)
+    try:
+        broken, tests = commit_fate(sha)
+        assert broken and tests[0] == LASTING_BREAK
+        reference = {t.name for t in junit_parse(reference_junit(sha)).failed_tests}
+        assert "test_conv2d_backward_openreg_bfloat16" in reference
+        for repo in PRODUCERS:
+            names = {t["name"] for t in plan(repo, sha).job("test (default, 1, 2)", "failure")["failed_tests"]}
+            assert any(n.rpartition("::")[2].startswith("test_conv2d_backward_") for n in names)
+    finally:
+        LASTING_BREAK_HEADS.discard(sha)

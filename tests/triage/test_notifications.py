@@ -296,3 +296,27 @@ def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
     events_detect()
     assert NotificationEvent.objects.filter(kind="upstream_broken").count() == 1
     assert not NotificationEvent.objects.filter(project=backends["rocm"], kind__in=["new_failure", "recovery"]).exists()
+
+
+def test_a_flaky_test_s_failure_is_never_announced_as_a_new_regression(backends, trunk):
+    """Intel XPU's test_addmm passed on retry at trunk[1] (the test store holds it flaky): its
+    failure at trunk[3] is a flake, not a new backend-specific failure."""
+    from hud.events import events_detect
+    from relay.models import JobRun
+    from relay.testlevel.store import store_sweep
+
+    for i, commit in enumerate(trunk[:3]):
+        result(backends["ref"], commit.sha)
+        result(backends["xpu"], commit.sha, [XPU_ADDMM] if i == 1 else [])
+    retry = JobRun.objects.get(project=backends["xpu"], head_sha=trunk[1].sha)
+    JobRun.objects.create(**{**_fields(retry), "run_attempt": 2, "conclusion": "success", "tests_failed": None})
+    store_sweep()
+    result(backends["ref"], trunk[3].sha)
+    result(backends["xpu"], trunk[3].sha, [XPU_ADDMM])
+    events_detect()
+    assert not NotificationEvent.objects.filter(project=backends["xpu"], kind="new_failure").exists()
+
+
+def _fields(job) -> dict:
+    keep = ("project", "delivery_key", "event_type", "run_id", "workflow_name", "job_name", "status", "head_sha")
+    return {name: getattr(job, name) for name in keep} | {"tests_total": job.tests_total}

@@ -8,14 +8,17 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 
-def test_the_sandbox_seed_makes_known_issues_expectations_and_the_sink_subscription_once():
+def test_the_sandbox_seed_makes_known_issues_expectations_a_mute_and_the_sink_subscription_once():
     from devtools.sandbox_registry import seed_sandbox_registry
     from devtools.sandbox_triage import seed_sandbox_triage
-    from relay.models import Expectation, KnownIssue, Subscription
+    from relay.models import Expectation, KnownIssue, Subscription, TestMute
 
     seed_sandbox_registry()
-    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 4}
-    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 0}
+    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 4, "mutes": 1}
+    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 0, "mutes": 0}
+    assert (
+        TestMute.objects.get().identity.identity == "test_binary_ufuncs.TestBinaryUfuncs.test_pow_scalar_overflow_int64"
+    )
     assert (
         KnownIssue.objects.filter(state="resolved").count() == 1
         and KnownIssue.objects.filter(blocks_gate=False).count() == 1

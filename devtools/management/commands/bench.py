@@ -28,12 +28,13 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory")
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore")
 
 
 class Command(BaseCommand):
     help = (
-        "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory) against a dedicated database."
+        "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory, the test store) against a "
+        "dedicated database."
     )
     requires_system_checks = []
 
@@ -169,6 +170,11 @@ class Command(BaseCommand):
         try:
             self.pages(bench, only, seed)
             self.relay(bench, only)
+            if "teststore" in only:
+                from devtools.bench.teststore import test_store
+
+                bench.begin()
+                test_store(bench)
         except KeyboardInterrupt:
             log("interrupted; stopping everything")
             code = 130

@@ -1,9 +1,11 @@
 """`manage.py rematch_test_ids [--dry-run]`: recompute every stored failed test's identity under
-relay.testids' current rule and say how many rows it re-matched (relay.results.rematch)."""
+relay.testids' current rule and say how many rows it re-matched (relay.results.rematch), and
+re-key the test store's rows with them (relay.testlevel.store.store_rematch)."""
 
 from django.core.management.base import BaseCommand
 
 from relay.results.rematch import rematch
+from relay.testlevel.store import store_rematch
 
 
 class Command(BaseCommand):
@@ -14,9 +16,11 @@ class Command(BaseCommand):
 
     def handle(self, **options):
         result = rematch(write=not options["dry_run"])
+        attempts, backends = store_rematch(write=not options["dry_run"])
         self.stdout.write(
             f"{result.rematched} of {result.rows} failed-test rows re-matched; "
-            f"{result.occurrences} known-issue occurrences rewritten"
+            f"{result.occurrences} known-issue occurrences rewritten; "
+            f"test store: {attempts} attempts re-keyed, {backends} backends' flakiness states replayed"
         )
         for old, new in result.examples:
             self.stdout.write(f"  {old} -> {new}")

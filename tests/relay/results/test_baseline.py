@@ -332,6 +332,26 @@ def test_an_upstream_break_is_shared_whatever_shape_each_producer_reports(refere
     assert comparison.reference_only == [] and baseline.upstream_broken
 
 
+@pytest.mark.parametrize("device_type", ["cpu", "hpu", "xla", "lazy", "meta"])
+def test_an_upstream_break_is_shared_on_a_backend_of_any_torch_device_type(reference, commit, device_type):
+    """The inverted answer issue 44 found: a RISC-V CPU CI (or any device type PyTorch knows)
+    failing the very test the reference fails must read shared, never backend-only."""
+    backend = ProjectFactory(full_name=f"example/{device_type}-ci", level="L2")
+    run(reference, "failure", failed=[PYTORCH_JUNIT])
+    run(
+        backend,
+        "failure",
+        failed=[
+            {
+                "classname": f"test_nn.TestNNDeviceType{device_type.upper()}",
+                "name": f"test_conv2d_backward_{device_type}_bfloat16",
+                "file": "test_nn.py",
+            }
+        ],
+    )
+    assert baseline_marks([SHA]) == {(SHA, backend.id): "shared"}
+
+
 def test_failing_on_several_backends_says_the_reference_fails_it_too(reference, xpu, rocm, commit):
     run(reference, "failure", failed=[PYTORCH_JUNIT])
     run(xpu, "failure", failed=[PYTEST_ROOT])

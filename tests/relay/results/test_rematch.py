@@ -1,4 +1,5 @@
-"""Re-matching stored failed tests under the identity rule for any PrivateUse1 backend."""
+"""Re-matching stored failed tests under the identity rule for any PrivateUse1 backend and every
+device type PyTorch knows (a CPU backend's `TestFooCPU` too)."""
 
 import pytest
 from django.core.management import call_command
@@ -23,6 +24,8 @@ def stored(db):
     FailedTestFactory(job_run=reference_job, name="test_add_openreg_float32", classname=GENERIC)
     xpu_job = JobRunFactory(project=ProjectFactory(full_name="intel/torch-xpu-ops"), conclusion="failure")
     FailedTestFactory(job_run=xpu_job, name="test_add_xpu_float32", classname="test_ops.TestCommonXPU")
+    riscv_job = JobRunFactory(project=ProjectFactory(full_name="riscv/pytorch-riscv-ci"), conclusion="failure")
+    FailedTestFactory(job_run=riscv_job, name="test_add_cpu_float32", classname="test_ops.TestCommonCPU")
     issue = KnownIssue.objects.create(title="add is broken", test_patterns=["*test_add*"])
     IssueOccurrence.objects.create(
         issue=issue,
@@ -41,8 +44,9 @@ def test_the_old_rule_left_every_privateuse1_name_but_openreg_in_the_id():
 
 def test_it_counts_the_rows_the_new_rule_re_matches(stored):
     result = rematch(write=False)
-    assert (result.rows, result.rematched) == (5, 3)
+    assert (result.rows, result.rematched) == (6, 4)
     assert ("test_ops.TestCommon.test_add_npu_float32", "test_ops.TestCommon.test_add_float32") in result.examples
+    assert ("test_ops.TestCommonCPU.test_add_cpu_float32", "test_ops.TestCommon.test_add_float32") in result.examples
     assert IssueOccurrence.objects.get().test_id.endswith("test_add_npu_float32")  # a dry run writes nothing
 
 
@@ -67,4 +71,7 @@ def test_an_occurrence_already_stored_under_the_new_identity_is_not_doubled(stor
 
 def test_the_command_reports_how_many_rows_it_re_matched(stored, capsys):
     call_command("rematch_test_ids", "--dry-run")
-    assert "3 of 5 failed-test rows re-matched; 0 known-issue occurrences rewritten" in capsys.readouterr().out
+    assert (
+        "4 of 6 failed-test rows re-matched; 0 known-issue occurrences rewritten; test store: 0 attempts"
+        in capsys.readouterr().out
+    )

@@ -1,0 +1,151 @@
+"""The quality figures a backend is judged by (the accelerator group's criteria, as torch-spyre's
+CI plan quotes them), over a window, each with its trend (the window's first half against its
+second), from the test store (relay/models/testlevel.py):
+
+* **coverage**: of the tests the reference ran on the commits both ran, the share this backend
+  ran (tests reported minus skipped, latest attempts; capped at 100 % per commit). Producers send
+  counts, not lists, for passing tests, and no per-classification counts: the ACCELERATOR-only
+  share cannot be counted from them, so the figure is over everything the reference ran.
+  Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
+* **flaky share**: the backend's tests in state *flaky* now (relay.testlevel.machine) over the
+  tests it ran on its newest commit in the window; the trend counts the tests that *became*
+  flaky in each half. Target: under 5 %.
+* **time to recover**: for each red streak of the backend's tested commits (in the order it ran
+  them) that started in the window, the time from its first red commit to the first green one
+  after it; the median over the recovered streaks, and a streak still red counts against the
+  target once it is older than it. Target: 3 days at most."""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from statistics import median
+
+from relay.models import HealthState, TestedCommit, TestHealth
+
+COVERAGE_TARGET = 0.80
+FLAKY_TARGET = 0.05
+RECOVER_TARGET = timedelta(days=3)
+
+
+@dataclass
+class Figure:
+    key: str
+    label: str
+    value: float | None
+    """A share (0–1) or, for time to recover, days; None: no data in the window."""
+    target: str
+    met: bool | None
+    earlier: float | None = None
+    later: float | None = None
+    detail: str = ""
+    unit: str = "%"
+
+    @property
+    def trend(self) -> str:
+        """ "↑", "↓" or "→" from the first half to the second (text, not only colour)."""
+        if self.earlier is None or self.later is None:
+            return ""
+        if abs(self.later - self.earlier) < 1e-9:
+            return "→"
+        return "↑" if self.later > self.earlier else "↓"
+
+
+@dataclass
+class Quality:
+    project_id: int
+    figures: list[Figure] = field(default_factory=list)
+
+    def figure(self, key: str) -> Figure:
+        return next(f for f in self.figures if f.key == key)
+
+
+def quality_of(project, reference, since: datetime, until: datetime) -> Quality:
+    """The three figures of one backend over [since, until)."""
+    rows = _commits(project, since, until)
+    middle = since + (until - since) / 2
+    return Quality(
+        project.id,
+        [
+            coverage(rows, _commits(reference, since, until) if reference else [], middle),
+            flaky_share(project, rows, since, middle, until),
+            time_to_recover(rows, middle, until),
+        ],
+    )
+
+
+def _commits(project, since: datetime, until: datetime) -> list[tuple]:
+    """(sha, created_at, tests_ran, failing) of the backend's finished tested commits, oldest first."""
+    rows = TestedCommit.objects.filter(project=project, created_at__gte=since, created_at__lt=until)
+    rows = rows.exclude(stepped_jobs=[]).order_by("created_at", "id")
+    return list(rows.values_list("sha", "created_at", "tests_ran", "failing"))
+
+
+def coverage(mine: list[tuple], reference: list[tuple], middle: datetime) -> Figure:
+    theirs = {sha: ran for sha, _, ran, _ in reference if ran}
+    pairs = [(when, min(ran or 0, theirs[sha]), theirs[sha]) for sha, when, ran, _ in mine if sha in theirs]
+
+    def share(items) -> float | None:
+        total = sum(r for _, _, r in items)
+        return sum(b for _, b, _ in items) / total if total else None
+
+    value = share(pairs)
+    return Figure(
+        "coverage",
+        "Coverage of the reference's tests",
+        value,
+        f"≥ {COVERAGE_TARGET:.0%}",
+        None if value is None else value >= COVERAGE_TARGET,
+        share([p for p in pairs if p[0] < middle]),
+        share([p for p in pairs if p[0] >= middle]),
+        f"{len(pairs)} commit{'s' if len(pairs) != 1 else ''} both ran with per-test counts",
+    )
+
+
+def flaky_share(project, mine: list[tuple], since: datetime, middle: datetime, until: datetime) -> Figure:
+    flaky = TestHealth.objects.filter(project=project, state=HealthState.FLAKY)
+    count = flaky.count()
+    ran = next((r for _, _, r, _ in reversed(mine) if r), None)
+    value = count / ran if ran else None
+    became = list(flaky.filter(since__gte=since, since__lt=until).values_list("since", flat=True))
+    return Figure(
+        "flaky_share",
+        "Flaky tests",
+        value,
+        f"< {FLAKY_TARGET:.0%}",
+        None if value is None else value < FLAKY_TARGET,
+        float(sum(1 for when in became if when < middle)) if ran else None,
+        float(sum(1 for when in became if when >= middle)) if ran else None,
+        f"{count} flaky of {ran:,} run" if ran else f"{count} flaky; no per-test counts in the window",
+    )
+
+
+def time_to_recover(mine: list[tuple], middle: datetime, until: datetime) -> Figure:
+    recovered, open_since = [], None
+    red_since = None
+    for _, when, _, failing in mine:
+        if failing and red_since is None:
+            red_since = when
+        elif not failing and red_since is not None:
+            recovered.append((red_since, when - red_since))
+            red_since = None
+    open_since = red_since
+
+    def days(items) -> float | None:
+        return median(d.total_seconds() / 86400 for _, d in items) if items else None
+
+    value = days(recovered)
+    still_red = open_since is not None and until - open_since > RECOVER_TARGET
+    met = None if value is None and open_since is None else (value is None or value <= 3) and not still_red
+    detail = f"{len(recovered)} recovered streak{'s' if len(recovered) != 1 else ''}"
+    if open_since is not None:
+        detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC"
+    return Figure(
+        "time_to_recover",
+        "Time to recover",
+        value,
+        "≤ 3 days",
+        met,
+        days([r for r in recovered if r[0] < middle]),
+        days([r for r in recovered if r[0] >= middle]),
+        detail,
+        unit="days",
+    )

@@ -1,0 +1,99 @@
+"""The quality figures, checked against counts done by hand on a small world: coverage of the
+reference's tests, flaky share, time to recover, and each one's trend."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from relay.results.quality import quality_of
+from relay.testlevel.store import commit_record, store_sweep
+from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+
+pytestmark = pytest.mark.django_db
+FLAKY = {"classname": "test_ops.TestFooXPU", "name": "test_mul_xpu_float32", "file": "test/test_ops.py"}
+BROKEN = {"classname": "test_ops.TestFooXPU", "name": "test_add_xpu_float32", "file": "test/test_ops.py"}
+
+
+def ran(project, commit, total, skipped=0, failed=(), conclusion=None, attempt=1, at=None):
+    job = JobRunFactory(
+        project=project,
+        head_sha=commit.sha,
+        run_id=f"{commit.sha[:8]}{project.pk}",
+        run_attempt=attempt,
+        conclusion=conclusion or ("failure" if failed else "success"),
+        tests_total=total,
+        tests_skipped=skipped,
+        tests_failed=len(failed) or None,
+        created_at=at or commit.landed_at + timedelta(minutes=attempt),
+    )
+    for test in failed:
+        FailedTestFactory(job_run=job, **test)
+
+
+@pytest.fixture
+def world(db):
+    """Eight trunk commits 12 h apart over four days. The reference runs 100 tests on each; XPU
+    runs 60 of them (70 reported, 10 skipped). XPU goes red at commit 2 and green at commit 5
+    (36 h), red again at 6 and green at 7 (12 h); test_mul flakes (fails, passes on retry) at 1."""
+    now = timezone.now()
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True)
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L3")
+    commits = [UpstreamCommitFactory(landed_at=now - timedelta(hours=96 - 12 * n)) for n in range(8)]
+    for n, commit in enumerate(commits):
+        ran(reference, commit, 100)
+        red = n in (2, 3, 4, 6)
+        ran(xpu, commit, 70, 10, [BROKEN] if red else [FLAKY] if n == 1 else [])
+        if n == 1:
+            ran(xpu, commit, 70, 10, attempt=2)
+        for project in (reference, xpu):
+            commit_record(commit.sha, project)  # as the minute sweep did when each finished
+    return {"reference": reference, "xpu": xpu, "now": now}
+
+
+def figures(world, days=5):
+    now = world["now"]
+    quality = quality_of(world["xpu"], world["reference"], now - timedelta(days=days), now + timedelta(minutes=30))
+    return {f.key: f for f in quality.figures}
+
+
+def test_coverage_is_the_share_of_the_reference_s_tests_the_backend_ran(world):
+    coverage = figures(world)["coverage"]
+    assert coverage.value == pytest.approx(60 / 100) and coverage.met is False
+    assert coverage.detail == "8 commits both ran with per-test counts"
+
+
+def test_the_flaky_share_is_the_flaky_tests_over_the_tests_run(world):
+    flaky = figures(world)["flaky_share"]
+    assert flaky.value == pytest.approx(1 / 60) and flaky.met is True
+    assert flaky.detail == "1 flaky of 60 run"
+
+
+def test_time_to_recover_is_the_median_from_first_red_to_first_green(world):
+    recover = figures(world)["time_to_recover"]
+    assert recover.value == pytest.approx((36 + 12) / 2 / 24) and recover.met is True
+    assert (recover.earlier, recover.later) == (pytest.approx(36 / 24), pytest.approx(12 / 24))
+    assert recover.trend == "↓"
+
+
+def test_a_streak_still_red_past_three_days_misses_the_target(world):
+    later = UpstreamCommitFactory(landed_at=world["now"] + timedelta(minutes=5))
+    ran(world["xpu"], later, 70, 10, [BROKEN])
+    store_sweep(world["now"] + timedelta(minutes=20))
+    recover = quality_of(
+        world["xpu"], world["reference"], world["now"] - timedelta(days=5), world["now"] + timedelta(days=4)
+    ).figure("time_to_recover")
+    assert recover.met is False and "red since" in recover.detail
+
+
+def test_a_window_without_tested_commits_has_no_data_never_a_target_met(world):
+    empty = figures({**world, "now": world["now"] - timedelta(days=30)}, days=1)
+    assert [(f.value, f.met) for f in empty.values()] == [(None, None)] * 2 + [(None, None)]
+
+
+def test_the_api_answers_the_same_figures(client, world):
+    body = client.get("/api/v1/quality", {"range": "7d", "backend": "intel/torch-xpu-ops"}).json()
+    (backend,) = body["backends"]
+    by = {f["figure"]: f for f in backend["figures"]}
+    assert by["coverage"]["value"] == pytest.approx(0.6) and by["flaky_share"]["value"] == pytest.approx(1 / 60)
+    assert client.get("/api/v1/quality", {"range": "1y"}).status_code == 400
