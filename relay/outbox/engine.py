@@ -164,7 +164,7 @@ class Outbox:
                 fields["next_attempt_at"] = retry_at
             if state == self.states.SENT:
                 fields["sent_at"] = timezone.now()
-            self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**fields)
+            state = self.leave_sending(row, fields)
             transaction.on_commit(lambda: self.committed(row, state, retry_at))
         logger.info("%s %s (%s): %s, attempt %s", self.label, row.pk, self.describe(row), state, number)
         return state
@@ -172,16 +172,31 @@ class Outbox:
     def defer(self, row, deferred: Deferred) -> str:
         """Not sent: the row goes back to waiting, its attempts untouched, due after the delay
         (a short one rides on a countdown, a long one waits for the sweeper)."""
-        state = self.states.RETRYING
         retry_at = timezone.now() + timedelta(seconds=deferred.retry_after)
-        self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(
-            state=state, next_attempt_at=retry_at, lease_expires_at=None, last_error=str(deferred)[:ERROR_LIMIT]
-        )
+        fields = {"next_attempt_at": retry_at, "lease_expires_at": None, "last_error": str(deferred)[:ERROR_LIMIT]}
+        state = self.leave_sending(row, {"state": self.states.RETRYING, **fields})
         countdown = retry_countdown(state, retry_at)
         if countdown is not None:
             transaction.on_commit(lambda: self.kick(row.pk, countdown))
         logger.info("%s %s (%s) deferred: %s", self.label, row.pk, self.describe(row), deferred)
         return state
+
+    def leave_sending(self, row, fields: dict) -> str:
+        """The claimed row's next state, by a conditional UPDATE. Sent back to waiting while a newer
+        row for the same target already waits (upstream writes keep one unsent row per target, a
+        unique constraint), it is superseded by that row, which carries the newer truth."""
+        try:
+            with transaction.atomic():
+                self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**fields)
+            return fields["state"]
+        except IntegrityError:
+            superseded = getattr(self.states, "SUPERSEDED", None)
+            if superseded is None or fields["state"] != self.states.RETRYING:
+                raise
+            ended = {"state": superseded, "lease_expires_at": None, "last_error": fields.get("last_error", "")}
+            self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**ended)
+            logger.info("%s %s (%s): superseded by a newer one for its target", self.label, row.pk, self.describe(row))
+            return superseded
 
     def next_state(self, row, result: Result, number: int):
         final = self.final_states.get(result.outcome)

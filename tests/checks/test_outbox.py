@@ -188,3 +188,21 @@ def test_an_unexpected_error_is_retried_and_ends_visibly_instead_of_looping(rela
 
 def broken_handler(write):
     raise LookupError("row vanished")
+
+
+@pytest.mark.parametrize("how", ["fails", "is deferred"])
+def test_a_write_that_cannot_go_while_a_newer_one_waits_is_superseded_by_it(relay, gate_row, monkeypatch, how):
+    """A change arrives while the write is being sent; that send fails (or GitHub's write budget
+    defers it): the older one must not go back to waiting beside the newer (one unsent per target)."""
+    from relay.outbox.engine import Deferred
+
+    first = gate_row.writes.get()
+
+    def newer_arrives(write):
+        writes.write_enqueue(first.kind, first.target_key, check_run=gate_row)
+        raise Deferred("write budget spent", 20) if how == "is deferred" else ConnectionError("reset by peer")
+
+    monkeypatch.setattr(checkruns, "check_run_prepare", newer_arrives)
+    assert outbox.write_send(first.pk) == "superseded"
+    first.refresh_from_db()
+    assert first.state == "superseded" and [w.state for w in unsent(gate_row)] == ["pending"]
