@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_grid import pr_page
-from hud.selectors_levels import level_status
 from relay.checks.gate import gate_verdict
+from relay.levels.status import level_status
 from relay.models import Project, UpstreamCommit
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import streaks

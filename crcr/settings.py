@@ -371,7 +371,7 @@ CRCR_REFERENCE_WORKFLOW_PATTERN = env("CRCR_REFERENCE_WORKFLOW_PATTERN", r"^(pul
 CRCR_REFERENCE_JOB_PATTERN = env("CRCR_REFERENCE_JOB_PATTERN", r"test \(openreg")
 CRCR_LEVEL_MIN_JOBS = env_int("CRCR_LEVEL_MIN_JOBS", 20)
 CRCR_LEVEL_MIN_DATA_HOURS = float(env("CRCR_LEVEL_MIN_DATA_HOURS", "72"))
-"""The smallest sample a level criterion judges (hud.readiness): this many jobs in its window, and
+"""The smallest sample a level criterion judges (relay.levels.criteria): this many jobs in its window, and
 results for this long; below it the criterion reads "not enough data yet" and decides nothing."""
 CRCR_CULPRIT_WINDOW = env_int("CRCR_CULPRIT_WINDOW", 100)
 """How many trunk commits back "since which commit?" looks for the last pass."""
@@ -433,7 +433,7 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")
 
-# --- the relay's own health: alerts (relay/alerts.py) and /metrics (hud/metrics.py) ----------------
+# --- the relay's own health: alerts (relay/alerts.py) and /metrics (relay/levels/metrics.py) ----------------
 # Upstream's dashboard rules over the health probe, its defaults; docs/admins.md, "Alerts and metrics".
 CRCR_ALERT_NIGHTLY_HOURS = float(env("CRCR_ALERT_NIGHTLY_HOURS", "24"))
 CRCR_ALERT_UNEXPECTED_MAX = env_int("CRCR_ALERT_UNEXPECTED_MAX", 0)

@@ -10,13 +10,12 @@ from django.db.models import Count
 from django.utils import timezone
 
 from hud.overdue import running_jobs_overdue
-from hud.probe import probe_heads
 from hud.templatetags.hud_tags import ago, duration, percent
-from hud.windows import TABS, Window, stale_after
 from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
+from relay.levels.windows import TABS, Window, stale_after
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
-from relay.probe import stuck_after
+from relay.probe import probe_heads, stuck_after
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """/crcr/<org>/<repo>: one backend's cards, its matrix of head SHAs × jobs, a cell's drill-down,
 the environment it reported and its level readiness.
 
-The cards and readiness come from the cached windowed tallies (hud.tallies); the matrix
+The cards and readiness come from the cached windowed tallies (relay.levels.tallies); the matrix
 loads only the rows of one page of head SHAs (≤ 50) and judges them with relay.results.status directly."""
 
 import re
@@ -12,18 +12,17 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from hud import readiness as readiness_rules
-from hud.e2e import e2e_p50
 from hud.overdue import overdue_job_ids
-from hud.probe import event_filter
-from hud.tallies.buckets import window_buckets
-from hud.tallies.rollups import window_tallies
-from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
-from hud.windows import WINDOWS
 from relay.checks.demotion import demotion_pr_active
+from relay.levels import criteria as readiness_rules
+from relay.levels.inputs import LevelHistory, backend_readiness, level_history
+from relay.levels.tallies.buckets import window_buckets
+from relay.levels.tallies.rollups import window_tallies
+from relay.levels.tallies.tally import Tally
+from relay.levels.windows import WINDOWS, event_filter
 from relay.linear import linear
-from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Level, LevelChange, Project, UpstreamCommit
+from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
@@ -485,7 +484,7 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
             percent(tally.timeout_rate),
             f"{tally.timed_out:,} of {rates.decided:,} jobs timed out · target < 1 % · "
             f"{tally.never_started:,} dispatch{'es' if tally.never_started != 1 else ''} never started (not jobs, not counted)",
-            None if tally.timeout_rate is None else tally.timeout_rate < readiness_rules.TIMEOUT_RATE_MAX,
+            readiness_rules.timeout_rate_met(tally.timeout_rate),
         ),
     ]
 
@@ -508,100 +507,6 @@ def environment_latest(project: Project) -> Environment | None:
     if job is None:
         return None
     return Environment({str(k): str(v) for k, v in sorted(job.environment.items())}, matrix_label(job), job.created_at)
-
-
-@dataclass
-class LevelHistory:
-    """The registry's audit of a backend's level: every change (newest first) with who or what
-    decided it and why, since when it holds its level, and since when it has reported results
-    (L2 or above) without a break, which a promotion does not reset."""
-
-    changes: list
-    level_since: datetime
-    reporting_since: datetime | None
-
-
-def level_history(project: Project, limit: int = 50) -> LevelHistory:
-    changes = list(LevelChange.objects.filter(project=project).order_by("-changed_at", "-id"))  # an audit: short
-    return LevelHistory(changes[:limit], level_since(project), reporting_since(project, changes[::-1]))
-
-
-def reporting_since(project: Project, oldest_first: list) -> datetime | None:
-    """When the backend last came up to L2 or above (from L1, or registered there); None at L1.
-    A promotion (L2 → L3) or demotion within L2–L4 keeps the date: the time counts on."""
-    if project.level == Level.L1:
-        return None
-    since = project.created_at
-    for change in oldest_first:
-        if change.to_level == Level.L1:
-            since = None
-        elif since is None or not change.from_level or change.from_level == Level.L1:
-            since = change.changed_at
-    return since
-
-
-def level_since(project: Project) -> datetime:
-    change = LevelChange.objects.filter(project=project, to_level=project.level).order_by("-changed_at", "-id").first()
-    return change.changed_at if change else project.created_at
-
-
-def first_result_at(project: Project) -> datetime | None:
-    return (
-        JobRun.objects.filter(project=project, status=JobRun.Status.COMPLETED)
-        .order_by("created_at")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-
-
-@dataclass
-class ReadinessInputs:
-    """What the level criteria read: PR/push tallies and the excused failures over 14 and 7 days."""
-
-    tally14: Tally
-    tally7: Tally
-    adjusted14: AdjustedRates
-    adjusted7: AdjustedRates
-    e2e14: float | None = None
-    e2e7: float | None = None
-    """Upstream's per-run end-to-end p50 over 14 and 7 days (hud.e2e)."""
-
-
-def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
-    """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
-    key = (project.pk, "pr")
-    tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
-    tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
-    return ReadinessInputs(
-        tally14,
-        tally7,
-        window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
-        window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
-        e2e_p50(project, window_buckets(readiness_rules.PROMOTION_DAYS, now)[0].start),
-        e2e_p50(project, window_buckets(readiness_rules.DEMOTION_DAYS, now)[0].start),
-    )
-
-
-def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs | None = None):
-    inputs = inputs or readiness_inputs(project, now)
-    return readiness_rules.readiness(
-        project.level,
-        inputs.tally14,
-        inputs.tally7,
-        level_since(project),
-        first_result_at(project),
-        now,
-        inputs.adjusted14,
-        inputs.adjusted7,
-        project.level_pass_rate,
-        inputs.e2e14,
-        inputs.e2e7,
-    )
-
-
-def window_adjusted(project: Project, tally: Tally, days: int, now: datetime) -> AdjustedRates:
-    """The tally's raw rates and the failed jobs excused over the same window (relay.results.excused)."""
-    return adjusted_rates(project, tally.rates, window_buckets(days, now)[0].start)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""/crcr, the global summary: backends by level with their windowed tallies (hud.tallies), and
+"""/crcr, the global summary: backends by level with their windowed tallies (relay.levels.tallies), and
 the relay's health cards (hud.health)."""
 
 from collections import Counter
@@ -8,16 +8,16 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from hud.health import dispatch_states, health_cards
-from hud.readiness import PASS_RATE_MIN, pass_rate_met
-from hud.selectors_levels import repo_status
-from hud.tallies.buckets import window_buckets
-from hud.tallies.excused import window_excused
-from hud.tallies.rollups import rollups_state, window_tallies
-from hud.tallies.tally import Tally
 from hud.templatetags.hud_tags import ago, duration, percent
-from hud.windows import WINDOWS, Window, stale_after
 from relay.alerts import AlertStatus, alert_statuses
 from relay.cache import soft_get, soft_set
+from relay.levels.criteria import pass_rate_met
+from relay.levels.status import repo_status
+from relay.levels.tallies.buckets import window_buckets
+from relay.levels.tallies.excused import window_excused
+from relay.levels.tallies.rollups import rollups_state, window_tallies
+from relay.levels.tallies.tally import Tally
+from relay.levels.windows import WINDOWS, Window, stale_after
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 from relay.verdicts import Rates
@@ -30,14 +30,12 @@ LEVEL_SECTIONS = [
     (Level.L2, "L2 backends · results on the HUD only"),
     (Level.L1, "L1 integrations · webhook dispatch only, no results"),
 ]
-PASS_RATE_TARGET = PASS_RATE_MIN
-"""One threshold everywhere a pass rate is coloured: the level criterion (pass rate ≥ 90 %, inclusive)."""
 
 
 @dataclass(frozen=True)
 class ReadinessChip:
     """Upstream's overview chip: an L2 backend's promotion criteria met, an L3/L4 backend's
-    demotion criteria at risk, or no data (hud.selectors_levels decides, as the level loop does)."""
+    demotion criteria at risk, or no data (relay.levels.status decides, as the level loop does)."""
 
     label: str
     """Promotion | Demotion."""
@@ -90,7 +88,7 @@ class BackendRow:
     """The level criteria at a glance (L2: promotion, L3/L4: demotion)."""
     adjusted: AdjustedRates | None = None
     """The upstream-adjusted pass rate on the PR tab (the rule judges PR and push jobs only): the
-    excused count from stored rollups (hud.tallies.excused); the list is on the backend page."""
+    excused count from stored rollups (relay.levels.tallies.excused); the list is on the backend page."""
 
     @property
     def rates(self) -> Rates:

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from hud.windows import DEFAULT_WINDOW, WINDOWS
 from relay.cache import soft_get, soft_set
+from relay.levels.windows import DEFAULT_WINDOW, WINDOWS
 from relay.models import Level
 from relay.results.cells import reference_backend, registered_backends, reported_environment
 from relay.results.quality import Quality, quality_of

@@ -19,8 +19,8 @@ from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
 from hud.selectors_tests import quality_rows
-from hud.tallies.buckets import TalliesPending
-from hud.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
+from relay.levels.tallies.buckets import TalliesPending
+from relay.levels.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
 from relay.params import int_param
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State

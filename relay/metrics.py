@@ -1,4 +1,4 @@
-"""What the relay tells Prometheus (served at /metrics by hud/metrics.py, which adds the level
+"""What the relay tells Prometheus (served at /metrics by relay/levels/metrics.py, which adds the level
 criteria). Everything the relay stores is read from the database at scrape time, so every
 gunicorn and Celery process agrees and the hot paths pay nothing; what it does not store, the
 answer each callback got, is one prometheus_client counter bumped by the callback view, which

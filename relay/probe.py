@@ -9,7 +9,9 @@ rule 7), with retries deduplicated as upstream's dashboards do: the latest attem
   completed), the share that passed, every job ending as built (a count window, so a quiet
   weekend does not swing it);
 - **the last completed nightly probe**: when a nightly probe job last completed by callback (a
-  job the sweeper ended did not complete)."""
+  job the sweeper ended did not complete);
+- **recent heads** (`probe_heads`): its latest few head SHAs of a kind of run, each judged by the
+  probe rule, as /crcr's health card shows them."""
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,8 +19,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Max
 
+from .levels.windows import event_filter
 from .models import JobRun, Project
-from .verdicts import State, latest_attempt, probe_state
+from .verdicts import STATES, Counts, State, job_verdicts, latest_attempt, probe_state
 
 NIGHTLY = "nightly"
 RERUN_REACH = timedelta(days=3)
@@ -171,3 +174,41 @@ def last_nightly_completed_at(probe: Project) -> datetime | None:
         project=probe, event_type=NIGHTLY, status=JobRun.Status.COMPLETED, ended_by=JobRun.EndedBy.CALLBACK
     )
     return done.aggregate(last=Max("completed_at"))["last"]
+
+
+# --- the health probe ----------------------------------------------------------------------------------
+
+PROBE_SHAS = 5
+PROBE_LOOKBACK = timedelta(days=14)
+
+
+@dataclass
+class ProbeHead:
+    sha: str
+    state: str
+    """pass | fail | running, by relay.verdicts.probe_state over the head's jobs."""
+    last_at: datetime
+
+
+def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
+    """The probe's latest few head SHAs of this kind, each judged by the probe rule."""
+    kinds = event_filter(tab)
+    recent = (
+        JobRun.objects.filter(kinds, project=probe, created_at__gte=now - PROBE_LOOKBACK)
+        .values("head_sha")
+        .annotate(last=Max("created_at"))
+        .order_by("-last")[:PROBE_SHAS]
+    )
+    heads = {row["head_sha"]: row["last"] for row in recent}
+    jobs = JobRun.objects.filter(kinds, project=probe, head_sha__in=list(heads)).only(*FIELDS)
+    by_sha: dict = {}
+    for job in jobs:
+        by_sha.setdefault(job.head_sha, []).append(job)
+    return [ProbeHead(sha, _probe_head_state(by_sha.get(sha, [])), last) for sha, last in heads.items()]
+
+
+def _probe_head_state(jobs: list) -> str:
+    counts = {STATES[v.state].counts for v in job_verdicts(jobs, probe=True)}
+    if counts & {Counts.FAIL, Counts.INFRA}:
+        return "fail"
+    return "running" if Counts.PENDING in counts else "pass"

@@ -16,6 +16,7 @@ from .checks.tasks import (
 from .dispatch.tasks import delivery_fan_out, dispatch_send, dispatch_sweep, results_sweep
 from .github.tasks import installations_sync
 from .health import heartbeat_record
+from .levels.tasks import demotion_prs_reconcile, notification_events_detect, rollups_refresh
 from .notify.tasks import issue_occurrences_record, notification_digests, notification_send, notification_sweep
 from .reference.imports import reference_import_sweep as _reference_import_sweep
 from .testlevel.tasks import test_store_sweep
@@ -24,6 +25,7 @@ __all__ = [
     "alerts_evaluate",
     "delivery_fan_out",
     "delivery_react",
+    "demotion_prs_reconcile",
     "dispatch_react",
     "dispatch_send",
     "dispatch_sweep",
@@ -32,10 +34,12 @@ __all__ = [
     "issue_occurrences_record",
     "job_react",
     "notification_digests",
+    "notification_events_detect",
     "notification_send",
     "notification_sweep",
     "reference_import_sweep",
     "results_sweep",
+    "rollups_refresh",
     "test_store_sweep",
     "upstream_react",
     "upstream_write_send",

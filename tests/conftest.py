@@ -205,7 +205,7 @@ def fresh_tallies(monkeypatch):
     enough to fill a cold window (the loading state that a spent budget gives is tested on its own)."""
     from django.core.cache import cache
 
-    from hud.tallies import buckets
+    from relay.levels.tallies import buckets
 
     monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
     cache.clear()

@@ -175,7 +175,7 @@ UNITS = (
     "relay.checks",
     "relay.triage",
     "relay.notify",
-    "hud.tallies",
+    "relay.levels.tallies",
 )
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
 other in a deferred import (the service kicks the task); between units, the flow goes one way."""
@@ -280,6 +280,16 @@ ENGINE = {
     "cell_failures",
 }
 """The read model's engine: defined only in relay/results (the rest call it)."""
+JOB_KIND_RULES = {
+    "failure_kind",
+    "test_kind",
+    "job_level_kind",
+    "mark_for",
+    "upstream_broken",
+    "infrastructure_failure",
+}
+"""Shared with the reference or the backend's own, infrastructure, upstream broken: decided only in
+relay/results/baseline.py (issue 43: the PR page had a second rule for a job's kind)."""
 
 
 def results_offences(path: Path) -> list[str]:
@@ -294,7 +304,9 @@ def results_offences(path: Path) -> list[str]:
         if alias.name in CELL_POLICY
     ]
     offences += [
-        f"defines {node.name}" for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name in ENGINE
+        f"defines {node.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name in ENGINE | JOB_KIND_RULES
     ]
     return offences
 
@@ -311,6 +323,53 @@ def test_nothing_outside_relay_results_computes_a_cell_a_baseline_or_a_culprit()
         if offences
     }
     assert offenders == {}
+
+
+LEVEL_RULES = {"level_change", "readiness", "health_criteria", "demotion_criteria", "sampled", "window_sample"}
+"""The level criteria and the one at-risk / demote / promote rule: defined only in relay/levels."""
+
+
+def level_offences(path: Path) -> list[str]:
+    """Outside relay/levels nobody defines a level rule or compares with a criterion's threshold
+    (`PASS_RATE_MIN`, `TIMEOUT_RATE_MAX`, …): they call relay.levels.criteria's functions."""
+    tree = ast.parse(path.read_text())
+    offences = [f"defines {n.name}" for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in LEVEL_RULES]
+    offences += [
+        f"uses the threshold {node.attr if isinstance(node, ast.Attribute) else node.id}"
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr in LEVEL_THRESHOLDS)
+        or (isinstance(node, ast.Name) and node.id in LEVEL_THRESHOLDS)
+    ]
+    return offences
+
+
+LEVEL_THRESHOLDS = {"PASS_RATE_MIN", "TIMEOUT_RATE_MAX", "E2E_P50_MAX", "QUEUE_AVG_MAX", "OVERRUN_RATE_MAX"}
+
+
+def test_only_relay_levels_applies_the_level_criteria():
+    offenders = {
+        str(path.relative_to(ROOT)): offences
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts and (ROOT / "relay" / "levels") not in path.parents
+        for offences in [level_offences(path)]
+        if offences
+    }
+    assert offenders == {}
+
+
+def test_a_page_judging_a_criterion_itself_is_caught(tmp_path):
+    page = tmp_path / "selectors_x.py"
+    page.write_text(
+        "from relay.levels.criteria import PASS_RATE_MIN\n\ndef level_change(rate):\n    return rate < PASS_RATE_MIN\n"
+    )
+    assert level_offences(page) == ["defines level_change", "uses the threshold PASS_RATE_MIN"]
+
+
+def test_a_page_deciding_a_jobs_kind_itself_is_caught(tmp_path):
+    page = tmp_path / "pr_blame.py"
+    page.write_text("def failure_kind(subject, reference):\n    return 'shared'\n")
+    assert results_offences(page) == ["defines failure_kind"]
 
 
 def test_a_page_combining_job_states_itself_is_caught(tmp_path):
@@ -358,12 +417,15 @@ may change the relay's facts only through these."""
 RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors", "relay.checks.gate")
 """The relay's reads for the API (the merge gate's verdict is one)."""
 RESULTS_READ_MODEL = "relay.results"
+LEVELS_READ_MODEL = "relay.levels"
 """Cells, the baseline, culprits, the known-issue join and how states show: the read model every
 page, the API, the gate and the notifications read results through."""
 
 
 def is_results_read_model(module: str) -> bool:
-    return module == RESULTS_READ_MODEL or module.startswith(RESULTS_READ_MODEL + ".")
+    """The read models pages and the API may import: results (cells, baseline, culprits, …) and
+    levels (tallies, criteria, level status)."""
+    return any(module == model or module.startswith(model + ".") for model in (RESULTS_READ_MODEL, LEVELS_READ_MODEL))
 
 
 def is_hud_entry_point(module: str) -> bool:

@@ -944,7 +944,7 @@ class Generator:
         analyze()
         result.seconds["analyze"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
-        from hud.tallies.rollups import rollups_refresh
+        from relay.levels.tallies.rollups import rollups_refresh
 
         report = rollups_refresh()  # what beat does every minute in production: here every hour at once
         result.rollup_hours = report.recomputed if report else 0
@@ -1150,12 +1150,12 @@ def sequences_reset() -> None:
 def analyze() -> None:
     """PostgreSQL's autovacuum would analyze these tables within a minute of such a load; do it now
     so the first measurement does not race it. SQLite gets its statistics from the HUD's periodic
-    task (hud.maintenance), run here as it would run after such a load."""
+    task (relay.levels.maintenance), run here as it would run after such a load."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
     else:
-        from hud.maintenance import statistics_refresh
+        from relay.levels.maintenance import statistics_refresh
 
         statistics_refresh(force=True)
 

@@ -7,7 +7,8 @@
 - checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
 - demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
 - triage: known issues and their occurrences, expectations, subscriptions and notifications;
-- alerts: episodes of the relay's own health alerts.
+- alerts: episodes of the relay's own health alerts;
+- rollups: the level criteria's stored tallies per hour and day, and their refresh's watermark;
 - testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
   commits the store took, flakiness states, mutes and their audit.
 
@@ -40,6 +41,7 @@ from .results import (
     TestOutcome,
     UsedToken,
 )
+from .rollups import ExcusedRollup, RollupState, TallyRollup
 from .testlevel import (
     HealthState,
     TestedCommit,
@@ -63,6 +65,9 @@ from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
     "AlertEpisode",
+    "ExcusedRollup",
+    "RollupState",
+    "TallyRollup",
     "SELF_REPORT_EVENTS",
     "NEVER_STARTED_RUN_ID",
     "CIProvider",

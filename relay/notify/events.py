@@ -4,7 +4,7 @@ event), sent now through the outbox or held for the subscription's daily digest.
 
 Events about results on trunk (a new backend-specific failure with its culprit range, a
 recovery, upstream breaking the reference) are detected by relay.notify.trunk, which reads results
-through relay.results the way the pages do; readiness and relay health by the HUD (hud.events),
+through relay.results the way the pages do; readiness and relay health by the HUD (relay.levels.events),
 which alone computes them; a known issue seen again after being resolved is detected here, when its
 occurrence is recorded. All of them record through `event_emit`."""
 

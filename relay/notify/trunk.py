@@ -10,7 +10,7 @@ pages read them, each recorded once (by key) through event_emit:
 * **upstream_broken** (commit): the reference failed where its previous decided result did not.
 
 Only trunk cells that got a result since the last run (plus a short overlap) are read, so the cost
-follows new results, not history. The beat job that runs this (hud.events.events_detect) adds the
+follows new results, not history. The beat job that runs this (relay.levels.events.events_detect) adds the
 readiness and health events, which need what only the HUD computes."""
 
 from datetime import timedelta

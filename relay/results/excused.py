@@ -85,7 +85,7 @@ class AdjustedRates:
     raw: Rates
     excused: list[ExcusedJob] = field(default_factory=list)
     stored: int | None = None
-    """The excused count read from stored rollups (hud.tallies.excused) when the list itself was not
+    """The excused count read from stored rollups (relay.levels.tallies.excused) when the list itself was not
     computed: then `excused` is empty and `listed` is False."""
 
     @property

@@ -10,9 +10,9 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.tallies.rollups import rollups_refresh
-from hud.tasks import demotion_prs_reconcile
 from relay.allowlist import parse_allowlist
+from relay.levels.tallies.rollups import rollups_refresh
+from relay.levels.tasks import demotion_prs_reconcile
 from relay.models import DemotionDecision, DemotionPullRequest, FailedTest, JobRun, Project, UpstreamCheckRun
 from relay.registry import allowlist_export
 from tests.conftest import UPSTREAM
@@ -281,14 +281,14 @@ def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(r
 
 
 def test_before_the_tallies_are_ready_the_loop_decides_nothing_and_says_why(relay, world, monkeypatch, caplog):
-    from hud import selectors_levels
-    from hud.tallies.buckets import TalliesPending
+    from relay.levels import status as selectors_levels
+    from relay.levels.tallies.buckets import TalliesPending
 
     def pending(*args, **kwargs):
         raise TalliesPending(0, 1)
 
     monkeypatch.setattr(selectors_levels, "level_status", pending)
-    with caplog.at_level("INFO", logger="hud.tasks"):
+    with caplog.at_level("INFO", logger="relay.levels.tasks"):
         assert demotion_prs_reconcile() == 0
     assert pulls(relay) == [] and decisions(world) == []
     assert "waits for the tallies" in caplog.text

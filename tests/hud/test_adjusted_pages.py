@@ -102,7 +102,7 @@ def test_the_backend_page_shows_its_level_history_and_tenure_not_reset_by_promot
 
 
 def test_tenure_at_l2_or_above_restarts_only_after_a_stay_at_l1():
-    from hud.selectors_backend import level_history
+    from relay.levels.inputs import level_history
     from relay.models import LevelChange
     from relay.registry import project_create, project_update
 

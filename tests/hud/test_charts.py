@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from hud import charts
 from hud.selectors_metrics import BackendSeries, Metrics
-from hud.tallies.tally import Tally
+from relay.levels.tallies.tally import Tally
 from relay.models import Project
 from relay.verdicts import State
 

@@ -1,4 +1,4 @@
-"""Upstream's end-to-end p50 (hud.e2e): one sample per run, its longest queue plus the span from
+"""Upstream's end-to-end p50 (relay.levels.e2e): one sample per run, its longest queue plus the span from
 its first start to its last completion, over PR jobs' latest attempts per (repo, run_id, job)."""
 
 from datetime import timedelta
@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.e2e import e2e_p50
+from relay.levels.e2e import e2e_p50
 from tests.hud.test_selectors_summary import job, project
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The stored excused counts (hud.tallies.excused) give /crcr the excused-jobs rule's own answer for
+"""The stored excused counts (relay.levels.tallies.excused) give /crcr the excused-jobs rule's own answer for
 every range, on real producers' reports, and the refresh notices a reference result or a known
 issue that arrives after the backend's failure."""
 
@@ -9,13 +9,13 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.models import ExcusedRollup
-from hud.selectors_backend import dashboard_build, readiness_inputs
+from hud.selectors_backend import dashboard_build
 from hud.selectors_summary import summary_build
-from hud.tallies.buckets import window_buckets
-from hud.tallies.excused import window_excused
-from hud.tallies.rollups import rollups_refresh, rollups_state
-from relay.models import FailedTest, KnownIssue
+from relay.levels.inputs import readiness_inputs
+from relay.levels.tallies.buckets import window_buckets
+from relay.levels.tallies.excused import window_excused
+from relay.levels.tallies.rollups import rollups_refresh, rollups_state
+from relay.models import ExcusedRollup, FailedTest, KnownIssue
 from relay.reference.junit import junit_parse
 from relay.results.excused import excused_jobs
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)

@@ -2,9 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
-from hud import readiness as rules
-from hud.tallies.histograms import EDGES
-from hud.tallies.tally import Tally
+from relay.levels import criteria as rules
+from relay.levels.tallies.histograms import EDGES
+from relay.levels.tallies.tally import Tally
 from relay.results.excused import AdjustedRates, Evidence, ExcusedJob
 from relay.verdicts import State
 
@@ -13,7 +13,7 @@ LONG_AGO = NOW - timedelta(days=60)
 
 
 def readiness(level, tally14, tally7, *args, **kwargs):
-    """hud.readiness.readiness with each tally's per-run end-to-end p50 (hud.e2e computes it from
+    """relay.levels.criteria.readiness with each tally's per-run end-to-end p50 (relay.levels.e2e computes it from
     the runs; these tests give it with the tally)."""
     kwargs.setdefault("e2e14", getattr(tally14, "e2e_p50", None))
     kwargs.setdefault("e2e7", getattr(tally7, "e2e_p50", None))

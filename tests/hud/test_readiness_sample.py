@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from hud.events import readiness_events
-from hud.readiness import Sample, level_change, readiness
+from relay.levels.criteria import Sample, level_change, readiness
+from relay.levels.events import readiness_events
 from relay.models import NotificationEvent
 from tests.hud.test_readiness import LONG_AGO, NOW, criteria, tally
 from tests.hud.test_selectors_summary import job, project

@@ -7,14 +7,13 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.models import RollupState, TallyRollup
 from hud.selectors_summary import summary_build
-from hud.tallies import rollups
-from hud.tallies.buckets import bucket_compute, window_buckets
-from hud.tallies.rollups import rollups_refresh, tally_dump, window_tallies
-from hud.tallies.tally import tallies_merge
 from relay.callbacks import job_rows
-from relay.models import JobRun
+from relay.levels.tallies import rollups
+from relay.levels.tallies.buckets import bucket_compute, window_buckets
+from relay.levels.tallies.rollups import rollups_refresh, tally_dump, window_tallies
+from relay.levels.tallies.tally import tallies_merge
+from relay.models import JobRun, RollupState, TallyRollup
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]

@@ -9,13 +9,13 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from hud.selectors_summary import summary_build
-from hud.tallies import buckets, histograms
-from hud.tallies.buckets import Bucket, TalliesPending, bucket_compute
-from hud.tallies.histograms import Histogram
-from hud.tallies.rollups import window_tallies
-from hud.tallies.tally import Tally
-from hud.windows import WINDOWS
 from relay.health import HEARTBEAT_KEY
+from relay.levels.tallies import buckets, histograms
+from relay.levels.tallies.buckets import Bucket, TalliesPending, bucket_compute
+from relay.levels.tallies.histograms import Histogram
+from relay.levels.tallies.rollups import window_tallies
+from relay.levels.tallies.tally import Tally
+from relay.levels.windows import WINDOWS
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.verdicts import State, job_verdicts, rates
 

@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from hud import views_summary
-from hud.tallies import buckets
+from relay.levels.tallies import buckets
 from relay.models import FailedTest
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
@@ -236,7 +236,7 @@ def test_the_summary_shows_each_relay_alert_with_since_when_it_fires(client):
 def chip_status(level, mets, no_data=False):
     from types import SimpleNamespace
 
-    from hud.readiness import Criterion
+    from relay.levels.criteria import Criterion
 
     criteria = [Criterion(f"c{i}", "c", "", "", met) for i, met in enumerate(mets)]
     return SimpleNamespace(project=SimpleNamespace(level=level), criteria=criteria, no_data=no_data)

@@ -92,7 +92,7 @@ def subscribe(name, channel="webhook", target="", **fields):
 def test_a_new_backend_specific_trunk_failure_notifies_each_subscription_once_through_a_sink_that_fails_twice(
     backends, trunk, sink
 ):
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
 
     generic = subscribe(
         "xpu json", target=f"{sink.url}/generic", project=backends["xpu"], events=["new_failure", "recovery"]
@@ -192,7 +192,7 @@ def test_oncalls_stored_as_a_comma_separated_string_are_subscribed_by_handle(bac
 
 
 def test_recovery_and_upstream_breaking_the_reference_are_events(backends, trunk):
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
 
     for i, commit in enumerate(trunk[:4]):
         result(backends["ref"], commit.sha, [ROCM_ADDMM] if i == 2 else [])
@@ -204,7 +204,7 @@ def test_recovery_and_upstream_breaking_the_reference_are_events(backends, trunk
 
 
 def test_the_reference_failing_on_a_known_issue_sends_no_upstream_broken_event(backends, trunk):
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
     from relay.triage import issues
 
     issues.known_issue_create({"title": "addmm broken", "kind": "upstream", "test_patterns": ["*test_addmm*"]}, by="a")
@@ -228,7 +228,7 @@ def test_a_resolved_known_issue_seen_again_is_an_event_once(backends, trunk):
 
 
 def test_readiness_turning_to_at_risk_is_an_event_once_and_no_data_alone_is_not(backends, trunk):
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
 
     story_new_failure(backends, trunk)  # Intel XPU passes 3 of 4 jobs: under the 90 % pass rate
     events_detect()
@@ -283,7 +283,7 @@ def test_a_relay_health_alert_firing_is_one_event_and_staying_on_is_not(backends
 def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
     """ROCm fails test_addmm on trunk[1] together with the reference (upstream's doing, not
     announced as ROCm's), then passes: no recovery to announce."""
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
 
     ref_addmm = {
         "classname": "test_ops.TestCommonPRIVATEUSE1",
@@ -301,7 +301,7 @@ def test_a_recovery_is_news_only_after_a_failure_was_announced(backends, trunk):
 def test_a_flaky_test_s_failure_is_never_announced_as_a_new_regression(backends, trunk):
     """Intel XPU's test_addmm passed on retry at trunk[1] (the test store holds it flaky): its
     failure at trunk[3] is a flake, not a new backend-specific failure."""
-    from hud.events import events_detect
+    from relay.levels.events import events_detect
     from relay.models import JobRun
     from relay.testlevel.store import store_sweep
 

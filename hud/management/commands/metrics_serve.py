@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 
-from hud.metrics import CONTENT_TYPE, exposition
+from relay.levels.metrics import CONTENT_TYPE, exposition
 
 
 def application(environ, start_response):

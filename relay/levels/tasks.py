@@ -1,6 +1,6 @@
-"""The HUD's periodic tasks: detect the events subscribers hear about (hud.events), keep the
-summary pages' stored tallies fresh (hud.tallies.rollups), and hand the level decisions the HUD
-computes (hud.selectors_levels) to the relay's demotion loop."""
+"""The HUD's periodic tasks: detect the events subscribers hear about (relay.levels.events), keep the
+summary pages' stored tallies fresh (relay.levels.tallies.rollups), and hand the level decisions the HUD
+computes (relay.levels.status) to the relay's demotion loop."""
 
 import logging
 
@@ -33,7 +33,7 @@ def demotion_prs_reconcile() -> int:
     the relay, which opens, refreshes or closes its demotion PR (relay.checks.demotion)."""
     from relay.checks.demotion import demotion_decide
 
-    from .selectors_levels import level_status
+    from .status import level_status
     from .tallies.buckets import TalliesPending
 
     try:

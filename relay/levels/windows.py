@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db.models import Q
+
 from relay.models import SELF_REPORT_EVENTS
 
 # --- ranges and tabs --------------------------------------------------------------------------------
@@ -59,3 +61,9 @@ def kind_of(event_type: str) -> str:
 
 def stale_after(window: Window, tab: str) -> timedelta:
     return window.stale_after if tab == "pr" else max(window.stale_after, NIGHTLY_STALE_AFTER)
+
+
+def event_filter(tab: str) -> Q:
+    """JobRun rows of one kind of run: a self-reported kind (nightly, periodic) by its event type,
+    `pr` as everything else (pull_request and push)."""
+    return Q(event_type=tab) if tab in SELF_REPORT_EVENTS else ~Q(event_type__in=SELF_REPORT_EVENTS)

@@ -1,7 +1,7 @@
 """Level readiness: the L3 criteria ratified in pytorch/rfcs#102 (reference/relay.md §9.2), checked
 over 14 days for promotion and 7 days for demotion, one verdict per criterion.
 
-Pure functions over tallies (hud.selectors_summary.Tally) and a few dates, so every threshold is
+Pure functions over tallies (relay.levels.tallies.tally.Tally) and a few dates, so every threshold is
 tested without a database."""
 
 from dataclasses import dataclass, replace
@@ -21,7 +21,7 @@ TIMEOUT_RATE_MAX = 0.01
 PASS_RATE_MIN = 0.90
 """Job pass rate (latest attempts) at least 90 %, inclusive (upstream's demotion criteria)."""
 E2E_P50_MAX = 3 * 3600
-"""Median end to end under 3 h, one sample per run (hud.e2e: its queue plus its span), strictly."""
+"""Median end to end under 3 h, one sample per run (relay.levels.e2e: its queue plus its span), strictly."""
 OVERRUN_SECONDS = 3 * 3600
 OVERRUN_RATE_MAX = 0.01
 """Fewer than 1 % of jobs run longer than 3 h (#8754 turned "max exec < 3 h" into this rate)."""
@@ -135,6 +135,10 @@ def pass_rate_met(rate: float | None) -> bool | None:
     return None if rate is None else rate >= PASS_RATE_MIN
 
 
+def timeout_rate_met(rate: float | None) -> bool | None:
+    return _below(rate, TIMEOUT_RATE_MAX)
+
+
 def pass_rate_criterion(tally, adjusted=None, basis: str = "adjusted") -> Criterion:
     """On the registry's basis: the upstream-adjusted rate (relay.results.excused) when known,
     else the raw one; the note gives both, so a backend saved by excused failures says so."""
@@ -162,7 +166,7 @@ def pass_rate_criterion(tally, adjusted=None, basis: str = "adjusted") -> Criter
 
 def health_criteria(tally, adjusted=None, basis: str = "adjusted", e2e_p50: float | None = None) -> list[Criterion]:
     """The criteria a backend must keep meeting; also the first half of promotion. `e2e_p50` is
-    upstream's per-run end-to-end median (hud.e2e); None is no data."""
+    upstream's per-run end-to-end median (relay.levels.e2e); None is no data."""
     overrun = tally.execution.share_at_least(OVERRUN_SECONDS)
     return [
         Criterion(
@@ -179,7 +183,7 @@ def health_criteria(tally, adjusted=None, basis: str = "adjusted", e2e_p50: floa
             "Timeout rate",
             "< 1 %",
             _percent(tally.timeout_rate),
-            _below(tally.timeout_rate, TIMEOUT_RATE_MAX),
+            timeout_rate_met(tally.timeout_rate),
             target=TIMEOUT_RATE_MAX,
             measured=tally.timeout_rate,
         ),

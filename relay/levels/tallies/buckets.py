@@ -8,7 +8,7 @@ decides, a pass after a failed attempt is flaky, superseded work counts nowhere.
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.
 
-The summary pages read these tallies from stored hourly rollups (hud.tallies.rollups), which run
+The summary pages read these tallies from stored hourly rollups (relay.levels.tallies.rollups), which run
 the hour statement below from a periodic refresh; only the current hour is computed on a request.
 
 Scanning a 30-day window per request is too slow: a million JobRun rows are ~1.4 GB in SQLite,
@@ -51,10 +51,10 @@ from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from hud.tallies.histograms import bin_case_sql
-from hud.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
-from hud.tallies.tally import Tally, latest_of, tallies_merge
 from relay.cache import soft_get_many, soft_set
+from relay.levels.tallies.histograms import bin_case_sql
+from relay.levels.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
+from relay.levels.tallies.tally import Tally, latest_of, tallies_merge
 from relay.models import JobRun
 from relay.verdicts import STATES, Counts, State, first_attempt_passed, retried_state
 
@@ -131,7 +131,7 @@ cold 30-day window over a million jobs takes ~10 s on SQLite; this keeps every a
 
 def buckets_computed(buckets: list[Bucket], now: datetime | None = None) -> list[dict]:
     """One {(project_id, kind): Tally} per bucket, computed on demand and cached for as long as it
-    can still change (the summary pages read stored rollups, hud.tallies.rollups; they compute
+    can still change (the summary pages read stored rollups, relay.levels.tallies.rollups; they compute
     only the current hour this way). Missing ones are computed newest first until the time budget
     runs out."""
     now = now or timezone.now()

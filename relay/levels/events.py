@@ -36,7 +36,7 @@ def readiness_events(now) -> list[NotificationEvent]:
     checked = state.value.get("_checked_at")
     if checked and now - parse_datetime(checked) < READINESS_EVERY:
         return []
-    from .selectors_backend import backend_readiness
+    from .inputs import backend_readiness
     from .tallies.buckets import TalliesPending
 
     outlooks, events = dict(state.value), []
@@ -45,7 +45,7 @@ def readiness_events(now) -> list[NotificationEvent]:
             readiness = backend_readiness(project, now)
         except TalliesPending:
             return []  # the tallies are still being computed: ask next time
-        at_risk = readiness.change == "demote"  # hud.readiness.level_change, as the page and the API
+        at_risk = readiness.change == "demote"  # relay.levels.criteria.level_change, as the page and the API
         if at_risk and outlooks.get(str(project.id)) != "at_risk":
             events.append(
                 event_emit(

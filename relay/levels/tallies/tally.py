@@ -4,7 +4,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from hud.tallies.histograms import Histogram
+from relay.levels.tallies.histograms import Histogram
 from relay.verdicts import NOT_A_JOB, STATES, Counts, Rates, State
 
 # --- tallies ------------------------------------------------------------------------------------------

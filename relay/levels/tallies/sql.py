@@ -47,7 +47,7 @@ def state_case_sql(alias: str = "j") -> str:
 
 
 KIND_SQL = f"(CASE {' '.join(f'WHEN j.event_type = {_sql_text(kind)} THEN {_sql_text(kind)}' for kind in SELF_REPORT_EVENTS)} ELSE 'pr' END)"
-"""hud.windows.kind_of in SQL: a self-report's event type names its tab, anything else is `pr`."""
+"""relay.levels.windows.kind_of in SQL: a self-report's event type names its tab, anything else is `pr`."""
 _ATTEMPT_SLOTS = 1024
 ORDER_SQL = (
     f"(MIN(j.id) OVER (PARTITION BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name, j.run_id)"

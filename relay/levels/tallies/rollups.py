@@ -1,6 +1,6 @@
 """Persisted hourly and daily tallies: a cold summary page reads rows instead of scanning jobs.
 
-Each hour's tallies are computed by the very statement hud.tallies.buckets runs on demand
+Each hour's tallies are computed by the very statement relay.levels.tallies.buckets runs on demand
 (`_hour_compute`), stored per (hour, backend, kind of run) as TallyRollup rows, and merged into
 day rows; a page merges a window's day and hour rows (cached per refresh generation) with the
 current hour, which it computes itself. So the numbers are the on-demand ones, by construction.
@@ -23,7 +23,7 @@ write. What can change an hour's tallies, and how the refresh notices it:
 * A refresh that runs out of time (a page filling a cold store) keeps the hours it did not reach
   as pending, so nothing is lost between refreshes.
 
-Every hour recomputed here also gets its excused counts recounted (hud.tallies.excused, which says
+Every hour recomputed here also gets its excused counts recounted (relay.levels.tallies.excused, which says
 what else can change them): a reference row that changed counts as a change to every backend's
 rows on its commit, and a change of known issues or registry recomputes the longest range.
 """
@@ -37,9 +37,10 @@ from django.db import transaction
 from django.db.models import Max, Min, Q
 from django.utils import timezone
 
-from hud.models import RollupState, TallyRollup
-from hud.tallies import buckets as on_demand
-from hud.tallies.buckets import (
+from relay.cache import soft_get, soft_set
+from relay.callbacks.tokens import MAX_AGE_SECONDS as CALLBACK_TOKEN_MAX_AGE
+from relay.levels.tallies import buckets as on_demand
+from relay.levels.tallies.buckets import (
     Bucket,
     TalliesPending,
     _created_within,
@@ -50,13 +51,11 @@ from hud.tallies.buckets import (
     buckets_computed,
     window_buckets,
 )
-from hud.tallies.excused import HORIZON as EXCUSED_HORIZON
-from hud.tallies.excused import excused_facts, excused_hours_store
-from hud.tallies.histograms import Histogram
-from hud.tallies.tally import Tally, tallies_merge
-from relay.cache import soft_get, soft_set
-from relay.callbacks.tokens import MAX_AGE_SECONDS as CALLBACK_TOKEN_MAX_AGE
-from relay.models import JobRun, Project
+from relay.levels.tallies.excused import HORIZON as EXCUSED_HORIZON
+from relay.levels.tallies.excused import excused_facts, excused_hours_store
+from relay.levels.tallies.histograms import Histogram
+from relay.levels.tallies.tally import Tally, tallies_merge
+from relay.models import JobRun, Project, RollupState, TallyRollup
 from relay.verdicts import State
 
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)

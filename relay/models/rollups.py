@@ -1,15 +1,15 @@
-"""The HUD's one derived read model: tallies rolled up per hour and per day (hud.tallies.rollups).
-
-They live in the HUD, not the relay: they are a copy of what the relay recorded, shaped for the
-summary pages, written only by the HUD's periodic refresh and read only by its pages; the relay
-never imports them, and its callbacks never write them."""
+"""The level criteria's derived read model: tallies rolled up per hour and per day
+(relay.levels.tallies.rollups), a copy of what the relay recorded shaped for windowed counts,
+written only by the periodic refresh and read by relay.levels (the criteria, the summary pages
+through it). Callbacks never write them. The tables keep the names they had when the HUD owned
+them (`hud_…`): the move to relay.levels changed Django's state only (migration 0022)."""
 
 from django.db import models
 
 
 class TallyRollup(models.Model):
-    """One bucket's Tally (hud.tallies.tally) for one backend and kind of run, as
-    hud.tallies.buckets computes it: size `h` is one UTC hour, `d` the merge of a UTC day's hours."""
+    """One bucket's Tally (relay.levels.tallies.tally) for one backend and kind of run, as
+    relay.levels.tallies.buckets computes it: size `h` is one UTC hour, `d` the merge of a UTC day's hours."""
 
     size = models.CharField(max_length=1, choices=[("h", "hour"), ("d", "day")])
     start = models.DateTimeField()
@@ -18,6 +18,7 @@ class TallyRollup(models.Model):
     tally = models.JSONField()
 
     class Meta:
+        db_table = "hud_tallyrollup"
         constraints = [
             models.UniqueConstraint(fields=["size", "start", "project_id", "kind"], name="tally_rollup_unique"),
         ]
@@ -28,13 +29,14 @@ class TallyRollup(models.Model):
 
 class ExcusedRollup(models.Model):
     """How many of one backend's failed PR/push jobs dated in one UTC hour the excused-jobs rule
-    (relay.results.excused) excuses as upstream's; hours with none have no row (hud.tallies.excused)."""
+    (relay.results.excused) excuses as upstream's; hours with none have no row (relay.levels.tallies.excused)."""
 
     start = models.DateTimeField()
     project_id = models.IntegerField(help_text="relay.Project id (no foreign key: a derived copy)")
     excused = models.IntegerField()
 
     class Meta:
+        db_table = "hud_excusedrollup"
         constraints = [models.UniqueConstraint(fields=["start", "project_id"], name="excused_rollup_unique")]
 
     def __str__(self):
@@ -59,6 +61,9 @@ class RollupState(models.Model):
         default="",
         help_text="known issues and registry as the excused counts last saw them",
     )
+
+    class Meta:
+        db_table = "hud_rollupstate"
 
     def __str__(self):
         return f"rollups up to job {self.last_id}, refreshed {self.refreshed_at}"

@@ -1,5 +1,5 @@
 """/metrics for Prometheus: the relay's figures (relay/metrics.py) and, from the HUD, every L2–L4
-backend's level criteria as the level-status API computes them (hud.selectors_levels). One
+backend's level criteria as the level-status API computes them (relay.levels.status). One
 registry, read at scrape time; the text is shared for CRCR_METRICS_CACHE_SECONDS so several
 scrapers (or a fast one) cost one round of queries."""
 
@@ -10,7 +10,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from relay.cache import soft_get, soft_set
 from relay.metrics import CALLBACK_ANSWERS, RelayCollector, multiprocess
 
-from .selectors_levels import CRITERION_NAMES, level_status
+from .status import CRITERION_NAMES, level_status
 from .tallies.buckets import TalliesPending
 
 CACHE_KEY = "hud:metrics:v1"

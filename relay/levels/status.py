@@ -1,6 +1,6 @@
 """Level decisions for every backend, in the shape of upstream's `level-status` (CONTRACT §6):
 L3 and L4 backends against the demotion criteria over 7 days, L2 backends against promotion's over
-14 days, both from hud.readiness (the one rule) and with the raw and upstream-adjusted pass rates
+14 days, both from relay.levels.criteria (the one rule) and with the raw and upstream-adjusted pass rates
 (relay.results.excused) side by side, the registry's basis deciding.
 
 A backend with no decided job in its window is listed with noData and never gets a change."""
@@ -10,12 +10,12 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from hud import readiness as rules
 from relay.checks.demotion import demotion_pr_summary
+from relay.levels import criteria as rules
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
 
-from .selectors_backend import LevelHistory, backend_readiness, level_history, readiness_inputs
+from .inputs import LevelHistory, backend_readiness, level_history, readiness_inputs
 
 CRITERION_NAMES = {
     "e2e": "e2e_p50",
@@ -96,7 +96,7 @@ def repo_status(project: Project, now: datetime) -> RepoStatus:
 
 
 def _decided(project, readiness, days: int, criteria: list, tally, adjusted) -> RepoStatus:
-    """The change is readiness's (hud.readiness.level_change): the page and this API never differ."""
+    """The change is readiness's (relay.levels.criteria.level_change): the page and this API never differ."""
     no_data = tally.rates.decided == 0
     change = None if no_data else readiness.change
     return RepoStatus(project, change, no_data, days, criteria, adjusted, level_history(project, limit=0))
