@@ -12,11 +12,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_grid import pr_page
-from relay.checks.gate import gate_verdict
 from relay.levels.status import level_status
 from relay.models import Project, UpstreamCommit
 from relay.results.baseline import commit_baseline
 from relay.results.culprits import streaks
+from relay.results.gate import gate_verdict
 from relay.results.heads import pr_head, sha_resolve
 from relay.selectors import active_project, trunk_commit
 

@@ -364,7 +364,7 @@ CRCR_CALLBACK_RATE_PER_MIN = env_int("CRCR_CALLBACK_RATE_PER_MIN", 100)
 CRCR_REGISTRY_CACHE_SECONDS = env_int("CRCR_REGISTRY_CACHE_SECONDS", 5)
 CRCR_JOB_TIMEOUT_HOURS = float(env("CRCR_JOB_TIMEOUT_HOURS", "6"))
 CRCR_NEVER_STARTED_HOURS = float(env("CRCR_NEVER_STARTED_HOURS", "6"))
-# Expected duration of a job with too little history to judge from (hud.overdue): the 3 h "overrun"
+# Expected duration of a job with too little history to judge from (relay.results.overdue): the 3 h "overrun"
 # threshold of upstream readiness (test-infra #8754); a running job past it shows as overdue.
 CRCR_JOB_EXPECTED_MINUTES = float(env("CRCR_JOB_EXPECTED_MINUTES", "180"))
 CRCR_REFERENCE_WORKFLOW_PATTERN = env("CRCR_REFERENCE_WORKFLOW_PATTERN", r"^(pull|trunk)$")

@@ -9,13 +9,13 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from hud.overdue import running_jobs_overdue
 from hud.templatetags.hud_tags import ago, duration, percent
 from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.levels.windows import TABS, Window, stale_after
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.probe import probe_heads, stuck_after
+from relay.results.overdue import running_jobs_overdue
 
 
 @dataclass
@@ -139,7 +139,7 @@ def callbacks_card(tallies: dict, window: Window, now: datetime) -> HealthCard:
 
 
 def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
-    """Overdue: still running past the job's expected duration (hud.overdue), before the sweeper
+    """Overdue: still running past the job's expected duration (relay.results.overdue), before the sweeper
     times it out. Stuck: running past the timeout and its grace, which the sweeper should have
     ended; only that makes the card degraded."""
     swept = sum((t.swept for t in tallies.values()), Counter())

@@ -10,10 +10,10 @@ from urllib.parse import urlencode
 
 from django.utils import timezone
 
-from hud.overdue import running_jobs_overdue
 from hud.templatetags.hud_tags import ago, job_log_url
 from relay import probe as figures
 from relay.models import Delivery, Dispatch, JobRun, Project
+from relay.results.overdue import running_jobs_overdue
 from relay.run_links import run_host_trusted
 from relay.verdicts import FAILING, STATES, State, conclusion_state, job_label, probe_state
 

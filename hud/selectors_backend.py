@@ -12,7 +12,6 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from hud.overdue import overdue_job_ids
 from hud.templatetags.hud_tags import ago, duration, percent
 from relay.checks.demotion import demotion_pr_active
 from relay.levels import criteria as readiness_rules
@@ -29,6 +28,7 @@ from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state, reference_backend, registered_backends
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
+from relay.results.overdue import overdue_job_ids
 from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
 from relay.results.tests import flaky_tests

@@ -12,6 +12,7 @@ from django.conf import settings
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
 from relay.results.baseline import MARK_LABELS, MARK_SHORT, grid_baseline
+from relay.results.blame import BackendBlame
 from relay.results.cells import (
     Cell,
     CellKey,
@@ -22,15 +23,13 @@ from relay.results.cells import (
     registered_backends,
 )
 from relay.results.culprits import Streak, streaks
-from relay.results.heads import device_label, pr_head, pr_head_shas, pr_labels
+from relay.results.grid import CommitCells, commit_cells
+from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label, shown_state
+from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
-from .gate import gate_shown
-from .overdue import overdue_among, running_job_ids
 from .patterns import PatternError, pattern_matcher
-from .pr_blame import BackendBlame, pr_blame
 from .selectors_commit import commit_pr_number
 from .selectors_tests import failed_test_dicts_states
 
@@ -244,15 +243,11 @@ class GridRow:
         return any(cell.failing for cell in self.cells)
 
 
-def _grid_cell(cells, marks, sha: str, column: Column, overdue: set[int]) -> GridCell:
-    cell = cells[(sha, column.project.id)]
+def _grid_cell(shown: CommitCells, sha: str, column: Column) -> GridCell:
+    pid = column.project.id
     if column.job is None:
-        return GridCell(
-            sha, column.project.id, shown_state(cell.state, cell.verdicts, overdue), marks.get((sha, column.project.id))
-        )
-    verdict = cell.verdict_for(column.job)
-    state = shown_state(verdict.state, [verdict], overdue) if verdict else State.NO_RESULT
-    return GridCell(sha, column.project.id, state, job=column.job)
+        return GridCell(sha, pid, shown.state(sha, pid), shown.mark(sha, pid))
+    return GridCell(sha, pid, shown.state(sha, pid, column.job), job=column.job)
 
 
 # --- the grid -----------------------------------------------------------------------------------
@@ -303,15 +298,10 @@ def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], fil
     """Rows for the commits, columns for the backends that survive the filters: four queries
     (jobs, dispatches, failing attempts' tests, running jobs' start times) whatever the page's size."""
     shas = [c.sha for c in commits]
-    cells = cells_for_commits(shas, projects)
-    reference = reference_backend(projects)
-    marks, broken = grid_baseline(cells, reference.id if reference else None)
+    shown = commit_cells(shas, projects)
     matches, name_error = _matcher_or_error(filters)
-    columns = [col for p in projects for col in _columns_for(p, cells, shas, filters, matches)]
-    overdue = overdue_among(running_job_ids(cell.verdicts for cell in cells.values()))
-    rows = [
-        GridRow(c, [_grid_cell(cells, marks, c.sha, col, overdue) for col in columns], c.sha in broken) for c in commits
-    ]
+    columns = [col for p in projects for col in _columns_for(p, shown.cells, shas, filters, matches)]
+    rows = [GridRow(c, [_grid_cell(shown, c.sha, col) for col in columns], c.sha in shown.broken) for c in commits]
     columns, rows = _hide_green(columns, rows) if filters.hide_green else (columns, rows)
     if filters.failures_only:
         rows = [r for r in rows if r.failing]
@@ -444,14 +434,6 @@ def cell_log_job(sha: str, project_id: int, job: str = ""):
 
 
 @dataclass
-class PrHead:
-    sha: str
-    first_seen: object
-    commit: UpstreamCommit | None
-    row: GridRow | None = None
-
-
-@dataclass
 class PrPage:
     number: int
     heads: list[PrHead]
@@ -461,58 +443,45 @@ class PrPage:
     gate: dict | None
     title: str
     info: PullRequest | None = None
-    """Author, labels and base, as the last pull_request webhook told them."""
+    """Author, base and state, as the newest pull_request webhook told them."""
+    labels: list[str] = field(default_factory=list)
     blame: list[BackendBlame] = field(default_factory=list)
     """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
     l3_labelled: list[Project] = field(default_factory=list)
     """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
 
 
-def pr_heads(number: int) -> list[PrHead]:
-    """Every head SHA the PR has had, newest first (relay.results.heads.pr_head_shas)."""
-    seen = pr_head_shas(number)
-    commits = UpstreamCommit.objects.in_bulk(list(seen), field_name="sha")
-    return [PrHead(sha, when, commits.get(sha)) for sha, when in seen.items()]
-
-
 def pr_page(number: int) -> PrPage:
-    """Heads × backends, a summary of the latest head and, with L4 backends, the gate's verdict."""
-    heads = _counted_first(pr_heads(number), pr_head(number))
+    """The PR's facts, gate and blame (relay.results.pr), and its heads × backends."""
     projects = registered_backends()
+    facts = pr_facts(number, projects)
+    heads = facts.heads
     commits = [h.commit or UpstreamCommit(sha=h.sha, pr_number=number, landed_at=h.first_seen) for h in heads]
     grid = grid_for_commits(commits, projects, GridFilters())
     for head, row in zip(heads, grid.rows):
         head.row = row
     if not heads:
         return PrPage(number, [], grid.columns, grid.groups, "", None, "")
-    # The health probe's label-gated L4 check counts in the gate too, though it has no column.
-    gates = any(p.level == Level.L4 for p in projects) or Project.objects.filter(level=Level.L4, active=True).exists()
-    gate = gate_shown(number, heads[0].sha) if gates else None
-    info = PullRequest.objects.filter(number=number).first()
-    title = (info.title if info else "") or next((h.commit.title for h in heads if h.commit and h.commit.title), "")
-    summary = head_summary(heads[0].row, grid.columns)
-    page = PrPage(
-        number, heads, grid.columns, grid.groups, summary, gate, title, info, pr_blame(heads[0].sha, info, projects)
+    summary = head_summary(heads[0].row, grid.columns, facts.gate)
+    return PrPage(
+        number,
+        heads,
+        grid.columns,
+        grid.groups,
+        summary,
+        facts.gate,
+        facts.title,
+        facts.info,
+        facts.labels,
+        facts.blame,
+        facts.l3_labelled,
     )
-    page.l3_labelled = _labelled(number, projects)
-    return page
 
 
-def _counted_first(heads: list[PrHead], counted: str) -> list[PrHead]:
-    """The head that counts (relay.results.heads.pr_head) leads, as it does for the gate: a PR
-    pushed back to an older SHA is judged on that SHA."""
-    return sorted(heads, key=lambda head: head.sha != counted)
-
-
-def _labelled(number: int, projects: list[Project]) -> list[Project]:
-    """L3 backends whose label the PR carries, by the labels the check runs follow."""
-    labels = pr_labels(number)
-    return [p for p in projects if p.level == Level.L3 and p.device and device_label(p) in labels]
-
-
-def head_summary(row: GridRow, columns: list[Column]) -> str:
+def head_summary(row: GridRow, columns: list[Column], gate: dict | None = None) -> str:
     """ "5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
-    report results and have something for this head."""
+    report results and have something for this head; with none, whether the gate still judges
+    something (the relay's health probe, which has no column)."""
     cells = [
         c
         for c, col in zip(row.cells, columns)
@@ -527,7 +496,12 @@ def head_summary(row: GridRow, columns: list[Column]) -> str:
         parts.append(f"{running} running")
     if failing:
         parts.append(f"{len(failing)} failing ({_failing_kinds(failing)})")
-    return ", ".join(parts) if cells else "No backend has results for this head yet"
+    if cells:
+        return ", ".join(parts)
+    judged = [b["project"] for b in (gate or {}).get("backends", [])]
+    if judged:
+        return f"No backend has results for this head yet; the gate below judges {', '.join(judged)}"
+    return "No backend has results for this head yet"
 
 
 FAILING_KIND_WORDS = {**MARK_SHORT, None: "the reference"}

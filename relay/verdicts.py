@@ -47,7 +47,7 @@ class State(str, Enum):
     DISPATCH_FAILED = "dispatch_failed"
     DISPATCH_PENDING = "dispatch_pending"
     OVERDUE = "overdue"
-    """A running job past its expected duration (hud.overdue): shown on cells, never judged here;
+    """A running job past its expected duration (relay.results.overdue): shown on cells, never judged here;
     it counts as pending. Last in the enum, so the numbers cached tallies use stay put."""
 
 
@@ -221,7 +221,7 @@ def first_attempt_passed(latest: State, first: State) -> bool:
 
 def shown_state(state: State, verdicts, overdue_ids: set[int]) -> State:
     """A cell whose most severe state is "in progress" shows as overdue when one of its running
-    jobs is (hud.overdue says which are); anything more severe (a failure, say) still shows first."""
+    jobs is (relay.results.overdue says which are); anything more severe (a failure, say) still shows first."""
     if state != State.RUNNING:
         return state
     return State.OVERDUE if any(v.state == State.RUNNING and v.job.id in overdue_ids for v in verdicts) else state

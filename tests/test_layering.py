@@ -414,7 +414,7 @@ RELAY_SERVICES = (
 )
 """Writes that validate and record who did them (and the errors they raise): a form or an API call
 may change the relay's facts only through these."""
-RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors", "relay.checks.gate")
+RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors")
 """The relay's reads for the API (the merge gate's verdict is one)."""
 RESULTS_READ_MODEL = "relay.results"
 LEVELS_READ_MODEL = "relay.levels"

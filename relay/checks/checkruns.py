@@ -15,6 +15,7 @@ from relay.run_links import github_job_id, run_host_trusted
 
 from ..github.upstream import upstream_installation_id
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
+from ..results import gate as gate_verdicts
 from ..verdicts import latest_attempt
 from . import gate
 from .demotion import check_runs_suppressed, suppression_record
@@ -99,7 +100,7 @@ def job_check_run_refresh(job: JobRun) -> UpstreamWrite | None:
 
 
 def backend_check_run_refresh(project: Project, pr_number: int, head_sha: str) -> UpstreamWrite | None:
-    if not gate.head_dispatches(project, pr_number, head_sha).filter(state=Dispatch.State.SENT).exists():
+    if not gate_verdicts.head_dispatches(project, pr_number, head_sha).filter(state=Dispatch.State.SENT).exists():
         return None
     if creation_suppressed(project, pr_number, head_sha, backend_check_run_name(project)):
         return None
@@ -120,7 +121,7 @@ def creation_suppressed(project: Project, pr_number: int, head_sha: str, name: s
 
 
 def gate_check_run_refresh(pr_number: int, head_sha: str) -> UpstreamWrite | None:
-    return check_run_refresh(check_run_ensure(Kind.GATE, pr_number, head_sha, gate.GATE_NAME))
+    return check_run_refresh(check_run_ensure(Kind.GATE, pr_number, head_sha, gate_verdicts.GATE_NAME))
 
 
 # --- bodies ---------------------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def _withdrawn(row: UpstreamCheckRun) -> dict:
 
 def _backend_body(row: UpstreamCheckRun) -> dict | None:
     dispatch = (
-        gate.head_dispatches(row.project, row.pr_number, row.head_sha)
+        gate_verdicts.head_dispatches(row.project, row.pr_number, row.head_sha)
         .filter(state=Dispatch.State.SENT)
         .order_by("-sent_at", "-id")
         .first()

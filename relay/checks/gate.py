@@ -1,139 +1,15 @@
-"""The merge gate: one check run, `crcr/gate`, per PR head SHA, summarising the L4 backends.
-Branch protection can require this one stable name; bots read the same verdict from
-`gate_verdict()` (served at GET /api/v1/prs/<number>/gate, and shown on the HUD's PR page).
-
-The policy lives in relay.verdicts (`gate_backend`, `gate_overall`), with the job states the
-HUD's cells use: only L4 backends count; the latest attempt of each job decides; failure,
-cancelled, timed out and never started block; work without a result keeps the gate pending;
-superseded work and backends that could not be asked count nowhere.
-
-**Why cancelled blocks.** A cancelled run tested nothing, and a backend must not be able to
-turn its gate green by cancelling. The one exception is a job the relay cancelled itself
-because a newer head was pushed (*superseded*): it is about a commit nobody can merge any more.
-To unblock, re-run it (the check run's "Re-run" re-runs the run's failed and cancelled jobs)
-or bypass the gate. Today's merge bot ignores cancelled and timed_out, and Dr.CI counts them as
-failures; this gate settles on one rule for both."""
+"""The merge gate as a check run: one `crcr/gate` per PR head SHA, summarising the L4 backends.
+Branch protection can require this one stable name. The verdict is relay.results.gate's (the API
+and the HUD's PR page give the same); this module writes it upstream: its body and Markdown."""
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef
 
-from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project
-from ..results.heads import pr_head
-from ..triage.issues import not_blocking
-from ..triage.mutes import Muted
-from ..verdicts import PASSING, Gate, JobVerdict, State, gate_backend, gate_overall, job_verdicts
+from ..results.gate import GATE_NAME, gate_verdict
+from ..verdicts import PASSING, Gate, State
 from .markdown import md_code
 
-GATE_NAME = "crcr/gate"
+__all__ = ["GATE_NAME", "gate_body", "gate_summary"]
 GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SKIPPED: "⚪"}
-
-
-# --- one backend on one head ----------------------------------------------------------------------
-
-
-def jobs_counted(project: Project, head_sha: str):
-    """Every attempt of every job of `project` that counts for this head, as the pages count them
-    (JobRun.objects.results_for): a `ciflow/trunk` merge run's jobs are later attempts of the same
-    jobs. A push run nobody started is left out: a backend that takes no push events must not
-    fail the PR for it."""
-    jobs = JobRun.objects.results_for([head_sha]).filter(project=project)
-    return jobs.exclude(dispatch__event_type="push", run_id=NEVER_STARTED_RUN_ID).prefetch_related("failed_tests")
-
-
-def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:
-    """The health probe's L4 check is judged by the probe rule (relay.verdicts, rule 7), as its
-    cells are: an xfail job that failed passes, a plainly named one that failed blocks."""
-    verdicts = job_verdicts(jobs_counted(project, head_sha), probe=project.is_health_probe)
-    return sorted(verdicts, key=lambda v: (v.job.workflow_name, v.job.job_name))
-
-
-def head_dispatches(project: Project, pr_number: int, head_sha: str):
-    qs = Dispatch.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha, event_type="pull_request")
-    return qs.exclude(delivery__action="closed")
-
-
-def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict], dict]:
-    """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts. A
-    failing job whose failures all match known issues an admin marked as not blocking, or tests the
-    backend muted, counts nowhere, and the reason says so; `excused` is job id → those excuses."""
-    verdicts = backend_verdicts(project, pr_number, head_sha)
-    dispatches = head_dispatches(project, pr_number, head_sha)
-    unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
-        Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
-    )
-    states = set(dispatches.values_list("state", flat=True))
-    excused = not_blocking(verdicts, project.pk)
-    state, reason = gate_backend(verdicts, states, unanswered.exists(), frozenset(excused))
-    if excused:
-        reason += "; not blocking: " + ", ".join(
-            _excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused
-        )
-    return state, reason, verdicts, excused
-
-
-def _excused_text(verdict: JobVerdict, excuses) -> str:
-    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {_excuse_names(excuses)}"
-
-
-def _excuse_names(excuses) -> str:
-    """Known issues marked not blocking, and mutes, as the gate names them."""
-    return ", ".join(
-        f"{e.mute.identity.identity} {e.label}" if isinstance(e, Muted) else f"known issue #{e.pk} {e.title}"
-        for e in excuses
-    )
-
-
-# --- the gate -------------------------------------------------------------------------------------
-
-
-def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
-    """The gate for a PR head (default: the head that counts, relay.results.heads.pr_head), as
-    plain JSON-ready data."""
-    head = (head_sha or pr_head(pr_number)).lower()
-    backends = [
-        _backend_entry(p, pr_number, head)
-        for p in Project.objects.filter(level=Level.L4, active=True).order_by("full_name")
-    ]
-    backends = [b for b in backends if b["state"] != Gate.NONE]
-    state = gate_overall(b["state"] for b in backends).value
-    return {
-        "pr_number": pr_number,
-        "head_sha": head,
-        "name": GATE_NAME,
-        "state": state,
-        "conclusion": None if state == Gate.PENDING else state,
-        "blocking": [b["repo"] for b in backends if b["state"] in (Gate.FAILURE, Gate.PENDING)],
-        "backends": backends,
-        "title": gate_title(state, backends),
-    }
-
-
-def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
-    state, reason, verdicts, excused = backend_state(project, pr_number, head)
-    jobs = [
-        {
-            "workflow": v.job.workflow_name,
-            "job": v.job.job_name,
-            "state": v.state.value,
-            "attempts": v.attempts,
-            "run_id": v.job.run_id,
-            "url": v.job.workflow_url,
-            "not_blocking": _excuse_names(excused[v.job.pk]) if v.job.pk in excused else "",
-        }
-        for v in verdicts
-    ]
-    return {"repo": project.full_name, "state": state.value, "reason": reason, "jobs": jobs}
-
-
-def gate_title(state: str, backends: list[dict]) -> str:
-    if not backends:
-        return "No L4 backend runs on this PR"
-    if state == "failure":
-        return "Blocked: " + ", ".join(b["repo"] for b in backends if b["state"] == "failure") + " failed"
-    if state == "pending":
-        waiting = [b for b in backends if b["state"] == "pending"]
-        return f"Waiting for {len(waiting)} of {len(backends)} L4 backend{'s' if len(backends) != 1 else ''}"
-    return f"All {len(backends)} L4 backend{'s' if len(backends) != 1 else ''} passed"
 
 
 def gate_summary(verdict: dict) -> str:

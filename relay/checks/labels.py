@@ -4,8 +4,8 @@ removing the label does. The PR's labels are read from the latest pull_request d
 labels say and out-of-order label events settle on the newest one."""
 
 from ..models import Delivery, Level, Project, UpstreamCheckRun
+from ..results import gate
 from ..results.heads import LABEL_PREFIX, device_label, pr_head, pr_labels
-from . import gate
 from .checkruns import backend_check_run_refresh, check_run_refresh, job_check_run_refresh, open_check_runs
 from .oncall import oncall_refresh
 

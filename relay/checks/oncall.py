@@ -11,10 +11,10 @@ from django.conf import settings
 from ..allowlist import oncall_list
 from ..github.upstream import upstream_installation_id
 from ..models import OncallComment, Project, UpstreamWrite
+from ..results import gate
 from ..results.advice import advice_for
 from ..results.heads import pr_head
 from ..verdicts import FAILING, PASSING
-from . import gate
 from .checkruns import failed_test_line, fit_lines, job_details_url
 from .markdown import md_code, md_link
 from .writes import Plan, Skip, body_digest, tried_before, write_enqueue

@@ -59,7 +59,8 @@ def _push_row(commit: dict, branch: str, trunk: bool, parent: str, landed_at) ->
 
 
 def _pr_record(pr: dict, received_at) -> None:
-    """Upsert the PR's author, labels and base; fields of the wrong type are left empty."""
+    """Upsert the PR's author, labels and base as the newest webhook says (an older one processed
+    late changes nothing); fields of the wrong type are left empty."""
     base, head = _mapping(pr.get("base")), _mapping(pr.get("head"))
     labels = [
         str(label.get("name"))[:100]
@@ -67,19 +68,19 @@ def _pr_record(pr: dict, received_at) -> None:
         if isinstance(label, dict) and label.get("name")
     ]
     state = "merged" if pr.get("merged") is True else str(pr.get("state") or "")[:16]
-    PullRequest.objects.update_or_create(
-        number=pr["number"],
-        defaults={
-            "title": _text(pr.get("title"), 300),
-            "author": _text(_mapping(pr.get("user")).get("login"), 100),
-            "labels": labels,
-            "base_sha": _text(base.get("sha"), 40),
-            "base_ref": _text(base.get("ref"), 255),
-            "head_sha": _text(head.get("sha"), 40),
-            "state": state,
-            "updated_at": received_at,
-        },
-    )
+    facts = {
+        "title": _text(pr.get("title"), 300),
+        "author": _text(_mapping(pr.get("user")).get("login"), 100),
+        "labels": labels,
+        "base_sha": _text(base.get("sha"), 40),
+        "base_ref": _text(base.get("ref"), 255),
+        "head_sha": _text(head.get("sha"), 40),
+        "state": state,
+        "updated_at": received_at,
+    }
+    row, created = PullRequest.objects.get_or_create(number=pr["number"], defaults=facts)
+    if not created:
+        PullRequest.objects.filter(pk=row.pk, updated_at__lte=received_at).update(**facts)
 
 
 def _mapping(value) -> dict:

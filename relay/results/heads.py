@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Min, Q
 
-from relay.models import Delivery, Dispatch, JobRun, UpstreamCommit
+from relay.models import Delivery, Dispatch, JobRun, PullRequest, UpstreamCommit
 
 CANDIDATES = 12
 """At most this many commits are listed for a prefix (two already make it ambiguous)."""
@@ -50,17 +50,16 @@ LABEL_PREFIX = "ciflow/crcr/"
 
 
 def pr_labels(pr_number: int) -> set[str]:
-    """Lower-cased label names of the PR as its newest stored pull_request delivery says
-    (labeled, unlabeled, reopened, … all carry the current set, so out-of-order label events
-    settle on the newest one). The check runs and the PR page both ask here."""
-    latest = (
-        Delivery.objects.filter(event="pull_request", pr_number=pr_number)
-        .exclude(outcome=Delivery.Outcome.IGNORED)
-        .order_by("-received_at", "-id")
-        .first()
-    )
-    labels = ((latest.payload.get("pull_request") or {}).get("labels") or []) if latest else []
-    return {str(label.get("name", "")).lower() for label in labels if isinstance(label, dict)}
+    """Lower-cased label names of the PR (pr_label_names): what the check runs compare."""
+    return {name.lower() for name in pr_label_names(pr_number)}
+
+
+def pr_label_names(pr_number: int) -> list[str]:
+    """The PR's labels as the newest pull_request webhook said them (relay.intake.commits keeps the
+    PullRequest row to the newest delivery, so out-of-order label events settle on the newest
+    one): the one source the check runs, the PR page's chips and its L3 line read."""
+    row = PullRequest.objects.filter(number=pr_number).only("labels").first()
+    return [str(name) for name in (row.labels if row else []) if isinstance(name, str)]
 
 
 def device_label(project) -> str:

@@ -4,8 +4,8 @@ and that each is created once and then updated in place."""
 import pytest
 
 from relay.checks.checkruns import SUMMARY_LIMIT, TITLE_LIMIT, check_run_body
-from relay.checks.gate import gate_verdict
 from relay.models import Delivery, Dispatch, JobRun, UpstreamCheckRun
+from relay.results.gate import gate_verdict
 from tests.conftest import fixture_payload
 
 from .conftest import HEAD, NEW_HEAD

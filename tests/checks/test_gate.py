@@ -3,8 +3,8 @@ the same verdict from gate_verdict() for bots."""
 
 import pytest
 
-from relay.checks.gate import gate_verdict
 from relay.models import Dispatch, JobRun
+from relay.results.gate import gate_verdict
 
 from .conftest import HEAD, NEW_HEAD
 

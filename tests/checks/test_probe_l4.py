@@ -8,9 +8,9 @@ import pytest
 
 from devtools.standin.sandbox import PROBE_L4_LABEL, JobPlan, probe_l4_naming
 from relay.alerts import alerts_evaluate
-from relay.checks.gate import gate_verdict
 from relay.dispatch.sending import dispatch_client_payload
 from relay.models import AlertEpisode, Dispatch, NotificationEvent
+from relay.results.gate import gate_verdict
 
 from .conftest import HEAD
 from .test_gate import gate, state

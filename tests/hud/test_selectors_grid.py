@@ -6,10 +6,10 @@ import pytest
 from django.http import QueryDict
 from django.utils import timezone
 
-from hud.gate import gate_shown
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
 from relay.results.baseline import MARK_LABELS
 from relay.results.cells import cells_for_commits, registered_backends
+from relay.results.gate import gate_shown
 from relay.results.heads import sha_resolve
 from relay.verdicts import State, awaiting_results_state
 from tests.factories import (
@@ -299,7 +299,7 @@ def test_a_certain_failure_wins_over_work_still_running(backends):
 
 
 def test_the_hud_shows_the_very_verdict_the_relay_writes_to_the_check_run(backends):
-    from relay.checks.gate import gate_verdict as relay_gate_verdict
+    from relay.results.gate import gate_verdict as relay_gate_verdict
 
     run(backends["xpu"], "3" * 40, "failure", job_name="a", pr_number=7)
     hud, relay = gate_shown(7, "3" * 40), relay_gate_verdict(7, "3" * 40)

@@ -12,10 +12,11 @@ from django.utils import timezone
 from markdown_it import MarkdownIt
 
 from relay.checks.checkruns import job_summary
-from relay.checks.gate import gate_summary, gate_verdict
+from relay.checks.gate import gate_summary
 from relay.checks.markdown import md_code, md_link
 from relay.checks.oncall import failing_body, head_outcome
 from relay.models import FailedTest, JobRun
+from relay.results.gate import gate_verdict
 from tests.factories import DispatchFactory, ProjectFactory
 from tests.security.hostile_values import INVISIBLE
 

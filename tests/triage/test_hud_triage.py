@@ -72,8 +72,8 @@ def test_the_tooltip_offers_mark_as_known_prefilled_from_the_failure(backends, t
 
 
 def test_the_pr_page_leaves_known_failures_out_of_what_the_pr_broke(backends, trunk):
-    from hud.pr_blame import pr_blame
     from relay.models import PullRequest
+    from relay.results.blame import pr_blame
 
     make_issue()
     pr = PullRequest.objects.create(number=7, base_sha=trunk[5].sha, head_sha="e" * 40)

@@ -76,7 +76,8 @@ def test_a_resolved_issue_whose_failures_still_occur_is_flagged(backends, trunk)
 
 
 def test_a_failure_of_a_non_blocking_issue_does_not_block_the_gate_and_the_summary_says_so(backends):
-    from relay.checks.gate import gate_summary, gate_verdict
+    from relay.checks.gate import gate_summary
+    from relay.results.gate import gate_verdict
 
     make_issue(blocks_gate=False)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
@@ -87,7 +88,7 @@ def test_a_failure_of_a_non_blocking_issue_does_not_block_the_gate_and_the_summa
 
 
 def test_the_pr_page_gate_box_says_an_excused_failure_does_not_block(backends, client):
-    from hud.gate import gate_shown
+    from relay.results.gate import gate_shown
 
     issue = make_issue(blocks_gate=False)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
@@ -102,7 +103,7 @@ def test_the_pr_page_gate_box_says_an_excused_failure_does_not_block(backends, c
 
 
 def test_a_failure_beside_the_non_blocking_one_still_blocks(backends):
-    from relay.checks.gate import gate_verdict
+    from relay.results.gate import gate_verdict
 
     make_issue(blocks_gate=False)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM, XPU_SUM], pr_number=4242)

@@ -66,7 +66,8 @@ def test_a_test_is_muted_once_per_backend_and_a_name_that_is_no_test_is_refused(
 
 
 def test_a_job_failing_only_muted_tests_does_not_block_the_gate(backends):
-    from relay.checks.gate import gate_summary, gate_verdict
+    from relay.checks.gate import gate_summary
+    from relay.results.gate import gate_verdict
 
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
     assert gate_verdict(4242, "e" * 40)["state"] == "failure"
@@ -78,7 +79,7 @@ def test_a_job_failing_only_muted_tests_does_not_block_the_gate(backends):
 
 
 def test_a_muted_failure_beside_another_still_blocks(backends):
-    from relay.checks.gate import gate_verdict
+    from relay.results.gate import gate_verdict
 
     mute(backends)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM, XPU_SUM], pr_number=4242)

@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from hud.selectors_grid import pr_page
-from relay.checks.gate import gate_verdict
 from relay.models import JobRun, Level
 from relay.results.cells import cells_for_commits
+from relay.results.gate import gate_verdict
 from relay.results.heads import pr_head, sha_resolve
 from tests.factories import DeliveryFactory, DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
@@ -95,14 +95,27 @@ def test_a_full_sha_names_itself_even_when_nothing_is_recorded():
 
 
 def test_the_pr_page_lists_as_labelled_exactly_the_l3_backends_the_check_runs_follow():
+    """Label events processed out of order: the newest webhook's labels win, in the one PR row
+    that the page's chips, its L3 line and the check runs all read."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
     from relay.checks.labels import check_runs_wanted
-    from relay.models import PullRequest
+    from relay.intake.commits import commits_record
+    from relay.results.heads import pr_label_names
 
     xpu = ProjectFactory(level=Level.L3, device="xpu")
     npu = ProjectFactory(level=Level.L3, device="npu")
-    # The stored PR row says npu (an older event); the newest webhook says xpu: both read the webhook.
-    PullRequest.objects.create(number=7, labels=["ciflow/crcr/npu"])
-    labels = {"pull_request": {"number": 7, "labels": [{"name": "ciflow/crcr/XPU"}]}}
-    DeliveryFactory(pr_number=7, head_sha=A, action="labeled", payload=labels)
+    now = timezone.now()
+
+    def webhook(label, at):
+        pr = {"number": 7, "title": "t", "labels": [{"name": label}], "head": {"sha": A}, "base": {}}
+        commits_record("pull_request", {"action": "labeled", "pull_request": pr}, at)
+
+    webhook("ciflow/crcr/XPU", now)
+    webhook("ciflow/crcr/npu", now - timedelta(seconds=5))  # older, processed later
+    DeliveryFactory(pr_number=7, head_sha=A, action="labeled")
+    assert pr_label_names(7) == ["ciflow/crcr/XPU"]
     page = pr_page(7)
     assert page.l3_labelled == [p for p in (xpu, npu) if check_runs_wanted(p, 7)] == [xpu]

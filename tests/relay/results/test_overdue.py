@@ -7,12 +7,12 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from hud.overdue import expected_durations, expected_from, overdue_job_ids, running_jobs_overdue
 from hud.selectors_backend import dashboard_build
 from hud.selectors_grid import GridFilters, grid_page
 from hud.selectors_summary import summary_build
 from relay.health import HEARTBEAT_KEY
 from relay.models import RelayState
+from relay.results.overdue import expected_durations, expected_from, overdue_job_ids, running_jobs_overdue
 from relay.verdicts import STATES, Counts, State
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
 

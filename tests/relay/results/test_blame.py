@@ -2,9 +2,9 @@
 
 import pytest
 
-from hud.pr_blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
+from relay.results.blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
 from relay.results.cells import registered_backends
 from tests.factories import DeliveryFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 

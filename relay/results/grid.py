@@ -1,0 +1,43 @@
+"""Cells for a page of commits × backends, as every grid shows them (the main grid, the PR page):
+each backend's cell per commit (relay.results.cells), the baseline's marks and upstream-broken
+commits (relay.results.baseline), and which running jobs are overdue (relay.results.overdue),
+from a fixed handful of queries whatever the page's size."""
+
+from dataclasses import dataclass
+
+from relay.models import Project
+from relay.verdicts import State, shown_state
+
+from .baseline import grid_baseline
+from .cells import Cell, CellKey, cells_for_commits, reference_backend
+from .overdue import overdue_among, running_job_ids
+
+
+@dataclass
+class CommitCells:
+    cells: dict[CellKey, Cell]
+    marks: dict[CellKey, str]
+    broken: set[str]
+    """Commits where the reference's build or tests failed (relay.results.baseline.upstream_broken)."""
+    overdue: set[int]
+    """Running job ids past their expected duration."""
+
+    def state(self, sha: str, project_id: int, job: tuple[str, str] | None = None) -> State:
+        """A cell's state as shown (a running one past its expected duration is overdue), or one
+        job column's."""
+        cell = self.cells[(sha, project_id)]
+        if job is None:
+            return shown_state(cell.state, cell.verdicts, self.overdue)
+        verdict = cell.verdict_for(job)
+        return shown_state(verdict.state, [verdict], self.overdue) if verdict else State.NO_RESULT
+
+    def mark(self, sha: str, project_id: int) -> str | None:
+        return self.marks.get((sha, project_id))
+
+
+def commit_cells(shas: list[str], projects: list[Project]) -> CommitCells:
+    cells = cells_for_commits(shas, projects)
+    reference = reference_backend(projects)
+    marks, broken = grid_baseline(cells, reference.id if reference else None)
+    overdue = overdue_among(running_job_ids([cell.verdicts for cell in cells.values()]))
+    return CommitCells(cells, marks, broken, overdue)
