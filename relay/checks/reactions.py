@@ -41,7 +41,7 @@ def dispatch_reacted(dispatch_id: int) -> None:
     if (
         dispatch.event_type != "pull_request"
         or not dispatch.pr_number
-        or dispatch.delivery.action == "closed"
+        or dispatch.delivery.is_closing
         or project.level not in UPSTREAM_LEVELS
     ):
         return
@@ -76,7 +76,7 @@ def upstream_wants_job(level: str, event_type: str, pr_number: int | None) -> bo
 
 
 def _pr_job(job: JobRun) -> bool:
-    closing = job.dispatch is not None and job.dispatch.delivery.action == "closed"
+    closing = job.dispatch is not None and job.dispatch.delivery.is_closing
     return upstream_wants_job(job.project.level, job.event_type, job.pr_number) and not closing
 
 

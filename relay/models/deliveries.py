@@ -8,6 +8,22 @@ from ..outbox.models import OutboxAttempt, OutboxRow
 from .registry import Project
 
 
+class DeliveryQuerySet(models.QuerySet):
+    def closings(self):
+        """A PR's closing deliveries: their dispatches are a clean-up downstream, not a test of the
+        head, so no cell, gate or count waits on them (the one definition; Delivery.is_closing)."""
+        return self.filter(event="pull_request", action="closed")
+
+    def counted(self):
+        return self.exclude(event="pull_request", action="closed")
+
+
+class DispatchQuerySet(models.QuerySet):
+    def counted(self):
+        """Dispatches a result is expected for: not a PR's closing clean-up (DeliveryQuerySet.closings)."""
+        return self.exclude(delivery__in=Delivery.objects.closings())
+
+
 class Delivery(models.Model):
     """One webhook delivery from GitHub, deduplicated on X-GitHub-Delivery."""
 
@@ -36,6 +52,8 @@ class Delivery(models.Model):
     )
     received_at = models.DateTimeField(default=timezone.now, db_index=True)
 
+    objects = DeliveryQuerySet.as_manager()
+
     class Meta:
         ordering = ["-received_at", "-id"]
         verbose_name_plural = "deliveries"
@@ -43,6 +61,10 @@ class Delivery(models.Model):
 
     def __str__(self):
         return f"{self.event}.{self.action or '-'} {self.guid}"
+
+    @property
+    def is_closing(self) -> bool:
+        return self.event == "pull_request" and self.action == "closed"
 
 
 class Dispatch(OutboxRow):
@@ -72,6 +94,8 @@ class Dispatch(OutboxRow):
     attempts_before_resend = models.PositiveIntegerField(
         default=0, help_text="attempts made before the last re-dispatch (its retry budget starts after them)"
     )
+
+    objects = DispatchQuerySet.as_manager()
 
     class Meta:
         ordering = ["project__full_name"]

@@ -46,6 +46,15 @@ class PassRateBasis(models.TextChoices):
 
 
 class ProjectQuerySet(models.QuerySet):
+    def reference(self) -> "Project | None":
+        """The OpenReg reference: the registry holds exactly one; were there several, the first
+        registered (relay.results.cells.reference_backend picks the same from a list)."""
+        return self.filter(is_reference=True, active=True).order_by("id").first()
+
+    def references(self):
+        """Every project flagged as the reference, active or not: what a rule leaves out as such."""
+        return self.filter(is_reference=True)
+
     def dispatch_targets(self):
         """Who an upstream event is relayed to: every active project but a reference that does
         not report through callbacks (its results are imported from upstream CI)."""

@@ -24,7 +24,7 @@ class JobRunQuerySet(models.QuerySet):
         a SHA that is not a trunk commit (it shows on trunk only), and a job answering the
         dispatch of a PR's closing (a clean-up, not a test of the head)."""
         trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
-        closings = Delivery.objects.filter(head_sha__in=shas, event="pull_request", action="closed").values("pk")
+        closings = Delivery.objects.closings().filter(head_sha__in=shas).values("pk")
         return (
             self.filter(head_sha__in=shas)
             .exclude(models.Q(event_type__in=SELF_REPORT_EVENTS) & ~models.Q(head_sha__in=trunk))

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from ..models import JobRun, Level, NotificationEvent, Project, UpstreamCommit
 from ..results.baseline import BACKEND, MIXED, commit_baseline
-from ..results.cells import cells_for_commits, registered_backends
+from ..results.cells import cells_for_commits, reference_backend, registered_backends
 from ..results.culprits import streaks, trunk_chain
 from ..results.tests import states_for
 from ..verdicts import PASSING
@@ -159,7 +159,7 @@ def _recovery(commit, project):
 
 
 def _upstream_broken(commit, baseline, previous, projects):
-    reference = next((p for p in projects.values() if p.is_reference), None)
+    reference = reference_backend(list(projects.values()))
     if not baseline.upstream_broken or reference is None or previous.get(reference.id) == "failing":
         return None
     failing = [t.test_id for t in baseline.reference_failures]

@@ -64,7 +64,7 @@ class ImportResult:
 
 
 def reference_project() -> Project | None:
-    return Project.objects.filter(is_reference=True, active=True).order_by("id").first()
+    return Project.objects.reference()
 
 
 def reference_import(sha: str) -> ImportResult:

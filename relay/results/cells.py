@@ -89,7 +89,9 @@ def registered_backends() -> list[Project]:
 
 
 def reference_backend(projects: list[Project]) -> Project | None:
-    return next((p for p in projects if p.is_reference), None)
+    """The reference among these projects, as Project.objects.reference() picks it: active, the
+    first registered."""
+    return min((p for p in projects if p.is_reference and p.active), key=lambda p: p.pk, default=None)
 
 
 # --- loaders ------------------------------------------------------------------------------------
@@ -113,7 +115,7 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
     # The page's deliveries first, then their dispatches by the (delivery, project) unique index:
     # a join on delivery.head_sha lets SQLite without statistics walk every dispatch of each
     # backend (1.2-3 s at a million jobs instead of 3-8 ms).
-    deliveries = list(Delivery.objects.filter(head_sha__in=shas).values_list("id", flat=True))
+    deliveries = list(Delivery.objects.counted().filter(head_sha__in=shas).values_list("id", flat=True))
     rows = Dispatch.objects.filter(delivery_id__in=deliveries, project_id__in=project_ids).values_list(
         "head_sha", "project_id", "state"
     )

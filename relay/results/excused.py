@@ -255,7 +255,7 @@ def _verdicts(failures: dict, project: Project) -> dict[int, dict]:
 def _version(project: Project) -> str:
     """What the excused list depends on, so a cached list is never one change behind: the newest
     row and update of the backend's and the reference's jobs, and of the known issues."""
-    ids = [project.pk, *Project.objects.filter(is_reference=True).values_list("pk", flat=True)]
+    ids = [project.pk, *Project.objects.references().values_list("pk", flat=True)]
     jobs = JobRun.objects.filter(project_id__in=ids).aggregate(Max("id"), Max("updated_at"))
     issues = KnownIssue.objects.aggregate(Max("updated_at"), Count("id"))
     mutes = TestMuteEvent.objects.filter(mute__project=project).aggregate(Max("id"))

@@ -49,7 +49,7 @@ def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[Jo
 
 def head_dispatches(project: Project, pr_number: int, head_sha: str):
     qs = Dispatch.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha, event_type="pull_request")
-    return qs.exclude(delivery__action="closed")
+    return qs.counted()
 
 
 def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict], dict]:

@@ -40,7 +40,13 @@ from relay.testids import TestId
 from relay.triage.mutes import active_filter
 
 from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
-from .cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, registered_backends
+from .cells import (
+    cells_for_commits,
+    failed_tests_for_jobs,
+    latest_failing_job_ids,
+    reference_backend,
+    registered_backends,
+)
 
 FAILING = {o.value for o in FAILING_OUTCOMES}
 PAGE = 30
@@ -395,7 +401,7 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     for sha, pid, job_id, outcome in stored.values_list("sha", "project_id", "job_run_id", "outcome"):
         runs.setdefault((sha, pid), {})[job_id] = outcome
     failures = _failures(cells, identity.method)
-    reference = next((p for p in backends if p.is_reference), None)
+    reference = reference_backend(backends)
     tid = test_id_of(identity)
     rows = []
     for commit in commits:

@@ -172,7 +172,7 @@ def _hours_changed(state: RollupState, now: datetime) -> set:
 
 def _with_reference_commits(pairs: set) -> set:
     """A reference row that changed can change the excuse of every backend's job on its commit."""
-    references = set(Project.objects.filter(is_reference=True).values_list("pk", flat=True))
+    references = set(Project.objects.references().values_list("pk", flat=True))
     shas = sorted({sha for project_id, sha in pairs if project_id in references})
     for i in range(0, len(shas), 500):
         rows = JobRun.objects.filter(head_sha__in=shas[i : i + 500]).values_list("project_id", "head_sha")

@@ -119,3 +119,19 @@ def test_the_pr_page_lists_as_labelled_exactly_the_l3_backends_the_check_runs_fo
     assert pr_label_names(7) == ["ciflow/crcr/XPU"]
     page = pr_page(7)
     assert page.l3_labelled == [p for p in (xpu, npu) if check_runs_wanted(p, 7)] == [xpu]
+
+
+def test_a_prs_closing_dispatch_is_waited_on_nowhere():
+    """The closing clean-up is sent, the head's real dispatch never reached the backend: the cell
+    says not installed (as the gate counts it), never 'dispatched, not started'."""
+    from relay.models import Dispatch
+    from relay.results.cells import cells_for_commits
+    from relay.verdicts import State
+
+    xpu = ProjectFactory(level=Level.L2)
+    opened = DeliveryFactory(pr_number=7, head_sha=A, action="opened")
+    closed = DeliveryFactory(pr_number=7, head_sha=A, action="closed")
+    DispatchFactory(project=xpu, delivery=opened, head_sha=A, pr_number=7, state=Dispatch.State.NOT_INSTALLED)
+    DispatchFactory(project=xpu, delivery=closed, head_sha=A, pr_number=7, state=Dispatch.State.SENT)
+    assert cells_for_commits([A], [xpu])[(A, xpu.id)].state == State.NOT_INSTALLED
+    assert list(Dispatch.objects.counted().values_list("delivery__action", flat=True)) == ["opened"]
