@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_tests import DEFAULT_WINDOW, WINDOWS, quality_rows, test_page
+from relay.links import commit_path
 from relay.params import int_param
 from relay.results.tests import PAGE, BadCursor
 
@@ -35,7 +36,7 @@ def _cell(cell, column) -> dict:
         "first_failing": cell.first_failing,
         "last_passing": cell.last_passing,
         "job": _job(cell.job),
-        "commit_url": f"/commit/{cell.job.head_sha}#backend-{column.project.id}" if cell.job else None,
+        "commit_url": commit_path(cell.job.head_sha, column.project.id) if cell.job else None,
     }
 
 

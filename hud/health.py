@@ -13,6 +13,7 @@ from hud.templatetags.hud_tags import ago, duration, percent
 from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.levels.windows import TABS, Window, stale_after
+from relay.links import backend_path
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.probe import probe_heads, stuck_after
 from relay.results.overdue import running_jobs_overdue
@@ -170,7 +171,7 @@ def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime)
     title = "Relay health probe" + ("" if tab == "pr" else f" · {TABS[tab].lower()}")
     if probe is None:
         return HealthCard("probe", title, "no_data", "No probe", "no project is marked as the health probe", "")
-    href = f"/crcr/{probe.full_name}" + ("" if tab == "pr" else f"?event={tab}")
+    href = backend_path(probe.full_name, event=None if tab == "pr" else tab)
     heads = probe_heads(probe, tab, now)
     decided = [h for h in heads if h.state != "running"]
     last = heads[0].last_at if heads else None

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, job_log_url
 from relay import probe as figures
+from relay.links import pr_path
 from relay.models import Delivery, Dispatch, JobRun, Project
 from relay.results.overdue import running_jobs_overdue
 from relay.run_links import run_host_trusted
@@ -178,7 +179,7 @@ def _deliveries(details: HealthDetails, now: datetime) -> None:
         Line(
             f"{d.event}{'.' + d.action if d.action else ''}"
             + (f" · PR #{d.pr_number}" if d.pr_number else (f" · {d.ref}" if d.ref else "")),
-            f"/pr/{d.pr_number}" if d.pr_number else f"/relay/deliveries?{urlencode({'event': d.event})}",
+            pr_path(d.pr_number) if d.pr_number else f"/relay/deliveries?{urlencode({'event': d.event})}",
             f"{d.get_outcome_display()} · {ago(d.received_at, now)}",
             "success" if d.outcome == Delivery.Outcome.RELAYED else "neutral",
         )
@@ -203,7 +204,7 @@ def _dispatch_line(dispatch: Dispatch, now: datetime) -> Line:
     )
     return Line(
         f"{dispatch.project.full_name} · {what}: {dispatch.get_state_display()}",
-        f"/pr/{dispatch.pr_number}"
+        pr_path(dispatch.pr_number)
         if dispatch.pr_number
         else ("/relay/deliveries?status=failed" if dispatch.state == "failed" else "/relay/deliveries"),
         f"{dispatch.attempts} attempt{'s' if dispatch.attempts != 1 else ''} · {ago(dispatch.created_at, now)}",

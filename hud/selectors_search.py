@@ -2,11 +2,11 @@
 name, from the test store), a PR's author or words of a PR's or commit's title refer to."""
 
 from dataclasses import dataclass, field
-from urllib.parse import quote
 
 from django.db.models import Q
 
 from relay.linear import linear
+from relay.links import backend_path, commit_path, pr_path, test_path
 from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
 from relay.results.heads import CANDIDATES, commits_by_prefix
 from relay.results.tests import identities_matching
@@ -50,7 +50,7 @@ def search(query: str) -> SearchResult:
     result = SearchResult(query)
     pr = PR_NUMBER.match(query)
     if pr and pr_known(int(pr.group(1))):
-        result.url = f"/pr/{int(pr.group(1))}"
+        result.url = pr_path(int(pr.group(1)))
         return result
     result.pr_number = int(pr.group(1)) if pr else None
     if SHA_PREFIX.match(query):
@@ -64,9 +64,9 @@ def search(query: str) -> SearchResult:
 
 def _settle(result: SearchResult) -> SearchResult:
     if len(result.commits) == 1:
-        result.url = f"/commit/{result.commits[0].sha}"
+        result.url = commit_path(result.commits[0].sha)
     elif len(result.backends) == 1:
-        result.url = f"/crcr/{result.backends[0].full_name}"
+        result.url = backend_path(result.backends[0].full_name)
     elif len(result.prs) + len(result.titled) + len(result.tests) == 1:
         result.url = _only_one(result)
     return result
@@ -74,10 +74,10 @@ def _settle(result: SearchResult) -> SearchResult:
 
 def _only_one(result: SearchResult) -> str:
     if result.prs:
-        return f"/pr/{result.prs[0].number}"
+        return pr_path(result.prs[0].number)
     if result.titled:
-        return f"/commit/{result.titled[0].sha}"
-    return "/test/" + quote(result.tests[0].identity, safe="")
+        return commit_path(result.titled[0].sha)
+    return test_path(result.tests[0].identity)
 
 
 def prs_matching(text: str) -> list[PullRequest]:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import probe as figures
+from .links import public_url
 from .models import AlertEpisode, NotificationEvent, Project, RelayState
 from .notify.events import event_emit
 
@@ -173,7 +174,7 @@ def _announce(kind: str, episode: AlertEpisode, reading: Reading, what: str) -> 
         f"alert:{episode.rule}:{episode.pk}:{what}",
         title,
         details={
-            "url": f"{settings.CRCR_PUBLIC_URL}/crcr#alerts",
+            "url": public_url("/crcr#alerts"),
             "lines": [
                 reading.summary,
                 f"alerts when {reading.threshold}",

@@ -10,11 +10,11 @@ from urllib.parse import quote, urlsplit
 
 from django import template
 from django.conf import settings
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from relay import links
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
@@ -141,7 +141,7 @@ def commit_path(sha) -> str:
     """The commit page of `sha`, or "#" for a stored value that is no SHA: one odd row (or a
     hostile `?sha=`) renders as a dead link instead of failing the page's URL reversal."""
     sha = str(sha or "")
-    return reverse("hud-commit", args=[sha]) if COMMIT_SHA.fullmatch(sha) else "#"
+    return links.commit_path(sha) if COMMIT_SHA.fullmatch(sha) else "#"
 
 
 @register.filter
@@ -233,15 +233,19 @@ def state_label(state) -> str:
 def test_url(test_id) -> str:
     """The test page of a test id (relay.testids' identity), URL-encoded whole (its brackets,
     slashes and spaces included)."""
-    text = str(test_id or "").strip()
-    return "/test/" + quote(text, safe="") if text else "#"
+    return links.test_path(str(test_id or "").strip())
+
+
+@register.filter
+def short_sha(sha) -> str:
+    """A commit named short, at the one length (relay.links.SHORT_SHA)."""
+    return links.short_sha(str(sha or ""))
 
 
 @register.filter
 def backend_url(full_name) -> str:
     """The backend dashboard of owner/repo."""
-    owner, _, repo = str(full_name).partition("/")
-    return reverse("hud-backend", args=[owner, repo])
+    return links.backend_path(str(full_name))
 
 
 @register.filter

@@ -12,6 +12,7 @@ from django.utils import timezone
 from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
+from ..links import short_sha
 from ..models import Delivery, Dispatch, JobRun, Level, Project, UpstreamCommit, UsedToken
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
@@ -426,7 +427,7 @@ def self_report_record(answer: Answer, token: VerifiedToken) -> str:
         )
     if pr_head_only(sha):
         raise Forbidden(
-            f"{sha[:12]} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
+            f"{short_sha(sha)} is the head of an upstream PR, not a trunk commit: {report.event_type} results are for trunk "
             "commits; a PR head takes results only for its dispatch, with its callback_token"
         )
     if Delivery.objects.filter(guid=report.delivery_key).exists():

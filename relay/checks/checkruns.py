@@ -14,6 +14,7 @@ from django.db.models import Q
 from relay.run_links import github_job_id, run_host_trusted
 
 from ..github.upstream import upstream_installation_id
+from ..links import pr_path, public_url, short_sha
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
 from ..results import gate as gate_verdicts
 from ..verdicts import latest_attempt
@@ -70,7 +71,10 @@ def check_run_refresh(row: UpstreamCheckRun) -> UpstreamWrite | None:
         return None  # GitHub shows this already (and no older body is on its way to overwrite it)
     kind = UpstreamWrite.Kind.CHECK_RUN_UPDATE if row.github_id else UpstreamWrite.Kind.CHECK_RUN_CREATE
     return write_enqueue(
-        kind, f"check_run:{row.pk}", label=f"{row.name} @ {row.head_sha[:10]} (PR #{row.pr_number})", check_run=row
+        kind,
+        f"check_run:{row.pk}",
+        label=f"{row.name} @ {short_sha(row.head_sha)} (PR #{row.pr_number})",
+        check_run=row,
     )
 
 
@@ -307,7 +311,7 @@ def run_url_trusted(job: JobRun) -> str:
 
 
 def hud_pr_url(pr_number: int) -> str:
-    return f"{settings.CRCR_PUBLIC_URL}/pr/{pr_number}"
+    return public_url(pr_path(pr_number))
 
 
 def _iso(moment) -> str:

@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ..allowlist import LEVEL_BELOW, oncall_list
+from ..links import short_sha
 from ..models import DemotionDecision, DemotionPullRequest, Level, Project, UpstreamWrite
 from .markdown import md_code, md_link
 from .writes import write_enqueue
@@ -277,7 +278,9 @@ def _excused_lines(rates: dict) -> list[str]:
         links = "; ".join(
             md_link(md_code(ev.get("label"), 120), _absolute(ev.get("url"))) for ev in e.get("evidence") or []
         )
-        lines.append(f"- {md_code(str(e.get('sha', ''))[:10])} · {md_code(e.get('job'), 200)} — {links or 'no link'}")
+        lines.append(
+            f"- {md_code(short_sha(str(e.get('sha', ''))))} · {md_code(e.get('job'), 200)} — {links or 'no link'}"
+        )
     if len(excused) > EXCUSED_LISTED:
         lines.append(f"- … and {len(excused) - EXCUSED_LISTED} more (the level-status API lists all)")
     return [*lines, ""]

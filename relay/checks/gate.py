@@ -4,6 +4,7 @@ and the HUD's PR page give the same); this module writes it upstream: its body a
 
 from django.conf import settings
 
+from ..links import pr_path, public_url, short_sha
 from ..results.gate import GATE_NAME, gate_verdict
 from ..verdicts import PASSING, Gate, State
 from .markdown import md_code
@@ -14,7 +15,7 @@ GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SK
 
 def gate_summary(verdict: dict) -> str:
     """Markdown: one row per L4 backend, then the policy in one line."""
-    lines = [f"Merge gate for `{verdict['head_sha'][:12]}`: **{verdict['state']}**.", ""]
+    lines = [f"Merge gate for `{short_sha(verdict['head_sha'])}`: **{verdict['state']}**.", ""]
     if verdict["backends"]:
         lines += ["| Backend | Result | Jobs | Why |", "|---|---|---|---|"]
         for b in verdict["backends"]:
@@ -33,7 +34,7 @@ def gate_summary(verdict: dict) -> str:
         "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress.",
     ]
     if settings.CRCR_PUBLIC_URL:
-        lines += ["", f"Details: {settings.CRCR_PUBLIC_URL}/pr/{verdict['pr_number']}"]
+        lines += ["", f"Details: {public_url(pr_path(verdict['pr_number']))}"]
     return "\n".join(lines)[:65535]
 
 
@@ -53,7 +54,7 @@ def gate_body(pr_number: int, head_sha: str) -> dict:
     body = {
         "status": "in_progress" if verdict["state"] == "pending" else "completed",
         "external_id": f"gate:{pr_number}",
-        "details_url": f"{settings.CRCR_PUBLIC_URL}/pr/{pr_number}",
+        "details_url": public_url(pr_path(pr_number)),
         "output": {"title": verdict["title"][:255], "summary": gate_summary(verdict)},
     }
     if verdict["conclusion"]:

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from ..allowlist import oncall_list
 from ..github.upstream import upstream_installation_id
+from ..links import pr_path, public_url, short_sha
 from ..models import OncallComment, Project, UpstreamWrite
 from ..results import gate
 from ..results.advice import advice_for
@@ -79,14 +80,14 @@ def failing_body(project: Project, pr_number: int, head: str, failing: list) -> 
         marker(repo),
         f"### ❌ CRCR downstream CI failure: {md_code(repo)}",
         "",
-        f"{md_code(repo)} fails on `{head[:7]}` (the head of this PR). {mentions} please investigate.",
+        f"{md_code(repo)} fails on `{short_sha(head)}` (the head of this PR). {mentions} please investigate.",
         "",
         "| Job | Result | Attempt | Failed tests |",
         "|---|---|---|---|",
     ]
     lines += [_job_row(v) for v in failing]
     lines += _advice_lines(failing, pr_number)
-    lines += ["", f"Commit: `{head}` · [all results]({settings.CRCR_PUBLIC_URL}/pr/{pr_number})"]
+    lines += ["", f"Commit: `{head}` · [all results]({public_url(pr_path(pr_number))})"]
     return fit_lines(lines, COMMENT_LIMIT)
 
 
@@ -109,7 +110,7 @@ def _advice_lines(failing: list, pr_number: int) -> list[str]:
         name = f"{job.workflow_name} / {job.job_name}" if job.job_name else job.workflow_name
         line = f"- {md_code(name)}: {advice.headline} — {md_code(advice.summary, 500)}"
         if advice.suspect_pr or advice.suspect_commit:
-            named = md_code(f"#{advice.suspect_pr}" if advice.suspect_pr else advice.suspect_commit[:12])
+            named = md_code(f"#{advice.suspect_pr}" if advice.suspect_pr else short_sha(advice.suspect_commit))
             line += f"; suspected upstream change {named} {advice.suspect_mark}".rstrip()
         if advice.analyzer_text:
             line += f" · by {md_code(advice.analyzer_text)}"
@@ -130,7 +131,7 @@ def _tests_cell(job) -> str:
 def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
     repo = md_code(project.full_name)
     before = (
-        f" (it failed on `{comment.pinged_head_sha[:7]}`)"
+        f" (it failed on `{short_sha(comment.pinged_head_sha)}`)"
         if comment.pinged_head_sha and comment.pinged_head_sha != head
         else ""
     )
@@ -139,7 +140,7 @@ def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
             marker(project.full_name),
             f"### ✅ CRCR downstream CI recovered: {repo}",
             "",
-            f"Every job of {repo} passes on `{head[:7]}`, the head of this PR{before}. Nothing to do.",
+            f"Every job of {repo} passes on `{short_sha(head)}`, the head of this PR{before}. Nothing to do.",
         ]
     )
 

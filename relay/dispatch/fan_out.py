@@ -9,6 +9,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..github import installations
+from ..links import short_sha
 from ..models import Delivery, Dispatch, Project
 from .tasks import delivery_fan_out
 
@@ -77,7 +78,7 @@ def _targets_sql() -> tuple[str, tuple]:
 def _supersede_older_heads(delivery: Delivery) -> None:
     if delivery.event != "pull_request" or not delivery.pr_number or not delivery.head_sha:
         return
-    note = f"superseded by head {delivery.head_sha[:12]} ({delivery.guid})"
+    note = f"superseded by head {short_sha(delivery.head_sha)} ({delivery.guid})"
     with connection.cursor() as cursor:
         cursor.execute(
             _SUPERSEDE.format(dispatch=Dispatch._meta.db_table),

@@ -9,13 +9,14 @@ relay.notify.events.event_emit, which owes each matching subscription one notifi
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from relay.models import Level, NotificationEvent, Project, RelayState
 from relay.notify.events import event_emit
 from relay.notify.trunk import trunk_events_detect
+
+from ..links import backend_path, public_url
 
 Kind = NotificationEvent.Kind
 OUTLOOK_KEY = "notify-readiness-outlooks"
@@ -54,7 +55,7 @@ def readiness_events(now) -> list[NotificationEvent]:
                     f"{project.label}: {readiness.headline}",
                     project=project,
                     details={
-                        "url": f"{settings.CRCR_PUBLIC_URL}/crcr/{project.full_name}",
+                        "url": public_url(backend_path(project.full_name)),
                         "lines": [readiness.headline],
                     },
                 )

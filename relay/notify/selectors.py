@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Prefetch, Q
 
+from ..links import backend_path, commit_path, known_issue_path
 from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
 from .targets import target_shown
 
@@ -69,11 +70,11 @@ def events_recent(limit: int = 30) -> list[NotificationEvent]:
 def event_link(event: NotificationEvent) -> str:
     """A path on this server, never a stored absolute URL (a link is only ever to our own pages)."""
     if event.head_sha:
-        return f"/commit/{event.head_sha}"
+        return commit_path(event.head_sha)
     if event.issue_id:
-        return f"/known-issues/{event.issue_id}"
+        return known_issue_path(event.issue_id)
     if event.project_id:
-        return f"/crcr/{event.project.full_name}"
+        return backend_path(event.project.full_name)
     return "/crcr"
 
 

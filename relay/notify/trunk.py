@@ -15,10 +15,10 @@ readiness and health events, which need what only the HUD computes."""
 
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from ..links import commit_path, public_url, short_sha
 from ..models import JobRun, Level, NotificationEvent, Project, UpstreamCommit
 from ..results.baseline import BACKEND, MIXED, commit_baseline
 from ..results.cells import cells_for_commits, reference_backend, registered_backends
@@ -101,24 +101,24 @@ def _new_failure(commit, project, comparison):
     ranges = [s.to_dict() for s in new]
     first = new[0]
     culprit = (
-        f"culprit {first.first_failing.sha[:10]}"
+        f"culprit {short_sha(first.first_failing.sha)}"
         if first.exact
-        else f"{len(first.suspects)} suspects since {first.last_passing.sha[:10]}"
+        else f"{len(first.suspects)} suspects since {short_sha(first.last_passing.sha)}"
         if first.last_passing
         else "no pass in the window"
     )
-    title = f"{project.label}: {len(subjects)} new backend-specific failure{'s' if len(subjects) != 1 else ''} on trunk at {commit.sha[:10]} ({culprit})"
+    title = f"{project.label}: {len(subjects)} new backend-specific failure{'s' if len(subjects) != 1 else ''} on trunk at {short_sha(commit.sha)} ({culprit})"
     lines = [
         f"{s.subject}: "
         + (
-            f"last passed {s.last_passing.sha[:10]}, {len(s.suspects)} suspect(s) {s.compare_url}"
+            f"last passed {short_sha(s.last_passing.sha)}, {len(s.suspects)} suspect(s) {s.compare_url}"
             if s.last_passing
             else "no pass in the window"
         )
         for s in new[:20]
     ]
     details = {
-        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}",
+        "url": public_url(commit_path(commit.sha, project.id)),
         "culprit_ranges": ranges,
         "lines": lines,
         "commit_title": commit.title,
@@ -142,11 +142,11 @@ def _recovery(commit, project):
     last = announced.order_by("-occurred_at", "-id").first()
     if last is None or last.kind != Kind.NEW_FAILURE:
         return None
-    title = f"{project.label} passes again on trunk at {commit.sha[:10]}"
+    title = f"{project.label} passes again on trunk at {short_sha(commit.sha)}"
     details = {
-        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}#backend-{project.id}",
+        "url": public_url(commit_path(commit.sha, project.id)),
         "commit_title": commit.title,
-        "lines": [f"{commit.sha[:10]} {commit.title}"],
+        "lines": [f"{short_sha(commit.sha)} {commit.title}"],
     }
     return event_emit(
         Kind.RECOVERY,
@@ -163,9 +163,9 @@ def _upstream_broken(commit, baseline, previous, projects):
     if not baseline.upstream_broken or reference is None or previous.get(reference.id) == "failing":
         return None
     failing = [t.test_id for t in baseline.reference_failures]
-    title = f"Upstream broke the reference ({reference.label}) at {commit.sha[:10]}: {commit.title[:120]}"
+    title = f"Upstream broke the reference ({reference.label}) at {short_sha(commit.sha)}: {commit.title[:120]}"
     details = {
-        "url": f"{settings.CRCR_PUBLIC_URL}/commit/{commit.sha}",
+        "url": public_url(commit_path(commit.sha)),
         "lines": failing[:20] or baseline.reference_job_level_failures[:20],
     }
     return event_emit(

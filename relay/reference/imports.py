@@ -21,6 +21,7 @@ from .. import follow_up
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
 from ..linear import linear
+from ..links import short_sha
 from ..models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
 from ..params import aware_datetime
 from .reports import Found, find_reports, retrying
@@ -57,7 +58,7 @@ class ImportResult:
     def summary(self) -> str:
         via = ", ".join(f"{n} via {JobRun.TestsSource(s).label}" for s, n in sorted(self.sources.items()))
         return (
-            f"{self.sha[:12]}: {self.jobs} reference jobs, {self.with_tests} with per-test results"
+            f"{short_sha(self.sha)}: {self.jobs} reference jobs, {self.with_tests} with per-test results"
             + (f" [{via}]" if via else "")
             + (f" ({'; '.join(self.notes)})" if self.notes else "")
         )

@@ -9,6 +9,8 @@ from datetime import datetime
 
 from relay.params import aware_datetime
 
+from ..links import short_sha
+
 CATEGORY_LABELS = {
     "upstream": "Upstream",
     "backend": "Backend",
@@ -52,7 +54,7 @@ class Advice:
         named = (
             f"#{self.suspect_pr}"
             if self.suspect_pr
-            else (f"commit {self.suspect_commit[:12]}" if self.suspect_commit else "")
+            else (f"commit {short_sha(self.suspect_commit)}" if self.suspect_commit else "")
         )
         return f"{named} {self.suspect_mark}".strip() if named else ""
 

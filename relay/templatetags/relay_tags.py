@@ -1,0 +1,13 @@
+"""Filters for the operators' pages (relay/templates): the few they share with the HUD's come from
+the same rule (relay.links)."""
+
+from django import template
+
+from relay import links
+
+register = template.Library()
+
+
+@register.filter
+def short_sha(sha) -> str:
+    return links.short_sha(str(sha or ""))
