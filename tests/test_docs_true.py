@@ -167,12 +167,81 @@ def test_a_route_that_does_not_exist_is_found():
     assert unknown_routes("`/github/webhook`, `GET /api/v1/prs/<n>/gate`, `/commit/<sha>`") == []
 
 
-def test_the_architecture_layout_lists_every_product_package():
+LAYOUT_ROW = re.compile(r"^\| `([\w/]+/)`(?: \(top level\))? \| ~([\d,]+) \| (.*) \|$", re.M)
+"""A row of the architecture's layout table: | `relay/results/` | ~3,000 | models, verdicts |"""
+
+
+def layout_rows() -> dict[str, tuple[int, str]]:
     layout = (ROOT / "docs" / "architecture.md").read_text().split("### The layout", 1)[1].split("###", 1)[0]
+    return {m[1]: (int(m[2].replace(",", "")), m[3]) for m in LAYOUT_ROW.finditer(layout)}
+
+
+def row_files(row: str, rows) -> list[Path]:
+    """A row's Python files: its directory's, less migrations and the sub-packages with rows of their own."""
+    others = [ROOT / other for other in rows if other != row and other.startswith(row)]
+    return [
+        path
+        for path in (ROOT / row).rglob("*.py")
+        if "migrations" not in path.parts and not any(other in path.parents for other in others)
+    ]
+
+
+def relay_packages_imported(files: list[Path], rows) -> set[str]:
+    """The relay sub-packages with a row of their own that these files import (deferred imports too)."""
+    found = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                slashed = name.replace(".", "/") + "/"
+                owners = [
+                    row for row in rows if row.startswith("relay/") and row != "relay/" and slashed.startswith(row)
+                ]
+                found |= {max(owners, key=len)} if owners else set()
+    return found
+
+
+def test_the_architecture_layout_lists_every_product_package():
     packages = {
         str(init.parent.relative_to(ROOT)) + "/"
         for top in ("crcr", "relay", "hud", "api")
         for init in (ROOT / top).rglob("__init__.py")
         if "migrations" not in init.parts and len(init.parent.relative_to(ROOT).parts) <= 2
     }
-    assert {p for p in packages if f"`{p}`" not in layout} == set()
+    assert packages - set(layout_rows()) == set()
+
+
+def test_the_layout_counts_each_package_s_lines_to_within_a_sixth():
+    rows = layout_rows()
+    counted = {row: sum(len(path.read_text().splitlines()) for path in row_files(row, rows)) for row in rows}
+    off = {
+        row: (said, counted[row])
+        for row, (said, _) in rows.items()
+        if abs(said - counted[row]) > max(30, counted[row] / 6)
+    }
+    assert off == {}
+
+
+def test_the_layout_names_every_relay_package_each_package_depends_on():
+    rows = layout_rows()
+    unnamed = {
+        row: sorted(missing)
+        for row, (_, depends) in rows.items()
+        for imported in [relay_packages_imported(row_files(row, rows), rows) - {row}]
+        if (
+            missing := {
+                dep for dep in imported if not dep.startswith(row) and dep.rstrip("/").rsplit("/", 1)[1] not in depends
+            }
+        )
+    }
+    assert unnamed == {}
+
+
+def test_a_stale_count_and_an_unnamed_dependency_are_found(tmp_path):
+    (tmp_path / "x.py").write_text("from relay.results.cells import cells_for_commits\n")
+    assert relay_packages_imported([tmp_path / "x.py"], ["relay/", "relay/results/", "relay/levels/"]) == {
+        "relay/results/"
+    }
+    row = "| `relay/results/` | ~3,000 | models, verdicts |"
+    assert LAYOUT_ROW.findall(row) == [("relay/results/", "3,000", "models, verdicts")]

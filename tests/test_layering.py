@@ -400,9 +400,9 @@ def test_a_deferred_import_back_into_another_package_is_a_circle():
 
 HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering")
 """Modules that answer requests or format values: they hold no query."""
-PURE_RELAY = ("relay.verdicts", "relay.testids", "relay.params", "relay.run_links")
-"""The status policy, test identity, the reading of numbers in URLs and the hosts a CI provider
-owns: functions over rows or values already read, no database."""
+PURE_RELAY = ("relay.verdicts", "relay.testids", "relay.params", "relay.run_links", "relay.links")
+"""The status policy, test identity, the reading of numbers in URLs, the hosts a CI provider
+owns and the HUD's own addresses: functions over rows or values already read, no database."""
 RELAY_SERVICES = (
     "relay.registry",
     "relay.allowlist",

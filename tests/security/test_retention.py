@@ -11,6 +11,7 @@ from django.utils import timezone
 from crcr.celery import app
 from relay.dispatch.fan_out import ResendRefused, dispatches_resend
 from relay.dispatch.sending import dispatch_client_payload
+from relay.intake.commits import commits_record
 from relay.models import Delivery, DispatchAttempt, FailedTest, JobRun
 from relay.results.heads import pr_labels
 from relay.retention import retention_sweep
@@ -47,6 +48,7 @@ def old(db):
         payload=pr_payload(),
         received_at=now - timedelta(days=40),
     )
+    commits_record("pull_request", delivery.payload, delivery.received_at)
     dispatch = DispatchFactory(delivery=delivery, state="sent", attempts=1)
     DispatchAttempt.objects.create(dispatch=dispatch, number=1, outcome="sent", status_code=204)
     job = JobRun.objects.create(
