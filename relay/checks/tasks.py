@@ -9,11 +9,12 @@ from django.conf import settings
 from django.db import transaction
 
 from . import demotion, outbox, reactions
+from .writes import SEND_TASK
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="relay.upstream_write_send", acks_late=True, soft_time_limit=60, time_limit=72)
+@shared_task(name=SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
 def upstream_write_send(write_pk: int) -> str | None:
     return outbox.write_send(write_pk)
 

@@ -17,6 +17,9 @@ from ..models import Dispatch, DispatchAttempt
 from ..outbox.engine import Outbox, Result
 from .payloads import client_payload
 
+SEND_TASK = "relay.dispatch_send"
+"""The registered name of the task that sends one dispatch: the outbox kicks it, the task declares it."""
+
 logger = logging.getLogger(__name__)
 Outcome = DispatchAttempt.Outcome
 
@@ -46,7 +49,7 @@ class Dispatches(Outbox):
             return Result(Outcome.TRANSIENT, exc.status, str(exc), exc.retry_after)
         return Result(Outcome.SENT, 204)
 
-    task_name = "relay.dispatch_send"
+    task_name = SEND_TASK
 
     def describe(self, dispatch: Dispatch) -> str:
         return f"to {dispatch.project.full_name}"

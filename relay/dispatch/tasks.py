@@ -19,12 +19,12 @@ def delivery_fan_out(delivery_pk: int) -> int:
         Dispatch.objects.filter(delivery_id=delivery_pk, state=Dispatch.State.PENDING).values_list("pk", flat=True)
     )
     for pk in ids:
-        dispatch_send.apply_async(args=[pk])
+        dispatch_send_task.apply_async(args=[pk])
     return len(ids)
 
 
-@shared_task(name="relay.dispatch_send", acks_late=True, soft_time_limit=60, time_limit=72)
-def dispatch_send(dispatch_pk: int) -> str | None:
+@shared_task(name=sending.SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
+def dispatch_send_task(dispatch_pk: int) -> str | None:
     """A short retry is kicked again by the outbox once the attempt is recorded."""
     return sending.dispatch_send(dispatch_pk)
 
@@ -33,12 +33,12 @@ def dispatch_send(dispatch_pk: int) -> str | None:
 def dispatch_sweep() -> int:
     ids = sending.dispatches_due(settings.CRCR_SWEEP_BATCH)
     for pk in ids:
-        dispatch_send.apply_async(args=[pk])
+        dispatch_send_task.apply_async(args=[pk])
     if ids:
         logger.info("sweeper re-sent %s dispatches", len(ids))
     return len(ids)
 
 
 @shared_task(name="relay.results_sweep", acks_late=True)
-def results_sweep() -> dict:
+def results_sweep_task() -> dict:
     return vars(sweeper.results_sweep(limit=settings.CRCR_SWEEP_BATCH))

@@ -6,5 +6,5 @@ from . import installations
 
 
 @shared_task(name="relay.installations_sync", acks_late=True)
-def installations_sync() -> int:
+def installations_sync_task() -> int:
     return installations.installations_sync()

@@ -17,12 +17,12 @@ def notification_events_detect() -> int:
 
 
 @shared_task(name="hud.rollups_refresh", acks_late=True, soft_time_limit=600, time_limit=720)
-def rollups_refresh() -> int:
+def rollups_refresh_task() -> int:
     """Every minute: the hours changed since the last refresh; then the database's statistics."""
     from .maintenance import statistics_refresh
-    from .tallies.rollups import rollups_refresh as refresh
+    from .tallies.rollups import rollups_refresh
 
-    report = refresh()
+    report = rollups_refresh()
     statistics_refresh()
     return report.recomputed if report else 0
 

@@ -13,6 +13,10 @@ State, Outcome = Notification.State, NotificationAttempt.Outcome
 DIGEST_EVENTS_LISTED = 100
 
 
+SEND_TASK = "relay.notification_send"
+"""The registered name of the task that sends one notification: the outbox kicks it, the task declares it."""
+
+
 class Notifications(Outbox):
     row_model = Notification
     attempt_model = NotificationAttempt
@@ -33,7 +37,7 @@ class Notifications(Outbox):
             return Result(outcome, status_code=exc.status, error=error, retry_after=exc.retry_after)
         return Result(Outcome.SENT, status_code=status)
 
-    task_name = "relay.notification_send"
+    task_name = SEND_TASK
 
     def describe(self, notification: Notification) -> str:
         return f"{notification.subscription.channel} {notification.subscription.name}"

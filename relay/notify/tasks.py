@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..triage import issues
-from .delivery import NOTIFICATIONS
+from .delivery import NOTIFICATIONS, SEND_TASK
 from .digest import digests_build
 from .events import issues_seen_again
 
@@ -24,7 +24,7 @@ def issue_occurrences_record(job_run_id: int) -> int:
     return len(created)
 
 
-@shared_task(name="relay.notification_send", acks_late=True, soft_time_limit=60, time_limit=72)
+@shared_task(name=SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
 def notification_send(notification_pk: int) -> str | None:
     return NOTIFICATIONS.send(notification_pk)
 

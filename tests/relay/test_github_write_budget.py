@@ -85,7 +85,7 @@ def test_a_burst_beyond_the_bucket_is_deferred_not_lost(
     small_budget, fan_out, standin, monkeypatch, django_capture_on_commit_callbacks
 ):
     kicks = []
-    monkeypatch.setattr(tasks.dispatch_send, "apply_async", lambda args, countdown=0.0: kicks.append(countdown))
+    monkeypatch.setattr(tasks.dispatch_send_task, "apply_async", lambda args, countdown=0.0: kicks.append(countdown))
     rows = fan_out(4)
     with django_capture_on_commit_callbacks(execute=True):
         states = [dispatching.dispatch_send(row.pk) for row in rows]

@@ -77,7 +77,7 @@ def test_a_short_dispatch_retry_is_kicked_once_with_a_countdown_after_commit(
     installed, dispatch, monkeypatch, django_capture_on_commit_callbacks
 ):
     kicks = []
-    monkeypatch.setattr(tasks.dispatch_send, "apply_async", lambda args, countdown=0.0: kicks.append((args, countdown)))
+    monkeypatch.setattr(tasks.dispatch_send_task, "apply_async", lambda args, countdown=0.0: kicks.append((args, countdown)))
     installed.fail("POST", rf"/repos/{REPO}/dispatches", status=502)
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatching.dispatch_send(dispatch.pk) == "retrying"
@@ -88,7 +88,7 @@ def test_a_short_dispatch_retry_is_kicked_once_with_a_countdown_after_commit(
 
 def test_a_long_retry_waits_for_the_sweeper(installed, dispatch, monkeypatch, django_capture_on_commit_callbacks):
     kicks = []
-    monkeypatch.setattr(tasks.dispatch_send, "apply_async", lambda args, countdown=0.0: kicks.append(args))
+    monkeypatch.setattr(tasks.dispatch_send_task, "apply_async", lambda args, countdown=0.0: kicks.append(args))
     installed.fail("POST", rf"/repos/{REPO}/dispatches", status=429, retry_after=300)
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatching.dispatch_send(dispatch.pk) == "retrying"
@@ -127,7 +127,7 @@ def test_a_broker_outage_at_kick_time_leaves_the_row_to_the_sweeper(dispatch, mo
     def down(*args, **kwargs):
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(tasks.dispatch_send, "apply_async", down)
+    monkeypatch.setattr(tasks.dispatch_send_task, "apply_async", down)
     dispatching.DISPATCHES.kick(dispatch.pk)
     assert "the sweeper will send it" in caplog.text
 

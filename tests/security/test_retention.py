@@ -123,7 +123,7 @@ def test_the_beat_schedule_runs_the_retention_task():
     assert entries["relay.retention_sweep"] == 6 * 3600.0
     from relay import tasks
 
-    assert tasks.retention_sweep.name == "relay.retention_sweep"
+    assert tasks.retention_sweep_task.name == "relay.retention_sweep"
 
 
 def test_the_echoed_callback_token_is_never_stored(client, oidc):
