@@ -21,7 +21,6 @@ from .allowlist import repo_name_problem, yaml_load_strict, yaml_scalar
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CLAIM_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
-IGNORED_KEYS = ("issuer", "jwks_uri")
 MAPPING_KEYS = ("repo", "required_claims")
 HEADER = "# config/ci_providers.yml exported by CRCR HUD (upstream relay format; see reference/relay.md §2.4)"
 

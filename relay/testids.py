@@ -191,11 +191,6 @@ def _as_reported(test: dict) -> TestId:
     return TestId(module, ".".join(part for part in (cls, method + params) if part))
 
 
-def normalize_test_id(name: str, classname: str = "", file: str = "", devices: Sequence[str] = ()) -> str:
-    """The identity as one dotted string: `module.Class.method`."""
-    return test_id(name, classname, file, devices).full
-
-
 def _with(known: tuple[str, ...], learned: str | None) -> tuple[str, ...]:
     return known + ((learned,) if learned and learned not in known else ())
 

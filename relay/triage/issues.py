@@ -161,13 +161,6 @@ def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
     return count
 
 
-def issue_projects(ids) -> list[Project]:
-    projects = list(Project.objects.filter(pk__in=list(ids)))
-    if len(projects) != len(set(ids)):
-        raise IssueError("unknown backend id in projects")
-    return projects
-
-
 # --- the merge gate -------------------------------------------------------------------------------
 
 

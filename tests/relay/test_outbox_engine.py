@@ -77,7 +77,9 @@ def test_a_short_dispatch_retry_is_kicked_once_with_a_countdown_after_commit(
     installed, dispatch, monkeypatch, django_capture_on_commit_callbacks
 ):
     kicks = []
-    monkeypatch.setattr(tasks.dispatch_send_task, "apply_async", lambda args, countdown=0.0: kicks.append((args, countdown)))
+    monkeypatch.setattr(
+        tasks.dispatch_send_task, "apply_async", lambda args, countdown=0.0: kicks.append((args, countdown))
+    )
     installed.fail("POST", rf"/repos/{REPO}/dispatches", status=502)
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatching.dispatch_send(dispatch.pk) == "retrying"
