@@ -53,13 +53,15 @@ class ReadinessChip:
 
 
 def readiness_chip(status) -> ReadinessChip:
+    """The counts are the criteria's; the tone is the one level_change rule's (status.change), so the
+    chip turns red exactly when the level-status API and the loop say demote."""
     criteria = status.criteria
     if status.project.level == Level.L2:
         met = sum(c.met is True for c in criteria)
-        tone = "ok" if not status.no_data and met == len(criteria) else "neutral"
-        return ReadinessChip("Promotion", met, len(criteria), status.no_data, "neutral" if status.no_data else tone)
+        tone = "neutral" if status.no_data else ("ok" if status.change == "promote" else "neutral")
+        return ReadinessChip("Promotion", met, len(criteria), status.no_data, tone)
     at_risk = sum(c.met is False for c in criteria)
-    tone = "bad" if at_risk and not status.no_data else ("neutral" if status.no_data else "ok")
+    tone = "neutral" if status.no_data else ("bad" if status.change == "demote" else "ok")
     return ReadinessChip("Demotion", at_risk, len(criteria), status.no_data, tone)
 
 

@@ -1,6 +1,7 @@
-"""The HUD's periodic tasks: detect the events subscribers hear about (relay.levels.events), keep the
-summary pages' stored tallies fresh (relay.levels.tallies.rollups), and hand the level decisions the HUD
-computes (relay.levels.status) to the relay's demotion loop."""
+"""The level loop's periodic tasks (registered under their old "hud." names): detect the events
+subscribers hear about (relay.levels.events), keep the summary pages' stored tallies fresh
+(relay.levels.tallies.rollups), and hand each backend's level decision (relay.levels.status) to the
+demotion loop (relay.checks.demotion)."""
 
 import logging
 
