@@ -46,6 +46,8 @@ def _issue_errors(fn):
         return fn()
     except (PatternError, issue_services.IssueError) as exc:
         raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+    except issue_services.UnblockRefused as exc:
+        raise permissions.exceptions.PermissionDenied(str(exc)) from exc
 
 
 class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -62,28 +64,30 @@ class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         state = self.request.query_params.get("state")
         return self.queryset.filter(state=state) if state in KnownIssue.State.values else self.queryset
 
-    def _may_unblock(self, data) -> None:
-        if data.get("blocks_gate") is False and not _has_scope(self.request, Scope.ADMIN):
-            raise permissions.exceptions.PermissionDenied(
-                "only the admin scope may mark an issue as not blocking the gate"
-            )
+    def _may_unblock(self) -> bool:
+        """The API's admins: tokens with the admin scope (relay.triage.issues decides what needs one)."""
+        return _has_scope(self.request, Scope.ADMIN)
 
     @extend_schema(request=s.KnownIssueIn, responses={201: s.KnownIssueOut})
     def create(self, request):
         data = _valid(s.KnownIssueIn, request.data)
-        self._may_unblock(data)
         projects = data.pop("projects", [])
         data.pop("state", None)
-        issue = _issue_errors(lambda: issue_services.known_issue_create(data, by=_actor(request), projects=projects))
+        may_unblock = self._may_unblock()
+        issue = _issue_errors(
+            lambda: issue_services.known_issue_create(data, _actor(request), projects, may_unblock=may_unblock)
+        )
         return Response(s.KnownIssueOut(issue).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.KnownIssuePatchIn, responses={200: s.KnownIssueOut})
     def partial_update(self, request, pk=None):
         issue = get_object_or_404(KnownIssue, pk=pk)
         data = _valid(s.KnownIssuePatchIn, request.data)
-        self._may_unblock(data)
         projects = data.pop("projects", None)
-        issue = _issue_errors(lambda: issue_services.known_issue_update(issue, data, projects=projects))
+        may_unblock = self._may_unblock()
+        issue = _issue_errors(
+            lambda: issue_services.known_issue_update(issue, data, projects=projects, may_unblock=may_unblock)
+        )
         return Response(s.KnownIssueOut(issue).data)
 
     @extend_schema(responses={200: s.OccurrenceOut(many=True)})

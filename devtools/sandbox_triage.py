@@ -93,7 +93,12 @@ def _issue(spec: dict) -> KnownIssue:
     spec = dict(spec)
     backends, state = spec.pop("backends", []), spec.pop("state", "open")
     projects = list(Project.objects.filter(full_name__in=backends))
-    issue = known_issue_create({**spec, "all_backends": not backends}, by=SEED_BY, projects=projects)
+    issue = known_issue_create(
+        {**spec, "all_backends": not backends},
+        by=SEED_BY,
+        projects=projects,
+        may_unblock=True,  # seeded as an admin
+    )
     if state != "open":
         known_issue_update(issue, {"state": state})
     return issue

@@ -28,6 +28,16 @@ class IssueError(ValueError):
     pass
 
 
+class UnblockRefused(PermissionError):
+    """Marking an issue as not blocking the gate lets a failing L4 backend through upstream's merge
+    gate: only an admin may (the edges say who is one: a superuser, the API's admin scope)."""
+
+
+def _may_unblock(data: dict, may_unblock: bool) -> None:
+    if data.get("blocks_gate") is False and not may_unblock:
+        raise UnblockRefused("only an admin may mark an issue as not blocking the gate")
+
+
 def _clean(data: dict) -> dict:
     data = dict(data)
     if "test_patterns" in data:
@@ -43,9 +53,11 @@ def _require_matcher(issue: KnownIssue) -> None:
 
 
 @transaction.atomic
-def known_issue_create(data: dict, by: str, projects=()) -> KnownIssue:
-    """`data` holds EDITABLE fields (PatternError/IssueError on bad matchers); `projects` the
-    backends it is limited to when it is not for all backends."""
+def known_issue_create(data: dict, by: str, projects=(), may_unblock: bool = False) -> KnownIssue:
+    """`data` holds EDITABLE fields (PatternError/IssueError on bad matchers, UnblockRefused for
+    `blocks_gate: False` unless `may_unblock`); `projects` the backends it is limited to when it is
+    not for all backends."""
+    _may_unblock(data, may_unblock)
     issue = KnownIssue(created_by=by[:150], **{k: v for k, v in _clean(data).items() if k in EDITABLE})
     _require_matcher(issue)
     issue.save()
@@ -55,7 +67,8 @@ def known_issue_create(data: dict, by: str, projects=()) -> KnownIssue:
 
 
 @transaction.atomic
-def known_issue_update(issue: KnownIssue, data: dict, projects=None) -> KnownIssue:
+def known_issue_update(issue: KnownIssue, data: dict, projects=None, may_unblock: bool = False) -> KnownIssue:
+    _may_unblock(data, may_unblock)
     changes = {k: v for k, v in _clean(data).items() if k in EDITABLE}
     for name, value in changes.items():
         setattr(issue, name, value)

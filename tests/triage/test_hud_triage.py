@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def make_issue(**fields):
     return issues.known_issue_create(
-        {"title": "addmm OOM", "test_patterns": ["TestCommon.test_addmm*"], **fields}, by="alice"
+        {"title": "addmm OOM", "test_patterns": ["TestCommon.test_addmm*"], **fields}, by="alice", may_unblock=True
     )
 
 

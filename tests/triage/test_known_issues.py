@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 def make_issue(**fields):
     data = {"title": "addmm OOM on XPU", "test_patterns": ["TestCommon.test_addmm*"], **fields}
-    return issues.known_issue_create(data, by="alice", projects=data.pop("projects", []))
+    return issues.known_issue_create(data, by="alice", projects=data.pop("projects", []), may_unblock=True)
 
 
 def test_it_records_where_a_known_issue_was_seen_once_per_failure(backends, trunk):
@@ -108,3 +108,13 @@ def test_a_failure_beside_the_non_blocking_one_still_blocks(backends):
     make_issue(blocks_gate=False)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM, XPU_SUM], pr_number=4242)
     assert gate_verdict(4242, "e" * 40)["state"] == "failure"
+
+
+def test_only_an_admin_may_mark_an_issue_as_not_blocking_the_gate_whichever_edge_asks():
+    with pytest.raises(issues.UnblockRefused):
+        issues.known_issue_create({"title": "t", "test_patterns": ["x*"], "blocks_gate": False}, by="bob")
+    issue = make_issue()
+    with pytest.raises(issues.UnblockRefused):
+        issues.known_issue_update(issue, {"blocks_gate": False})
+    assert issues.known_issue_update(issue, {"blocks_gate": False}, may_unblock=True).blocks_gate is False
+    assert issues.known_issue_update(issue, {"blocks_gate": True}).blocks_gate is True  # blocking again needs no one
