@@ -299,6 +299,7 @@ class JobRunOut(serializers.ModelSerializer):
             "tests_xfailed",
             "tests_xpassed",
             "tests_total",
+            "tests_accelerator_ran",
             "failed_tests_truncated",
             "tests_source",
             "environment",

@@ -88,7 +88,12 @@ COUNTED = ("passed", "failed", "skipped", "error", "xfailed", "xpassed")
 """The outcomes `workflow.test_results` may count (pytest's summary words, torch-spyre's too)."""
 COUNT_ALIASES = {"errors": "error"}
 """pytest's summary line says `2 errors`; its stats key is `error`."""
-COUNT_KEYS = (*COUNTED, "errors", "total")
+ACCELERATOR_RAN = "accelerator_ran"
+"""Of the tests run (not skipped), how many the report classifies ACCELERATOR (pytest's
+record_property("hw_classification"), as the accelerator group's in-scope suite is marked): our
+client counts it from JUnit, so coverage can be judged over the in-scope tests. Not an outcome, so
+never part of `total`."""
+COUNT_KEYS = (*COUNTED, "errors", "total", ACCELERATOR_RAN)
 TEST_OUTCOMES = ("failed", "error", "xpassed")
 """What `workflow.failed_tests[].outcome` may say (default failed)."""
 

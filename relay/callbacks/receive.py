@@ -394,6 +394,7 @@ def _report_fields(report: Report) -> dict:
         "tests_error": report.tests.get("error"),
         "tests_xfailed": report.tests.get("xfailed"),
         "tests_xpassed": report.tests.get("xpassed"),
+        "tests_accelerator_ran": report.tests.get("accelerator_ran"),
         "failed_tests_truncated": report.failed_tests_truncated,
         "environment": report.environment or None,
         "triage_verdict": report.triage_verdict or None,

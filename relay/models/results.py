@@ -113,6 +113,11 @@ class JobRun(models.Model):
     tests_error = models.PositiveIntegerField(null=True, blank=True, help_text="tests that errored (JUnit <error>)")
     tests_xfailed = models.PositiveIntegerField(null=True, blank=True, help_text="expected failures")
     tests_xpassed = models.PositiveIntegerField(null=True, blank=True, help_text="unexpected successes")
+    tests_accelerator_ran = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="tests run (not skipped) that the report classifies ACCELERATOR (hw_classification)",
+    )
     failed_tests_truncated = models.BooleanField(default=False)
     tests_source = models.CharField(max_length=16, choices=TestsSource.choices, blank=True, default="")
     environment = models.JSONField(default=dict, blank=True)

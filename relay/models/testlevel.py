@@ -145,6 +145,9 @@ class TestedCommit(models.Model):
     per_test = models.BooleanField(default=False, help_text="a finished attempt reported per-test results")
     tests_total = models.PositiveIntegerField(null=True, blank=True, help_text="latest attempts, summed")
     tests_ran = models.PositiveIntegerField(null=True, blank=True, help_text="latest attempts, total minus skipped")
+    accelerator_ran = models.PositiveIntegerField(
+        null=True, blank=True, help_text="latest attempts' tests run that are classified ACCELERATOR, where reported"
+    )
     failing = models.BooleanField(default=False, help_text="a latest attempt failed (the cell reads red)")
     created_at = models.DateTimeField(help_text="the commit's first job attempt here")
     recorded_at = models.DateTimeField(default=timezone.now)

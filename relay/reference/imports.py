@@ -39,6 +39,7 @@ _TEST_FIELDS = (
     "tests_error",
     "tests_xfailed",
     "tests_xpassed",
+    "tests_accelerator_ran",
     "tests_total",
     "failed_tests_truncated",
     "tests_source",
@@ -158,6 +159,7 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         "tests_error": report.error if report else None,
         "tests_xfailed": report.xfailed if report else None,
         "tests_xpassed": report.xpassed if report else None,
+        "tests_accelerator_ran": report.accelerator_ran if report and report.accelerator_ran else None,
         "failed_tests_truncated": bool(report and report.truncated),
         "tests_source": found.source if found else "",
     }

@@ -31,6 +31,8 @@ class TestReport:
     error: int = 0
     xfailed: int = 0
     xpassed: int = 0
+    accelerator_ran: int = 0
+    """Tests run (not skipped) classified ACCELERATOR (hw_classification)."""
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     truncated: bool = False
 
@@ -39,7 +41,7 @@ class TestReport:
         return sum(getattr(self, outcome) for outcome in OUTCOMES)
 
     def merge(self, other: "TestReport") -> None:
-        for outcome in OUTCOMES:
+        for outcome in (*OUTCOMES, "accelerator_ran"):
             setattr(self, outcome, getattr(self, outcome) + getattr(other, outcome))
         room = MAX_FAILED_TESTS - len(self.failed_tests)
         self.failed_tests += other.failed_tests[:room]
@@ -86,6 +88,7 @@ def broke_before_tests(case, outcome: str, problem) -> bool:
 def _count(report: TestReport, case) -> None:
     outcome, problem = case_outcome(case)
     setattr(report, outcome, getattr(report, outcome) + 1)
+    report.accelerator_ran += outcome != "skipped" and _classification(case) == "ACCELERATOR"
     if outcome not in FAILING or broke_before_tests(case, outcome, problem):
         return
     if len(report.failed_tests) < MAX_FAILED_TESTS:
@@ -105,9 +108,13 @@ def _failed(case, problem, outcome: str) -> FailedTestReport:
         message=message,
         stacktrace=stack,
         truncated=cut_message or cut_stack,
-        hw_classification=(case.get("hw_classification") or _property(case, "hw_classification")).upper()[:32],
+        hw_classification=_classification(case)[:32],
         outcome=outcome,
     )
+
+
+def _classification(case) -> str:
+    return (case.get("hw_classification") or _property(case, "hw_classification")).upper()
 
 
 def _property(case, name: str) -> str:

@@ -64,6 +64,7 @@ DETAIL_FIELDS = SLIM_FIELDS + (
     "environment",
     "tests_xfailed",
     "tests_xpassed",
+    "tests_accelerator_ran",
     "triage_verdict",
 )
 SlimJob = namedtuple("SlimJob", SLIM_FIELDS + ("created_at",))

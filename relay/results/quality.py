@@ -3,10 +3,11 @@ CI plan quotes them), over a window, each with its trend (the window's first hal
 second), from the test store (relay/models/testlevel.py):
 
 * **coverage**: of the tests the reference ran on the commits both ran, the share this backend
-  ran (tests reported minus skipped, latest attempts; capped at 100 % per commit). Producers send
-  counts, not lists, for passing tests, and no per-classification counts: the ACCELERATOR-only
-  share cannot be counted from them, so the figure is over everything the reference ran.
-  Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
+  ran (tests reported minus skipped, latest attempts; capped at 100 % per commit). Where both
+  sides' reports classify their tests (`hw_classification`, counted by our client and the
+  reference import as `accelerator_ran`), a commit counts over the ACCELERATOR-classified tests
+  only, the in-scope suite; elsewhere over everything the reference ran, and the detail says how
+  many commits were counted which way. Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
 * **flaky share**: the backend's tests in state *flaky* now (relay.testlevel.machine) over the
   tests it ran on its newest commit in the window; the trend counts the tests that *became*
   flaky in each half. Target: under 5 %.
@@ -15,6 +16,7 @@ second), from the test store (relay/models/testlevel.py):
   after it; the median over the recovered streaks, and a streak still red counts against the
   target once it is older than it. Target: 3 days at most."""
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from statistics import median
@@ -72,16 +74,28 @@ def quality_of(project, reference, since: datetime, until: datetime) -> Quality:
     )
 
 
-def _commits(project, since: datetime, until: datetime) -> list[tuple]:
-    """(sha, created_at, tests_ran, failing) of the backend's finished tested commits, oldest first."""
+Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran")
+
+
+def _commits(project, since: datetime, until: datetime) -> list[Tested]:
+    """The backend's finished tested commits, oldest first."""
     rows = TestedCommit.objects.filter(project=project, created_at__gte=since, created_at__lt=until)
     rows = rows.exclude(stepped_jobs=[]).order_by("created_at", "id")
-    return list(rows.values_list("sha", "created_at", "tests_ran", "failing"))
+    return [Tested._make(values) for values in rows.values_list(*Tested._fields)]
 
 
-def coverage(mine: list[tuple], reference: list[tuple], middle: datetime) -> Figure:
-    theirs = {sha: ran for sha, _, ran, _ in reference if ran}
-    pairs = [(when, min(ran or 0, theirs[sha]), theirs[sha]) for sha, when, ran, _ in mine if sha in theirs]
+def _covered(mine: Tested, theirs: Tested) -> tuple[int, int, bool]:
+    """(tests of the reference's this backend ran, the reference's, over ACCELERATOR only)."""
+    if mine.accelerator_ran is not None and theirs.accelerator_ran:
+        return min(mine.accelerator_ran, theirs.accelerator_ran), theirs.accelerator_ran, True
+    return min(mine.tests_ran or 0, theirs.tests_ran), theirs.tests_ran, False
+
+
+def coverage(mine: list[Tested], reference: list[Tested], middle: datetime) -> Figure:
+    theirs = {row.sha: row for row in reference if row.tests_ran}
+    counted = [(row.created_at, *_covered(row, theirs[row.sha])) for row in mine if row.sha in theirs]
+    pairs = [(when, ran, of) for when, ran, of, _ in counted]
+    in_scope = sum(1 for *_, accelerator in counted if accelerator)
 
     def share(items) -> float | None:
         total = sum(r for _, _, r in items)
@@ -96,14 +110,15 @@ def coverage(mine: list[tuple], reference: list[tuple], middle: datetime) -> Fig
         None if value is None else value >= COVERAGE_TARGET,
         share([p for p in pairs if p[0] < middle]),
         share([p for p in pairs if p[0] >= middle]),
-        f"{len(pairs)} commit{'s' if len(pairs) != 1 else ''} both ran with per-test counts",
+        f"{len(pairs)} commit{'s' if len(pairs) != 1 else ''} both ran with per-test counts"
+        + (f", {in_scope} of them over the ACCELERATOR-classified tests" if in_scope else ""),
     )
 
 
-def flaky_share(project, mine: list[tuple], since: datetime, middle: datetime, until: datetime) -> Figure:
+def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, until: datetime) -> Figure:
     flaky = TestHealth.objects.filter(project=project, state=HealthState.FLAKY)
     count = flaky.count()
-    ran = next((r for _, _, r, _ in reversed(mine) if r), None)
+    ran = next((row.tests_ran for row in reversed(mine) if row.tests_ran), None)
     value = count / ran if ran else None
     became = list(flaky.filter(since__gte=since, since__lt=until).values_list("since", flat=True))
     return Figure(
@@ -118,10 +133,10 @@ def flaky_share(project, mine: list[tuple], since: datetime, middle: datetime, u
     )
 
 
-def time_to_recover(mine: list[tuple], middle: datetime, until: datetime) -> Figure:
+def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Figure:
     recovered, open_since = [], None
     red_since = None
-    for _, when, _, failing in mine:
+    for when, failing in ((row.created_at, row.failing) for row in mine):
         if failing and red_since is None:
             red_since = when
         elif not failing and red_since is not None:

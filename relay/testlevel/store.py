@@ -99,6 +99,8 @@ def _cell_facts(row: TestedCommit, cell) -> None:
     row.tests_ran = sum(j.tests_total - (j.tests_skipped or 0) for j in latest if j.tests_total is not None) or (
         0 if totals else None
     )
+    accelerator = [j.tests_accelerator_ran for j in latest if j.tests_accelerator_ran is not None]
+    row.accelerator_ran = sum(accelerator) if accelerator else None
     row.failing = cell.failing
 
 

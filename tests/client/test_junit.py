@@ -237,3 +237,50 @@ def test_the_real_producers_outcomes_are_read_like_the_relay_reads_them():
         relay = junit_parse(path.read_bytes())
         assert summary.counts() == {**{o: getattr(relay, o) for o in crcr.OUTCOMES}, "total": relay.total}, path
         assert [(t.name, t.outcome) for t in summary.failures] == [(t.name, t.outcome) for t in relay.failed_tests]
+
+
+# --- the in-scope suite (hw_classification) ------------------------------------------------------
+
+CLASSIFIED_TESTS = """
+import pytest
+
+@pytest.fixture
+def accelerator(record_property):
+    record_property("hw_classification", "ACCELERATOR")
+
+def test_matmul(accelerator):
+    pass
+
+def test_conv(accelerator):
+    assert 1 == 2
+
+@pytest.mark.skip(reason="not on this device")
+def test_fft(accelerator):
+    pass
+
+def test_tokenizer(record_property):
+    record_property("hw_classification", "GENERIC")
+"""
+
+
+def test_the_accelerator_classified_tests_that_ran_are_counted_from_pytest_s_own_report(tmp_path):
+    """pytest writes record_property into each <testcase>'s <properties>: the two ACCELERATOR
+    tests that ran count, the skipped one and the GENERIC one do not."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_classified.py").write_text(CLASSIFIED_TESTS)
+    report = tmp_path / "junit.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", "test_classified.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    counts = crcr.junit_read([str(report)]).counts()
+    assert counts == {**counts, "passed": 2, "failed": 1, "skipped": 1, "total": 4, "accelerator_ran": 2}
+
+
+def test_a_report_without_classification_sends_the_counts_it_always_did():
+    assert "accelerator_ran" not in read("pytest_passing.xml").counts()

@@ -137,6 +137,15 @@ def test_test_results_count_errors_xfailed_and_xpassed_as_backends_report_them(p
     )
 
 
+def test_the_accelerator_classified_count_is_kept_apart_from_the_outcomes_and_their_total(post, base):
+    counts = {"passed": 90, "failed": 3, "skipped": 4, "accelerator_ran": 40}
+    assert post(mutate(base, ("workflow", "test_results"), counts)).status_code == 200
+    job = JobRun.objects.get()
+    assert (job.tests_total, job.tests_accelerator_ran) == (97, 40)
+    bad = mutate(base, ("workflow", "test_results"), {"passed": 1, "accelerator_ran": -1})
+    assert post(bad).status_code == 400
+
+
 def test_the_jobs_api_returns_every_count_as_the_producer_printed_it(post, base, client):
     counts = {"passed": 90, "failed": 3, "skipped": 4, "errors": 2, "xfailed": 5, "xpassed": 1}
     post(mutate(base, ("workflow", "test_results"), counts))

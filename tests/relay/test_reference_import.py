@@ -60,6 +60,7 @@ def test_it_imports_the_openreg_job_with_per_test_results_linked_upstream(upstre
     assert (job.project, job.head_sha, job.conclusion, job.ended_by) == (reference, SHA, "failure", "imported")
     assert job.workflow_url.startswith(f"https://github.com/{UPSTREAM}/actions/runs/{run.id}/job/")
     assert (job.tests_passed, job.tests_failed, job.tests_error, job.tests_skipped, job.tests_total) == (5, 2, 1, 1, 9)
+    assert job.tests_accelerator_ran == 1  # test_storage_resize: ran (and failed), classified ACCELERATOR
     names = {t.name: t.hw_classification for t in job.failed_tests.all()}
     assert names == {
         "test_noncontiguous_samples_matmul_privateuse1_float16": "GENERIC",

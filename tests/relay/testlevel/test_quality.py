@@ -15,8 +15,9 @@ FLAKY = {"classname": "test_ops.TestFooXPU", "name": "test_mul_xpu_float32", "fi
 BROKEN = {"classname": "test_ops.TestFooXPU", "name": "test_add_xpu_float32", "file": "test/test_ops.py"}
 
 
-def ran(project, commit, total, skipped=0, failed=(), conclusion=None, attempt=1, at=None):
+def ran(project, commit, total, skipped=0, failed=(), conclusion=None, attempt=1, at=None, accelerator=None):
     job = JobRunFactory(
+        tests_accelerator_ran=accelerator,
         project=project,
         head_sha=commit.sha,
         run_id=f"{commit.sha[:8]}{project.pk}",
@@ -61,6 +62,32 @@ def test_coverage_is_the_share_of_the_reference_s_tests_the_backend_ran(world):
     coverage = figures(world)["coverage"]
     assert coverage.value == pytest.approx(60 / 100) and coverage.met is False
     assert coverage.detail == "8 commits both ran with per-test counts"
+
+
+def test_coverage_counts_the_accelerator_classified_tests_where_both_reports_classify_them(world):
+    """Two more commits where both sides' reports classify their tests: the reference runs 40
+    ACCELERATOR tests, XPU 30 of them; the other eight commits still count over every test."""
+    reference, xpu, now = world["reference"], world["xpu"], world["now"]
+    for hours in (20, 10):
+        commit = UpstreamCommitFactory(landed_at=now - timedelta(hours=hours))
+        ran(reference, commit, 100, accelerator=40)
+        ran(xpu, commit, 70, 10, accelerator=30)
+        for project in (reference, xpu):
+            commit_record(commit.sha, project)
+    coverage = figures(world)["coverage"]
+    assert coverage.value == pytest.approx((8 * 60 + 2 * 30) / (8 * 100 + 2 * 40))
+    assert (
+        coverage.detail == "10 commits both ran with per-test counts, 2 of them over the ACCELERATOR-classified tests"
+    )
+
+
+def test_a_backend_whose_report_does_not_classify_is_counted_over_every_test(world):
+    commit = UpstreamCommitFactory(landed_at=world["now"] - timedelta(hours=5))
+    ran(world["reference"], commit, 100, accelerator=40)
+    ran(world["xpu"], commit, 70, 10)
+    for project in (world["reference"], world["xpu"]):
+        commit_record(commit.sha, project)
+    assert figures(world)["coverage"].value == pytest.approx(9 * 60 / (9 * 100))
 
 
 def test_the_flaky_share_is_the_flaky_tests_over_the_tests_run(world):
