@@ -26,7 +26,9 @@ class ApiRoot(APIRootView):
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         for key, (name, example, filled, template) in self.TEMPLATED.items():
-            response.data[key] = reverse(name, kwargs=example, request=request).replace(filled, template)
+            path, absolute = reverse(name, kwargs=example), reverse(name, kwargs=example, request=request)
+            origin = absolute[: len(absolute) - len(path)]  # scheme and host, whose digits are never filled in
+            response.data[key] = origin + path.replace(filled, template)
         return response
 
 

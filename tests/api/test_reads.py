@@ -172,6 +172,15 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
     assert response.json()["prs"] == "http://testserver/api/v1/prs/{number}"
 
 
+def test_the_api_root_s_templates_fill_only_the_path_on_a_host_with_digits(api, settings):
+    """The sandbox's 127.0.0.1:8100 once read 127.{number}.{number}.1:81{number}{number}."""
+    settings.ALLOWED_HOSTS = ["*"]
+    root = api.get("/api/v1/", HTTP_ACCEPT="application/json", HTTP_HOST="10.0.0.1:8000").json()
+    assert root["prs"] == "http://10.0.0.1:8000/api/v1/prs/{number}"
+    assert root["mute-lift"] == "http://10.0.0.1:8000/api/v1/mutes/{id}/lift"
+    assert root["baseline"] == "http://10.0.0.1:8000/api/v1/commits/{sha}/baseline"
+
+
 def test_every_api_v1_route_is_reachable_from_the_root(api):
     from api import urls
 
