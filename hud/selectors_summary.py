@@ -44,11 +44,15 @@ class ReadinessChip:
     no_data: bool
     tone: str
     """ok | bad | neutral: colour, always beside the words."""
+    judged: bool = True
+    """False when every criterion is unjudged (too thin a sample): nothing is met or at risk yet."""
 
     @property
     def text(self) -> str:
         if self.no_data:
             return f"{self.label}: no data"
+        if not self.judged:
+            return f"{self.label}: not enough data yet"
         return f"{self.label}: {self.counted}/{self.total} " + ("met" if self.label == "Promotion" else "at risk")
 
 
@@ -56,13 +60,14 @@ def readiness_chip(status) -> ReadinessChip:
     """The counts are the criteria's; the tone is the one level_change rule's (status.change), so the
     chip turns red exactly when the level-status API and the loop say demote."""
     criteria = status.criteria
+    judged = any(c.met is not None for c in criteria)
     if status.project.level == Level.L2:
         met = sum(c.met is True for c in criteria)
-        tone = "neutral" if status.no_data else ("ok" if status.change == "promote" else "neutral")
-        return ReadinessChip("Promotion", met, len(criteria), status.no_data, tone)
+        tone = "ok" if status.change == "promote" else "neutral"
+        return ReadinessChip("Promotion", met, len(criteria), status.no_data, tone, judged)
     at_risk = sum(c.met is False for c in criteria)
-    tone = "neutral" if status.no_data else ("bad" if status.change == "demote" else "ok")
-    return ReadinessChip("Demotion", at_risk, len(criteria), status.no_data, tone)
+    tone = "neutral" if status.no_data or not judged else ("bad" if status.change == "demote" else "ok")
+    return ReadinessChip("Demotion", at_risk, len(criteria), status.no_data, tone, judged)
 
 
 CHIP_SECONDS = 60
@@ -70,7 +75,7 @@ CHIP_SECONDS = 60
 
 
 def backend_chip(project: Project, now: datetime) -> ReadinessChip:
-    key = f"hud:readiness-chip:v1:{project.pk}:{project.level}"
+    key = f"hud:readiness-chip:v2:{project.pk}:{project.level}"
     chip = soft_get(key)
     if chip is None:
         chip = readiness_chip(repo_status(project, now))

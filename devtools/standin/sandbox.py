@@ -398,23 +398,30 @@ class Runners:
             self.callback(plan, retry, "completed")
 
     def callback(self, plan: "JobPlan", job: dict, status: str) -> None:
-        body = plan.body(job, status)
+        """As our client sends it: a 429 or 503 with Retry-After is tried again after that wait
+        (client/crcr_report.py: _retry_safe) until CALLBACK_RETRY_SECONDS are spent, so the relay's
+        rate limit delays a burst of callbacks rather than losing the probe's results."""
+        body, deadline = plan.body(job, status), time.monotonic() + CALLBACK_RETRY_SECONDS
+        while True:
+            response = self._callback_post(plan, job, status, body)
+            wait = _retry_wait(response)
+            if wait is None or time.monotonic() + wait > deadline:
+                return
+            time.sleep(wait)
+
+    def _callback_post(self, plan: "JobPlan", job: dict, status: str, body: dict):
         try:
             response = self.http.post(
                 f"{self.relay_url}/github/callback",
                 json=body,
                 headers={"Authorization": f"Bearer {self.token(plan.project)}"},
             )
-            logger.info(
-                "callback %s %s/%s %s -> %s",
-                plan.project["full_name"],
-                job["name"],
-                job["attempt"],
-                status,
-                response.status_code,
-            )
         except httpx.HTTPError as exc:
             logger.warning("callback not delivered: %s", exc)
+            return None
+        name = f"{plan.project['full_name']} {job['name']}/{job['attempt']}"
+        logger.info("callback %s %s -> %s", name, status, response.status_code)
+        return response
 
     def token(self, project: dict) -> str:
         if project.get("ci_provider") == "buildkite":
@@ -425,6 +432,20 @@ class Runners:
         return self.standin.oidc.mint(
             audience=AUDIENCE, repository=project["full_name"], repository_id=str(project["github_repo_id"])
         )
+
+
+CALLBACK_RETRY_SECONDS = 180.0
+"""How long a simulated job keeps trying a rate-limited callback (the client's --max-time)."""
+
+
+def _retry_wait(response) -> float | None:
+    """Seconds to wait before sending again, or None: only a 429/503 that says when is retried."""
+    if response is None or response.status_code not in (429, 503):
+        return None
+    try:
+        return max(1.0, float(response.headers.get("Retry-After", "")))
+    except ValueError:
+        return None
 
 
 LASTING_BREAK = TEST_POOL[2]

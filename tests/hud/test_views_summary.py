@@ -254,6 +254,8 @@ def chip_status(level, mets, no_data=False):
         ("L3", [True, False, None], False, "Demotion: 1/3 at risk", "bad"),
         ("L4", [None, None, None], True, "Demotion: no data", "neutral"),
         ("L2", [None] * 7, True, "Promotion: no data", "neutral"),
+        ("L3", [None, None, None], False, "Demotion: not enough data yet", "neutral"),
+        ("L2", [None] * 7, False, "Promotion: not enough data yet", "neutral"),
     ],
 )
 def test_a_readiness_chip_is_green_only_when_all_are_met_and_red_when_any_is_at_risk(level, mets, no_data, text, tone):

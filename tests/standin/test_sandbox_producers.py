@@ -130,3 +130,38 @@ def test_a_lasting_upstream_break_fails_on_the_reference_and_every_backend_from_
             assert any(n.rpartition("::")[2].startswith("test_conv2d_backward_") for n in names)
     finally:
         LASTING_BREAK_HEADS.discard(sha)
+
+
+def test_a_rate_limited_callback_is_sent_again_after_its_retry_after_as_the_client_does(monkeypatch):
+    """The relay's burst limit once lost the probe's completions, and the sandbox's probe alert
+    fired on a relay that had only asked it to wait."""
+    import httpx
+
+    from devtools.standin import sandbox
+
+    answers = iter([httpx.Response(429, headers={"Retry-After": "2"}), httpx.Response(200)])
+    sent = []
+
+    def relay(request):
+        sent.append(request.url.path)
+        return next(answers)
+
+    runners = sandbox.Runners.__new__(sandbox.Runners)
+    runners.relay_url, runners.http = "http://relay", httpx.Client(transport=httpx.MockTransport(relay))
+    runners.token = lambda project: "token"
+    waits = []
+    monkeypatch.setattr(sandbox.time, "sleep", waits.append)
+    job = {"name": "test-L4-success", "attempt": 1}
+    runners.callback(
+        type("Plan", (), {"project": {"full_name": "pytorch/crcr-test"}, "body": lambda *a: {}})(), job, "completed"
+    )
+    assert (sent, waits) == (["/github/callback"] * 2, [2.0])
+
+
+def test_a_callback_refused_for_good_is_not_sent_again():
+    import httpx
+
+    from devtools.standin.sandbox import _retry_wait
+
+    assert _retry_wait(httpx.Response(400)) is None and _retry_wait(httpx.Response(429)) is None
+    assert _retry_wait(httpx.Response(503, headers={"Retry-After": "30"})) == 30.0
