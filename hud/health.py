@@ -10,6 +10,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, duration, percent
+from relay.alerts import alert_statuses
 from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.levels.windows import TABS, Window, stale_after
@@ -176,10 +177,14 @@ def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime)
     decided = [h for h in heads if h.state != "running"]
     last = heads[0].last_at if heads else None
     overdue = overdue_jobs(probe).count()
-    ok = bool(decided) and all(h.state == "pass" for h in decided) and not overdue
+    firing = [a.label for a in alert_statuses() if a.state == "firing"]  # the probe's alerts (relay/alerts.py)
+    ok = bool(decided) and all(h.state == "pass" for h in decided) and not overdue and not firing
     state = _silence_state(last, stale, now, ok=ok)
     detail = f"{sum(h.state == 'pass' for h in decided)}/{len(decided)} recent heads passed · {probe.full_name}"
     if overdue:
         detail += f" · {overdue} job(s) stuck in progress"
+    if firing:
+        detail += f" · alert firing: {', '.join(firing)}"
     headline = {"healthy": "All passing", "degraded": "Failing or silent", "no_data": "No results"}[state]
+    headline = "Alert firing" if firing and state == "degraded" else headline
     return HealthCard("probe", title, state, headline, detail, _freshness(last, stale, now), href)

@@ -203,3 +203,21 @@ def test_crcr_shows_each_rule_with_since_when_it_fires(probe):
     assert statuses[Rule.PROBE_NIGHTLY_SILENT].since == now
     assert statuses[Rule.PROBE_NIGHTLY_UNEXPECTED].state == "ok"
     assert statuses[Rule.PROBE_PR_PASS_RATE].state == "no_data"
+
+
+def test_the_probe_card_is_not_all_passing_while_a_probe_alert_fires(probe):
+    """The sandbox showed a green "All passing · 3/3 recent heads" beside "Probe pass rate: firing"
+    (two PRs of the last nine had failed): the card's few recent heads passed, the alert's twenty did not."""
+    from hud.health import probe_card
+
+    now = timezone.now()
+    for n in range(1, 21):
+        at, sha = now - timedelta(minutes=21 - n), f"{n:040x}"
+        job(probe, at, event="pull_request", run=f"r{n}", pr=n, head_sha=sha)
+        job(probe, at, event="pull_request", name="xfail", run=f"r{n}", pr=n, head_sha=sha, conclusion="failure")
+        if n in (3, 5):  # an x-probe that passed: not as built
+            JobRun.objects.filter(run_id=f"r{n}", job_name="xfail").update(conclusion="success")
+    alerts_evaluate(now)
+    card = probe_card(probe, "pr", timedelta(days=1), now)
+    assert (card.state, card.headline) == ("degraded", "Alert firing")
+    assert "alert firing: " in card.detail and "recent heads passed" in card.detail
