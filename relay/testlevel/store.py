@@ -172,17 +172,26 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
     for start in range(0, len(concerned), BATCH):
         chunk = sorted(concerned)[start : start + BATCH]
         existing.update((r.identity_id, r) for r in TestHealth.objects.filter(project=project, identity_id__in=chunk))
-    changed = []
+    changed, trunk = [], on_trunk(done)
     for identity in concerned | set(existing):
         row = existing.get(identity) or TestHealth(identity_id=identity, project=project, since_sha=sha)
         after = machine.observe(_sequences(identity, done, marks), per_test)
         earlier = (
             machine.observe(_sequences(identity, before, marks), per_test) if before else machine.Observation(None)
         )
-        if _apply(row, after, earlier, sha):
+        if _apply(row, after, earlier, sha, trunk):
             changed.append(row)
     _health_save(changed)
     return len(changed)
+
+
+def on_trunk(jobs: list) -> bool:
+    """Whether these runs are of upstream's branch (push, nightly, periodic) rather than of a PR
+    head: a PR carries its own change, so its plain failures and passes say nothing of the test on
+    trunk and never move a failing or clean-pass streak (a PR that breaks a test must not make it
+    read *broken* on every page). Its retries still count, and passing and failing on one commit
+    is flaky whatever the code."""
+    return any(job.event_type != "pull_request" for job in jobs)
 
 
 def open_health(project: Project):
@@ -224,18 +233,23 @@ def _mark(identity: int, job, marks: dict[int, set[int]]) -> str | None:
     return machine.PASS if ran else None
 
 
-def _apply(row: TestHealth, after: machine.Observation, earlier: machine.Observation, sha: str) -> bool:
+def _apply(
+    row: TestHealth, after: machine.Observation, earlier: machine.Observation, sha: str, trunk: bool = True
+) -> bool:
     """Move `row` by what this run added: its new retries counted, and one step when what the
     commit says of the test changed (a commit's failure is counted once, however many shards
-    re-run). False when nothing changed."""
+    re-run); off trunk only a mixed run steps (on_trunk). False when nothing changed."""
     if after.outcome is None or after == earlier:
         return False
     health = _health_of(row)
     added = machine.Observation(
         after.outcome, after.pass_on_retry - earlier.pass_on_retry, after.fail_on_retry - earlier.fail_on_retry
     )
+    stepping = after.outcome != earlier.outcome and (trunk or after.outcome == machine.MIXED)
+    if not stepping and not (added.pass_on_retry or added.fail_on_retry):
+        return False
     health = machine.counted(health, added)
-    if after.outcome != earlier.outcome:
+    if stepping:
         if after.outcome == machine.PASSED and not health.stepped and row.pk is None:
             return False
         health = machine.step(health, after.outcome, settings.CRCR_TEST_BROKEN_AFTER, settings.CRCR_TEST_HEALED_AFTER)

@@ -114,6 +114,32 @@ def test_three_consecutive_failing_commits_make_it_broken_and_clean_passes_heal_
     assert (health(xpu).state, health(xpu).since_sha) == ("healthy", SHAS[4])
 
 
+def test_a_pr_that_breaks_a_test_does_not_make_it_broken_nor_does_a_pr_s_pass_heal_it(xpu, settings):
+    """A PR head carries its own change: three pushes of a PR failing test_add say nothing of
+    test_add on trunk (the sandbox showed trunk's broken test read '1 clean pass since' after a PR
+    based before the break passed it)."""
+    settings.CRCR_TEST_HEALED_AFTER = 1
+    for sha in SHAS[:3]:
+        job(xpu, sha, "failure", [ADD], run_id=sha[:6], event_type="pull_request", pr_number=7)
+        commit_record(sha, xpu)
+    assert not TestHealth.objects.filter(state="broken").exists()
+    trunk = [f"{n:x}" * 40 for n in range(6, 9)]
+    for sha in trunk:
+        job(xpu, sha, "failure", [ADD], run_id=sha[:6])
+        commit_record(sha, xpu)
+    assert health(xpu).state == "broken"
+    job(xpu, "e" * 40, run_id="pr-pass", event_type="pull_request", pr_number=8)
+    commit_record("e" * 40, xpu)
+    assert (health(xpu).state, health(xpu).passing_streak) == ("broken", 0)
+
+
+def test_passing_and_failing_on_one_pr_head_is_flaky_all_the_same(xpu):
+    job(xpu, SHAS[0], "failure", [ADD], event_type="pull_request", pr_number=7)
+    job(xpu, SHAS[0], "success", attempt=2, event_type="pull_request", pr_number=7)
+    commit_record(SHAS[0], xpu)
+    assert (health(xpu).state, health(xpu).pass_on_retry) == ("flaky", 1)
+
+
 def test_a_pass_without_per_test_results_says_nothing_and_heals_nothing(xpu):
     job(xpu, SHAS[0], "failure", [ADD])
     commit_record(SHAS[0], xpu)
