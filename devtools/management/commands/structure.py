@@ -37,6 +37,8 @@ class Command(BaseCommand):
             )
             for caller, callee in sorted(modules):
                 self.stdout.write(f"  {caller} → {callee}")
+            for caller, callee in sorted(down | up) if options["verbosity"] > 1 else ():
+                self.stdout.write(f"    {caller} → {callee}")
 
 
 # --- the import graph ------------------------------------------------------------------------------
