@@ -165,3 +165,14 @@ def test_a_callback_refused_for_good_is_not_sent_again():
 
     assert _retry_wait(httpx.Response(400)) is None and _retry_wait(httpx.Response(429)) is None
     assert _retry_wait(httpx.Response(503, headers={"Retry-After": "30"})) == 30.0
+
+
+@pytest.mark.parametrize("repo", sorted(PRODUCERS))
+def test_a_job_s_failing_counts_are_the_tests_it_lists_as_a_real_producer_s_are(repo):
+    """The sandbox once counted one xpassed test in every job and listed none, so no failed job
+    could ever show that all its failures were upstream's and none was excused anywhere."""
+    for sha in (BROKEN_SHA, "1" * 40):
+        job = plan(repo, sha).job("test (default, 2, 2)", "failure")
+        counts = plan(repo, sha).test_results(job)
+        failing = counts["failed"] + counts.get("error", 0) + counts.get("xpassed", 0)
+        assert failing == len(job["failed_tests"]) or job["broken_before_tests"]
