@@ -405,12 +405,13 @@ JOB_FIELDS = (
     "tests_source",
     "triage_verdict",
     "job_id",
+    "tests_accelerator_ran",
 )
 _J = {name: i for i, name in enumerate(JOB_FIELDS)}
-NO_OUTCOME_DETAIL = (None, None, None, "", None, "")
-"""tests_error, tests_xfailed, tests_xpassed, tests_source, triage_verdict, job_id: the seed's jobs
-report passed/failed/skipped only, from their own CI (no reference import), with no triage verdict
-and no workflow.job_id."""
+NO_OUTCOME_DETAIL = (None, None, None, "", None, "", None)
+"""tests_error, tests_xfailed, tests_xpassed, tests_source, triage_verdict, job_id,
+tests_accelerator_ran: the seed's jobs report passed/failed/skipped only, from their own CI (no
+reference import), with no triage verdict, no workflow.job_id and no hw_classification."""
 FAILED_FIELDS = (
     "id",
     "job_run_id",
