@@ -176,6 +176,7 @@ UNITS = (
     "relay.triage",
     "relay.notify",
     "relay.levels.tallies",
+    "relay.bisect",
 )
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
 other in a deferred import (the service kicks the task); between units, the flow goes one way."""
@@ -400,8 +401,8 @@ def test_a_deferred_import_back_into_another_package_is_a_circle():
 
 HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering")
 """Modules that answer requests or format values: they hold no query."""
-PURE_RELAY = ("relay.verdicts", "relay.testids", "relay.params", "relay.run_links")
-"""The status policy, test identity, the reading of numbers in URLs and the hosts a CI provider
+PURE_RELAY = ("relay.verdicts", "relay.testids", "relay.params", "relay.run_links", "relay.links")
+"""The status policy, test identity, the reading of numbers in URLs, the HUD's addresses and the hosts a CI provider
 owns: functions over rows or values already read, no database."""
 RELAY_SERVICES = (
     "relay.registry",

@@ -7,6 +7,12 @@ from django.utils import timezone
 from ..outbox.models import OutboxAttempt, OutboxRow
 from .registry import Project
 
+BISECT_EVENT = "bisect"
+"""The event of a bisection probe's Delivery, Dispatch and job rows (relay.models.bisection): a
+probe asks a question of ours about a commit and runs only the tests asked about, so no cell,
+count or tally takes it as the commit's result (JobRun.objects.results_for, the `counted`
+querysets here, the level tallies' SQL)."""
+
 
 class DeliveryQuerySet(models.QuerySet):
     def closings(self):
@@ -14,14 +20,20 @@ class DeliveryQuerySet(models.QuerySet):
         head, so no cell, gate or count waits on them (the one definition; Delivery.is_closing)."""
         return self.filter(event="pull_request", action="closed")
 
+    def probes(self):
+        """Bisection probes (relay.models.bisection): a question of ours about a commit, not an
+        upstream event; nothing that counts a commit's dispatches waits on them."""
+        return self.filter(event=BISECT_EVENT)
+
     def counted(self):
-        return self.exclude(event="pull_request", action="closed")
+        return self.exclude(event="pull_request", action="closed").exclude(event=BISECT_EVENT)
 
 
 class DispatchQuerySet(models.QuerySet):
     def counted(self):
-        """Dispatches a result is expected for: not a PR's closing clean-up (DeliveryQuerySet.closings)."""
-        return self.exclude(delivery__in=Delivery.objects.closings())
+        """Dispatches a result is expected for: not a PR's closing clean-up (DeliveryQuerySet.closings)
+        nor a bisection probe (DeliveryQuerySet.probes)."""
+        return self.exclude(delivery__in=Delivery.objects.closings()).exclude(event_type=BISECT_EVENT)
 
 
 class Delivery(models.Model):
