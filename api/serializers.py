@@ -84,6 +84,9 @@ class ProjectOut(serializers.ModelSerializer):
             "installed",
             "rate_limit_per_min",
             "require_callback_token",
+            "bisect_enabled",
+            "bisect_daily_budget",
+            "bisect_event_type",
             "created_at",
             "updated_at",
         ]
@@ -135,6 +138,17 @@ class ProjectPatchIn(serializers.Serializer):
     active = serializers.BooleanField(required=False)
     rate_limit_per_min = AsciiIntegerField(required=False, allow_null=True, min_value=1)
     require_callback_token = serializers.BooleanField(required=False, allow_null=True)
+    bisect_enabled = serializers.BooleanField(
+        required=False, help_text="bisect a new backend-only failure by dispatching the commits it spans"
+    )
+    bisect_daily_budget = AsciiIntegerField(
+        required=False, min_value=0, max_value=1000, help_text="bisection probes per UTC day"
+    )
+    bisect_event_type = serializers.RegexField(
+        r"^[A-Za-z0-9_.:-]{1,100}$",
+        required=False,
+        help_text="the repository_dispatch event type the backend's probe workflow listens for",
+    )
 
     def validate_events(self, value):
         if len(set(value)) != len(value):

@@ -117,6 +117,7 @@ class ProjectAdmin(admin.ModelAdmin):
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
         ("Level criteria", {"fields": ("level_pass_rate", "excuse_triage_verdicts")}),
+        ("Bisection", {"fields": ("bisect_enabled", "bisect_daily_budget", "bisect_event_type")}),
         (
             "Kind",
             {
