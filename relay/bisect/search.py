@@ -15,7 +15,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Bisection, BisectProbe
+from ..links import commit_path, pr_path, public_url
+from ..models import Bisection, BisectProbe, NotificationEvent
+from ..notify.events import event_emit
+from ..results.bisections import read
 from .probes import OverBudget, probe_make, probe_outcome
 
 logger = logging.getLogger(__name__)
@@ -113,4 +116,33 @@ def _end(bisection: Bisection, state: str, note: str) -> None:
     """The end; a culprit found but not verified stays named, as the suspect it is."""
     bisection.state, bisection.note, bisection.finished_at = state, note[:500], timezone.now()
     bisection.save()
+    if state in (State.VERIFIED, State.NOT_REPRODUCIBLE):
+        culprit_announce(bisection)
     logger.info("bisection %s of %s ended %s: %s", bisection.pk, bisection.project, state, note)
+
+
+def culprit_announce(bisection: Bisection) -> None:
+    """The backend's oncall (and every subscription that matches) hears what the bisection found,
+    in the sentence the pages show, once per bisection."""
+    found = read([bisection])[0]
+    project, culprit = bisection.project, bisection.culprit_sha
+    lines = [f"{t['test_id']} ({t['job']})" for t in bisection.tests[:20]]
+    if found.culprit_pr:
+        lines.append(f"landed by PR #{found.culprit_pr}: {public_url(pr_path(found.culprit_pr))}")
+    details = {
+        "url": public_url(commit_path(culprit, project.pk)),
+        "lines": [bisection.note, *lines],
+        "culprit_sha": culprit,
+        "verified": found.verified,
+        "culprit_pr": found.culprit_pr,
+        "bisection": public_url(found.api_url),
+    }
+    event_emit(
+        NotificationEvent.Kind.BISECTED,
+        f"bisected:{bisection.pk}",
+        found.sentence,
+        project=project,
+        head_sha=culprit,
+        test_ids=[t["test_id"] for t in bisection.tests][:200],
+        details=details,
+    )

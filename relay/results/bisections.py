@@ -3,14 +3,15 @@ which bisections name a commit, a backend, a test or an upstream PR, and the one
 says what each found ("verified culprit of test_add on Ascend, bisected over 17 commits in 5
 runs")."""
 
-import re
 from dataclasses import dataclass
 
-from relay.links import commit_path
+from django.db.models import Q
+
+from relay.links import bisection_api_path, commit_path
 from relay.models import Bisection, BisectProbe, UpstreamCommit
 
-LANDED_BY = re.compile(r"\(#(\d{1,9})\)\s*$")
-"""How a trunk commit names the PR that landed it: pytorch's merge bot ends its title with (#n)."""
+from .heads import landed_pr
+
 RECENT = 200
 """A test's bisections are read among the newest this many (a bisection's tests are JSON)."""
 SHOWN = (Bisection.State.VERIFIED, Bisection.State.NOT_REPRODUCIBLE)
@@ -46,14 +47,13 @@ class BisectionRead:
         return sum(p.role == BisectProbe.Role.SEARCH for p in self.probes)
 
     @property
+    def api_url(self) -> str:
+        return bisection_api_path(self.bisection.pk)
+
+    @property
     def culprit_url(self) -> str:
         sha = self.bisection.culprit_sha
         return commit_path(sha, self.bisection.project_id) if sha else ""
-
-
-def landed_pr(title: str) -> int | None:
-    match = LANDED_BY.search(title or "")
-    return int(match.group(1)) if match else None
 
 
 def test_names(tests: list[dict]) -> str:
@@ -135,6 +135,11 @@ def bisection_found(pk: int) -> BisectionRead | None:
 def culprits_of_commit(sha: str) -> list[BisectionRead]:
     """The bisections that ended naming this commit (verified or not reproducible)."""
     return read(_rows().filter(culprit_sha=sha, state__in=SHOWN))
+
+
+def bisections_of_commit(sha: str) -> list[BisectionRead]:
+    """What the commit page says: the bisections naming it, and those its failures started."""
+    return read(_rows().filter(Q(culprit_sha=sha, state__in=SHOWN) | Q(bad_sha=sha)))
 
 
 def bisections_of_backend(project_id: int, limit: int = 10) -> list[BisectionRead]:

@@ -161,3 +161,31 @@ def test_a_run_that_says_nothing_about_the_tests_ends_the_bisection_inconclusive
     bisection_advance(bisection.pk)
     answer(open_probes(bisection)[0], fails=False, conclusion="failure", tests_total=None)
     assert bisection_advance(bisection.pk) == Bisection.State.INCONCLUSIVE
+
+
+def test_the_backend_s_oncall_hears_of_the_verified_culprit_in_the_pages_words(xpu):
+    from relay.models import Notification, NotificationEvent, Subscription
+    from relay.notify.delivery import event_message
+
+    oncall = Subscription.objects.create(
+        name="xpu oncall", project=xpu, channel="webhook", target="https://example.org/hook", origin="oncall"
+    )
+    bisection = run_to_the_end(bisection_of(xpu, 17), 9)
+    event = NotificationEvent.objects.get(kind="bisected")
+    assert event.title.startswith("verified culprit of test_add_float32 on Intel XPU, bisected over 17 commits in ")
+    assert (event.head_sha, event.project, event.test_ids) == (sha_of(9), xpu, ["test_ops.TestFoo.test_add_float32"])
+    assert Notification.objects.get().subscription == oncall
+    message = event_message(event)
+    assert message.url.endswith(f"/commit/{sha_of(9)}#backend-{xpu.pk}")
+    assert message.lines[0] == bisection.note
+
+
+def test_a_bisection_that_timed_out_pages_nobody(xpu):
+    from relay.models import NotificationEvent
+
+    bisection = bisection_of(xpu, 8)
+    bisection_advance(bisection.pk)
+    Dispatch.objects.update(state=Dispatch.State.SENT, sent_at=timezone.now() - timedelta(hours=7))
+    results_sweep(now=timezone.now())
+    bisection_advance(bisection.pk)
+    assert not NotificationEvent.objects.filter(kind="bisected").exists()
