@@ -118,6 +118,7 @@ SANDBOX_PROJECTS = (
         "hardware_kind": HardwareKind.CPU,
         "oncalls": ["redhat-ci"],
         "events": ["nightly"],
+        "bisect_enabled": True,  # its nightlies span many commits: bisection narrows them to one
     },
 )
 
