@@ -1,20 +1,19 @@
 """Bisections (relay.results.bisections): each one's state, probes and result, as the commit,
 backend, test and PR pages show them."""
 
-import re
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from relay.linear import linear
 from relay.links import pr_path
 from relay.models import Bisection
 from relay.params import int_param
 from relay.results.bisections import bisection_found, bisections_listed
 
-SHA_PREFIX = re.compile(r"^[0-9a-fA-F]{7,40}$")
+SHA_PREFIX = linear(r"^[0-9a-fA-F]{7,40}$")
 FILTERS = ("state", "backend", "culprit", "limit")
 
 
