@@ -42,11 +42,12 @@ def job_recorded(job_run_id: int, recorded: RecordedJob | None = None) -> None:
     """A job run changed: its check runs, gate and oncall comment (relay.checks) when it shows on
     an upstream PR, and its known-issue occurrences with their notifications (relay.triage,
     relay.notify) when it failed; a bisection probe's job moves its bisection (relay.bisect)
-    and nothing else. A writer that does not say what it wrote gets all three; the tasks re-check."""
-    if recorded is None or recorded.event_type == BISECT_EVENT:
+    and nothing else. A writer that does not say what it wrote gets the first two (the tasks
+    re-check); a probe's job it ended (the sweeper's timeouts) moves its bisection at the next
+    bisection sweep, a minute at most."""
+    if recorded is not None and recorded.event_type == BISECT_EVENT:
         react_on_commit(bisection_job_react, job_run_id=job_run_id)
-        if recorded is not None:
-            return
+        return
     if recorded is None or upstream_wants_job(recorded.level, recorded.event_type, recorded.pr_number):
         react_on_commit(job_react, job_run_id=job_run_id)
     if recorded is None or conclusion_state(recorded) in FAILING:

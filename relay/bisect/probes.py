@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from ..models import (
     BISECT_EVENT,
+    PROBE_KEY_PREFIX,
     Bisection,
     BisectProbe,
     Conclusion,
@@ -85,7 +86,7 @@ def probe_make(bisection: Bisection, index: int, role: str) -> BisectProbe:
 
 def probe_guid(bisection_id: int, number: int) -> str:
     """The probe's delivery id: what the backend echoes as `delivery_id`; never a GitHub GUID."""
-    return f"bisect-{bisection_id}-{number}"
+    return f"{PROBE_KEY_PREFIX}{bisection_id}-{number}"
 
 
 def probe_payload(dispatch: Dispatch) -> dict:

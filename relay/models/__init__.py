@@ -18,7 +18,7 @@ Everything is re-exported here, so callers (and Django) say `from relay.models i
 from .alerts import AlertEpisode
 from .bisection import BISECT_EVENT, Bisection, BisectProbe
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
-from .deliveries import Delivery, Dispatch, DispatchAttempt
+from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
 from .registry import (
     CIProvider,
@@ -70,6 +70,8 @@ __all__ = [
     "BISECT_EVENT",
     "Bisection",
     "BisectProbe",
+    "PROBE_KEY_PREFIX",
+    "is_probe_key",
     "ExcusedRollup",
     "RollupState",
     "TallyRollup",

@@ -12,6 +12,13 @@ BISECT_EVENT = "bisect"
 probe asks a question of ours about a commit and runs only the tests asked about, so no cell,
 count or tally takes it as the commit's result (JobRun.objects.results_for, the `counted`
 querysets here, the level tallies' SQL)."""
+PROBE_KEY_PREFIX = "bisect-"
+"""A probe's delivery id starts so (`bisect-<bisection>-<probe>`): a GitHub delivery GUID never
+does, so a callback naming one answers a probe, whatever event type it reports."""
+
+
+def is_probe_key(delivery_id: str) -> bool:
+    return delivery_id.startswith(PROBE_KEY_PREFIX)
 
 
 class DeliveryQuerySet(models.QuerySet):

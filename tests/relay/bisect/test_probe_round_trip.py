@@ -80,3 +80,18 @@ def test_a_callback_for_another_commit_than_the_probe_s_is_refused(sent, call):
     body = action_body({**sent["client_payload"], "payload": {"head_sha": sha_of(7)}}, "in_progress")
     assert call(body).status_code == 403
     assert not JobRun.objects.exists()
+
+
+def test_a_probe_s_job_is_the_bisection_s_whatever_event_type_its_report_says(sent, call):
+    body = action_body({**sent["client_payload"], "event_type": "push"}, "completed", "success")
+    assert call(body).status_code == 200
+    assert JobRun.objects.get().event_type == BISECT_EVENT
+
+
+def test_a_self_report_cannot_take_a_probe_s_delivery_id(sent, call):
+    body = action_body(
+        {**sent["client_payload"], "event_type": "nightly", "callback_token": ""}, "completed", "success"
+    )
+    body["delivery_id"] = "bisect-999-1"
+    assert call(body).status_code == 403
+    assert not JobRun.objects.exists()
