@@ -1,19 +1,19 @@
 """Bisections (relay.results.bisections): each one's state, probes and result, as the commit,
 backend, test and PR pages show them."""
 
+import re
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relay.linear import linear
 from relay.links import pr_path
 from relay.models import Bisection
 from relay.params import int_param
 from relay.results.bisections import bisection_found, bisections_listed
 
-SHA_PREFIX = linear(r"^[0-9a-fA-F]{7,40}$")
 FILTERS = ("state", "backend", "culprit", "limit")
 
 
@@ -83,7 +83,7 @@ class BisectionListView(APIView):
         state, culprit = params.get("state", ""), params.get("culprit", "")
         if state and state not in Bisection.State.values:
             raise ValidationError({"state": f"one of {', '.join(Bisection.State.values)}"})
-        if culprit and not SHA_PREFIX.match(culprit):
+        if culprit and not re.fullmatch(r"[0-9a-fA-F]{7,40}", culprit):
             raise ValidationError({"culprit": "7 to 40 hex characters"})
         limit = int_param(params.get("limit"), default=100, low=1, high=500)
         found = bisections_listed(state=state, backend=params.get("backend", "")[:140], culprit=culprit, limit=limit)

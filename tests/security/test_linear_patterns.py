@@ -49,6 +49,7 @@ AUDITED = {
     ("hud/templatetags/hud_tags.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
     ("api/views_hud.py", "'[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}'"): FIXED,
     ("api/views_hud.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
+    ("api/views_bisections.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
 }
 """(path, pattern source): a None pattern audits every pattern of that file."""
 
