@@ -189,3 +189,11 @@ def test_a_bisection_that_timed_out_pages_nobody(xpu):
     results_sweep(now=timezone.now())
     bisection_advance(bisection.pk)
     assert not NotificationEvent.objects.filter(kind="bisected").exists()
+
+
+def test_an_operator_reads_a_bisection_and_its_probes_in_the_admin(xpu, admin_client):
+    bisection = run_to_the_end(bisection_of(xpu, 12), 7)
+    assert admin_client.get("/admin/relay/bisection/").status_code == 200
+    page = admin_client.get(f"/admin/relay/bisection/{bisection.pk}/change/").content.decode()
+    assert sha_of(7) in page and "culprit re-run" in page
+    assert admin_client.get("/admin/relay/bisection/add/").status_code == 403
