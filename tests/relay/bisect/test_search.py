@@ -197,3 +197,12 @@ def test_an_operator_reads_a_bisection_and_its_probes_in_the_admin(xpu, admin_cl
     page = admin_client.get(f"/admin/relay/bisection/{bisection.pk}/change/").content.decode()
     assert sha_of(7) in page and "culprit re-run" in page
     assert admin_client.get("/admin/relay/bisection/add/").status_code == 403
+
+
+def test_a_probe_cannot_be_re_dispatched_by_hand_past_the_budget(xpu):
+    from relay.dispatch.fan_out import ResendRefused, dispatches_resend
+
+    bisection = bisection_of(xpu, 4)
+    bisection_advance(bisection.pk)
+    with pytest.raises(ResendRefused, match="bisection probe"):
+        dispatches_resend(BisectProbe.objects.get().dispatch.delivery, [xpu], by="alice")
