@@ -12,7 +12,7 @@ from relay.bisect.search import bisection_advance, bisection_claim
 from relay.bisect.start import probes_needed
 from relay.dispatch.results_sweep import results_sweep
 from relay.models import BISECT_EVENT, Bisection, BisectProbe, Delivery, Dispatch, JobRun
-from tests.factories import ProjectFactory
+from tests.factories import JobRunFactory, ProjectFactory
 
 from .conftest import answer, bisection_of, open_probes, run_to_the_end, sha_of
 
@@ -206,3 +206,16 @@ def test_a_probe_cannot_be_re_dispatched_by_hand_past_the_budget(xpu):
     bisection_advance(bisection.pk)
     with pytest.raises(ResendRefused, match="bisection probe"):
         dispatches_resend(BisectProbe.objects.get().dispatch.delivery, [xpu], by="alice")
+
+
+def test_a_probe_s_jobs_count_in_no_level_tally(xpu, fresh_tallies):
+    from relay.levels.tallies.buckets import bucket_compute, window_buckets
+    from relay.levels.tallies.tally import tallies_merge
+
+    bisection = bisection_of(xpu, 4)
+    bisection_advance(bisection.pk)
+    answer(open_probes(bisection)[0], fails=True)
+    other = ProjectFactory(full_name="ROCm/pytorch")
+    JobRunFactory(project=other, head_sha=sha_of(2), conclusion="failure")  # an ordinary job: counted
+    tallies = tallies_merge(bucket_compute(bucket) for bucket in window_buckets(1, timezone.now()))
+    assert {project_id for project_id, _ in tallies} == {other.pk}
