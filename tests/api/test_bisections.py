@@ -69,3 +69,15 @@ def test_a_backend_opts_in_with_a_budget_and_its_event_type(alice, db):
 def test_a_bad_bisection_setting_is_a_400(alice, db, change):
     ProjectFactory(full_name="a/b")
     assert alice.patch("/api/v1/projects/a/b/", change, format="json").status_code == 400
+
+
+def test_a_backend_registered_through_the_api_may_opt_in_at_once(alice, db):
+    body = {"full_name": "Ascend/pytorch", "level": "L1", "bisect_enabled": True, "bisect_daily_budget": 10}
+    response = alice.post("/api/v1/projects/", body, format="json")
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert (created["bisect_enabled"], created["bisect_daily_budget"], created["bisect_event_type"]) == (
+        True,
+        10,
+        "crcr-bisect",
+    )
