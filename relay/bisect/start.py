@@ -1,8 +1,10 @@
-"""When to bisect: a test fails backend-only on trunk commit C (the baseline's rule: the reference
-passes it there), the test store does not call it flaky on that backend, its last pass there is
-on P, and P..C spans more than one first-parent commit. The tests whose last pass is the same P
-went red together: one bisection covers them all. A backend bisects only when it opted in, one
-bisection at a time, and only when today's budget covers the whole search."""
+"""When to bisect: a test fails backend-only on a trunk commit (the baseline's rule: the reference
+passes it there), the test store does not call it flaky on that backend, its streak there began
+at C (its first failing commit) after its last pass on P, and P..C spans more than one
+first-parent commit. The tests with the same P and C went red together: one bisection covers them
+all. A backend bisects only when it opted in, one bisection at a time, and only when today's
+budget covers the whole search. A failure seen again on a later commit is the same streak: its
+bisection (from the same P) is not started twice."""
 
 import logging
 import math
@@ -12,7 +14,7 @@ from django.db import IntegrityError, transaction
 
 from ..models import Bisection, HealthState, Project, UpstreamCommit
 from ..results.baseline import commit_baseline
-from ..results.tests import health_of, identity_find, last_pass_before
+from ..results.tests import health_of, identity_find, streaks_of
 from .probes import budget_left
 from .ranges import RangeUnavailable, first_parent_range
 
@@ -30,43 +32,46 @@ def bisection_consider(project_id: int, sha: str) -> Bisection | None:
     commit = UpstreamCommit.objects.filter(sha=sha, is_trunk=True).first()
     if project is None or commit is None or Bisection.objects.running().filter(project=project).exists():
         return None
-    good, tests = _red_together(project, sha)
+    (good, bad), tests = _red_together(project, commit)
     if not tests:
         return None
     try:
-        commits = first_parent_range(good, sha)
+        commits = first_parent_range(good, bad)
     except RangeUnavailable as exc:
-        logger.warning("no bisection of %s on %s: %s", project, sha[:10], exc)
+        logger.warning("no bisection of %s on %s: %s", project, bad[:10], exc)
         return None
     if len(commits) < 2:
         return None  # the commit that broke it is C itself: nothing to search
-    return _bisection_open(project, commit, good, commits, tests)
+    return _bisection_open(project, UpstreamCommit.objects.get(sha=bad), good, commits, tests)
 
 
-def _red_together(project: Project, sha: str) -> tuple[str, list[dict]]:
-    """(P, the tests) of the largest group of new backend-only failures sharing a last pass P."""
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for test_id, job, good in new_backend_only(project, sha):
-        groups[good].append({"test_id": test_id, "job": job})
+def _red_together(project: Project, commit: UpstreamCommit) -> tuple[tuple[str, str], list[dict]]:
+    """((P, C), the tests) of the largest group of new backend-only failures sharing P and C."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for test_id, job, good, bad in new_backend_only(project, commit):
+        groups[good, bad].append({"test_id": test_id, "job": job})
     if not groups:
-        return "", []
-    good = max(groups, key=lambda g: len(groups[g]))
-    return good, groups[good]
+        return ("", ""), []
+    span = max(groups, key=lambda g: len(groups[g]))
+    return span, groups[span]
 
 
-def new_backend_only(project: Project, sha: str):
-    """(test id, job, last pass) of each backend-only failure on `sha` worth a bisection: not
-    flaky, with a last pass, and not already covered by a bisection from that last pass."""
-    comparison = commit_baseline(sha).for_backend(project.pk)
+def new_backend_only(project: Project, commit: UpstreamCommit):
+    """(test id, job, last pass, first failing commit) of each backend-only failure on `commit`
+    worth a bisection: not flaky, with a last pass, and not already covered by a bisection from
+    that last pass."""
+    comparison = commit_baseline(commit.sha).for_backend(project.pk)
     if comparison is None:
         return
     for test in comparison.backend_only:
         identity = identity_find(test.test_id)
         if identity is None or _flaky(identity, project):
             continue
-        good = last_pass_before(identity, project.pk, sha)
-        if good is not None and not _covered(project, good, test.test_id):
-            yield test.test_id, test.job, good
+        streak = streaks_of(identity, [project.pk], before=commit).get(project.pk)
+        if streak is None or not streak.last_passing or _covered(project, streak.last_passing, test.test_id):
+            continue
+        if UpstreamCommit.objects.filter(sha=streak.first_failing, is_trunk=True).exists():
+            yield test.test_id, test.job, streak.last_passing, streak.first_failing
 
 
 def _flaky(identity, project: Project) -> bool:

@@ -133,3 +133,27 @@ def test_an_unknown_range_is_unavailable(upstream):
     upstream.add_commit(UPSTREAM, sha_of(0))
     with pytest.raises(RangeUnavailable):
         first_parent_range(sha_of(0), sha_of(9))
+
+
+def _one_more(nightly, upstream, xpu, failing=True):
+    """Commit 13 lands; the reference passes it, XPU fails test_add there again."""
+    upstream.add_commit(UPSTREAM, sha_of(13), parents=[sha_of(12)], message="change 13")
+    newer = UpstreamCommitFactory(sha=sha_of(13), landed_at=nightly["commits"][-1].landed_at + timedelta(minutes=1))
+    ran(nightly["reference"], newer)
+    ran(xpu, newer, "failure", [named("XPU", "xpu")]) if failing else ran(xpu, newer)
+    store_sweep(timezone.now())
+    return newer.sha
+
+
+def test_a_failure_still_red_later_is_bisected_from_its_first_failing_commit(nightly, upstream, xpu):
+    fail_on_newest(nightly, xpu)
+    bisection = bisection_consider(xpu.pk, _one_more(nightly, upstream, xpu))
+    assert (bisection.good_sha, bisection.bad_sha) == (sha_of(0), sha_of(12))
+    assert bisection.commits == [sha_of(n) for n in range(1, 13)]
+
+
+def test_a_failure_red_since_the_commit_after_its_last_pass_is_not_bisected_when_seen_again(nightly, upstream, xpu):
+    ran(xpu, nightly["commits"][11])
+    ran(nightly["reference"], nightly["commits"][11])
+    fail_on_newest(nightly, xpu)
+    assert bisection_consider(xpu.pk, _one_more(nightly, upstream, xpu)) is None
