@@ -8,6 +8,7 @@ from django.conf import settings
 
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
+from ..links import short_sha
 
 PER_PAGE = 100
 """A page of a comparison's commits, as GitHub pages one when asked to (per_page, page)."""
@@ -28,7 +29,7 @@ def first_parent_range(good: str, bad: str) -> list[str]:
         chain.append(sha)
         sha = parents[sha][0] if parents[sha] else None
     if sha != good:
-        raise RangeUnavailable(f"{bad[:10]} does not descend from {good[:10]} along first parents")
+        raise RangeUnavailable(f"{short_sha(bad)} does not descend from {short_sha(good)} along first parents")
     return chain[::-1]
 
 
@@ -37,5 +38,5 @@ def _compared(good: str, bad: str) -> list[dict]:
     try:
         response = github.paginate_as_installation(upstream_installation_id(), path, key="commits", max_pages=MAX_PAGES)
     except github.GitHubError as exc:
-        raise RangeUnavailable(f"compare {good[:10]}...{bad[:10]}: {exc}") from exc
+        raise RangeUnavailable(f"compare {short_sha(good)}...{short_sha(bad)}: {exc}") from exc
     return response.json

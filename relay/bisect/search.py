@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..links import commit_path, pr_path, public_url
+from ..links import commit_path, pr_path, public_url, short_sha
 from ..models import Bisection, BisectProbe, NotificationEvent
 from ..notify.events import event_emit
 from ..results.bisections import read
@@ -77,7 +77,7 @@ def _search(bisection: Bisection) -> None:
             return _end(
                 bisection,
                 ENDINGS[last.outcome],
-                f"probe {last.number} on {last.sha[:10]}: {last.get_outcome_display()}",
+                f"probe {last.number} on {short_sha(last.sha)}: {last.get_outcome_display()}",
             )
         if last.outcome == Outcome.FAIL:
             bisection.bad_index = last.index

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from django.db import IntegrityError, transaction
 
+from ..links import short_sha
 from ..models import Bisection, HealthState, Project, UpstreamCommit
 from ..results.baseline import commit_baseline
 from ..results.tests import health_of, identity_find, streaks_of
@@ -38,7 +39,7 @@ def bisection_consider(project_id: int, sha: str) -> Bisection | None:
     try:
         commits = first_parent_range(good, bad)
     except RangeUnavailable as exc:
-        logger.warning("no bisection of %s on %s: %s", project, bad[:10], exc)
+        logger.warning("no bisection of %s on %s: %s", project, short_sha(bad), exc)
         return None
     if len(commits) < 2:
         return None  # the commit that broke it is C itself: nothing to search
