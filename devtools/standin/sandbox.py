@@ -1063,9 +1063,10 @@ BISECT_NIGHTLY = (
     ("test_nn.py", "TestBisectNN{D}", "test_layer_norm_eps_{d}_float16", "GENERIC"),
 )
 BISECT_FLAKY = ("Ascend/pytorch", ("test_ops.py", "TestBisect{D}", "test_scatter_reduce_amax_{d}_bfloat16", "GENERIC"))
-SETTLE_SECONDS = 75
-"""Long enough for the runs on the head before an injection to be reported and taken by the test
-store (its sweep runs every minute): the failure's last pass must be known when it shows."""
+SETTLE_SECONDS = 130
+"""Long enough for the runs on the head before an injection to be reported (a run queues up to 12 s
+and takes up to 40 s per job) and taken by the test store (its sweep runs every minute): the
+failure's last pass must be that head, so the range is exactly the injected push."""
 
 
 def bisect_scenario(steps: int, upstream: Upstream, nightlies: Nightlies, stopping: threading.Event) -> None:
