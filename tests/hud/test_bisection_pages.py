@@ -7,8 +7,9 @@ from urllib.parse import quote
 import pytest
 
 from relay.models import Bisection
+from relay.testlevel.store import store_sweep
 from tests.relay.bisect.conftest import run_to_the_end
-from tests.relay.testlevel.conftest import ADD, world  # noqa: F401 - the fixture
+from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 
@@ -62,3 +63,28 @@ def test_a_culprit_that_did_not_reproduce_reads_not_reproducible(client, world):
 def test_a_commit_no_bisection_named_shows_none(client, world):  # noqa: F811
     bisected(world)
     assert "bisection" not in client.get(f"/commit/{world['commits'][1].sha}").content.decode().lower()
+
+
+def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_the_api_says_so(client, world):  # noqa: F811
+    from relay.models import UpstreamCommit
+
+    newest = UpstreamCommit.objects.create(sha="e" * 40, is_trunk=True, title="change (#160001)")
+    ran(world["reference"], newest)
+    ran(world["xpu"], newest, "failure", [named("XPU", "xpu")])
+    store_sweep()
+    commits = world["commits"]
+    bisection = Bisection.objects.create(
+        project=world["xpu"],
+        good_sha=commits[1].sha,
+        bad_sha=newest.sha,
+        commits=[newest.sha],
+        tests=[{"test_id": ADD, "job": "ci / test"}],
+        state="verified",
+        culprit_sha=newest.sha,
+        bad_index=1,
+    )
+    body = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    assert f'class="bisected" data-bisection="{bisection.pk}" data-state="verified"' in body
+    streaks = client.get("/api/v1/culprits", {"backend": "intel/torch-xpu-ops"}).json()["streaks"]
+    (add,) = [s for s in streaks if s["subject"] == ADD]
+    assert add["bisection"] == {"id": bisection.pk, "state": "verified", "culprit": newest.sha, "verified": True}
