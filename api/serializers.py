@@ -84,6 +84,9 @@ class ProjectOut(serializers.ModelSerializer):
             "installed",
             "rate_limit_per_min",
             "require_callback_token",
+            "bisect_enabled",
+            "bisect_daily_budget",
+            "bisect_event_type",
             "created_at",
             "updated_at",
         ]
@@ -100,7 +103,23 @@ class ProjectDetailOut(ProjectOut):
         fields = ProjectOut.Meta.fields + ["level_history"]
 
 
-class ProjectIn(serializers.Serializer):
+class BisectionSettingsIn(serializers.Serializer):
+    """A backend's bisection settings (relay/bisect; docs/admins.md, "Bisection"): each optional."""
+
+    bisect_enabled = serializers.BooleanField(
+        required=False, help_text="bisect a new backend-only failure by dispatching the commits it spans"
+    )
+    bisect_daily_budget = AsciiIntegerField(
+        required=False, min_value=0, max_value=1000, help_text="bisection probes per UTC day"
+    )
+    bisect_event_type = serializers.RegexField(
+        r"^[A-Za-z0-9_.:-]{1,100}$",
+        required=False,
+        help_text="the repository_dispatch event type the backend's probe workflow listens for",
+    )
+
+
+class ProjectIn(BisectionSettingsIn):
     full_name = serializers.CharField(max_length=140)
     level = serializers.ChoiceField(choices=Level.choices)
     device = serializers.CharField(max_length=60, required=False, allow_blank=True, default="")
@@ -120,7 +139,7 @@ class ProjectIn(serializers.Serializer):
         return value
 
 
-class ProjectPatchIn(serializers.Serializer):
+class ProjectPatchIn(BisectionSettingsIn):
     display_name = serializers.CharField(max_length=80, required=False, allow_blank=True)
     oncalls = OncallsField(required=False)
     events = serializers.ListField(

@@ -3,12 +3,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_hud, views_mutes, views_tests, views_triage
+from . import views, views_bisections, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
     """CRCR HUD REST API, version 1: the registry, webhook deliveries and their dispatches,
-    downstream jobs, upstream commits, the allowlist, level decisions, culprits, and per PR and
+    downstream jobs, upstream commits, the allowlist, level decisions, culprits, bisections, and per PR and
     per commit the answers the HUD gives ({number} and {sha} are to be filled in). Schema at
     /api/schema/, docs at /api/docs/."""
 
@@ -20,6 +20,7 @@ class ApiRoot(APIRootView):
         "test-history": ("api-test-history", {"identity": "IDENTITY"}, "IDENTITY", "{identity}"),
         "mute-extend": ("api-mute-extend", {"pk": 0}, "/0/", "/{id}/"),
         "mute-lift": ("api-mute-lift", {"pk": 0}, "/0/", "/{id}/"),
+        "bisection": ("api-bisection", {"pk": 0}, "/0", "/{id}"),
     }
     """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
 
@@ -43,6 +44,7 @@ class Router(DefaultRouter):
         "culprits": "api-culprits",
         "quality": "api-quality",
         "mutes": "api-mutes",
+        "bisections": "api-bisections",
     }
 
     def get_api_root_view(self, api_urls=None):
@@ -78,6 +80,12 @@ urlpatterns = [
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
     re_path(r"^api/v1/quality/?$", views_tests.QualityView.as_view(), name="api-quality"),
     re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
+    re_path(r"^api/v1/bisections/?$", views_bisections.BisectionListView.as_view(), name="api-bisections"),
+    re_path(
+        r"^api/v1/bisections/(?P<pk>[0-9]{1,12})/?$",
+        views_bisections.BisectionDetailView.as_view(),
+        name="api-bisection",
+    ),
     re_path(
         r"^api/v1/mutes/(?P<pk>[0-9]{1,12})/extend/?$", views_mutes.MuteChangeView.as_view(), name="api-mute-extend"
     ),

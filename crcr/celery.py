@@ -41,6 +41,9 @@ FOLLOW_UP_TASKS = (
     "relay.installations_sync",
     "relay.alerts_evaluate",
     "relay.test_store_sweep",
+    "relay.bisection_consider",
+    "relay.bisection_job_react",
+    "relay.bisections_sweep",
 )
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
@@ -89,6 +92,11 @@ app.conf.beat_schedule = {
     },
     "every-minute-record-test-store": {
         "task": "relay.test_store_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-sweep-bisections": {
+        "task": "relay.bisections_sweep",
         "schedule": 60.0,
         "options": {"expires": 55},
     },

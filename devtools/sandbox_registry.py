@@ -60,6 +60,10 @@ SANDBOX_PROJECTS = (
         "github_repo_id": 700000011,
         "hardware_kind": HardwareKind.NPU,
         "oncalls": ["ascend-ci-oncall"],
+        # Its simulated CI answers bisection probes (devtools/standin/sandbox.py), so the sandbox
+        # shows a verified culprit, a not reproducible one, and a shared failure left alone.
+        "bisect_enabled": True,
+        "bisect_event_type": "crcr-bisect",
     },
     {
         "full_name": "quic/ai-engine-direct-torch",
@@ -114,6 +118,7 @@ SANDBOX_PROJECTS = (
         "hardware_kind": HardwareKind.CPU,
         "oncalls": ["redhat-ci"],
         "events": ["nightly"],
+        "bisect_enabled": True,  # its nightlies span many commits: bisection narrows them to one
     },
 )
 

@@ -3,7 +3,6 @@ and job, read through the cell engine (relay.results.cells)."""
 
 from dataclasses import dataclass
 
-from relay.linear import linear
 from relay.models import Project, UpstreamCommit
 from relay.results.cells import (
     Cell,
@@ -12,6 +11,7 @@ from relay.results.cells import (
     latest_failing_job_ids,
     registered_backends,
 )
+from relay.results.heads import commit_pr_number
 from relay.results.status import TESTS_SOURCES
 from relay.verdicts import (
     JobVerdict,
@@ -19,18 +19,6 @@ from relay.verdicts import (
 )
 
 from .selectors_tests import failed_test_dicts_states
-
-_PR_IN_TITLE = linear(r"\(#([0-9]{1,9})\)\s*$")
-
-
-def commit_pr_number(commit: UpstreamCommit | None) -> int | None:
-    """A PR head knows its PR; a trunk commit names it at the end of its title, "(#123)"."""
-    if commit is None:
-        return None
-    if commit.pr_number:
-        return commit.pr_number
-    found = _PR_IN_TITLE.search(commit.title or "")
-    return int(found.group(1)) if found else None
 
 
 @dataclass

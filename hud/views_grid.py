@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from relay.params import int_list_param
 from relay.results.baseline import commit_baseline
+from relay.results.bisections import bisections_of_commit, culprits_landed_by
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
 from relay.run_links import run_host, run_host_trusted
@@ -110,6 +111,7 @@ def commit(request, sha):
             baseline=baseline,
             backend_rows=rows,
             culprit_window=settings.CRCR_CULPRIT_WINDOW,
+            bisections=bisections_of_commit(full_sha),
         )
     except DatabaseError as exc:
         return unavailable(request, "hud/commit.html", context, exc)
@@ -127,6 +129,7 @@ def pull_request(request, number):
     context = {"nav": "grid", "number": number}
     try:
         context["pr"] = pr = pr_page(number)
+        context["bisections"] = culprits_landed_by(number)
     except DatabaseError as exc:
         return unavailable(request, "hud/pr.html", context, exc)
-    return page(request, "hud/pr.html", context, status=200 if pr.heads else 404)
+    return page(request, "hud/pr.html", context, status=200 if pr.heads or context["bisections"] else 404)

@@ -22,6 +22,7 @@ from hud.selectors_tests import quality_rows
 from relay.levels.tallies.buckets import TalliesPending
 from relay.levels.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
 from relay.params import int_param
+from relay.results.bisections import bisections_of_backend
 from relay.results.status import LEGEND
 from relay.verdicts import STATES, State
 
@@ -138,6 +139,7 @@ def backend(request, org: str, repo: str):
             project, params["range"], params["event"], params["page"], grouped=not params["shards"]
         )
         context["detail"] = _cell(project, params)
+        context["bisections"] = bisections_of_backend(project.id)
     except TalliesPending as pending:
         return _loading(request, "hud/backend.html", "body", context, pending)
     except DatabaseError as exc:

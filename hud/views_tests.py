@@ -4,6 +4,7 @@ URL-encoded, as relay.testids gives it; the page's cursor in the query string)."
 from django.db import DatabaseError
 from django.views.decorators.http import require_GET
 
+from relay.results.bisections import bisections_of_test
 from relay.results.tests import OUTCOMES, BadCursor
 
 from .rendering import page, unavailable
@@ -20,6 +21,7 @@ def test_view(request, identity: str):
         return page(request, "hud/test.html", context, status=400)
     try:
         context["page"] = found = test_page(identity, request.GET.get("after") or None)
+        context["bisections"] = bisections_of_test(identity)
     except BadCursor as exc:
         context["error_text"] = str(exc)
         return page(request, "hud/test.html", context, status=400)

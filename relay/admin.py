@@ -8,6 +8,8 @@ from django.contrib import admin, messages
 
 from .allowlist import handle_problem, oncall_list, repo_name_problem
 from .models import (
+    Bisection,
+    BisectProbe,
     DemotionDecision,
     DemotionPullRequest,
     Event,
@@ -117,6 +119,7 @@ class ProjectAdmin(admin.ModelAdmin):
         (None, {"fields": ("full_name", "display_name", "github_repo_id", "active")}),
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
         ("Level criteria", {"fields": ("level_pass_rate", "excuse_triage_verdicts")}),
+        ("Bisection", {"fields": ("bisect_enabled", "bisect_daily_budget", "bisect_event_type")}),
         (
             "Kind",
             {
@@ -228,3 +231,30 @@ except ImportError:
         raise
 
 from . import admin_triage  # noqa: E402,F401 - known issues, expectations, subscriptions
+
+
+class BisectProbeInline(admin.TabularInline):
+    model = BisectProbe
+    fields = readonly_fields = ("number", "role", "sha", "index", "outcome", "dispatch", "created_at", "decided_at")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Bisection)
+class BisectionAdmin(admin.ModelAdmin):
+    """Read-only: relay/bisect moves a bisection; an operator reads what it did."""
+
+    list_display = ("id", "project", "state", "culprit_sha", "good_sha", "bad_sha", "created_at", "finished_at")
+    list_filter = ("state",)
+    search_fields = ("project__full_name", "culprit_sha", "bad_sha")
+    readonly_fields = [f.name for f in Bisection._meta.fields]
+    inlines = [BisectProbeInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -35,6 +35,10 @@ def known_issue_path(pk: int) -> str:
     return f"/known-issues/{int(pk)}"
 
 
+def bisection_api_path(pk: int) -> str:
+    return f"/api/v1/bisections/{int(pk)}"
+
+
 def public_url(path: str) -> str:
     """An address for outside the server (GitHub, email, a webhook): this deployment's own."""
     return f"{settings.CRCR_PUBLIC_URL}{path}"

@@ -5,6 +5,7 @@ working whichever module a task lives in."""
 
 from celery import shared_task
 
+from .bisect.tasks import bisection_job_react, bisection_start, bisections_sweep
 from .checks.tasks import (
     delivery_react,
     dispatch_react,
@@ -23,6 +24,9 @@ from .testlevel.tasks import test_store_sweep
 
 __all__ = [
     "alerts_evaluate_task",
+    "bisection_job_react",
+    "bisection_start",
+    "bisections_sweep",
     "delivery_fan_out",
     "delivery_react",
     "demotion_prs_reconcile",

@@ -176,6 +176,7 @@ UNITS = (
     "relay.triage",
     "relay.notify",
     "relay.levels.tallies",
+    "relay.bisect",
 )
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
 other in a deferred import (the service kicks the task); between units, the flow goes one way."""

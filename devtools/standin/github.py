@@ -176,6 +176,77 @@ def commit_get(call: Call, owner: str, name: str, ref: str):
     return json_response(world.commit_json(repo, world.commits[repo["full_name"].lower()][sha]))
 
 
+@route("/repos/<owner>/<name>/compare/<path:basehead>", "GET")
+def compare_get(call: Call, owner: str, name: str, basehead: str):
+    """GitHub's comparison of two commits (`BASE...HEAD`): the commits reachable from head and not
+    from base, oldest first (parents before children), paged by per_page/page with a link
+    header, with status, ahead_by, behind_by, total_commits and the merge base."""
+    world = call.standin.world
+    repo = readable(call, owner, name)
+    base_ref, dots, head_ref = basehead.partition("...")
+    if not dots:
+        raise HTTPError(404, "Not Found")
+    base, head = world.resolve_sha(repo, base_ref), world.resolve_sha(repo, head_ref)
+    if base is None or head is None:
+        raise HTTPError(404, f"No common ancestor between {base_ref} and {head_ref}.")
+    commits = world.commits[repo["full_name"].lower()]
+    mine, theirs = _ancestors(commits, head), _ancestors(commits, base)
+    ahead = [sha for sha in _parents_first(commits, head) if sha not in theirs]
+    behind = theirs - mine
+    page, headers = paginate(call, ahead, default_per_page=250)
+    body = {
+        "url": f"{world.base_url}/repos/{repo['full_name']}/compare/{basehead}",
+        "html_url": f"https://github.com/{repo['full_name']}/compare/{basehead}",
+        "base_commit": world.commit_json(repo, commits[base]),
+        "merge_base_commit": world.commit_json(repo, commits[_merge_base(commits, base, mine)]),
+        "status": _compare_status(ahead, behind),
+        "ahead_by": len(ahead),
+        "behind_by": len(behind),
+        "total_commits": len(ahead),
+        "commits": [world.commit_json(repo, commits[sha]) for sha in page],
+        "files": [],
+    }
+    return json_response(body, headers=headers)
+
+
+def _ancestors(commits: dict, sha: str) -> set[str]:
+    seen, todo = set(), [sha]
+    while todo:
+        current = todo.pop()
+        if current not in seen and current in commits:
+            seen.add(current)
+            todo.extend(commits[current]["parents"])
+    return seen
+
+
+def _parents_first(commits: dict, head: str) -> list[str]:
+    """Every ancestor of head, each after its parents (an iterative post-order walk)."""
+    order, seen, todo = [], set(), [(head, False)]
+    while todo:
+        sha, done = todo.pop()
+        if done:
+            order.append(sha)
+        elif sha not in seen and sha in commits:
+            seen.add(sha)
+            todo.append((sha, True))
+            todo.extend((parent, False) for parent in reversed(commits[sha]["parents"]))
+    return order
+
+
+def _merge_base(commits: dict, base: str, mine: set[str]) -> str:
+    """The first commit reachable from base (first parents first) that head also reaches."""
+    for sha in reversed(_parents_first(commits, base)):
+        if sha in mine:
+            return sha
+    return base
+
+
+def _compare_status(ahead: list, behind: set) -> str:
+    if ahead and behind:
+        return "diverged"
+    return "ahead" if ahead else "behind" if behind else "identical"
+
+
 @route("/repos/<owner>/<name>/pulls/<int:number>", "GET")
 def pull_get(call: Call, owner: str, name: str, number: int):
     world = call.standin.world

@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 
 import httpx
 
+from . import bisect_sim
 from .__main__ import _write_atomically, load_or_create
 
 logger = logging.getLogger("sandbox")
@@ -164,6 +165,7 @@ class Upstream:
         self.rng = random.Random(7)
         self.http = httpx.Client(timeout=10)
         standin.add_commit(UPSTREAM, self.trunk, message="Initial sandbox trunk commit")
+        bisect_sim.trunk_record(self.trunk)
 
     def send(self, event: str, payload: dict) -> None:
         body = json.dumps(
@@ -189,19 +191,22 @@ class Upstream:
             logger.warning("webhook %s not delivered: %s", event, exc)
 
     def push(self, title: str, author: str) -> None:
-        before, self.trunk = self.trunk, _sha("trunk", title, time.time())
-        self.pushes = getattr(self, "pushes", 0) + 1
-        if self.pushes >= LASTING_BREAK_FROM_PUSH:
-            LASTING_BREAK_HEADS.add(self.trunk)
-        self.standin.add_commit(UPSTREAM, self.trunk, parents=[before], message=title, author=author)
+        self.push_range([(title, author)])
+
+    def push_range(self, changes: list[tuple[str, str]], before_send=None) -> list[str]:
+        """One push of several commits (title, author each), oldest first, as a merge train
+        lands them; the reference runs on the new head. `before_send(shas)` runs once the commits
+        exist and before the webhook announces them. The new commits' SHAs."""
+        before = self.trunk
+        shas = self._commits_only(changes)
+        if before_send is not None:
+            before_send(shas)
         reference_run(self.standin, self.trunk)
-        commit = {
-            "id": self.trunk,
-            "message": title,
-            "timestamp": _now_iso(),
-            "author": {"name": author, "username": author},
-            "distinct": True,
-        }
+        self._push_send(before, [_push_commit(sha, title, author) for sha, (title, author) in zip(shas, changes)])
+        return shas
+
+    def _push_send(self, before: str, commits: list[dict]) -> None:
+        commit = commits[-1]
         self.send(
             "push",
             {
@@ -211,11 +216,43 @@ class Upstream:
                 "created": False,
                 "deleted": False,
                 "forced": False,
-                "commits": [commit],
+                "commits": commits,
                 "head_commit": commit,
-                "pusher": {"name": author},
+                "pusher": {"name": commit["author"]["name"]},
             },
         )
+
+    def push_injected(self, count: int, culprit_at: int, backend: str, spec: tuple, flaky: bool = False) -> str:
+        """A push of `count` commits whose `culprit_at`-th (1-based) breaks `spec` on `backend` only;
+        the culprit's SHA."""
+        changes = [
+            (f"{self.rng.choice(TRUNK_TITLES)} (#{self.pull_number_take()})", self.rng.choice(AUTHORS))
+            for _ in range(count)
+        ]
+        what = spec[2].split("_{d}")[0].removeprefix("test_")
+        changes[culprit_at - 1] = (
+            f"[{backend}] Rework {what} (#{self.pull_number_take()})",
+            changes[culprit_at - 1][1],
+        )
+
+        def culprit_injected(shas):  # before the webhook: the runners must know it when the dispatches come
+            bisect_sim.inject(backend, shas[culprit_at - 1], spec, flaky)
+
+        culprit = self.push_range(changes, before_send=culprit_injected)[culprit_at - 1]
+        logger.info("injected %s on %s at %s (%d of %d commits)", spec[2], backend, culprit[:10], culprit_at, count)
+        return culprit
+
+    def _commits_only(self, changes: list[tuple[str, str]]) -> list[str]:
+        shas = []
+        self.pushes = getattr(self, "pushes", 0) + 1
+        for title, author in changes:
+            parent, self.trunk = self.trunk, _sha("trunk", title, time.time(), len(shas))
+            if self.pushes >= LASTING_BREAK_FROM_PUSH:
+                LASTING_BREAK_HEADS.add(self.trunk)
+            self.standin.add_commit(UPSTREAM, self.trunk, parents=[parent], message=title, author=author)
+            bisect_sim.trunk_record(self.trunk)
+            shas.append(self.trunk)
+        return shas
 
     def pr_event(self, action: str, pull: Pull, label: str | None = None) -> None:
         self.standin.add_pull(UPSTREAM, pull.number, pull.head, labels=pull.labels, state=pull.state)
@@ -235,6 +272,7 @@ class Upstream:
         self.pulls[number] = pull
         self.standin.add_pull(UPSTREAM, number, pull.head, labels=pull.labels)  # the number is taken now
         self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=title, author=author)
+        bisect_sim.head_record(pull.head, self.trunk)
         reference_run(self.standin, pull.head)
         self.pr_event("opened", pull)
         return pull
@@ -253,6 +291,7 @@ class Upstream:
     def synchronize(self, pull: Pull) -> None:
         pull.head = _sha("pr", pull.number, time.time())
         self.standin.add_commit(UPSTREAM, pull.head, parents=[self.trunk], message=pull.title, author=pull.author)
+        bisect_sim.head_record(pull.head, self.trunk)
         reference_run(self.standin, pull.head)
         self.pr_event("synchronize", pull)
 
@@ -301,6 +340,16 @@ class Upstream:
             pull = self.rng.choice(open_pulls)
             pull.state = "closed"
             self.pr_event("closed", pull)
+
+
+def _push_commit(sha: str, title: str, author: str) -> dict:
+    return {
+        "id": sha,
+        "message": title,
+        "timestamp": _now_iso(),
+        "author": {"name": author, "username": author},
+        "distinct": True,
+    }
 
 
 def _repo() -> dict:
@@ -381,7 +430,11 @@ class Runners:
         if project.get("is_reference"):
             return  # the reference's results come from upstream CI (see reference_run)
         plan = JobPlan(project, client_payload)
-        threads = [threading.Thread(target=self.run_job, args=(plan, job), daemon=True) for job in plan.jobs()]
+        if bisect_sim.is_probe(client_payload):  # the backend's probe workflow (bisect_sim)
+            jobs = bisect_sim.probe_jobs(project, client_payload, plan.failed_test)
+        else:
+            jobs = plan.jobs()
+        threads = [threading.Thread(target=self.run_job, args=(plan, job), daemon=True) for job in jobs]
         [t.start() for t in threads]
 
     def run_job(self, plan: "JobPlan", job: dict) -> None:
@@ -560,6 +613,20 @@ def _unittest_status(case) -> tuple[str, str]:
     return f"skipped {skipped.get('message')!r}", ""
 
 
+def shaped_test(project: dict, spec) -> dict:
+    """One failing test of the pool as `project`'s producer reports it."""
+    file, cls, method, hw = spec
+    upper, lower, shape, _ = PRODUCERS.get(project["full_name"], DEFAULT_PRODUCER)
+    name = method.format(d=lower)
+    return {
+        **report_shape(file, cls.format(D=upper), name, shape),
+        "outcome": "error" if _problem(method)[0] == "error" else "failed",
+        "hw_classification": hw,
+        "message": f"{_problem(method)[1]} ({name})",
+        "stacktrace": f'Traceback (most recent call last):\n  File "test/{file}", line 1234, in {name}\nAssertionError',
+    }
+
+
 class JobPlan:
     """What one downstream workflow does for one dispatch, decided from the head SHA so every
     backend agrees on whether a commit broke upstream (then the reference fails the same tests)."""
@@ -589,9 +656,19 @@ class JobPlan:
             return jobs + (self.probe_l4_jobs() if PROBE_L4_LABEL in self.labels else [])
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
         jobs = [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
+        jobs[1] = self.with_injected(jobs[1])
         if self.rng.random() < RUNNER_OFFLINE_RATE and not self.steady:
             jobs = [{**job, "never_starts": True} for job in jobs]  # no runner picked the workflow up
         return jobs
+
+    def with_injected(self, job: dict) -> dict:
+        """The job failing the backend-only failures injected at an ancestor of the head (bisect_sim),
+        every attempt alike: a regression, not a flake."""
+        extra = [self.failed_test(spec) for spec in bisect_sim.injected(self.project["full_name"], self.head)]
+        if not extra:
+            return job
+        failed = [*(job["failed_tests"] if job["conclusion"] == "failure" else []), *extra]
+        return {**job, "conclusion": "failure", "flaky": False, "broken_before_tests": False, "failed_tests": failed}
 
     def probe_l4_jobs(self) -> list[dict]:
         """The L4 check's jobs in this PR's version of the workflow, always as they are built to
@@ -670,20 +747,14 @@ class JobPlan:
         return PRODUCERS.get(self.project["full_name"], DEFAULT_PRODUCER)
 
     def failed_test(self, spec) -> dict:
-        file, cls, method, hw = spec
-        upper, lower, shape, _ = self.producer
-        name = method.format(d=lower)
-        return {
-            **report_shape(file, cls.format(D=upper), name, shape),
-            "outcome": "error" if _problem(method)[0] == "error" else "failed",
-            "hw_classification": hw,
-            "message": f"{_problem(method)[1]} ({name})",
-            "stacktrace": f'Traceback (most recent call last):\n  File "test/{file}", line 1234, in {name}\nAssertionError',
-        }
+        return shaped_test(self.project, spec)
 
     def test_results(self, job: dict) -> dict:
         """The job's counts: a job broken before any test ran (its environment failed) reports
-        one error and nothing else, as pytest does for a module that cannot be imported."""
+        one error and nothing else, as pytest does for a module that cannot be imported; a
+        bisection probe's counts are its own (it runs only the tests it was asked to)."""
+        if "test_results" in job:
+            return job["test_results"]
         if job.get("broken_before_tests"):
             return {"passed": 0, "failed": 0, "skipped": 0, "error": 1}
         outcomes = [t.get("outcome", "failed") for t in job["failed_tests"]]
@@ -695,7 +766,7 @@ class JobPlan:
             "schema_version": "1",
             "status": status,
             "conclusion": job["conclusion"] if status == "completed" else None,
-            "name": job.get("workflow", "crcr"),
+            "name": job.get("workflow", "crcr-bisect" if bisect_sim.is_probe(self.client_payload) else "crcr"),
             "url": f"https://github.com/{self.project['full_name']}/actions/runs/{self.run_id}",
             "run_attempt": str(job["attempt"]),
             "job_name": job["name"],
@@ -801,10 +872,13 @@ def buildkite_nightly_bodies(build: dict) -> list[dict]:
     ]
 
 
-def action_nightly_body(sha: str, workflow: str, run_id: str, attempt: int, job: str, conclusion: str) -> dict:
-    """The existing callback action's nightly self-report: the SHA as delivery_id and payload.head_sha."""
+def action_nightly_body(
+    sha: str, workflow: str, run_id: str, attempt: int, job: str, conclusion: str, tests: dict | None = None
+) -> dict:
+    """The existing callback action's nightly self-report: the SHA as delivery_id and payload.head_sha;
+    `tests` adds a test job's counts and failed tests (`test_results`, `failed_tests`)."""
     now = _now_iso()
-    return {
+    body = {
         "event_type": "nightly",
         "delivery_id": sha,
         "payload": {"head_sha": sha},
@@ -822,6 +896,8 @@ def action_nightly_body(sha: str, workflow: str, run_id: str, attempt: int, job:
             "completed_at": now,
         },
     }
+    body["workflow"].update(tests or {})
+    return body
 
 
 class Nightlies:
@@ -879,11 +955,27 @@ class Nightlies:
         for workflow, jobs in self.action_runs(project):
             run_id = str(self.rng.randint(10**9, 10**10))
             for job, conclusion in jobs:
-                self.post(project, action_nightly_body(sha, workflow, run_id, 1, job, conclusion))
+                tests = self.tests_of(project, sha, job)
+                conclusion = "failure" if tests and tests["failed_tests"] else conclusion
+                self.post(project, action_nightly_body(sha, workflow, run_id, 1, job, conclusion, tests))
+                if tests and tests["failed_tests"]:
+                    continue  # an injected regression fails its re-run too
                 if conclusion == "failure" and not project.get("is_health_probe") and self.rng.random() < 0.5:
                     self.post(
                         project, action_nightly_body(sha, workflow, run_id, 2, job, "success")
                     )  # only this final attempt counts
+
+    def tests_of(self, project: dict, sha: str, job: str) -> dict | None:
+        """A test job's per-test results: its counts, and on its first shard the backend-only
+        failures injected at an ancestor of `sha` (bisect_sim). The probe reports none."""
+        if project.get("is_health_probe") or not job.startswith("test ("):
+            return None
+        first_shard = job.startswith("test (cpu, 1")
+        failed = (
+            [shaped_test(project, s) for s in bisect_sim.injected(project["full_name"], sha)] if first_shard else []
+        )
+        counts = {"passed": 900 - len(failed), "failed": len(failed), "skipped": 12}
+        return {"test_results": counts, "failed_tests": failed}
 
     def buildkite_build(self, sha: str) -> dict:
         states = ["passed"] * 8 + ["failed", "broken", "canceled", "timed_out", "not_run"]
@@ -986,6 +1078,37 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
         steps += 1
         if steps % NIGHTLY_EVERY_STEPS == 0:
             _nightly_start(nightlies, upstream.trunk)
+        bisect_scenario(steps, upstream, nightlies, stopping)
+
+
+BISECT_PUSH = ("Ascend/pytorch", ("test_ops.py", "TestBisect{D}", "test_index_put_accumulate_{d}_float32", "GENERIC"))
+BISECT_NIGHTLY = (
+    "TorchedHat/pytorch-redhat-ci",
+    ("test_nn.py", "TestBisectNN{D}", "test_layer_norm_eps_{d}_float16", "GENERIC"),
+)
+BISECT_FLAKY = ("Ascend/pytorch", ("test_ops.py", "TestBisect{D}", "test_scatter_reduce_amax_{d}_bfloat16", "GENERIC"))
+SETTLE_SECONDS = 130
+"""Long enough for the runs on the head before an injection to be reported (a run queues up to 12 s
+and takes up to 40 s per job) and taken by the test store (its sweep runs every minute): the
+failure's last pass must be that head, so the range is exactly the injected push."""
+
+
+def bisect_scenario(steps: int, upstream: Upstream, nightlies: Nightlies, stopping: threading.Event) -> None:
+    """The injected backend-only failures bisection must find (bisect_sim): inside a push of five
+    commits (Ascend), inside a twelve-commit nightly range (Red Hat, nightly-only: two nights back
+    to back with twelve commits between), and a flaky one inside a push of six (Ascend). Upstream
+    activity pauses while each settles, so each range is exactly as long as said."""
+    if steps == 3:
+        stopping.wait(SETTLE_SECONDS)
+        upstream.push_injected(5, 3, *BISECT_PUSH)
+    elif steps == 9:
+        _nightly_start(nightlies, upstream.trunk)
+        stopping.wait(SETTLE_SECONDS)
+        upstream.push_injected(12, 7, *BISECT_NIGHTLY)
+        _nightly_start(nightlies, upstream.trunk)
+    elif steps == 16:
+        stopping.wait(SETTLE_SECONDS)
+        upstream.push_injected(6, 4, *BISECT_FLAKY, flaky=True)
 
 
 NIGHTLY_STOP_FILE = "nightly-stopped.txt"

@@ -13,7 +13,17 @@ from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
 from ..links import short_sha
-from ..models import Delivery, Dispatch, JobRun, Level, Project, UpstreamCommit, UsedToken
+from ..models import (
+    BISECT_EVENT,
+    Delivery,
+    Dispatch,
+    JobRun,
+    Level,
+    Project,
+    UpstreamCommit,
+    UsedToken,
+    is_probe_key,
+)
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
@@ -87,6 +97,8 @@ def _bound(project: Project, body: dict):
     database error), to be raised once the rate limit has had its say."""
     try:
         report = report_read(body)
+        if is_probe_key(report.delivery_key):
+            report.event_type = BISECT_EVENT  # a probe's jobs are the bisection's, whatever it says
         answer = Answer(project, report, None if report.is_self_report else binding_read(project, report))
         if report.status == JobRun.Status.IN_PROGRESS and not _in_one_statement(answer):
             answer.dispatch()  # not inside the transaction that makes its row (SQLite's holds the write lock)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from ..github import installations
 from ..links import short_sha
-from ..models import Delivery, Dispatch, Project
+from ..models import BISECT_EVENT, Delivery, Dispatch, Project
 from .tasks import delivery_fan_out
 
 logger = logging.getLogger(__name__)
@@ -113,6 +113,9 @@ def dispatches_resend(delivery, projects, *, by: str) -> int:
     had one gets a fresh row. A dispatch being sent right now is left to finish."""
     if delivery.payload_pruned_at is not None:
         raise ResendRefused(f"{delivery.guid}: its payload was pruned by retention, so it cannot be sent again")
+    if delivery.event == BISECT_EVENT:
+        # A probe again would be one the backend's daily budget never counted (relay.bisect.probes).
+        raise ResendRefused(f"{delivery.guid} is a bisection probe: the bisection dispatches its own probes")
     projects = list(projects)
     now = timezone.now()
     with transaction.atomic():

@@ -7,6 +7,8 @@ workflows read (repository, action, number, pull_request head/base/labels, push 
 
 import json
 
+from django.conf import settings
+
 CLIENT_PAYLOAD_LIMIT_BYTES = 64 * 1024
 SAFETY_MARGIN_BYTES = 1024
 """Room for the callback token and JSON framing around the payload."""
@@ -41,6 +43,21 @@ def client_payload(event_type: str, delivery_id: str, payload: dict, callback_to
             return body
         body = {**body, "payload": {**trim(body["payload"]), "crcr_trimmed": True}}
     return body
+
+
+def probe_client_payload(event_type: str, delivery_id: str, sha: str, bisect: dict, callback_token: str) -> dict:
+    """A bisection probe's client_payload: the usual keys (so the callback client echoes it as it
+    echoes any dispatch), `payload.head_sha` naming the commit to test, and `bisect` saying which
+    bisection and probe it is and which tests to run (relay.bisect.probes.probe_payload). Five
+    keys; the tests of one bisection are few, so it stays far inside 64 KB."""
+    payload = {"head_sha": sha, "after": sha, "repository": {"full_name": settings.CRCR_UPSTREAM_REPO}}
+    return {
+        "event_type": event_type,
+        "delivery_id": delivery_id,
+        "payload": payload,
+        "callback_token": callback_token,
+        "bisect": bisect,
+    }
 
 
 def _size(value) -> int:

@@ -9,16 +9,14 @@ from datetime import timedelta
 from django.utils import timezone
 
 from .. import follow_up
+from ..bisect.probes import probe_payload
 from ..callbacks.tokens import CallbackBinding, callback_token_sign
 from ..checks.reactions import upstream_wants_job
 from ..github import client as github
 from ..github.installations import installation_id_for
-from ..models import Dispatch, DispatchAttempt
+from ..models import BISECT_EVENT, Dispatch, DispatchAttempt
 from ..outbox.engine import Outbox, Result
-from .payloads import client_payload
-
-SEND_TASK = "relay.dispatch_send"
-"""The registered name of the task that sends one dispatch: the outbox kicks it, the task declares it."""
+from .payloads import client_payload, probe_client_payload
 
 logger = logging.getLogger(__name__)
 Outcome = DispatchAttempt.Outcome
@@ -39,7 +37,7 @@ class Dispatches(Outbox):
         repo = dispatch.project.full_name
         try:
             github.repository_dispatch(
-                installation_id_for(repo), repo, dispatch.event_type, dispatch_client_payload(dispatch)
+                installation_id_for(repo), repo, dispatch_event_type(dispatch), dispatch_client_payload(dispatch)
             )
         except github.NotInstalled as exc:
             return Result(Outcome.NOT_INSTALLED, exc.status, str(exc))
@@ -49,7 +47,7 @@ class Dispatches(Outbox):
             return Result(Outcome.TRANSIENT, exc.status, str(exc), exc.retry_after)
         return Result(Outcome.SENT, 204)
 
-    task_name = SEND_TASK
+    task_name = Dispatch.SEND_TASK
 
     def describe(self, dispatch: Dispatch) -> str:
         return f"to {dispatch.project.full_name}"
@@ -87,7 +85,18 @@ def dispatches_due(limit: int) -> list[int]:
     return DISPATCHES.due(limit)
 
 
+def dispatch_event_type(dispatch: Dispatch) -> str:
+    """The repository_dispatch event type: the upstream event's, or for a bisection probe the one
+    the backend's probe workflow listens for (its registry's `bisect_event_type`)."""
+    if dispatch.event_type == BISECT_EVENT:
+        return dispatch.project.bisect_event_type
+    return dispatch.event_type
+
+
 def dispatch_client_payload(dispatch: Dispatch) -> dict:
     delivery = dispatch.delivery
     binding = CallbackBinding(delivery.guid, dispatch.project.full_name, dispatch.pr_number, dispatch.head_sha)
-    return client_payload(delivery.event, delivery.guid, delivery.payload, callback_token_sign(binding))
+    token = callback_token_sign(binding)
+    if dispatch.event_type == BISECT_EVENT:
+        return probe_client_payload(BISECT_EVENT, delivery.guid, dispatch.head_sha, probe_payload(dispatch), token)
+    return client_payload(delivery.event, delivery.guid, delivery.payload, token)

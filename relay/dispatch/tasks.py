@@ -23,7 +23,7 @@ def delivery_fan_out(delivery_pk: int) -> int:
     return len(ids)
 
 
-@shared_task(name=sending.SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
+@shared_task(name=Dispatch.SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
 def dispatch_send_task(dispatch_pk: int) -> str | None:
     """A short retry is kicked again by the outbox once the attempt is recorded."""
     return sending.dispatch_send(dispatch_pk)

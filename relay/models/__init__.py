@@ -9,14 +9,16 @@
 - triage: known issues and their occurrences, expectations, subscriptions and notifications;
 - alerts: episodes of the relay's own health alerts;
 - rollups: the level criteria's stored tallies per hour and day, and their refresh's watermark;
+- bisection: bisections of a backend's new failure over upstream commits, and their probes;
 - testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
   commits the store took, flakiness states, mutes and their audit.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
 from .alerts import AlertEpisode
+from .bisection import BISECT_EVENT, Bisection, BisectProbe
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
-from .deliveries import Delivery, Dispatch, DispatchAttempt
+from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
 from .registry import (
     CIProvider,
@@ -65,6 +67,11 @@ from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
     "AlertEpisode",
+    "BISECT_EVENT",
+    "Bisection",
+    "BisectProbe",
+    "PROBE_KEY_PREFIX",
+    "is_probe_key",
     "ExcusedRollup",
     "RollupState",
     "TallyRollup",

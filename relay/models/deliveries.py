@@ -7,6 +7,19 @@ from django.utils import timezone
 from ..outbox.models import OutboxAttempt, OutboxRow
 from .registry import Project
 
+BISECT_EVENT = "bisect"
+"""The event of a bisection probe's Delivery, Dispatch and job rows (relay.models.bisection): a
+probe asks a question of ours about a commit and runs only the tests asked about, so no cell,
+count or tally takes it as the commit's result (JobRun.objects.results_for, the `counted`
+querysets here, the level tallies' SQL)."""
+PROBE_KEY_PREFIX = "bisect-"
+"""A probe's delivery id starts so (`bisect-<bisection>-<probe>`): a GitHub delivery GUID never
+does, so a callback naming one answers a probe, whatever event type it reports."""
+
+
+def is_probe_key(delivery_id: str) -> bool:
+    return delivery_id.startswith(PROBE_KEY_PREFIX)
+
 
 class DeliveryQuerySet(models.QuerySet):
     def closings(self):
@@ -14,14 +27,20 @@ class DeliveryQuerySet(models.QuerySet):
         head, so no cell, gate or count waits on them (the one definition; Delivery.is_closing)."""
         return self.filter(event="pull_request", action="closed")
 
+    def probes(self):
+        """Bisection probes (relay.models.bisection): a question of ours about a commit, not an
+        upstream event; nothing that counts a commit's dispatches waits on them."""
+        return self.filter(event=BISECT_EVENT)
+
     def counted(self):
-        return self.exclude(event="pull_request", action="closed")
+        return self.exclude(event="pull_request", action="closed").exclude(event=BISECT_EVENT)
 
 
 class DispatchQuerySet(models.QuerySet):
     def counted(self):
-        """Dispatches a result is expected for: not a PR's closing clean-up (DeliveryQuerySet.closings)."""
-        return self.exclude(delivery__in=Delivery.objects.closings())
+        """Dispatches a result is expected for: not a PR's closing clean-up (DeliveryQuerySet.closings)
+        nor a bisection probe (DeliveryQuerySet.probes)."""
+        return self.exclude(delivery__in=Delivery.objects.closings()).exclude(event_type=BISECT_EVENT)
 
 
 class Delivery(models.Model):
@@ -70,6 +89,11 @@ class Delivery(models.Model):
 class Dispatch(OutboxRow):
     """One repository_dispatch of a delivery to one downstream project, sent through the outbox
     engine (relay.outbox; relay.dispatch.sending says how to send one)."""
+
+    SEND_TASK = "relay.dispatch_send"
+    """The registered name of the task that sends one row: the outbox kicks it (relay.dispatch, and
+    relay.bisect for a probe's dispatch, which may not import relay.dispatch: dispatch reaches
+    bisect through the callbacks) and the task is registered under it."""
 
     class State(models.TextChoices):
         PENDING = "pending"

@@ -130,6 +130,22 @@ class Project(models.Model):
         help_text="Also excuse a failed job whose triage verdict says upstream or infra with high confidence "
         "(advisory, written by the downstream's own analyzer)",
     )
+    bisect_enabled = models.BooleanField(
+        default=False,
+        help_text="Bisect a new backend-only failure over the upstream commits it spans, by dispatching them "
+        '(docs/downstream-ci.md, "Bisection probes"); off unless the backend\'s workflow answers probes',
+    )
+    bisect_daily_budget = models.PositiveIntegerField(
+        default=20, help_text="Bisection probes the relay may dispatch to this repo per UTC day"
+    )
+    bisect_event_type = models.CharField(
+        max_length=100,
+        default="crcr-bisect",
+        validators=[
+            RegexValidator(r"^[A-Za-z0-9_.:-]{1,100}$", "A repository_dispatch event type: letters, digits, _ . : -")
+        ],
+        help_text="The repository_dispatch event type the backend's probe workflow listens for",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -114,6 +114,7 @@ class NotificationEvent(models.Model):
         AT_RISK = "at_risk", "readiness at risk of demotion"
         HEALTH_DEGRADED = "health_degraded", "relay health degraded"
         HEALTH_RECOVERED = "health_recovered", "relay health recovered"
+        BISECTED = "bisected", "bisection named a culprit (verified or not reproducible)"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     key = models.CharField(

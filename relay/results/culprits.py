@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from relay.models import Project, UpstreamCommit
+from relay.models import Bisection, Project, UpstreamCommit
 from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING, job_key_label
 
@@ -45,6 +45,9 @@ class Streak:
     vs_reference: str | None = None
     """On the commit the walk started from: shared (the reference fails it too), backend_only (the
     reference passed it) or not_comparable, by the baseline's rule; None for the reference itself."""
+    bisection: Bisection | None = field(default=None, repr=False, compare=False)
+    """A test's bisection from this streak's last pass (relay/bisect), when the backend bisected it:
+    what narrowed the suspects to one commit, or found the failure not reproducible."""
 
     @property
     def exact(self) -> bool:
@@ -69,7 +72,20 @@ class Streak:
             "exact": self.exact,
             "compare_url": self.compare_url,
             "vs_reference": self.vs_reference,
+            "bisection": _bisection_dict(self.bisection),
         }
+
+
+def _bisection_dict(bisection: Bisection | None) -> dict | None:
+    if bisection is None:
+        return None
+    verified = bisection.state == Bisection.State.VERIFIED
+    return {
+        "id": bisection.pk,
+        "state": bisection.state,
+        "culprit": bisection.culprit_sha or None,
+        "verified": verified,
+    }
 
 
 # --- the trunk chain ------------------------------------------------------------------------------
@@ -141,7 +157,22 @@ def streaks(project: Project, start: UpstreamCommit | None = None, history: Hist
     found = [s for s in jobs + tests if s is not None]
     if not project.is_reference:
         _compare_with_reference(found, failures)
+        _bisections_attach(project, found)
     return found
+
+
+def _bisections_attach(project: Project, found: list[Streak]) -> None:
+    """Each test streak's bisection from its last pass, the newest when there were several (one query)."""
+    tested = [s for s in found if s.kind == "test" and s.last_passing is not None]
+    if not tested:
+        return
+    rows = Bisection.objects.filter(project=project, good_sha__in={s.last_passing.sha for s in tested})
+    newest = {}
+    for bisection in rows.order_by("created_at", "id"):
+        for test in bisection.tests:
+            newest[bisection.good_sha, test["test_id"]] = bisection
+    for streak in tested:
+        streak.bisection = newest.get((streak.last_passing.sha, streak.subject))
 
 
 def _compare_with_reference(found: list[Streak], failures: CellFailures) -> None:

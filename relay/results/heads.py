@@ -7,10 +7,31 @@ from dataclasses import dataclass, field
 
 from django.db.models import Min, Q
 
+from relay.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, PullRequest, UpstreamCommit
 
 CANDIDATES = 12
 """At most this many commits are listed for a prefix (two already make it ambiguous)."""
+
+
+# --- the PR a commit belongs to ------------------------------------------------------------------
+
+_PR_IN_TITLE = linear(r"\(#([0-9]{1,9})\)\s*$")
+
+
+def commit_pr_number(commit: UpstreamCommit | None) -> int | None:
+    """A PR head knows its PR; a trunk commit names the PR that landed it at the end of its title,
+    "(#123)", as pytorch's merge bot writes it."""
+    if commit is None:
+        return None
+    if commit.pr_number:
+        return commit.pr_number
+    return landed_pr(commit.title)
+
+
+def landed_pr(title: str) -> int | None:
+    found = _PR_IN_TITLE.search(title or "")
+    return int(found.group(1)) if found else None
 
 
 # --- the PR head that counts ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from relay import follow_up
 from relay.models import (
     FAILING_OUTCOMES,
     HealthState,
@@ -313,6 +314,8 @@ def store_sweep(now=None, limit: int = 2000) -> int:
             logger.exception("test store: recording %s on %s failed", sha[:12], project.full_name)
             continue
         changed += bool(recorded.new)
+        if recorded.steps:
+            follow_up.tests_stepped(project, sha)
     watermark_move(WATERMARK_KEY, now)
     return changed
 

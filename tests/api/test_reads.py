@@ -165,6 +165,8 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "test-history",
         "mute-extend",
         "mute-lift",
+        "bisections",
+        "bisection",
     }
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"

@@ -132,14 +132,62 @@ def _seed_commits(rng: random.Random) -> dict:
                 pr_number=151999,
             )
     _store(rows, tests, dispatches)
+    test_id = _test_store_record()
+    _seed_bisections(commits, test_id)
     return {
         "commits": commits,
         "pr_number": 151999,
         "pr_heads": pr_heads,
         "upstream_broken": commits[4].sha,
         "shared": commits[7].sha,
-        "test_id": _test_store_record(),
+        "test_id": test_id,
     }
+
+
+def _seed_bisections(commits, test_id: str) -> None:
+    """A verified culprit and a not reproducible one at the shared commit, on Intel XPU (the
+    pages' width with the bisection lines: long test ids, SHAs, the PR)."""
+    from relay.models import Bisection, BisectProbe, Project
+
+    xpu = Project.objects.get(full_name="intel/torch-xpu-ops")
+    span = [c.sha for c in reversed(commits[3:12])]  # oldest first: good, then 8 commits
+    tests = [{"test_id": test_id or "test_ops.TestFoo.test_add_float32", "job": "ci / test (default, 1, 2)"}]
+    for state, note in (
+        ("verified", "fails with the culprit, passes on its parent"),
+        ("not_reproducible", "re-run: culprit passed, parent passed (likely flaky)"),
+    ):
+        bisection = Bisection.objects.create(
+            project=xpu,
+            state=state,
+            good_sha=span[0],
+            bad_sha=span[-1],
+            commits=span[1:],
+            tests=tests * 3,
+            good_index=3,
+            bad_index=4,
+            culprit_sha=span[4],
+            note=note,
+            finished_at=commits[0].landed_at,
+        )
+        for number, (role, index, outcome) in enumerate(
+            [
+                ("search", 4, "fail"),
+                ("search", 2, "pass"),
+                ("search", 3, "pass"),
+                ("culprit", 4, "fail"),
+                ("parent", 3, "pass"),
+            ],
+            start=1,
+        ):
+            BisectProbe.objects.create(
+                bisection=bisection,
+                number=number,
+                role=role,
+                sha=span[index],
+                index=index,
+                project=xpu,
+                outcome=outcome,
+            )
 
 
 def _test_store_record() -> str:

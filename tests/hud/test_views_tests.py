@@ -17,7 +17,7 @@ def test_the_page_shows_the_history_with_shared_marks_and_the_flaky_state(client
     response = get_page(client, ADD)
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.count("= shared") == 6 and "OpenReg" in body and "Intel XPU" in body
+    assert body.count('=<span class="sr-only"> shared</span>') == 6 and "OpenReg" in body and "Intel XPU" in body
     assert body.index("OpenReg") < body.index("Intel XPU")
     flaky = get_page(client, MUL).content.decode()
     assert "~ flaky" in flaky and "1 pass-on-retry" in flaky and "retry</span>" in flaky

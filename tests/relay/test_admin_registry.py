@@ -48,6 +48,8 @@ def form_data(project: Project, **changes) -> dict:
         "ci_provider": project.ci_provider,
         "require_callback_token": "unknown",
         "rate_limit_per_min": "",
+        "bisect_daily_budget": project.bisect_daily_budget,
+        "bisect_event_type": project.bisect_event_type,
         "active": "on",
         "level_changes-TOTAL_FORMS": history,
         "level_changes-INITIAL_FORMS": history,
@@ -117,6 +119,14 @@ def test_it_shows_the_level_history_on_the_change_page(browser, xpu):
     assert "merge-blocking from today" in page and "onboarding" in page and "alice" in page
 
 
+def test_a_backend_opts_in_to_bisection_with_its_budget_and_event_type_and_is_off_by_default(browser, xpu):
+    assert not xpu.bisect_enabled and xpu.bisect_daily_budget == 20
+    changes = {"bisect_enabled": "on", "bisect_daily_budget": 5, "bisect_event_type": "xpu-bisect"}
+    assert post(browser, change_url(xpu), form_data(xpu, **changes)).status_code == 302
+    xpu.refresh_from_db()
+    assert (xpu.bisect_enabled, xpu.bisect_daily_budget, xpu.bisect_event_type) == (True, 5, "xpu-bisect")
+
+
 def test_it_enforces_csrf_on_the_change_form(browser, xpu):
     response = browser.post(change_url(xpu), form_data(xpu, level="L4", level_change_reason="no token"))
     assert response.status_code == 403
@@ -135,6 +145,8 @@ def test_it_records_the_initial_level_when_a_project_is_added(browser):
         "hardware_kind": "gpu",
         "ci_provider": "github",
         "require_callback_token": "unknown",
+        "bisect_daily_budget": 20,
+        "bisect_event_type": "crcr-bisect",
         "active": "on",
     }
     response = post(browser, reverse("admin:relay_project_add"), data)

@@ -49,6 +49,7 @@ AUDITED = {
     ("hud/templatetags/hud_tags.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
     ("api/views_hud.py", "'[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}'"): FIXED,
     ("api/views_hud.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
+    ("api/views_bisections.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
 }
 """(path, pattern source): a None pattern audits every pattern of that file."""
 
@@ -81,15 +82,16 @@ def test_no_product_module_imports_another_regex_engine_under_another_name():
 
 
 def test_the_parsers_patterns_are_re2():
-    from hud import selectors_backend, selectors_commit, selectors_search
+    from hud import selectors_backend, selectors_search
     from relay.linear import is_linear
     from relay.reference import reports as reference_reports
     from relay.reference import unittest_log
+    from relay.results import heads
     from relay.triage.matching import _compiled
 
     patterns = [getattr(unittest_log, n) for n in ("_HEAD", "_PROBLEM", "_TAIL_STATUS", "_BARE_STATUS", "_RAN")]
     patterns += [unittest_log._REPRO, unittest_log._EXCEPTION, reference_reports._SHARD, _compiled("a*b?[!c]")]
-    patterns += [selectors_backend._PARENS, selectors_backend._SUFFIX, selectors_commit._PR_IN_TITLE]
+    patterns += [selectors_backend._PARENS, selectors_backend._SUFFIX, heads._PR_IN_TITLE]
     patterns += [selectors_search.PR_NUMBER, selectors_search.SHA_PREFIX]
     assert all(is_linear(p) for p in patterns)
 
@@ -121,7 +123,7 @@ def test_every_parser_reads_adversarial_lines_of_growing_length_in_linear_time()
         django.setup()
         from hud.selectors_backend import shard_of
         from hud.selectors_search import PR_NUMBER
-        from hud.selectors_commit import _PR_IN_TITLE
+        from relay.results.heads import _PR_IN_TITLE
         from relay.reference import unittest_log
         from relay.reference.junit import MalformedReport, junit_parse
         from relay.reference.reports import _SHARD

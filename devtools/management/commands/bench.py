@@ -28,7 +28,7 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore")
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection")
 
 
 class Command(BaseCommand):
@@ -175,6 +175,11 @@ class Command(BaseCommand):
 
                 bench.begin()
                 test_store(bench)
+            if "bisection" in only:
+                from devtools.bench.bisection import bisection
+
+                bench.begin()
+                bisection(bench)
         except KeyboardInterrupt:
             log("interrupted; stopping everything")
             code = 130

@@ -1,0 +1,90 @@
+"""A verified culprit is shown where the question is asked: its commit page, the backend page, the
+test page and the page of the upstream PR that landed it, in the sentence the API gives; a
+culprit that did not reproduce reads so, and a commit no bisection named says nothing."""
+
+from urllib.parse import quote
+
+import pytest
+
+from relay.models import Bisection
+from relay.testlevel.store import store_sweep
+from tests.relay.bisect.conftest import run_to_the_end
+from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
+
+
+def bisected(world, culprit_fails_again=True):  # noqa: F811
+    commits = world["commits"]
+    bisection = Bisection.objects.create(
+        project=world["xpu"],
+        good_sha=commits[0].sha,
+        bad_sha=commits[3].sha,
+        commits=[c.sha for c in commits[1:]],
+        tests=[{"test_id": ADD, "job": "ci / test"}],
+        bad_index=3,
+    )
+    again = None if culprit_fails_again else (lambda probe, honest: honest and probe.role == "search")
+    return run_to_the_end(bisection, 2, verdict=again)
+
+
+def pr_of(commit) -> int:
+    return int(commit.title.rsplit("(#", 1)[1].rstrip(")"))
+
+
+def test_the_culprit_s_commit_page_says_verified_culprit_with_the_range_and_runs(client, world):  # noqa: F811
+    bisected(world)
+    body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
+    assert "✓ verified culprit" in body
+    assert "verified culprit of test_add_float32 on Intel XPU, bisected over 3 commits in 2 runs (+2 to verify)" in body
+
+
+def test_the_backend_page_test_page_and_pr_page_say_the_same(client, world):  # noqa: F811
+    found = bisected(world)
+    sentence = "verified culprit of test_add_float32 on Intel XPU"
+    pages = [
+        "/crcr/intel/torch-xpu-ops",
+        "/test/" + quote(ADD, safe=""),
+        f"/pr/{pr_of(world['commits'][2])}",
+    ]
+    for path in pages:
+        response = client.get(path)
+        body = response.content.decode()
+        assert response.status_code == 200, path
+        assert sentence in body and f'data-bisection="{found.pk}"' in body, path
+
+
+def test_a_culprit_that_did_not_reproduce_reads_not_reproducible(client, world):  # noqa: F811
+    bisected(world, culprit_fails_again=False)
+    body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
+    assert "? not reproducible" in body and "verified culprit" not in body
+
+
+def test_a_commit_no_bisection_named_shows_none(client, world):  # noqa: F811
+    bisected(world)
+    assert "bisection" not in client.get(f"/commit/{world['commits'][1].sha}").content.decode().lower()
+
+
+def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_the_api_says_so(client, world):  # noqa: F811
+    from relay.models import UpstreamCommit
+
+    newest = UpstreamCommit.objects.create(sha="e" * 40, is_trunk=True, title="change (#160001)")
+    ran(world["reference"], newest)
+    ran(world["xpu"], newest, "failure", [named("XPU", "xpu")])
+    store_sweep()
+    commits = world["commits"]
+    bisection = Bisection.objects.create(
+        project=world["xpu"],
+        good_sha=commits[1].sha,
+        bad_sha=newest.sha,
+        commits=[newest.sha],
+        tests=[{"test_id": ADD, "job": "ci / test"}],
+        state="verified",
+        culprit_sha=newest.sha,
+        bad_index=1,
+    )
+    body = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    assert f'class="bisected" data-bisection="{bisection.pk}" data-state="verified"' in body
+    streaks = client.get("/api/v1/culprits", {"backend": "intel/torch-xpu-ops"}).json()["streaks"]
+    (add,) = [s for s in streaks if s["subject"] == ADD]
+    assert add["bisection"] == {"id": bisection.pk, "state": "verified", "culprit": newest.sha, "verified": True}
