@@ -201,7 +201,7 @@ class Upstream:
         shas = self._commits_only(changes)
         if before_send is not None:
             before_send(shas)
-        reference_run(self.standin, self.trunk)
+        reference_run(self.standin, self.trunk, event="push")
         self._push_send(before, [_push_commit(sha, title, author) for sha, (title, author) in zip(shas, changes)])
         return shas
 
@@ -564,7 +564,7 @@ def _problem(method: str) -> tuple[str, str]:
     return "failure", "AssertionError: Tensor-likes are not close!"
 
 
-def reference_run(standin, sha: str) -> None:
+def reference_run(standin, sha: str, event: str = "pull_request") -> None:
     """PyTorch's own CI running OpenReg on the commit (what the relay imports as the baseline).
     Its JUnit zip goes where PyTorch's Linux test jobs put theirs: the public S3 bucket, keyed by
     run, attempt and job id (GitHub artifacts only with `use-gha`). About a third of the commits
@@ -573,7 +573,8 @@ def reference_run(standin, sha: str) -> None:
     junit = reference_junit(sha)
     failed = b"<failure" in junit or b"<error" in junit
     job = {"name": "test (openreg, 1, 1, linux.2xlarge)", "conclusion": "failure" if failed else "success"}
-    run = standin.add_workflow_run(UPSTREAM, sha, name="pull", jobs=[{**job, "log": reference_log(junit)}])
+    # pytorch's pull.yml runs on pull_request and on push to main: the run says which
+    run = standin.add_workflow_run(UPSTREAM, sha, name="pull", event=event, jobs=[{**job, "log": reference_log(junit)}])
     if reference_log_only(sha):
         return
     buffer = io.BytesIO()

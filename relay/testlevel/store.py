@@ -28,6 +28,7 @@ from relay.models import (
     TestHealth,
     TestIdentity,
     TestRun,
+    UpstreamCommit,
 )
 from relay.models.testlevel import rows_insert
 from relay.results.baseline import cell_failures
@@ -173,7 +174,7 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
     for start in range(0, len(concerned), BATCH):
         chunk = sorted(concerned)[start : start + BATCH]
         existing.update((r.identity_id, r) for r in TestHealth.objects.filter(project=project, identity_id__in=chunk))
-    changed, trunk = [], on_trunk(done)
+    changed, trunk = [], on_trunk(sha, done)
     for identity in concerned | set(existing):
         row = existing.get(identity) or TestHealth(identity_id=identity, project=project, since_sha=sha)
         after = machine.observe(_sequences(identity, done, marks), per_test)
@@ -186,13 +187,17 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
     return len(changed)
 
 
-def on_trunk(jobs: list) -> bool:
-    """Whether these runs are of upstream's branch (push, nightly, periodic) rather than of a PR
-    head: a PR carries its own change, so its plain failures and passes say nothing of the test on
-    trunk and never move a failing or clean-pass streak (a PR that breaks a test must not make it
-    read *broken* on every page). Its retries still count, and passing and failing on one commit
-    is flaky whatever the code."""
-    return any(job.event_type != "pull_request" for job in jobs)
+def on_trunk(sha: str, jobs: list) -> bool:
+    """Whether these runs are of upstream's branch rather than of a PR head: the relay heard the
+    commit pushed to trunk, or a run says so itself (push, nightly, periodic; upstream's own
+    workflows that the reference is imported from run on pull_request and on push alike). A PR
+    carries its own change, so its plain failures and passes say nothing of the test on trunk and
+    never move a failing or clean-pass streak (a PR that breaks a test must not make it read
+    *broken* on every page). Its retries still count, and passing and failing on one commit is
+    flaky whatever the code."""
+    if any(job.event_type != "pull_request" for job in jobs):
+        return True
+    return UpstreamCommit.objects.filter(sha=sha, is_trunk=True).exists()
 
 
 def open_health(project: Project):

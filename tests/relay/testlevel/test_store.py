@@ -133,6 +133,18 @@ def test_a_pr_that_breaks_a_test_does_not_make_it_broken_nor_does_a_pr_s_pass_he
     assert (health(xpu).state, health(xpu).passing_streak) == ("broken", 0)
 
 
+def test_a_trunk_commit_steps_the_streak_whatever_event_its_imported_run_names(xpu):
+    """The reference comes from upstream's own pull.yml, whose runs on a trunk push can read
+    pull_request: the relay heard the commit pushed to trunk, and that decides."""
+    from relay.models import UpstreamCommit
+
+    for sha in SHAS[:3]:
+        UpstreamCommit.objects.create(sha=sha, is_trunk=True)
+        job(xpu, sha, "failure", [ADD], run_id=sha[:6], event_type="pull_request", ended_by="imported")
+        commit_record(sha, xpu)
+    assert (health(xpu).state, health(xpu).failing_streak) == ("broken", 3)
+
+
 def test_passing_and_failing_on_one_pr_head_is_flaky_all_the_same(xpu):
     job(xpu, SHAS[0], "failure", [ADD], event_type="pull_request", pr_number=7)
     job(xpu, SHAS[0], "success", attempt=2, event_type="pull_request", pr_number=7)
