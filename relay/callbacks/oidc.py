@@ -25,8 +25,11 @@ FETCH_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
 FETCH_DEADLINE_SECONDS = 4.0
 """A key server that drips bytes cannot hold a request longer than this."""
 FETCH_MAX_BYTES = 512 * 1024
-WAIT_FOR_FETCH_SECONDS = 1.0
-"""One request fetches an issuer's keys; the others wait this long for it, then answer 503."""
+WAIT_FOR_FETCH_SECONDS = 2.0
+"""One request fetches an issuer's keys; the others wait this long for it, then answer 503 with
+Retry-After. Long enough for a key server that answers slowly under a cold-start burst (at 1 s,
+one callback of 5,000 got a needless 503 on a loaded 2-core runner while the fetch completed),
+well short of the fetch's own deadline, so a hanging key server holds the others 2 s at most."""
 JWKS_LIFESPAN_SECONDS = 300
 REQUIRED_CLAIMS = ["iss", "aud", "exp", "iat", "jti"]
 MAX_TOKEN_CHARS = 16_384
