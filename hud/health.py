@@ -10,7 +10,6 @@ from django.db.models import Count
 from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, duration, percent
-from relay.alerts import alert_statuses
 from relay.cache import soft_get, soft_set
 from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
 from relay.levels.windows import TABS, Window, stale_after
@@ -43,10 +42,11 @@ DISPATCH_SUCCESS_TARGET = 0.95
 
 
 def health_cards(
-    tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime
+    tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime, alerts: list
 ) -> list[HealthCard]:
+    """`alerts`: the relay's health alerts as /crcr reads them (relay.alerts.alert_statuses), all the probe's."""
     return [
-        probe_card(probe, tab, stale_after(window, tab), now),
+        probe_card(probe, tab, stale_after(window, tab), now, alerts),
         deliveries_card(since, window, now),
         dispatch_card(since, window, now),
         callbacks_card(tallies, window, now),
@@ -168,7 +168,7 @@ def overdue_jobs(project: Project | None = None):
     return jobs.filter(project=project) if project else jobs
 
 
-def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime) -> HealthCard:
+def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime, alerts: list) -> HealthCard:
     title = "Relay health probe" + ("" if tab == "pr" else f" · {TABS[tab].lower()}")
     if probe is None:
         return HealthCard("probe", title, "no_data", "No probe", "no project is marked as the health probe", "")
@@ -177,7 +177,7 @@ def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime)
     decided = [h for h in heads if h.state != "running"]
     last = heads[0].last_at if heads else None
     overdue = overdue_jobs(probe).count()
-    firing = [a.label for a in alert_statuses() if a.state == "firing"]  # the probe's alerts (relay/alerts.py)
+    firing = [a.label for a in alerts if a.state == "firing"]
     ok = bool(decided) and all(h.state == "pass" for h in decided) and not overdue and not firing
     state = _silence_state(last, stale, now, ok=ok)
     detail = f"{sum(h.state == 'pass' for h in decided)}/{len(decided)} recent heads passed · {probe.full_name}"

@@ -218,6 +218,6 @@ def test_the_probe_card_is_not_all_passing_while_a_probe_alert_fires(probe):
         if n in (3, 5):  # an x-probe that passed: not as built
             JobRun.objects.filter(run_id=f"r{n}", job_name="xfail").update(conclusion="success")
     alerts_evaluate(now)
-    card = probe_card(probe, "pr", timedelta(days=1), now)
+    card = probe_card(probe, "pr", timedelta(days=1), now, alert_statuses())
     assert (card.state, card.headline) == ("degraded", "Alert firing")
     assert "alert firing: " in card.detail and "recent heads passed" in card.detail
