@@ -35,6 +35,9 @@ def _cell(cell, column) -> dict:
         "flaky": cell.flaky,
         "first_failing": cell.first_failing,
         "last_passing": cell.last_passing,
+        "probe": {"role": cell.probe.role, "outcome": cell.probe.outcome, "bisection": cell.probe.bisection}
+        if cell.probe
+        else None,
         "job": _job(cell.job),
         "commit_url": commit_path(cell.job.head_sha, column.project.id) if cell.job else None,
     }
@@ -51,6 +54,7 @@ def _column(column) -> dict:
         "failing_streak": health.failing_streak if health else 0,
         "first_failing": column.streak.first_failing,
         "last_passing": column.streak.last_passing,
+        "since": column.since.to_dict() if column.since else None,
         "mute": {"id": mute.pk, "reason": mute.reason, "owner": mute.owner, "expires_at": mute.expires_at}
         if mute
         else None,

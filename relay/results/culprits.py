@@ -21,6 +21,7 @@ from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING, job_key_label
 
 from .baseline import CellFailures, cell_failures, failure_kind, reference_failures, resolve_commit_ids
+from .bisections import Since, since_which
 from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
@@ -55,6 +56,16 @@ class Streak:
         return self.last_passing is not None and len(self.suspects) == 1
 
     @property
+    def since(self) -> Since:
+        """Since which commit: the bisection's verified culprit, else the first failing commit."""
+        return since_which(self.first_failing.sha, self.bisection)
+
+    @property
+    def culprit(self) -> UpstreamCommit | None:
+        """The verified culprit's recorded commit (its title), when it is one of the suspects."""
+        return next((c for c in self.suspects if c.sha == self.since.commit), None) if self.since.verified else None
+
+    @property
     def compare_url(self) -> str:
         if self.last_passing is None:
             return ""
@@ -73,6 +84,7 @@ class Streak:
             "compare_url": self.compare_url,
             "vs_reference": self.vs_reference,
             "bisection": _bisection_dict(self.bisection),
+            "since": self.since.to_dict(),
         }
 
 
@@ -83,7 +95,7 @@ def _bisection_dict(bisection: Bisection | None) -> dict | None:
     return {
         "id": bisection.pk,
         "state": bisection.state,
-        "culprit": bisection.culprit_sha or None,
+        "culprit": bisection.culprit_sha if verified else None,
         "verified": verified,
     }
 

@@ -40,6 +40,7 @@ from relay.testids import TestId
 from relay.triage.mutes import active_filter
 
 from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
+from .bisections import NAMING, Since, bisections_of_test, since_which
 from .cells import (
     cells_for_commits,
     failed_tests_for_jobs,
@@ -265,6 +266,18 @@ class Attempt:
     inferred: bool = False
 
 
+@dataclass(frozen=True)
+class Probed:
+    """A bisection's verification re-run of the test on a commit: its evidence, shown where the
+    culprit is named (the culprit fails, its parent passes)."""
+
+    role: str
+    """culprit or parent (relay.models.BisectProbe.Role)."""
+    outcome: str
+    """fail or pass (the probe's reading of the test)."""
+    bisection: int
+
+
 @dataclass
 class HistoryCell:
     project_id: int
@@ -279,6 +292,8 @@ class HistoryCell:
     """The test is flaky on this backend now: a failure here is no regression."""
     first_failing: bool = False
     last_passing: bool = False
+    probe: Probed | None = None
+    """Where no run of the backend's counts here: a bisection's verification re-run of the test."""
 
     @property
     def glyph(self) -> str:
@@ -320,6 +335,9 @@ class Column:
     health: TestHealth | None
     mute: TestMute | None
     streak: Streak
+    since: Since | None = None
+    """Since which commit (relay.results.bisections.since_which): its verified culprit, else the
+    streak's first failing commit; None when it is not failing."""
 
 
 @dataclass
@@ -336,10 +354,13 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
     """Trunk commits newest first (a page of `limit`, after `cursor`) × backends, reference first."""
     backends = [p for p in registered_backends() if p.level != Level.L1]
     ids = [p.id for p in backends]
-    commits = _page(cursor, limit, ids)
+    bisections = [b for b in bisections_of_test(identity.identity) if b.bisection.project_id in ids]
+    evidence = _evidence(bisections)
+    commits = _page(cursor, limit, ids, {sha for sha, _ in evidence})
     more = len(commits) > limit
     commits = commits[:limit]
     rows = _rows(identity, commits, backends)
+    _probes_fill(rows, evidence)
     health = {h.project_id: h for h in TestHealth.objects.filter(identity=identity, project_id__in=ids)}
     mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)}
     streaks = streaks_of(identity, ids)
@@ -351,15 +372,51 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
             cell.muted = cell.project_id in mutes
             cell.flaky = cell.project_id in health and health[cell.project_id].state == "flaky"
     columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
+    for column in columns:
+        column.since = _since(column, bisections)
     return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None)
 
 
 test_history.__test__ = False
 
 
-def _page(cursor: str | None, limit: int, project_ids: list[int]) -> list[UpstreamCommit]:
+def _evidence(bisections) -> dict[tuple[str, int], Probed]:
+    """(sha, backend) → the decided verification re-run there, of the test's bisections (the latest)."""
+    found = {}
+    for read in reversed(bisections):  # oldest first: a newer bisection's re-run is the one shown
+        for p in read.probes:
+            if p.role != "search" and p.outcome in ("fail", "pass"):
+                found[p.sha, read.bisection.project_id] = Probed(p.role, p.outcome, read.bisection.pk)
+    return found
+
+
+def _probes_fill(rows: list, evidence: dict[tuple[str, int], Probed]) -> None:
+    for row in rows:
+        for cell in row.cells:
+            probed = evidence.get((row.sha, cell.project_id))
+            if probed is not None and cell.outcome == "none":
+                cell.outcome, cell.probe = ("failed" if probed.outcome == "fail" else "passed"), probed
+
+
+def _since(column: Column, bisections) -> Since | None:
+    """The column's answer: the verified bisection of this streak (from its last pass), else the range."""
+    streak = column.streak
+    if not streak.first_failing:
+        return None
+    verified = (
+        b.bisection
+        for b in bisections
+        if b.bisection.project_id == column.project.id
+        and b.bisection.state in NAMING
+        and b.bisection.good_sha == streak.last_passing
+    )
+    return since_which(streak.first_failing, next(verified, None))
+
+
+def _page(cursor: str | None, limit: int, project_ids: list[int], probed: set[str] = frozenset()) -> list:
+    """Trunk commits some backend has results on, and those a bisection of the test re-ran."""
     tested = TestedCommit.objects.filter(sha=OuterRef("sha"), project_id__in=project_ids)
-    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(Exists(tested))
+    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(Q(Exists(tested)) | Q(sha__in=list(probed)))
     after = cursor_read(cursor)
     if after is not None:
         landed, pk = after

@@ -36,7 +36,10 @@ def test_the_culprit_s_commit_page_says_verified_culprit_with_the_range_and_runs
     bisected(world)
     body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
     assert "✓ verified culprit" in body
-    assert "verified culprit of test_add_float32 on Intel XPU, bisected over 3 commits in 2 runs (+2 to verify)" in body
+    assert (
+        "verified culprit of test_add_float32 on Intel XPU (by Intel XPU&#x27;s own probes at L4),"
+        " bisected over 3 commits in 2 runs (+2 to verify)"
+    ) in body
 
 
 def test_the_backend_page_test_page_and_pr_page_say_the_same(client, world):  # noqa: F811
@@ -54,15 +57,24 @@ def test_the_backend_page_test_page_and_pr_page_say_the_same(client, world):  # 
         assert sentence in body and f'data-bisection="{found.pk}"' in body, path
 
 
-def test_a_culprit_that_did_not_reproduce_reads_not_reproducible(client, world):  # noqa: F811
+def test_a_culprit_that_did_not_reproduce_names_no_culprit_anywhere(client, world):  # noqa: F811
+    """Issue 50 item 4: its suspect's commit and PR pages accuse nobody; the failing commit's page
+    says the bisection did not reproduce, and nothing calls the test flaky."""
     bisected(world, culprit_fails_again=False)
-    body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
-    assert "? not reproducible" in body and "verified culprit" not in body
+    suspect = world["commits"][2]
+    body = client.get(f"/commit/{suspect.sha}").content.decode()
+    assert "culprit of" not in body and "Culprit" not in body
+    pr = client.get(f"/pr/{pr_of(suspect)}").content.decode()
+    assert "Culprit of a backend" not in pr and "culprit of" not in pr
+    failing = client.get(f"/commit/{world['commits'][3].sha}").content.decode()
+    assert "? not reproducible" in failing and "not reproducible, no culprit named" in failing
+    test_page = client.get("/test/" + quote(ADD, safe="")).content.decode()
+    assert "likely flaky" not in test_page and "not reproducible, no culprit named" in test_page
 
 
-def test_a_commit_no_bisection_named_shows_none(client, world):  # noqa: F811
+def test_a_commit_no_bisection_named_or_probed_shows_none(client, world):  # noqa: F811
     bisected(world)
-    assert "bisection" not in client.get(f"/commit/{world['commits'][1].sha}").content.decode().lower()
+    assert "bisection" not in client.get(f"/commit/{world['commits'][0].sha}").content.decode().lower()
 
 
 def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_the_api_says_so(client, world):  # noqa: F811
