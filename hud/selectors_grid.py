@@ -449,19 +449,27 @@ class PrPage:
     """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
     l3_labelled: list[Project] = field(default_factory=list)
     """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
+    landed: UpstreamCommit | None = None
+    """The trunk commit the PR landed as, with its grid row and summary: a landed PR's answer."""
+    landed_row: GridRow | None = None
+    landed_summary: str = ""
 
 
 def pr_page(number: int) -> PrPage:
-    """The PR's facts, gate and blame (relay.results.pr), and its heads × backends."""
+    """The PR's facts, gate and blame (relay.results.pr), its heads × backends, and the trunk
+    commit it landed as (its row last)."""
     projects = registered_backends()
     facts = pr_facts(number, projects)
-    heads = facts.heads
+    heads, landed = facts.heads, facts.landed
     commits = [h.commit or UpstreamCommit(sha=h.sha, pr_number=number, landed_at=h.first_seen) for h in heads]
-    grid = grid_for_commits(commits, projects, GridFilters())
+    grid = grid_for_commits(commits + ([landed] if landed else []), projects, GridFilters())
     for head, row in zip(heads, grid.rows):
         head.row = row
+    landed_row = grid.rows[len(heads)] if landed else None
+    landed_summary = head_summary(landed_row, grid.columns) if landed_row else ""
+    found = {"landed": landed, "landed_row": landed_row, "landed_summary": landed_summary}
     if not heads:
-        return PrPage(number, [], grid.columns, grid.groups, "", None, "")
+        return PrPage(number, [], grid.columns, grid.groups, "", None, facts.title, **found)
     summary = head_summary(heads[0].row, grid.columns, facts.gate)
     return PrPage(
         number,
@@ -475,6 +483,7 @@ def pr_page(number: int) -> PrPage:
         facts.labels,
         facts.blame,
         facts.l3_labelled,
+        **found,
     )
 
 

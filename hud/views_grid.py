@@ -136,4 +136,4 @@ def pull_request(request, number):
         context["bisections"] = culprits_landed_by(number)
     except DatabaseError as exc:
         return unavailable(request, "hud/pr.html", context, exc)
-    return page(request, "hud/pr.html", context, status=200 if pr.heads or context["bisections"] else 404)
+    return page(request, "hud/pr.html", context, status=200 if pr.heads or pr.landed or context["bisections"] else 404)

@@ -10,7 +10,7 @@ from django.db.models import Q
 from relay.links import bisection_api_path, commit_path
 from relay.models import Bisection, BisectProbe, Level, UpstreamCommit
 
-from .heads import landed_pr
+from .heads import landed_commits, landed_pr
 
 RECENT = 200
 """A test's bisections are read among the newest this many (a bisection's tests are JSON)."""
@@ -216,13 +216,7 @@ def bisections_of_test(test_id: str) -> list[BisectionRead]:
 def culprits_landed_by(number: int) -> list[BisectionRead]:
     """Verified culprits that are the trunk commit this upstream PR landed, by a backend upstream
     trusts (L3/L4): an L2 backend's word stays on its own pages."""
-    shas = [
-        sha
-        for sha, title in UpstreamCommit.objects.filter(is_trunk=True, title__endswith=f"(#{int(number)})").values_list(
-            "sha", "title"
-        )
-        if landed_pr(title) == int(number)
-    ]
+    shas = [c.sha for c in landed_commits(number)]
     if not shas:
         return []
     return read(_rows().filter(culprit_sha__in=shas, state__in=NAMING, project__level__in=UPSTREAM_TRUSTED))
