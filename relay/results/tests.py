@@ -23,10 +23,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from relay.models import (
+    BISECT_EVENT,
     FAILING_OUTCOMES,
+    JobRun,
     Level,
     TestedCommit,
     TestHealth,
@@ -36,7 +39,7 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
-from relay.testids import TestId
+from relay.testids import TestId, id_parts, parse_test_id
 from relay.triage.mutes import active_filter
 
 from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
@@ -72,6 +75,25 @@ def identity_find(text: str) -> TestIdentity | None:
     """The stored identity named by `text` (the baseline's `test_id`), or None."""
     text = (text or "").strip()
     return TestIdentity.objects.filter(digest=identity_digest(text)).first() if text else None
+
+
+UNSTORED = timedelta(hours=30)
+"""How long a failure may sit in a job row before the test store writes it: the store's sweep
+takes a minute, and looks back as far for a job that finishes late (relay.testlevel.store.LOOKBACK)."""
+
+
+def identity_unstored(text: str) -> TestIdentity | None:
+    """The identity `text` names, unsaved: a test whose first failure the store has not written
+    yet (its minute's lag) is read from the job rows as the store will read it. None for text
+    that names no test method (`Class.test_…`)."""
+    tid = parse_test_id(text)
+    parts = id_parts(tid)
+    if not parts.test_class or not parts.method.startswith("test"):
+        return None
+    fields = {"module": parts.module, "test_class": parts.test_class, "method": parts.method}
+    return TestIdentity(
+        digest=identity_digest(tid.full), identity=tid.full, dtypes=parts.dtypes, params=parts.params, **fields
+    )
 
 
 def test_id_of(identity: TestIdentity) -> TestId:
@@ -349,21 +371,30 @@ class TestHistory:
     rows: list[HistoryRow]
     next_cursor: str | None = None
 
+    @property
+    def failing(self) -> bool:
+        return any(cell.failing for row in self.rows for cell in row.cells)
+
 
 def test_history(identity: TestIdentity, cursor: str | None = None, limit: int = PAGE) -> TestHistory:
-    """Trunk commits newest first (a page of `limit`, after `cursor`) × backends, reference first."""
+    """Trunk commits newest first (a page of `limit`, after `cursor`) × backends, reference first.
+    An identity the store has not written yet (unsaved: identity_unstored) has only the recent
+    commits' job rows to show, read as the store will read them."""
     backends = [p for p in registered_backends() if p.level != Level.L1]
     ids = [p.id for p in backends]
+    stored = identity.pk is not None
     bisections = [b for b in bisections_of_test(identity.identity) if b.bisection.project_id in ids]
     evidence = _evidence(bisections)
-    commits = _page(cursor, limit, ids, {sha for sha, _ in evidence})
+    commits = _page(cursor, limit, ids, {sha for sha, _ in evidence}, stored)
     more = len(commits) > limit
     commits = commits[:limit]
     rows = _rows(identity, commits, backends)
     _probes_fill(rows, evidence)
-    health = {h.project_id: h for h in TestHealth.objects.filter(identity=identity, project_id__in=ids)}
-    mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)}
-    streaks = streaks_of(identity, ids)
+    health = (
+        {h.project_id: h for h in TestHealth.objects.filter(identity=identity, project_id__in=ids)} if stored else {}
+    )
+    mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)} if stored else {}
+    streaks = streaks_of(identity, ids) if stored else {}
     for row in rows:
         for cell in row.cells:
             streak = streaks.get(cell.project_id)
@@ -413,10 +444,14 @@ def _since(column: Column, bisections) -> Since | None:
     return since_which(streak.first_failing, next(verified, None))
 
 
-def _page(cursor: str | None, limit: int, project_ids: list[int], probed: set[str] = frozenset()) -> list:
-    """Trunk commits some backend has results on, and those a bisection of the test re-ran."""
+def _page(cursor: str | None, limit: int, project_ids: list[int], probed=frozenset(), stored: bool = True) -> list:
+    """Trunk commits some backend has results on: those the store recorded, the recent ones whose
+    job rows it has not swept yet (its minute's lag), and those a bisection of the test re-ran."""
     tested = TestedCommit.objects.filter(sha=OuterRef("sha"), project_id__in=project_ids)
-    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(Q(Exists(tested)) | Q(sha__in=list(probed)))
+    ran = JobRun.objects.filter(head_sha=OuterRef("sha"), project_id__in=project_ids).exclude(event_type=BISECT_EVENT)
+    unswept = Q(landed_at__gte=timezone.now() - UNSTORED) & Q(Exists(ran)) & ~Q(Exists(tested))
+    shown = (Q(Exists(tested)) | Q(sha__in=list(probed)) | unswept) if stored else unswept
+    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(shown)
     after = cursor_read(cursor)
     if after is not None:
         landed, pk = after
@@ -452,7 +487,9 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     shas = [c.sha for c in commits]
     cells = cells_for_commits(shas, backends, detail=True)
     runs: dict[tuple[str, int], dict[int, str]] = {}
-    stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
+    stored = TestRun.objects.none()  # an identity the store has not written has no rows yet
+    if identity.pk is not None:
+        stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
     if commits:
         stored = stored.filter(created_at__gte=min(c.landed_at for c in commits) - SLACK)
     for sha, pid, job_id, outcome in stored.values_list("sha", "project_id", "job_run_id", "outcome"):
