@@ -1,7 +1,7 @@
 """The crawler finds what it is there to find: a small site with one page of each fault (a 500, a
 console error, a page too wide for a phone, an upstream-broken banner the baseline API denies, a
-gate box /gate contradicts, a tooltip naming another culprit than /api/v1/culprits) and clean
-pages beside them."""
+gate box /gate contradicts, a tooltip naming another culprit than /api/v1/culprits, a
+since-which-commit line naming another culprit than /api/v1/bisections) and clean pages beside them."""
 
 import json
 import threading
@@ -18,6 +18,7 @@ SITE = {
     "/": PAGE.format(
         f'<a href="/commit/{SHA}">bad banner</a> <a href="/commit/{GOOD}">good</a> <a href="/pr/7">pr</a>'
         ' <a href="/wide">wide</a> <a href="/noisy">noisy</a> <a href="/broken">broken</a> <a href="/clipped">clipped</a>'
+        ' <a href="/crcr/intel/torch-xpu-ops">backend</a>'
         ' <a href="https://github.com/elsewhere">outside</a>'
         f'<table><tr data-sha="{SHA}"><td class="c s-failure" data-p="3">X</td></tr></table>'
     ),
@@ -33,12 +34,28 @@ SITE = {
         "<tr><th>Status</th><th>Last result</th></tr></table></div>"
     ),
     "/noisy": PAGE.format("<script>console.error('boom')</script>"),
+    "/crcr/intel/torch-xpu-ops": PAGE.format(
+        # the range answered beside a verified culprit: wrong
+        f'<ul><li class="streak" data-kind="test" data-subject="test_a" data-first-failing="{SHA}" data-since="{SHA}"'
+        ' data-since-answer="range"><span class="bisected" data-bisection="5" data-state="verified">X</span></li>'
+        # the culprit answered, as the API has it: right
+        f'<li class="streak" data-kind="test" data-subject="test_b" data-first-failing="{SHA}" data-since="{GOOD}"'
+        ' data-since-answer="culprit"><span class="bisected" data-bisection="6" data-state="verified">Y</span></li>'
+        # a culprit answered though its bisection did not reproduce: wrong
+        f'<li class="streak" data-kind="test" data-subject="test_c" data-first-failing="{SHA}" data-since="{GOOD}"'
+        ' data-since-answer="culprit"><span class="bisected" data-bisection="7" data-state="not_reproducible">Z</span>'
+        "</li></ul>"
+    ),
 }
 API = {
     f"/api/v1/commits/{SHA}/baseline": {"upstream_broken": False},
     f"/api/v1/commits/{GOOD}/baseline": {"upstream_broken": False},
     "/api/v1/prs/7/gate": {"state": "failure", "backends": [{"repo": "intel/torch-xpu-ops", "state": "failure"}]},
     "/api/v1/culprits": {"streaks": [{"subject": "ci / test", "first_failing": GOOD}]},
+    **{
+        f"/api/v1/bisections/{pk}": {"id": pk, "state": state, "result": {"culprit_sha": culprit}}
+        for pk, state, culprit in ((5, "verified", GOOD), (6, "verified", GOOD), (7, "not_reproducible", None))
+    },
 }
 TOOLTIP = (
     '<div class="tip-head"><a href="/crcr/intel/torch-xpu-ops">XPU</a></div>'
@@ -88,4 +105,6 @@ def test_the_crawler_reports_each_fault_and_nothing_on_the_clean_pages(site, bro
     assert f"/commit/{SHA}: the banner says upstream broken=True" in problems
     assert "/pr/7: the gate box shows ('success'" in problems
     assert f"tooltip {SHA[:10]}.3: since which commit" in problems
+    assert f"since which commit for test_a: answers {SHA} (range), the verified culprit is {GOOD}" in problems
+    assert "since which commit for test_c: answers" in problems and "test_b" not in problems
     assert GOOD + ":" not in problems and "github.com" not in problems
