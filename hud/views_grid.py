@@ -113,6 +113,7 @@ def commit(request, sha):
             detail=detail,
             baseline=baseline,
             backend_rows=rows,
+            baseline_rows=[(b, probes.get(b.project_id, [])) for b in baseline.backends],
             probed=bool(probes),
             culprit_window=settings.CRCR_CULPRIT_WINDOW,
             bisections=bisections_of_commit(full_sha),

@@ -82,3 +82,5 @@ def test_the_culprit_s_commit_page_shows_the_probes_instead_of_no_result(client,
     box = box[: box.index("</details>")]
     assert 'data-role="culprit" data-outcome="fail"' in box
     assert "Nothing was dispatched" not in box and "bisection probes only" in box
+    table = body[body.index('class="data baseline-table"') :]
+    assert "bisection probes only: search probe ✗ failed, culprit re-run ✗ failed" in table[: table.index("</table>")]
