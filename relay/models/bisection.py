@@ -6,9 +6,10 @@ nothing but a lease that runs out: the next sweep claims the row and goes on whe
 
 from django.db import models
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from .deliveries import BISECT_EVENT, Dispatch
-from .registry import Project
+from .registry import LevelChange, Project
 
 __all__ = ["BISECT_EVENT", "BisectProbe", "Bisection"]
 
@@ -76,6 +77,19 @@ class Bisection(models.Model):
     @property
     def running(self) -> bool:
         return self.state in self.RUNNING
+
+    @cached_property
+    def level(self) -> str:
+        """The backend's level when the bisection ended (now, while it runs): whose word a culprit
+        is, and whether upstream takes it, is decided by the level its probes ran at, not today's."""
+        if self.finished_at is None:
+            return self.project.level
+        changes = LevelChange.objects.filter(project_id=self.project_id).order_by("changed_at", "id")
+        before = changes.filter(changed_at__lte=self.finished_at).last()
+        if before is not None:
+            return before.to_level
+        after = changes.filter(changed_at__gt=self.finished_at).first()
+        return (after.from_level if after is not None else "") or self.project.level
 
 
 class BisectProbe(models.Model):

@@ -49,7 +49,7 @@ class BisectionRead:
     @property
     def upstream_trusted(self) -> bool:
         """Whether the backend's word reaches the upstream author (its level: L3/L4)."""
-        return self.bisection.project.level in UPSTREAM_TRUSTED
+        return self.bisection.level in UPSTREAM_TRUSTED
 
     @property
     def verified_by(self) -> dict | None:
@@ -57,7 +57,7 @@ class BisectionRead:
         if not self.verified:
             return None
         project = self.bisection.project
-        return {"backend": project.full_name, "label": project.label, "level": project.level}
+        return {"backend": project.full_name, "label": project.label, "level": self.bisection.level}
 
     @property
     def search_runs(self) -> int:
@@ -93,7 +93,7 @@ class Since:
 
     def to_dict(self) -> dict:
         b = self.bisection
-        by = {"backend": b.project.full_name, "level": b.project.level} if b else None
+        by = {"backend": b.project.full_name, "level": b.level} if b else None
         return {
             "commit": self.commit,
             "answer": "culprit" if b else "range",
@@ -126,7 +126,7 @@ def sentence(bisection: Bisection, search_runs: int, verify_runs: int) -> str:
     over = f"bisected over {k} commits in {search_runs} run{'s' * (search_runs != 1)}"
     State = Bisection.State
     if bisection.state == State.VERIFIED:
-        by = f"by {backend}'s own probes at {bisection.project.level}"
+        by = f"by {backend}'s own probes at {bisection.level}"
         return f"verified culprit of {tests} on {backend} ({by}), {over} (+{verify_runs} to verify)"
     if bisection.state == State.NOT_REPRODUCIBLE:
         return f"bisection of {tests} on {backend}: not reproducible, no culprit named ({over})"
@@ -219,4 +219,4 @@ def culprits_landed_by(number: int) -> list[BisectionRead]:
     shas = [c.sha for c in landed_commits(number)]
     if not shas:
         return []
-    return read(_rows().filter(culprit_sha__in=shas, state__in=NAMING, project__level__in=UPSTREAM_TRUSTED))
+    return [found for found in read(_rows().filter(culprit_sha__in=shas, state__in=NAMING)) if found.upstream_trusted]

@@ -100,3 +100,40 @@ def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_t
     streaks = client.get("/api/v1/culprits", {"backend": "intel/torch-xpu-ops"}).json()["streaks"]
     (add,) = [s for s in streaks if s["subject"] == ADD]
     assert add["bisection"] == {"id": bisection.pk, "state": "verified", "culprit": newest.sha, "verified": True}
+
+
+def test_an_l2_backend_s_culprit_stays_off_the_upstream_pr_page_and_says_whose_word_it_is(client, world):  # noqa: F811
+    """Issue 52 item 9: below L3 a verified culprit is the backend's own word: on its pages, named
+    as such, never on the upstream author's PR page."""
+    world["xpu"].level = "L2"
+    world["xpu"].save()
+    bisected(world)
+    pr = client.get(f"/pr/{pr_of(world['commits'][2])}").content.decode()
+    assert "verified culprit of" not in pr
+    backend = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    assert "verified culprit of test_add_float32 on Intel XPU (by Intel XPU&#x27;s own probes at L2)" in backend
+
+
+def test_the_level_a_culprit_was_verified_at_is_the_one_said_after_a_promotion(client, world):  # noqa: F811
+    """Promoted to L4 after its L2 probes verified a culprit: the culprit stays an L2 word."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from relay.models import LevelChange
+
+    world["xpu"].level = "L2"
+    world["xpu"].save()
+    found = bisected(world)
+    world["xpu"].level = "L4"
+    world["xpu"].save()
+    LevelChange.objects.create(
+        project=world["xpu"],
+        from_level="L2",
+        to_level="L4",
+        changed_by="admin",
+        changed_at=timezone.now() + timedelta(minutes=1),
+    )
+    assert "verified culprit of" not in client.get(f"/pr/{pr_of(world['commits'][2])}").content.decode()
+    body = client.get(f"/api/v1/bisections/{found.pk}").json()
+    assert body["result"]["verified_by"]["level"] == "L2" and body["result"]["upstream_trusted"] is False
