@@ -370,6 +370,8 @@ class TestHistory:
     columns: list[Column]
     rows: list[HistoryRow]
     next_cursor: str | None = None
+    bisections: list = field(default_factory=list)
+    """The test's bisections on these backends (relay.results.bisections.BisectionRead), newest first."""
 
     @property
     def failing(self) -> bool:
@@ -405,7 +407,7 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
     columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
     for column in columns:
         column.since = _since(column, bisections)
-    return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None)
+    return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None, bisections)
 
 
 test_history.__test__ = False
