@@ -115,7 +115,9 @@ class CulpritsView(APIView):
     """Since which commit? For one backend (`?backend=owner/repo`), every job and test failing
     at a trunk commit (`?sha=`, default the backend's newest trunk commit with a result): the
     first failing and last passing upstream commits, the suspects between them along the
-    first-parent chain, and how many failing results the streak has."""
+    first-parent chain, and how many failing results the streak has; `since`, the one answer (the
+    culprit the backend's own bisection verified, else the first failing commit, with whose probes
+    and at which level), and `known` (the open known issue or expectation accounting for it)."""
 
     @extend_schema(
         parameters=[
