@@ -82,14 +82,31 @@ class Bisection(models.Model):
     def level(self) -> str:
         """The backend's level when the bisection ended (now, while it runs): whose word a culprit
         is, and whether upstream takes it, is decided by the level its probes ran at, not today's."""
-        if self.finished_at is None:
-            return self.project.level
-        changes = LevelChange.objects.filter(project_id=self.project_id).order_by("changed_at", "id")
-        before = changes.filter(changed_at__lte=self.finished_at).last()
-        if before is not None:
-            return before.to_level
-        after = changes.filter(changed_at__gt=self.finished_at).first()
-        return (after.from_level if after is not None else "") or self.project.level
+        changes = LevelChange.objects.filter(project_id=self.project_id) if self.finished_at else []
+        return level_when(self.project.level, self.finished_at, changes)
+
+
+def level_when(current: str, when, changes) -> str:
+    """A project's level at `when` from its level changes: the last one made by then, else the
+    level the first one after it left; `current` when none says (or `when` is None: now)."""
+    if when is None:
+        return current
+    ordered = sorted(changes, key=lambda c: (c.changed_at, c.id))
+    before = [c for c in ordered if c.changed_at <= when]
+    if before:
+        return before[-1].to_level
+    after = next((c for c in ordered if c.changed_at > when), None)
+    return (after.from_level if after is not None else "") or current
+
+
+def levels_prime(bisections) -> None:
+    """Each ended bisection's `level` in one query for them all (a page lists several)."""
+    ended = [b for b in bisections if b.finished_at is not None and "level" not in b.__dict__]
+    changes: dict[int, list] = {}
+    for change in LevelChange.objects.filter(project_id__in={b.project_id for b in ended}):
+        changes.setdefault(change.project_id, []).append(change)
+    for b in ended:
+        b.__dict__["level"] = level_when(b.project.level, b.finished_at, changes.get(b.project_id, []))
 
 
 class BisectProbe(models.Model):

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from relay.links import bisection_api_path, commit_path
 from relay.models import Bisection, BisectProbe, Level, UpstreamCommit
+from relay.models.bisection import levels_prime
 
 from .heads import landed_commits, landed_pr
 
@@ -136,8 +137,9 @@ def sentence(bisection: Bisection, search_runs: int, verify_runs: int) -> str:
 
 
 def read(bisections) -> list[BisectionRead]:
-    """Each bisection with its probes, its culprit's PR and its sentence (three queries)."""
+    """Each bisection with its probes, its culprit's PR, its level and its sentence (four queries)."""
     bisections = list(bisections)
+    levels_prime(bisections)
     probes = _probes_of([b.pk for b in bisections])
     titles = dict(
         UpstreamCommit.objects.filter(sha__in=[b.culprit_sha for b in bisections if b.culprit_sha]).values_list(
