@@ -84,3 +84,8 @@ def test_the_culprit_s_commit_page_shows_the_probes_instead_of_no_result(client,
     assert "Nothing was dispatched" not in box and "bisection probes only" in box
     table = body[body.index('class="data baseline-table"') :]
     assert "bisection probes only: search probe ✗ failed, culprit re-run ✗ failed" in table[: table.index("</table>")]
+
+
+def test_the_suggested_issues_page_answers_the_same_since(client, world, culprit):  # noqa: F811
+    body = client.get("/known-issues/suggested").content.decode()
+    assert f'verified culprit <a class="mono" href="/commit/{culprit["culprit"].sha}"' in body
