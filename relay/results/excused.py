@@ -165,7 +165,7 @@ def _tests_excuse(reported: list, mine: CellFailures, reference, triager, mutes=
         if has_baseline(reference) and reference.failing(tid):
             evidence.append(Evidence(BASELINE, "shared with the reference", _baseline_anchor(mine)))
             continue
-        muted = mutes.of(project.id, tid.full) if mutes else None
+        muted = mutes.of(project.id, tid) if mutes else None
         if muted is not None:
             evidence.append(Evidence(MUTED, f"{tid.full} {muted.label}", _test_anchor(tid)))
             continue
