@@ -8,7 +8,6 @@ is lifted. A mute covers one test, never a job (`mutable`, which every reader as
 Mutes name tests by the device-agnostic id the pages show (relay.testids): a backend may mute a
 test before the store has seen it fail."""
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,9 +57,6 @@ def _text(value: str, name: str, limit: int) -> str:
     return text
 
 
-_TEST_METHOD = re.compile(r"test\w*")
-
-
 def mutable(subject) -> bool:
     """What a mute may cover, the one rule the gate, the pass rate and demotion ask: one test (a
     TestId whose method is `test…`), never a job. A failing job without a test is named by its
@@ -69,7 +65,7 @@ def mutable(subject) -> bool:
     if not isinstance(subject, TestId):
         return False
     method = subject.key.split("[", 1)[0].rpartition(".")[2]
-    return _TEST_METHOD.fullmatch(method) is not None
+    return method.startswith("test") and method.isidentifier()
 
 
 def identity_for(test_id: str) -> TestIdentity:
