@@ -16,8 +16,8 @@ identity) and each failing job without a test is
   base and recent trunk did not have is the PR's own break of it, never "upstream broken";
 * **backend-only**: not failing on trunk, and the reference passed it on the head: new with
   this PR, on this backend alone;
-* **infrastructure**: the CI did not run the job to a report (timed out, never started,
-  cancelled): it tested nothing, so it proves nothing; re-run it;
+* **infrastructure**: the job timed out, never started or was cancelled: whatever it listed, it
+  stopped before every test ran, so it proves nothing (as the pass rate never excuses it); re-run it;
 * **not listed**: the job counted failures its list does not show, or its list was cut
   (relay.results.excused.listed_completely, the complete-list rule the pass rate applies too):
   what it left out cannot be shown not to be this PR's.
@@ -34,7 +34,7 @@ from relay.models import Level, Project, PullRequest, UpstreamCommit
 from relay.testids import TestId, TestIdResolver, report_ids
 from relay.triage.classify import EXPECTED
 from relay.triage.mutes import Mutes
-from relay.verdicts import FAILING, job_key, job_key_label
+from relay.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
 
 from .baseline import CellFailures, cell_failures, failure_kind, resolve_commit_ids
 from .cells import (
@@ -58,7 +58,7 @@ LABELS = {
     KNOWN: "known or expected (excluded)",
     MUTED: "muted",
     FLAKY: "flaky on this backend",
-    INFRA: "infrastructure (the CI did not run the job to a report: re-run it)",
+    INFRA: "infrastructure (timed out, never started or cancelled: re-run it)",
     UNLISTED: "not listed (the job counted more failures than it listed, or its list was cut)",
 }
 BLOCKING = frozenset({NEW, BACKEND_ONLY, INFRA, UNLISTED})
@@ -185,7 +185,7 @@ class _Judge:
             ids = report_ids(reported, project.device_type, reported_environment(reported))
             for tid in dict.fromkeys(resolver.resolve(t) for t in ids):
                 blame._add(key, self.test(project, head, tid, before))
-            if not reported or not listed_completely(verdict.job, reported):
+            if verdict.state in NO_BASELINE_STATES or not reported or not listed_completely(verdict.job, reported):
                 blame._add(key, self.job(project, head, verdict, before))
         return blame
 
@@ -209,7 +209,7 @@ class _Judge:
         """A failing job without a (complete) list: the CI did not run it, it shows less than it
         counted, or it broke before any test (a build break), compared as a job."""
         key, label = job_key(verdict.job), job_key_label(job_key(verdict.job))
-        if label in head.infra:
+        if label in head.infra or verdict.state in NO_BASELINE_STATES:  # whatever it listed, it stopped short
             return Finding(label, "job", INFRA)
         if head.tests_of.get(verdict.job.id) or label not in head.job_level:
             return Finding(label, "job", UNLISTED)

@@ -240,3 +240,13 @@ def test_a_list_at_the_actions_cap_blocks_though_every_listed_failure_is_excused
     relay.pr("opened")
     relay.report(xpu, "completed", "failure", job="test", failed_tests=tests)
     assert gate_verdict(2)["state"] == ("success" if passes else "failure")
+
+
+@pytest.mark.parametrize("conclusion", ["cancelled", "timed_out"])
+def test_a_job_that_stopped_short_blocks_though_every_failure_it_listed_is_already_failing(relay, xpu, conclusion):
+    """A cancelled or timed-out job did not run every test: as the pass rate never excuses it, the
+    gate never clears it (a backend must not turn its gate green by cancelling)."""
+    trunk_fails(xpu, [ADDMM])
+    relay.pr("opened")
+    relay.report(xpu, "completed", conclusion, job="test", failed_tests=[ADDMM], test_results={"failed": 1})
+    assert gate_verdict(2)["state"] == "failure"
