@@ -143,10 +143,13 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     resolve_commit_ids(failures.values())
     ref = failures.get((head_sha, reference.id)) if reference else None
     on_head = {k: f for k, f in failures.items() if k[0] == head_sha}
-    ref_before = [failures[(sha, reference.id)] for sha in before] if reference else []
-    judge = _Judge(cells_triage(on_head, reference.id if reference else None), Mutes(p.id for p in backends), ref)
-    judge.ref_before = ref_before
-    judge.flaky = _flaky(on_head, reference)
+    judge = _Judge(
+        cells_triage(on_head, reference.id if reference else None),
+        Mutes(p.id for p in backends),
+        ref,
+        _flaky(on_head, reference),
+        [failures[(sha, reference.id)] for sha in before] if reference else [],
+    )
     blamed = [
         judge.blame(p, failures[(head_sha, p.id)], [failures[(sha, p.id)] for sha in before])
         for p in ([reference] if reference else []) + backends
