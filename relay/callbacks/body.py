@@ -10,12 +10,11 @@ from urllib.parse import urlsplit
 from relay import jsonin
 from relay.params import aware_datetime, int_param
 
-from ..models import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
+from ..models import MAX_FAILED_TESTS, NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
 
 logger = logging.getLogger(__name__)
 
-MAX_FAILED_TESTS = 1000
 MAX_MESSAGE_BYTES = 1024
 MAX_STACK_BYTES = 4096
 MAX_NAME_CHARS = 1000

@@ -34,6 +34,7 @@ from .registry import (
 )
 from .results import (
     FAILING_OUTCOMES,
+    MAX_FAILED_TESTS,
     NEVER_STARTED_RUN_ID,
     SELF_REPORT_EVENTS,
     Conclusion,
@@ -86,6 +87,7 @@ __all__ = [
     "DispatchAttempt",
     "Event",
     "FAILING_OUTCOMES",
+    "MAX_FAILED_TESTS",
     "FailedTest",
     "TestOutcome",
     "HardwareKind",

@@ -8,7 +8,9 @@ finds over HTTP. It reports problems, never raises on one:
   upstream-broken banner with /api/v1/commits/<sha>/baseline, the PR page's gate box with
   /api/v1/prs/<n>/gate, a grid tooltip's "since which commit" with /api/v1/culprits (and its
   upstream-broken badge with the baseline), and every page's since-which-commit line (the backend
-  and commit pages) with /api/v1/bisections: a verified culprit is the answer, else the range.
+  and commit pages) with /api/v1/bisections: a verified culprit is the answer, else the range;
+* a PR page whose gate box and verdict table disagree on whether an L4 backend blocks the merge
+  (one rule, relay.results.blame, decides both: the same page must never say both).
 
 The sandbox keeps running while it crawls, so the API is asked before and after each page: a mark
 is wrong only when it matches neither answer."""
@@ -200,6 +202,30 @@ def _check_marks(result: Crawl, client: httpx.Client, path: str, html: str, befo
                 f"{path}: the gate box shows {shown}, /gate answers {answers[-1] if answers else None}"
             )
         result.checked["PR gate box vs /gate"] += shown is not None
+        for problem in gate_vs_verdict(html):
+            result.problems.append(f"{path}: {problem}")
+        result.checked["PR gate box vs verdict table"] += shown is not None
+
+
+def gate_vs_verdict(html: str) -> list[str]:
+    """Where the gate box and the verdict table of one PR page contradict each other: an L4
+    backend the table says blocks the merge must be the gate's failure, and a backend the gate
+    blocks on must not read "not this PR" in the table (the health probe, which has no row, aside)."""
+    gate = {
+        unescape(repo): state
+        for repo, state in re.findall(r'<li data-repo="([^"]+)" data-gate-state="([a-z_]+)"', html)
+    }
+    rows = re.findall(
+        r'<tr class="verdict-row" data-repo="([^"]+)" data-level="(L\d)" data-blocks="(true|false)"', html
+    )
+    problems = []
+    for repo, level, blocks in rows:
+        repo, blocking = unescape(repo), blocks == "true"
+        if level == "L4" and blocking != (gate.get(repo) == "failure"):
+            problems.append(
+                f"the verdict table says {repo} {'blocks' if blocking else 'does not block'}, the gate box says {gate.get(repo)}"
+            )
+    return problems
 
 
 def _gate_shown(html: str):
