@@ -1,0 +1,85 @@
+"""Writing each job's counts per upstream test module (ModuleCount).
+
+A callback's `workflow.module_counts` is checked where the body is read (relay.callbacks.body:
+a bad one is a 400) and stored with the body as before; this module's minute sweep writes the
+rows from the stored bodies, so the callback costs what it cost without them (issue 55). The
+reference import has its counts in hand and writes them at once (`counts_write`). Modules are
+named by the identity rule (relay.testids.module_of), so a backend's `test/test_nn.py` and the
+reference's `test_nn.TestNNDeviceTypePRIVATEUSE1` are one module, and several names reaching
+one module are summed."""
+
+import logging
+from datetime import timedelta
+
+from django.utils import timezone
+
+from relay.callbacks.body import BadCallback, module_counts_read
+from relay.models import JobRun, ModuleCount
+from relay.models.testlevel import rows_insert
+from relay.testids import module_of
+from relay.watermarks import watermark_move, watermark_read
+
+logger = logging.getLogger(__name__)
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+WATERMARK_KEY = "module-counts-watermark"
+OVERLAP = timedelta(minutes=5)
+LOOKBACK = timedelta(hours=30)
+"""As the test store's sweep: how long after its row was made a job may still complete."""
+
+
+def by_module(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Counts keyed as reported, summed per module of the identity rule."""
+    modules: dict[str, dict[str, int]] = {}
+    for name, outcomes in counts.items():
+        into = modules.setdefault(module_of(name), dict.fromkeys(OUTCOMES, 0))
+        for outcome in OUTCOMES:
+            into[outcome] += outcomes.get(outcome, 0)
+    return modules
+
+
+def counts_write(job_id: int, project_id: int, sha: str, created_at, counts: dict[str, dict[str, int]]) -> int:
+    """One job's counts (keyed as reported) as ModuleCount rows; rows the job has already stay
+    (a completed attempt's counts do not change). Returns how many modules it counted."""
+    modules = by_module(counts)
+    rows = [
+        {
+            "job_run_id": job_id,
+            "project_id": project_id,
+            "sha": sha,
+            "module": module[:300],
+            **outcomes,
+            "created_at": created_at,
+        }
+        for module, outcomes in modules.items()
+    ]
+    rows_insert(ModuleCount, rows)
+    return len(rows)
+
+
+def counts_sweep(now=None, limit: int = 5000) -> int:
+    """The counts of every job completed since the last sweep (plus an overlap) whose stored
+    callback body carries them. Returns how many jobs it wrote."""
+    now = now or timezone.now()
+    since = watermark_read(WATERMARK_KEY, now, LOOKBACK, OVERLAP)
+    written = 0
+    for job_id, project_id, sha, created_at, sent in _completed_with_counts(since, now, limit):
+        try:
+            counts = module_counts_read(sent)
+        except BadCallback as exc:  # checked when received; a body edited since is skipped, said
+            logger.warning("module counts of job %s unreadable: %s", job_id, exc)
+            continue
+        written += bool(counts_write(job_id, project_id, sha, created_at, counts))
+    watermark_move(WATERMARK_KEY, now)
+    return written
+
+
+def _completed_with_counts(since, now, limit: int) -> list:
+    """(id, project, sha, created_at, the body's module_counts) of jobs completed since `since`,
+    among rows created in the lookback (JobRun's created_at index)."""
+    rows = (
+        JobRun.objects.filter(created_at__gte=now - LOOKBACK, updated_at__gte=since, status=JobRun.Status.COMPLETED)
+        .filter(body__workflow__has_key="module_counts")
+        .exclude(head_sha="")
+        .values_list("id", "project_id", "head_sha", "created_at", "body__workflow__module_counts")
+    )
+    return list(rows[:limit])
