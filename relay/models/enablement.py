@@ -51,8 +51,8 @@ class IntegrationPath(models.TextChoices):
 
 class PathRule(models.Model):
     """A module pattern (RE2, searched in the module's dotted name) and the integration path it
-    names; the first rule by position that matches decides. With no rows, the defaults shipped
-    with the relay apply (relay.enablement)."""
+    names; the first rule by position that matches decides. The admins' rules come before the
+    defaults shipped with the relay (relay.enablement.paths)."""
 
     position = models.PositiveIntegerField(default=0)
     pattern = models.CharField(max_length=300, help_text=r"RE2, searched in the module: ^distributed\.")
