@@ -29,7 +29,10 @@ class ModuleCount(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job_run", "module"], name="module_count_unique")]
-        indexes = [models.Index(fields=["project", "sha"], name="modulecount_project_sha_idx")]
+        indexes = [
+            models.Index(fields=["project", "sha"], name="modulecount_project_sha_idx"),
+            models.Index(fields=["created_at"], name="modulecount_created_idx"),  # retention's prune
+        ]
 
     def __str__(self):
         return f"{self.module or '(no module)'} on job {self.job_run_id}"

@@ -145,3 +145,19 @@ def test_the_clients_counts_name_the_module_the_references_do(call, payload):
     ((module, counts),) = stored().items()
     assert module == "test_nn"
     assert sum(counts) == summary.counts()["total"]
+
+
+def test_counts_are_pruned_with_the_test_store_and_newer_ones_kept(settings):
+    from datetime import timedelta
+
+    from relay.enablement.counts import counts_write
+    from relay.retention import retention_sweep
+    from tests.factories import JobRunFactory
+
+    settings.CRCR_RETENTION_TEST_DAYS = 90
+    old = JobRunFactory(created_at=timezone.now() - timedelta(days=91))
+    new = JobRunFactory()
+    for job in (old, new):
+        counts_write(job.id, job.project_id, job.head_sha, job.created_at, {"test_ops": {"passed": 1}})
+    retention_sweep()
+    assert list(ModuleCount.objects.values_list("job_run_id", flat=True)) == [new.id]
