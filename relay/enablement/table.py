@@ -90,7 +90,11 @@ def counted_commits(project_ids: list[int], now: datetime, days: int = WINDOW_DA
             "sha", "landed_at"
         )
     )
-    pairs = ModuleCount.objects.filter(project_id__in=project_ids, sha__in=list(trunk)).values_list("project_id", "sha")
+    pairs = (
+        ModuleCount.objects.filter(project_id__in=project_ids, sha__in=list(trunk))
+        .values_list("project_id", "sha")
+        .distinct()
+    )
     counted: dict[int, list[Counted]] = defaultdict(list)
     for project_id, sha in set(pairs):
         counted[project_id].append(Counted(sha, trunk[sha]))
