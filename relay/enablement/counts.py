@@ -56,30 +56,49 @@ def counts_write(job_id: int, project_id: int, sha: str, created_at, counts: dic
     return len(rows)
 
 
-def counts_sweep(now=None, limit: int = 5000) -> int:
+MAX_PAGES = 10
+
+
+def counts_sweep(now=None, limit: int = 1000) -> int:
     """The counts of every job completed since the last sweep (plus an overlap) whose stored
-    callback body carries them. Returns how many jobs it wrote."""
+    callback body carries them, `limit` jobs a page; past MAX_PAGES pages the watermark moves
+    only as far as the last job read, so the next sweep goes on from there. Returns how many
+    jobs it wrote."""
     now = now or timezone.now()
-    since = watermark_read(WATERMARK_KEY, now, LOOKBACK, OVERLAP)
+    after = (watermark_read(WATERMARK_KEY, now, LOOKBACK, OVERLAP), 0)
     written = 0
-    for job_id, project_id, sha, created_at, sent in _completed_with_counts(since, now, limit):
-        try:
-            counts = module_counts_read(sent)
-        except BadCallback as exc:  # checked when received; a body edited since is skipped, said
-            logger.warning("module counts of job %s unreadable: %s", job_id, exc)
-            continue
-        written += bool(counts_write(job_id, project_id, sha, created_at, counts))
-    watermark_move(WATERMARK_KEY, now)
+    for _ in range(MAX_PAGES):
+        rows = _completed_with_counts(after, now, limit)
+        written += sum(_job_write(*row) for row in rows)
+        if len(rows) < limit:
+            watermark_move(WATERMARK_KEY, now)
+            return written
+        after = (rows[-1][4], rows[-1][0])
+    # Cut short: the next sweep starts at the last job read (its read takes OVERLAP off again).
+    watermark_move(WATERMARK_KEY, after[0] + OVERLAP)
     return written
 
 
-def _completed_with_counts(since, now, limit: int) -> list:
-    """(id, project, sha, created_at, the body's module_counts) of jobs completed since `since`,
-    among rows created in the lookback (JobRun's created_at index)."""
+def _job_write(job_id: int, project_id: int, sha: str, created_at, _, sent) -> bool:
+    try:
+        counts = module_counts_read(sent)
+    except BadCallback as exc:  # checked when received; a body edited since is skipped, said
+        logger.warning("module counts of job %s unreadable: %s", job_id, exc)
+        return False
+    return bool(counts_write(job_id, project_id, sha, created_at, counts))
+
+
+def _completed_with_counts(after: tuple, now, limit: int) -> list:
+    """(id, project, sha, created_at, updated_at, the body's module_counts) of jobs completed
+    after `after` (updated_at, id), in that order, among rows created in the lookback (JobRun's
+    created_at index)."""
+    changed, last_id = after
     rows = (
-        JobRun.objects.filter(created_at__gte=now - LOOKBACK, updated_at__gte=since, status=JobRun.Status.COMPLETED)
+        JobRun.objects.filter(created_at__gte=now - LOOKBACK, updated_at__gte=changed, status=JobRun.Status.COMPLETED)
+        .exclude(updated_at=changed, id__lte=last_id)
         .filter(body__workflow__has_key="module_counts")
         .exclude(head_sha="")
-        .values_list("id", "project_id", "head_sha", "created_at", "body__workflow__module_counts")
+        .order_by("updated_at", "id")
+        .values_list("id", "project_id", "head_sha", "created_at", "updated_at", "body__workflow__module_counts")
     )
     return list(rows[:limit])

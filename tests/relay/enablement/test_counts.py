@@ -161,3 +161,22 @@ def test_counts_are_pruned_with_the_test_store_and_newer_ones_kept(settings):
         counts_write(job.id, job.project_id, job.head_sha, job.created_at, {"test_ops": {"passed": 1}})
     retention_sweep()
     assert list(ModuleCount.objects.values_list("job_run_id", flat=True)) == [new.id]
+
+
+def test_a_sweep_reads_page_after_page(call, payload):
+    for run in ("1", "2", "3"):
+        call(action_body(payload, "completed", "success", run_id=run, module_counts={f"test_m{run}": {"passed": 1}}))
+    assert counts_sweep(limit=2) == 3, "page after page"
+    assert set(ModuleCount.objects.values_list("module", flat=True)) == {"test_m1", "test_m2", "test_m3"}
+
+
+def test_a_sweep_past_its_pages_moves_its_watermark_only_as_far_as_it_read(call, payload, monkeypatch):
+    from relay.enablement import counts
+
+    monkeypatch.setattr(counts, "MAX_PAGES", 1)
+    for run in ("1", "2", "3"):
+        call(action_body(payload, "completed", "success", run_id=run, module_counts={f"test_m{run}": {"passed": 1}}))
+    assert counts_sweep(limit=2) == 2
+    assert ModuleCount.objects.count() == 2
+    counts_sweep(limit=2)
+    assert set(ModuleCount.objects.values_list("module", flat=True)) == {"test_m1", "test_m2", "test_m3"}
