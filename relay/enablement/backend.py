@@ -13,7 +13,7 @@ from relay.results.cells import cells_for_commits, failed_tests_for_jobs, report
 from relay.testids import report_ids
 
 from .paths import PATHS, rules
-from .table import WINDOW_DAYS, Counted, Counts, by_path, counted_commits, module_counts
+from .table import WINDOW_DAYS, Counted, Counts, by_path, counted_commits, module_counts, reference_commit
 
 SKIP_LOOKBACK = 60
 """Counted trunk commits read back for a module's rise in skips."""
@@ -57,7 +57,7 @@ def backend_enablement(project: Project, reference: Project | None, path: str = 
     if not mine:
         return BackendEnablement(project, reference, None, None)
     theirs = counted.get(reference.pk, []) if reference else []
-    ref_commit = next((c for c in theirs if c.sha == mine[0].sha), theirs[0] if theirs else None)
+    ref_commit = reference_commit(mine[0], theirs)
     pairs = [(mine[0].sha, project)] + ([(ref_commit.sha, reference)] if ref_commit else [])
     counts = module_counts(pairs)
     ref_counts = counts[(ref_commit.sha, reference.pk)] if ref_commit else {}

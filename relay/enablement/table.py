@@ -164,9 +164,14 @@ def _commits_read(project: Project, mine: list[Counted], reference: list[Counted
     if not mine:
         return [None, None, None]
     newest = mine[0]
-    ref = next((c for c in reference if c.sha == newest.sha), reference[0] if reference else None)
     older = next((c for c in mine if c.landed_at <= newest.landed_at - timedelta(days=TREND_DAYS)), None)
-    return [newest, ref, older]
+    return [newest, reference_commit(newest, reference), older]
+
+
+def reference_commit(newest: Counted, reference: list[Counted]) -> Counted | None:
+    """The reference's counted commit to read a backend's `newest` beside: the same commit when
+    the reference has counts there, else the reference's newest."""
+    return next((c for c in reference if c.sha == newest.sha), reference[0] if reference else None)
 
 
 def _pairs(project: Project, plan: list, reference: Project | None) -> list[tuple[str, Project]]:
