@@ -31,7 +31,8 @@ from django.db.models import Count, Max
 from django.urls import reverse
 
 from relay.cache import soft_get, soft_set
-from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project, TestMuteEvent
+from relay.models import FAILING_OUTCOMES, JobRun, KnownIssue, Level, Project, TestMuteEvent
+from relay.runkinds import Figure, counts, jobs_counted, kind_of, trunk_shas
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
@@ -205,13 +206,14 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
     resolve_commit_ids(failures.values())
     triager = triager_load([project.id])
     mutes = Mutes([project.id])
+    trunk = trunk_shas(shas)
     verdicts = _verdicts(failures, project) if project.excuse_triage_verdicts else {}
     excused = []
     for sha in shas:
         mine = failures[(sha, project.id)]
         ref = failures.get((sha, reference.id)) if reference else None
         for verdict in mine.cell.verdicts:
-            if not _counted_failure(verdict, mine, since, until):
+            if not _counted_failure(verdict, mine, since, until, sha in trunk):
                 continue
             evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes)
             if evidence:
@@ -232,15 +234,17 @@ def projects_with_failures(since: datetime, until: datetime | None = None) -> se
 
 
 def _failing_rows(since: datetime, until: datetime | None):
-    rows = JobRun.objects.filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
-    rows = rows.exclude(event_type__in=SELF_REPORT_EVENTS).exclude(conclusion="success")
+    rows = jobs_counted(Figure.EXCUSED).filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
+    rows = rows.exclude(conclusion="success")
     return rows.filter(created_at__lt=until) if until is not None else rows
 
 
-def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:
+def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None, trunk: bool) -> bool:
     """A failed PR/push job the window's tally counts that can be excused: latest attempt failed
-    (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it."""
-    if verdict.state != State.FAILURE or verdict.job.event_type in SELF_REPORT_EVENTS:
+    (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it.
+    A cell holds no closing dispatch's job (relay.runkinds)."""
+    kind = kind_of(verdict.job.event_type, closing=False, trunk=trunk)
+    if verdict.state != State.FAILURE or not counts(Figure.EXCUSED, kind, trunk):
         return False
     first = mine.cell.attempts_of(verdict)[0].created_at
     return first >= since and (until is None or first < until)

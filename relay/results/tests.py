@@ -36,6 +36,7 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
+from relay.runkinds import trunk_commits
 from relay.testids import TestId
 from relay.triage.mutes import active_filter
 
@@ -212,7 +213,7 @@ def _passed_on(project_ids, shas, since=None) -> set[tuple[int, str]]:
 def streaks_of(identity: TestIdentity, project_ids, before: UpstreamCommit | None = None) -> dict[int, Streak]:
     """Per backend: the first failing commit of its newest streak (at or before `before`) and
     the last passing commit before it (None: none in the window)."""
-    commits = UpstreamCommit.objects.filter(is_trunk=True)
+    commits = trunk_commits()
     if before is not None:
         commits = commits.filter(landed_at__lte=before.landed_at)
     chain, since = _chain(commits)
@@ -246,7 +247,7 @@ def last_pass_before(identity: TestIdentity, project_id: int, sha: str) -> str |
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     if commit is None:
         return None
-    older = UpstreamCommit.objects.filter(is_trunk=True, landed_at__lt=commit.landed_at)
+    older = trunk_commits().filter(landed_at__lt=commit.landed_at)
     chain, since = _chain(older)
     failing = _failing_shas(identity, [project_id], chain, since).get(project_id, set())
     passed = {s for _, s in _passed_on([project_id], chain, since)}
@@ -359,7 +360,7 @@ test_history.__test__ = False
 
 def _page(cursor: str | None, limit: int, project_ids: list[int]) -> list[UpstreamCommit]:
     tested = TestedCommit.objects.filter(sha=OuterRef("sha"), project_id__in=project_ids)
-    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(Exists(tested))
+    commits = trunk_commits().filter(Exists(tested))
     after = cursor_read(cursor)
     if after is not None:
         landed, pk = after
