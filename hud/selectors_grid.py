@@ -11,14 +11,12 @@ from django.conf import settings
 
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
-from relay.results.baseline import MARK_LABELS, MARK_SHORT, grid_baseline
+from relay.results.baseline import MARK_LABELS, MARK_SHORT, failures_load, grid_baseline
 from relay.results.blame import BackendBlame
 from relay.results.cells import (
     Cell,
     CellKey,
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
@@ -407,7 +405,7 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     pair = [project] + ([reference] if reference and reference is not project else [])
     cells = cells_for_commits([sha], pair, detail=True)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
-    tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
+    tests = failures_load({(sha, project_id): cells[(sha, project_id)]}, with_messages=True)[(sha, project_id)].tests_of
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     cell = cells[(sha, project_id)]
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []

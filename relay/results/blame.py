@@ -14,8 +14,8 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest, UpstreamCommit
-from relay.results.baseline import CellFailures, cell_failures, failure_kind, resolve_commit_ids
-from relay.results.cells import cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids, reference_backend
+from relay.results.baseline import CellFailures, failure_kind, failures_load
+from relay.results.cells import cells_for_commits, reference_backend
 from relay.results.triage import cells_triage
 from relay.verdicts import FAILING, job_key_label
 
@@ -70,9 +70,7 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     )
     before = list(dict.fromkeys(([pr.base_sha] if pr and pr.base_sha else []) + trunk))
     cells = cells_for_commits([head_sha, *before], backends + ([reference] if reference else []))
-    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in cells.values() if c.failing]))
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = failures_load(cells)
     ref = failures.get((head_sha, reference.id)) if reference else None
     triage = cells_triage({k: f for k, f in failures.items() if k[0] == head_sha}, reference.id if reference else None)
     blamed = [

@@ -20,8 +20,8 @@ from relay.models import Bisection, Project, UpstreamCommit
 from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING, job_key_label
 
-from .baseline import CellFailures, cell_failures, failure_kind, reference_failures, resolve_commit_ids
-from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
+from .baseline import CellFailures, failure_kind, failures_load, reference_failures
+from .cells import Cell, cells_for_commits
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
 
@@ -135,9 +135,7 @@ class History:
 def history_load(project: Project, chain: list[UpstreamCommit]) -> History:
     shas = [c.sha for c in chain]
     cells = cells_for_commits(shas, [project])
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()))
-    failures = {sha: cell_failures(cell, tests) for (sha, _), cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = {sha: failure for (sha, _), failure in failures_load(cells).items()}
     return History(chain, {sha: cell for (sha, _), cell in cells.items()}, failures)
 
 

@@ -39,11 +39,9 @@ from relay.triage.matching import Failure
 from relay.triage.mutes import Mutes
 from relay.verdicts import Rates, State, job_label
 
-from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
+from .baseline import CellFailures, failures_load, has_baseline
 from .cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
     reported_environment,
@@ -201,9 +199,7 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
         return []
     projects = [project] + ([reference] if reference else [])
     cells = cells_for_commits(shas, projects, detail=True)
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = failures_load(cells, with_messages=True)
     triager = triager_load([project.id])
     mutes = Mutes([project.id])
     trunk = trunk_shas(shas)
@@ -215,7 +211,9 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
         for verdict in mine.cell.verdicts:
             if not _counted_failure(verdict, mine, since, until, sha in trunk):
                 continue
-            evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes)
+            evidence = job_excuse(
+                verdict.job, mine.tests_of.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes
+            )
             if evidence:
                 dated = mine.cell.attempts_of(verdict)[0].created_at
                 excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence, dated))

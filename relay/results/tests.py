@@ -40,11 +40,9 @@ from relay.runkinds import trunk_commits
 from relay.testids import TestId
 from relay.triage.mutes import active_filter
 
-from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
+from .baseline import failures_load, has_baseline, test_kind
 from .cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
@@ -416,11 +414,7 @@ def _failures(cells: dict, method: str) -> dict:
     """Every cell's CellFailures (the baseline's reading of its latest attempts' failed tests,
     those whose name holds the test's method: every name of it does): what decides passed
     (inferred) and shared, and what a cell the minute sweep has not stored yet failed."""
-    failing = latest_failing_job_ids([c for c in cells.values() if c.failing])
-    tests = failed_tests_for_jobs(failing, name_contains=method)
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
-    return failures
+    return failures_load(cells, name_contains=method)
 
 
 def _cell(failures, runs: dict[int, str], tid: TestId) -> HistoryCell:
