@@ -6,13 +6,13 @@ A row's kind follows from three facts: its event type, whether it answers a PR's
 delivery, and whether its commit is on trunk (`on_trunk`: the relay's record of the commit pushed
 to upstream's branch, the one trunk rule). Kinds partition the rows: each row has exactly one.
 
-Public surface: `Kind`, `Figure`, `COUNTS` (the table), `kind_of`, `counts`, `on_trunk`,
+Public surface: `Kind`, `Figure`, `COUNTS` (the table), `kind_of`, `counts`, `counts_run`, `on_trunk`,
 `trunk_shas`, `trunk_commits`, `jobs_counted`, `counted_q`, `commits_q`, `counted_sql`, `tab_of`, `tab_q`, `tab_sql`."""
 
 from dataclasses import dataclass
 from enum import StrEnum
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from relay.models import BISECT_EVENT, SELF_REPORT_EVENTS, Delivery, Dispatch, JobRun, UpstreamCommit
 from relay.models.deliveries import CLOSING
@@ -46,6 +46,7 @@ class Figure(StrEnum):
     GATE = "gate"
     TALLIES = "tallies and pass rates"
     BACKEND_PAGE = "backend page tabs and head matrix"
+    OCCURRENCES = "known-issue occurrences and their notifications"
     EXCUSED = "excused failures"
     E2E_P50 = "E2E P50"
     TEST_STREAKS = "test streaks"
@@ -67,10 +68,14 @@ COUNTS: dict[Figure, Counted] = {
     # A commit's result: what the backend ran on it, placed where it belongs.
     Figure.CELLS: Counted(_PLACED),
     Figure.VERDICTS: Counted(_PLACED),
+    # The merge gate judges a head as its verdicts do; what shows on the PR (check runs, the oncall
+    # comment) is the runs it counts whatever the commit (`counts_run`): its dispatches' jobs.
     Figure.GATE: Counted(_PLACED),
     # Runs the backend reported, by tab: a self-report counts in its tab even off trunk.
     Figure.TALLIES: Counted(_REPORTED),
     Figure.BACKEND_PAGE: Counted(_REPORTED),
+    # A known issue is seen again in any run that tested something.
+    Figure.OCCURRENCES: Counted(_REPORTED),
     # Only the pull-request tab's failures are excused (the adjusted pass rate is of that tab).
     Figure.EXCUSED: Counted(frozenset({Kind.TRUNK_PUSH, Kind.PR_HEAD})),
     # Upstream's definition: pull_request runs only.
@@ -107,13 +112,20 @@ def kind_of(event_type: str, closing: bool, trunk: bool) -> Kind:
     if closing:
         return Kind.CLOSING
     if event_type in SELF_REPORT_EVENTS:
-        return Kind(event_type) if trunk else Kind.SELF_REPORT
+        return Kind(event_type) if trunk else Kind.SELF_REPORT  # Kind.NIGHTLY is "nightly", …
     return Kind.TRUNK_PUSH if event_type == PUSH_EVENT else Kind.PR_HEAD
 
 
 def counts(figure: Figure, kind: Kind, trunk: bool) -> bool:
     counted = COUNTS[figure]
     return kind in counted.kinds and (trunk or not counted.trunk_only)
+
+
+def counts_run(figure: Figure, event_type: str, closing: bool = False) -> bool:
+    """Whether `figure` counts a run of this event whatever its commit: a writer on the hot path
+    (a callback's reactions) knows no more, and for every figure that does not read trunk only the
+    commit never changes the answer for a dispatched run."""
+    return all(counts(figure, kind_of(event_type, closing, trunk), trunk) for trunk in (False, True))
 
 
 def tab_of(event_type: str) -> str:
@@ -126,12 +138,18 @@ def tab_of(event_type: str) -> str:
 
 
 def _trunk_q(shas) -> Q:
-    commits = trunk_commits() if shas is None else trunk_commits().filter(sha__in=list(shas))
-    return Q(head_sha__in=commits.values("sha"))
+    """A page of commits reads their few trunk SHAs once; a wide read asks per row by the index."""
+    if shas is None:
+        return Q(Exists(trunk_commits().filter(sha=OuterRef("head_sha"))))
+    return Q(head_sha__in=trunk_commits().filter(sha__in=list(shas)).values("sha"))
 
 
 def _closing_q(shas) -> Q:
-    closings = Delivery.objects.closings() if shas is None else Delivery.objects.closings().filter(head_sha__in=shas)
+    if shas is None:
+        of_closing = {f"delivery__{field}": value for field, value in CLOSING.items()}
+        closing = Dispatch.objects.filter(pk=OuterRef("dispatch_id"), **of_closing)
+        return Q(Exists(closing))
+    closings = Delivery.objects.closings().filter(head_sha__in=list(shas))
     return Q(dispatch__delivery_id__in=closings.values("pk"))
 
 
@@ -152,7 +170,7 @@ def counted_q(figure: Figure, shas=None) -> Q:
     """JobRun rows `figure` counts. `shas`, when the caller reads only these commits, narrows the
     subqueries to them (the grid's loader reads a page of commits among millions of rows)."""
     counted = COUNTS[figure]
-    left_out = [_kind_q(kind, shas) for kind in _collapsed(counted.kinds, out=True)]
+    left_out = [_kind_q(kind, shas) for kind in _left_out(counted.kinds)]
     left_out += [Q(event_type__in=SELF_REPORT_EVENTS)] if _self_reports(counted.kinds) == "out" else []
     q = ~_any(left_out) if left_out else Q()
     return q & _trunk_q(shas) if counted.trunk_only else q
@@ -165,10 +183,10 @@ def _self_reports(kinds) -> str:
     return "in" if family == _SELF_REPORTED else "out" if not family else "some"
 
 
-def _collapsed(kinds, out: bool) -> list[Kind]:
-    """The kinds left out (out=True) of a figure, the self-reported ones when it counts some only."""
+def _left_out(kinds) -> list[Kind]:
+    """The kinds a figure leaves out, the self-reported ones only when it counts some of them."""
     whole = _self_reports(kinds) != "some"
-    return [k for k in Kind if (k not in kinds) == out and not (whole and k in _SELF_REPORTED)]
+    return [k for k in Kind if k not in kinds and not (whole and k in _SELF_REPORTED)]
 
 
 def jobs_counted(figure: Figure, shas=None):
@@ -235,7 +253,7 @@ def _kind_sql(kind: Kind, alias: str) -> str:
 def counted_sql(figure: Figure, alias: str = "j") -> str:
     """`counted_q` as a SQL condition on the JobRun row `alias`."""
     counted = COUNTS[figure]
-    left_out = [f"({_kind_sql(kind, alias)})" for kind in _collapsed(counted.kinds, out=True)]
+    left_out = [f"({_kind_sql(kind, alias)})" for kind in _left_out(counted.kinds)]
     if _self_reports(counted.kinds) == "out":
         left_out.append(f"{alias}.event_type IN {_in(SELF_REPORT_EVENTS)}")
     condition = f"NOT ({' OR '.join(left_out)})" if left_out else "1 = 1"

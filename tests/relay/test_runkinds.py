@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from hud.selectors_backend import heads_in_window, jobs_by_head
 from relay import runkinds
 from relay.callbacks.receive import pr_head_only
+from relay.checks.reactions import job_shows_on_pr
 from relay.levels.e2e import e2e_p50
 from relay.levels.tallies.rollups import window_tallies
 from relay.models import (
@@ -31,6 +32,7 @@ from relay.results.cells import cells_for_commits
 from relay.results.gate import gate_verdict
 from relay.runkinds import COUNTS, Figure, Kind, counts, kind_of
 from relay.testlevel.store import commit_record, on_trunk
+from relay.triage.issues import occurrences_record
 from relay.triage.mutes import mute_create
 from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, ProjectFactory
 
@@ -109,6 +111,7 @@ def store():
 
     # Every state beside them: none may change which rows count or what is trunk.
     KnownIssue.objects.create(title="mul is slow", test_patterns=["TestCommon.test_mul*"], blocks_gate=False)
+    KnownIssue.objects.create(title="xpu dtype gaps", test_patterns=["TestCommon.test_*"], state="resolved")
     Expectation.objects.create(project=xpu, pattern="TestCommon.test_pow*", kind=Expectation.Kind.FAIL)
     Expectation.objects.create(project=xpu, pattern="TestCommon.test_sub*", kind=Expectation.Kind.FLAKY)
     mute_create(xpu, "test_ops.TestCommon.test_div_float32", "noisy", "xpu-team", "tester", days=7)
@@ -207,6 +210,22 @@ def test_the_tallies_count_per_tab_the_rows_the_table_counts(store):
         counted = sum(tally.verdicts.values()) if tally else 0
         assert counted == len({n for n in expected(rows, Figure.TALLIES) if runkinds.tab_of(rows[n].event_type) == tab})
     assert sum(tallies[(xpu.pk, "pr")].verdicts.values()) == 4  # two trunk pushes, the PR head, its merge run
+
+
+def test_what_shows_on_the_pr_is_what_the_gate_counts(store):
+    _, rows, _ = store
+    for name, row in rows.items():
+        job = JobRun.objects.select_related("project", "dispatch__delivery").get(pk=row.pk)
+        assert job_shows_on_pr(job) == (bool(row.pr_number) and name in expected(rows, Figure.GATE)), name
+    assert {n for n, r in rows.items() if job_shows_on_pr(r)} == {"pr-head", "merge-run"}
+
+
+def test_a_known_issue_is_seen_again_in_the_rows_the_table_counts(store):
+    _, rows, _ = store
+    seen = {name for name, row in rows.items() if occurrences_record(row.pk)}
+    failed = {name for name, row in rows.items() if row.conclusion == "failure"}
+    assert seen == expected(rows, Figure.OCCURRENCES) & failed
+    assert not seen & {"closing", "probe"} and "nightly-unrecorded" in seen
 
 
 def test_the_backend_page_lists_the_heads_and_jobs_the_table_counts(store):
