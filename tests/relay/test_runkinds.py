@@ -282,3 +282,15 @@ def test_the_pages_and_the_api_show_a_commit_s_counted_rows_and_no_other(client,
                 assert (name in page) == (name in expected(rows, Figure.CELLS, sha)), (sha, name)
                 if row.conclusion == "failure":
                     assert (name in api) == (name in expected(rows, Figure.CELLS, sha)), (sha, name)
+
+
+def test_level_status_counts_the_rows_the_table_counts(store):
+    """The level criteria read the pull-request tab's tallies and the E2E p50: the closing
+    clean-up's failure and the probe's are not the backend's, nor is the merge run an E2E sample."""
+    xpu, rows, _ = store
+    (repo,) = APIClient().get("/api/v1/level-status", {"repo": xpu.full_name}).json()["repos"]
+    pr_tab = {n for n in expected(rows, Figure.TALLIES) if runkinds.tab_of(rows[n].event_type) == "pr"}
+    passed = {n for n in pr_tab if rows[n].conclusion == "success"}
+    assert (repo["passRate"]["jobs"], repo["passRate"]["passed"]) == (len(pr_tab), len(passed)) == (4, 1)
+    (e2e,) = [c for c in repo["criteria"] if c["criterion"] == "e2e_p50"]
+    assert e2e["measured"] == e2e_p50(xpu, timezone.now() - timedelta(days=7)) == rows["pr-head"].queue_seconds + 600
