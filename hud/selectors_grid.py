@@ -25,6 +25,7 @@ from relay.results.grid import CommitCells, commit_cells
 from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
+from relay.runkinds import pr_heads, trunk_commits
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
 from .patterns import PatternError, pattern_matcher
@@ -275,11 +276,7 @@ class Grid:
 
 def commits_page(heads: str, page: int) -> tuple[list[UpstreamCommit], bool]:
     """Trunk pushes (or PR heads), newest first, one page plus one row to know if more follow."""
-    commits = (
-        UpstreamCommit.objects.filter(is_trunk=True)
-        if heads == "trunk"
-        else UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
-    )
+    commits = trunk_commits() if heads == "trunk" else pr_heads()
     start = (page - 1) * PER_PAGE
     rows = list(commits.order_by("-landed_at", "-id")[start : start + PER_PAGE + 1])
     return rows[:PER_PAGE], len(rows) > PER_PAGE

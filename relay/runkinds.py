@@ -7,7 +7,7 @@ delivery, and whether its commit is on trunk (`on_trunk`: the relay's record of 
 to upstream's branch, the one trunk rule). Kinds partition the rows: each row has exactly one.
 
 Public surface: `Kind`, `Figure`, `COUNTS` (the table), `kind_of`, `counts`, `counts_run`, `on_trunk`,
-`trunk_shas`, `trunk_commits`, `jobs_counted`, `counted_q`, `commits_q`, `counted_sql`, `tab_of`, `tab_q`, `tab_sql`."""
+`trunk_shas`, `trunk_commits`, `pr_heads`, `jobs_counted`, `counted_q`, `commits_q`, `counted_sql`, `tab_of`, `tab_q`, `tab_sql`."""
 
 from dataclasses import dataclass
 from enum import StrEnum
@@ -93,6 +93,11 @@ COUNTS: dict[Figure, Counted] = {
 def trunk_commits():
     """The commits the relay recorded pushed to upstream's trunk: the one trunk rule."""
     return UpstreamCommit.objects.filter(is_trunk=True)
+
+
+def pr_heads():
+    """The commits the relay knows as a PR's head and not on trunk."""
+    return UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
 
 
 def on_trunk(sha: str) -> bool:

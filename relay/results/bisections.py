@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from relay.links import bisection_api_path, commit_path
 from relay.models import Bisection, BisectProbe, UpstreamCommit
+from relay.runkinds import trunk_commits
 
 from .heads import landed_pr
 
@@ -154,9 +155,7 @@ def culprits_landed_by(number: int) -> list[BisectionRead]:
     """Bisections whose culprit is the trunk commit this upstream PR landed."""
     shas = [
         sha
-        for sha, title in UpstreamCommit.objects.filter(is_trunk=True, title__endswith=f"(#{int(number)})").values_list(
-            "sha", "title"
-        )
+        for sha, title in trunk_commits().filter(title__endswith=f"(#{int(number)})").values_list("sha", "title")
         if landed_pr(title) == int(number)
     ]
     return read(_rows().filter(culprit_sha__in=shas, state__in=SHOWN)) if shas else []

@@ -13,10 +13,11 @@ the reference), so the cost does not grow with history."""
 
 from dataclasses import dataclass, field
 
-from relay.models import Level, Project, PullRequest, UpstreamCommit
+from relay.models import Level, Project, PullRequest
 from relay.results.baseline import CellFailures, failure_kind, failures_load
 from relay.results.cells import cells_for_commits, reference_backend
 from relay.results.triage import cells_triage
+from relay.runkinds import trunk_commits
 from relay.verdicts import FAILING, job_key_label
 
 RECENT_TRUNK = 10
@@ -65,9 +66,7 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     """One entry per backend failing on the head (L1 backends report nothing to compare)."""
     reference = reference_backend(projects)
     backends = [p for p in projects if p.level != Level.L1 and p is not reference]
-    trunk = list(
-        UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK]
-    )
+    trunk = list(trunk_commits().order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK])
     before = list(dict.fromkeys(([pr.base_sha] if pr and pr.base_sha else []) + trunk))
     cells = cells_for_commits([head_sha, *before], backends + ([reference] if reference else []))
     failures = failures_load(cells)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from relay.models import Bisection, Project, UpstreamCommit
+from relay.runkinds import trunk_commits
 from relay.testids import TestId
 from relay.verdicts import FAILING, PASSING, job_key_label
 
@@ -95,7 +96,7 @@ def trunk_chain(start: UpstreamCommit | None = None, limit: int | None = None) -
     """Trunk commits from `start` (default: the newest) back along first parents, newest first.
     Where a parent was never recorded, the next older recorded push continues the chain."""
     limit = limit or settings.CRCR_CULPRIT_WINDOW
-    commits = UpstreamCommit.objects.filter(is_trunk=True)
+    commits = trunk_commits()
     if start is not None:
         commits = commits.filter(landed_at__lte=start.landed_at)
     loaded = list(commits.order_by("-landed_at", "-id")[: limit * 2])

@@ -4,7 +4,9 @@ one trunk rule). Each surface reads through its own code path (the cells' loader
 tallies' SQL, the backend page's window, the E2E p50, the test store, the pages and the API); each
 must give the table's answer."""
 
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -162,6 +164,20 @@ def test_every_row_has_the_kind_its_facts_give(store):
     closings = {"closing"}
     assert {n: kind_of(r.event_type, n in closings, runkinds.on_trunk(r.head_sha)) for n, r in rows.items()} == KINDS
     assert set(KINDS.values()) == set(Kind)
+
+
+def test_only_the_trunk_rule_asks_the_trunk_record():
+    """One trunk rule: every reader asks relay.runkinds (`trunk_commits`, `on_trunk`, `pr_heads`)
+    rather than filtering commits by their flag itself (the intake writes the flag, never filters)."""
+    root = Path(__file__).resolve().parents[2]
+    asking = re.compile(r"is_trunk\s*=\s*(True|False)")
+    offenders = {
+        str(path.relative_to(root))
+        for top in ("relay", "hud", "api")
+        for path in (root / top).rglob("*.py")
+        if "migrations" not in path.parts and asking.search(path.read_text())
+    }
+    assert offenders == {"relay/runkinds.py"}
 
 
 def test_probes_closings_and_unplaced_self_reports_count_for_no_commit():
