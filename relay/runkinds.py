@@ -71,7 +71,8 @@ COUNTS: dict[Figure, Counted] = {
     # The merge gate judges a head as its verdicts do; what shows on the PR (check runs, the oncall
     # comment) is the runs it counts whatever the commit (`counts_run`): its dispatches' jobs.
     Figure.GATE: Counted(_PLACED),
-    # Runs the backend reported, by tab: a self-report counts in its tab even off trunk.
+    # Runs the backend reported, by tab: a self-report counts in its tab even off trunk. The level
+    # criteria read these (and a backend's tenure starts at its first: relay.levels.inputs).
     Figure.TALLIES: Counted(_REPORTED),
     Figure.BACKEND_PAGE: Counted(_REPORTED),
     # A known issue is seen again in any run that tested something.

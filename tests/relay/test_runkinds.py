@@ -18,6 +18,7 @@ from relay import runkinds
 from relay.callbacks.receive import pr_head_only
 from relay.checks.reactions import job_shows_on_pr
 from relay.levels.e2e import e2e_p50
+from relay.levels.inputs import first_result_at
 from relay.levels.tallies.rollups import window_tallies
 from relay.models import (
     BISECT_EVENT,
@@ -108,7 +109,7 @@ def store():
     closing = dispatched(CLOSED, "pull_request", "closed", 9)
     run("closing", CLOSED, "pull_request", failed=["test_pow"], dispatch=closing, minutes=5)
     probe = dispatched(T0, BISECT_EVENT, "", None)
-    run("probe", T0, BISECT_EVENT, failed=["test_sub"], dispatch=probe, minutes=4)
+    run("probe", T0, BISECT_EVENT, failed=["test_sub"], dispatch=probe, minutes=12)  # the first row
     run("nightly-unrecorded", UNRECORDED, "nightly", failed=["test_div"], minutes=3)
 
     # Every state beside them: none may change which rows count or what is trunk.
@@ -310,3 +311,9 @@ def test_level_status_counts_the_rows_the_table_counts(store):
     assert (repo["passRate"]["jobs"], repo["passRate"]["passed"]) == (len(pr_tab), len(passed)) == (4, 1)
     (e2e,) = [c for c in repo["criteria"] if c["criterion"] == "e2e_p50"]
     assert e2e["measured"] == e2e_p50(xpu, timezone.now() - timedelta(days=7)) == rows["pr-head"].queue_seconds + 600
+
+
+def test_a_backend_s_tenure_starts_at_its_first_row_the_tallies_count(store):
+    xpu, rows, _ = store
+    first = min((rows[n] for n in expected(rows, Figure.TALLIES)), key=lambda r: r.created_at)
+    assert first_result_at(xpu) == first.created_at != rows["probe"].created_at
