@@ -19,9 +19,9 @@ from relay.levels.inputs import LevelHistory, backend_readiness, level_history
 from relay.levels.tallies.buckets import window_buckets
 from relay.levels.tallies.rollups import window_tallies
 from relay.levels.tallies.tally import Tally
-from relay.levels.windows import WINDOWS, event_filter
+from relay.levels.windows import WINDOWS
 from relay.linear import linear
-from relay.models import BISECT_EVENT, SELF_REPORT_EVENTS, FailedTest, JobRun, Project, UpstreamCommit
+from relay.models import FailedTest, JobRun, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
@@ -33,6 +33,7 @@ from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
 from relay.results.tests import flaky_tests
 from relay.run_links import github_job_id
+from relay.runkinds import Figure, counted_q, tab_of, tab_q
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
@@ -214,14 +215,14 @@ class Matrix:
 def matrix_label(job) -> str:
     """A self-reported (nightly, periodic) job is named with its workflow: several workflows test
     one SHA there, and their `build` jobs are different columns."""
-    if job.job_name and getattr(job, "event_type", "") in SELF_REPORT_EVENTS:
+    if job.job_name and tab_of(getattr(job, "event_type", "")) != "pr":
         return f"{job.workflow_name} / {job.job_name}"
     return job.job_name or job.workflow_name
 
 
-def head_runs(tab: str):
-    """A tab's job rows that are heads: a bisection probe is a commit a bisection tried, never a head."""
-    return JobRun.objects.filter(event_filter(tab)).exclude(event_type=BISECT_EVENT)
+def _page_rows(tab: str):
+    """The rows the page counts in this tab, as the tallies count them (relay.runkinds)."""
+    return counted_q(Figure.BACKEND_PAGE) & tab_q(tab)
 
 
 def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
@@ -229,8 +230,7 @@ def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     (a few thousand at most), which gives both the page and the count of heads tested. Runs are
     counted by distinct run id, not by job or attempt (test-infra #8832/#8833)."""
     return list(
-        head_runs(tab)
-        .filter(project=project, created_at__gte=since)
+        JobRun.objects.filter(_page_rows(tab), project=project, created_at__gte=since)
         .values("head_sha")
         .annotate(
             last=Max("created_at"),
@@ -243,7 +243,7 @@ def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
 
 
 def jobs_by_head(project: Project, tab: str, shas) -> dict[str, list]:
-    jobs = head_runs(tab).filter(project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
+    jobs = JobRun.objects.filter(_page_rows(tab), project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
     by_sha: dict[str, list] = {}
     for job in jobs:
         by_sha.setdefault(job.head_sha, []).append(job)

@@ -4,11 +4,10 @@ and job, read through the cell engine (relay.results.cells)."""
 from dataclasses import dataclass
 
 from relay.models import Project, UpstreamCommit
+from relay.results.baseline import failures_load
 from relay.results.cells import (
     Cell,
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     registered_backends,
 )
 from relay.results.heads import commit_pr_number
@@ -71,8 +70,11 @@ def commit_detail(sha: str, commit: UpstreamCommit | None) -> CommitDetail:
     failed tests grouped by test class."""
     projects = registered_backends()
     cells = cells_for_commits([sha], projects, detail=True)
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
-    backends = [BackendDetail(cells[(sha, p.id)], _job_details(cells[(sha, p.id)], tests)) for p in projects]
+    failures = failures_load(cells, with_messages=True)
+    backends = [
+        BackendDetail(cells[(sha, p.id)], _job_details(cells[(sha, p.id)], failures[(sha, p.id)].tests_of))
+        for p in projects
+    ]
     return CommitDetail(sha, commit, backends)
 
 

@@ -11,14 +11,12 @@ from django.conf import settings
 
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
-from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, grid_baseline
+from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, failures_load, grid_baseline
 from relay.results.blame import BackendBlame, reference_broken_by
 from relay.results.cells import (
     Cell,
     CellKey,
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
@@ -27,6 +25,7 @@ from relay.results.grid import CommitCells, commit_cells
 from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
+from relay.runkinds import pr_heads, trunk_commits
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
 from .patterns import PatternError, pattern_matcher
@@ -277,11 +276,7 @@ class Grid:
 
 def commits_page(heads: str, page: int) -> tuple[list[UpstreamCommit], bool]:
     """Trunk pushes (or PR heads), newest first, one page plus one row to know if more follow."""
-    commits = (
-        UpstreamCommit.objects.filter(is_trunk=True)
-        if heads == "trunk"
-        else UpstreamCommit.objects.filter(is_trunk=False, pr_number__isnull=False)
-    )
+    commits = trunk_commits() if heads == "trunk" else pr_heads()
     start = (page - 1) * PER_PAGE
     rows = list(commits.order_by("-landed_at", "-id")[start : start + PER_PAGE + 1])
     return rows[:PER_PAGE], len(rows) > PER_PAGE
@@ -407,7 +402,7 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     pair = [project] + ([reference] if reference and reference is not project else [])
     cells = cells_for_commits([sha], pair, detail=True)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
-    tests = failed_tests_for_jobs(latest_failing_job_ids([cells[(sha, project_id)]]), with_messages=True)
+    tests = failures_load({(sha, project_id): cells[(sha, project_id)]}, with_messages=True)[(sha, project_id)].tests_of
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     cell = cells[(sha, project_id)]
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []

@@ -10,6 +10,7 @@ from relay.links import backend_path, commit_path, pr_path, test_path
 from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
 from relay.results.heads import CANDIDATES, commits_by_prefix
 from relay.results.tests import identities_matching
+from relay.runkinds import trunk_commits
 
 MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
@@ -92,7 +93,7 @@ def prs_matching(text: str) -> list[PullRequest]:
 def commits_titled(text: str) -> list[UpstreamCommit]:
     if len(text) < MIN_TITLE_WORDS:
         return []
-    commits = UpstreamCommit.objects.filter(is_trunk=True, title__icontains=text)
+    commits = trunk_commits().filter(title__icontains=text)
     return list(commits.order_by("-landed_at")[:TITLE_HITS])
 
 

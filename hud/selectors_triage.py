@@ -10,11 +10,9 @@ from django.conf import settings
 from django.db.models import Count, Max, Min
 
 from relay.models import Expectation, IssueOccurrence, KnownIssue, Level, Project, UpstreamCommit
-from relay.results.baseline import cell_failures, resolve_commit_ids
+from relay.results.baseline import failures_load
 from relay.results.cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
@@ -138,9 +136,7 @@ def suggestions(limit: int = SUGGESTIONS_SHOWN) -> list[Suggestion]:
     reference = reference_backend(projects)
     cells = cells_for_commits([c.sha for c in commits], projects)
     failing = [c for c in cells.values() if c.failing]
-    tests = failed_tests_for_jobs(latest_failing_job_ids(failing), with_messages=True)
-    failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
-    resolve_commit_ids(failures.values())
+    failures = failures_load({(c.sha, c.project.id): c for c in failing}, with_messages=True)
     triage = cells_triage(failures, reference.id if reference else None)
     found = _shared_open_failures(commits, triage, failures, reference)
     return [_with_streaks(s) for s in _grouped(found)[:limit]]

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Max
 
-from .levels.windows import event_filter
 from .models import JobRun, Project
+from .runkinds import Figure, counted_q, tab_q
 from .verdicts import STATES, Counts, State, job_verdicts, latest_attempt, probe_state
 
 NIGHTLY = "nightly"
@@ -192,7 +192,7 @@ class ProbeHead:
 
 def probe_heads(probe: Project, tab: str, now: datetime) -> list[ProbeHead]:
     """The probe's latest few head SHAs of this kind, each judged by the probe rule."""
-    kinds = event_filter(tab)
+    kinds = counted_q(Figure.BACKEND_PAGE) & tab_q(tab)
     recent = (
         JobRun.objects.filter(kinds, project=probe, created_at__gte=now - PROBE_LOOKBACK)
         .values("head_sha")

@@ -7,6 +7,7 @@ from django.db.models import Count, Prefetch, Q
 
 from .github.installations import installed_names
 from .models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+from .runkinds import trunk_commits
 
 __all__ = [
     "STATUS_FILTERS",
@@ -92,7 +93,7 @@ def activity_counts() -> dict[str, int]:
 
 
 def trunk_commit(sha: str) -> UpstreamCommit | None:
-    return UpstreamCommit.objects.filter(sha=sha.lower(), is_trunk=True).first()
+    return trunk_commits().filter(sha=sha.lower()).first()
 
 
 def active_project(full_name: str) -> Project | None:

@@ -16,6 +16,7 @@ from ..links import short_sha
 from ..models import Bisection, HealthState, Project, UpstreamCommit
 from ..results.baseline import commit_baseline
 from ..results.tests import health_of, identity_find, streaks_of
+from ..runkinds import on_trunk, trunk_commits
 from .probes import budget_left
 from .ranges import RangeUnavailable, first_parent_range
 
@@ -30,7 +31,7 @@ def probes_needed(k: int) -> int:
 def bisection_consider(project_id: int, sha: str) -> Bisection | None:
     """The bisection the backend's results on `sha` start, if they start one."""
     project = Project.objects.filter(pk=project_id, active=True, bisect_enabled=True).first()
-    commit = UpstreamCommit.objects.filter(sha=sha, is_trunk=True).first()
+    commit = trunk_commits().filter(sha=sha).first()
     if project is None or commit is None or Bisection.objects.running().filter(project=project).exists():
         return None
     (good, bad), tests = _red_together(project, commit)
@@ -71,7 +72,7 @@ def new_backend_only(project: Project, commit: UpstreamCommit):
         streak = streaks_of(identity, [project.pk], before=commit).get(project.pk)
         if streak is None or not streak.last_passing or _covered(project, streak.last_passing, test.test_id):
             continue
-        if UpstreamCommit.objects.filter(sha=streak.first_failing, is_trunk=True).exists():
+        if on_trunk(streak.first_failing):
             yield test.test_id, test.job, streak.last_passing, streak.first_failing
 
 

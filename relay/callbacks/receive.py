@@ -20,10 +20,10 @@ from ..models import (
     JobRun,
     Level,
     Project,
-    UpstreamCommit,
     UsedToken,
     is_probe_key,
 )
+from ..runkinds import on_trunk, pr_heads
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
@@ -420,10 +420,10 @@ def _report_fields(report: Report) -> dict:
 
 
 def pr_head_only(sha: str) -> bool:
-    """The relay knows `sha` as a PR head and not as a trunk commit."""
-    if UpstreamCommit.objects.filter(sha=sha, is_trunk=True).exists():
+    """The relay knows `sha` as a PR head and not as a trunk commit (relay.runkinds.on_trunk)."""
+    if on_trunk(sha):
         return False
-    known_head = UpstreamCommit.objects.filter(sha=sha, pr_number__isnull=False).exists()
+    known_head = pr_heads().filter(sha=sha).exists()
     return known_head or Dispatch.objects.filter(head_sha=sha, event_type="pull_request").exists()
 
 

@@ -9,6 +9,7 @@ import logging
 from django.db import transaction
 
 from ..models import Delivery, Dispatch, JobRun, Level
+from ..runkinds import Figure, counts_run
 from . import labels, reruns
 from .checkruns import backend_check_run_refresh, gate_check_run_refresh, job_check_run_refresh
 from .oncall import oncall_refresh
@@ -56,7 +57,7 @@ def job_reacted(job_run_id: int) -> None:
     """A job started, finished, or was ended by the sweeper: its check run, its backend's, the
     gate (L4) and the oncall comment follow."""
     job = JobRun.objects.select_related("project", "dispatch__delivery").filter(pk=job_run_id).first()
-    if job is None or not _pr_job(job):
+    if job is None or not job_shows_on_pr(job):
         return
     project, pr = job.project, job.pr_number
     if project.level == Level.L4:
@@ -72,12 +73,15 @@ def upstream_wants_job(level: str, event_type: str, pr_number: int | None) -> bo
     """Only L3/L4 jobs on an upstream PR show on it (check runs, the gate, oncall): a writer asks
     this before it enqueues a reaction that would otherwise find nothing to do. A push has a PR
     only when it is the PR's `ciflow/trunk/<pr>` merge run (relay.intake.deliveries)."""
-    return bool(pr_number) and event_type in ("pull_request", "push") and level in UPSTREAM_LEVELS
+    return bool(pr_number) and counts_run(Figure.GATE, event_type) and level in UPSTREAM_LEVELS
 
 
-def _pr_job(job: JobRun) -> bool:
+def job_shows_on_pr(job: JobRun) -> bool:
+    """A job of a PR head the gate counts (relay.runkinds), not a closing clean-up, on L3/L4."""
     closing = job.dispatch is not None and job.dispatch.delivery.is_closing
-    return upstream_wants_job(job.project.level, job.event_type, job.pr_number) and not closing
+    return upstream_wants_job(job.project.level, job.event_type, job.pr_number) and counts_run(
+        Figure.GATE, job.event_type, closing
+    )
 
 
 @_logged

@@ -3,8 +3,8 @@ upstream-changes.md, "Level criteria, in detail"): per **run**, one sample each,
 
     max queue time over the run's jobs + (last completion − first start over its jobs),
 
-over the backend's completed PR jobs (pull_request events only, pushes and nightlies left out),
-each job's latest attempt per (repo, run_id, job_name) — run_id is unique only within a repo, so
+over the backend's completed PR jobs (relay.runkinds: PR heads only; pushes, nightlies and a PR's
+closing clean-up left out), each job's latest attempt per (repo, run_id, job_name) — run_id is unique only within a repo, so
 runs are the backend's own. Starts and completions are the times the CI reported, else the relay's
 clock; a job the relay ended (timed out, never started, superseded) did not complete. The median
 of the samples (the mean of the middle two for an even count); no run, no data."""
@@ -14,6 +14,7 @@ from datetime import datetime
 
 from relay.cache import soft_get, soft_set
 from relay.models import JobRun, Project
+from relay.runkinds import Figure, jobs_counted
 from relay.verdicts import latest_attempt
 
 CACHE_SECONDS = 120
@@ -64,13 +65,16 @@ def e2e_p50(project: Project, since: datetime) -> float | None:
     cached = soft_get(key)
     if cached is not None:
         return cached.get("p50")
-    jobs = JobRun.objects.filter(
-        project=project,
-        event_type="pull_request",
-        status=JobRun.Status.COMPLETED,
-        ended_by=JobRun.EndedBy.CALLBACK,
-        created_at__gte=since,
-    ).only(*FIELDS)
+    jobs = (
+        jobs_counted(Figure.E2E_P50)
+        .filter(
+            project=project,
+            status=JobRun.Status.COMPLETED,
+            ended_by=JobRun.EndedBy.CALLBACK,
+            created_at__gte=since,
+        )
+        .only(*FIELDS)
+    )
     value = p50(run_samples(jobs))
     soft_set(key, {"p50": value}, CACHE_SECONDS)
     return value

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from relay.models import JobRun, Level, LevelChange, Project
 from relay.results.excused import AdjustedRates, adjusted_rates
+from relay.runkinds import Figure, jobs_counted
 
 from . import criteria as readiness_rules
 from .e2e import e2e_p50
@@ -52,8 +53,11 @@ def level_since(project: Project) -> datetime:
 
 
 def first_result_at(project: Project) -> datetime | None:
+    """When the backend's first run the tallies count completed: a probe or a PR's closing
+    clean-up is not a result of its own (relay.runkinds), so it starts no tenure."""
     return (
-        JobRun.objects.filter(project=project, status=JobRun.Status.COMPLETED)
+        jobs_counted(Figure.TALLIES)
+        .filter(project=project, status=JobRun.Status.COMPLETED)
         .order_by("created_at")
         .values_list("created_at", flat=True)
         .first()

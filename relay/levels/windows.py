@@ -3,10 +3,6 @@
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Q
-
-from relay.models import SELF_REPORT_EVENTS
-
 # --- ranges and tabs --------------------------------------------------------------------------------
 
 
@@ -48,22 +44,12 @@ def window_key(value: str | None) -> tuple[str, str]:
 
 
 TABS = {"pr": "Pull requests", "nightly": "Nightly", "periodic": "Periodic"}
-"""Kinds of run: `pr` is JobRun.event_type pull_request or push (anything not nightly/periodic)."""
+"""The pages' tabs of runs (relay.runkinds.tab_of: `pr` is every kind but the self-reported ones)."""
 DEFAULT_TAB = "pr"
 
 NIGHTLY_STALE_AFTER = timedelta(hours=26)
 """Nightly and periodic backends report about once a day; a day and a bit of silence is stale."""
 
 
-def kind_of(event_type: str) -> str:
-    return event_type if event_type in SELF_REPORT_EVENTS else "pr"
-
-
 def stale_after(window: Window, tab: str) -> timedelta:
     return window.stale_after if tab == "pr" else max(window.stale_after, NIGHTLY_STALE_AFTER)
-
-
-def event_filter(tab: str) -> Q:
-    """JobRun rows of one kind of run: a self-reported kind (nightly, periodic) by its event type,
-    `pr` as everything else (pull_request and push)."""
-    return Q(event_type=tab) if tab in SELF_REPORT_EVENTS else ~Q(event_type__in=SELF_REPORT_EVENTS)

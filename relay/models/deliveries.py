@@ -10,11 +10,16 @@ from .registry import Project
 BISECT_EVENT = "bisect"
 """The event of a bisection probe's Delivery, Dispatch and job rows (relay.models.bisection): a
 probe asks a question of ours about a commit and runs only the tests asked about, so no cell,
-count or tally takes it as the commit's result (JobRun.objects.results_for, the `counted`
+count or tally takes it as the commit's result (relay.runkinds, the `counted`
 querysets here, the level tallies' SQL)."""
 PROBE_KEY_PREFIX = "bisect-"
 """A probe's delivery id starts so (`bisect-<bisection>-<probe>`): a GitHub delivery GUID never
 does, so a callback naming one answers a probe, whatever event type it reports."""
+
+
+CLOSING = {"event": "pull_request", "action": "closed"}
+"""A PR's closing delivery (the one definition: DeliveryQuerySet.closings, Delivery.is_closing,
+and the SQL of relay.runkinds): its dispatches are a clean-up downstream, not a test of the head."""
 
 
 def is_probe_key(delivery_id: str) -> bool:
@@ -25,7 +30,7 @@ class DeliveryQuerySet(models.QuerySet):
     def closings(self):
         """A PR's closing deliveries: their dispatches are a clean-up downstream, not a test of the
         head, so no cell, gate or count waits on them (the one definition; Delivery.is_closing)."""
-        return self.filter(event="pull_request", action="closed")
+        return self.filter(**CLOSING)
 
     def probes(self):
         """Bisection probes (relay.models.bisection): a question of ours about a commit, not an
@@ -33,7 +38,7 @@ class DeliveryQuerySet(models.QuerySet):
         return self.filter(event=BISECT_EVENT)
 
     def counted(self):
-        return self.exclude(event="pull_request", action="closed").exclude(event=BISECT_EVENT)
+        return self.exclude(**CLOSING).exclude(event=BISECT_EVENT)
 
 
 class DispatchQuerySet(models.QuerySet):
@@ -83,7 +88,7 @@ class Delivery(models.Model):
 
     @property
     def is_closing(self) -> bool:
-        return self.event == "pull_request" and self.action == "closed"
+        return (self.event, self.action) == (CLOSING["event"], CLOSING["action"])
 
 
 class Dispatch(OutboxRow):

@@ -4,9 +4,8 @@ used, and re-runs asked for upstream."""
 from django.db import models
 from django.utils import timezone
 
-from .deliveries import BISECT_EVENT, Delivery, Dispatch
+from .deliveries import Delivery, Dispatch
 from .registry import Project
-from .upstream import UpstreamCommit
 
 NEVER_STARTED_RUN_ID = "-"
 """run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
@@ -23,21 +22,6 @@ periodic runs); every other event type answers a dispatch."""
 
 
 class JobRunQuerySet(models.QuerySet):
-    def results_for(self, shas):
-        """Every attempt that counts as a result for these commits, on every page, the API and the
-        gate alike. Two kinds of row are about something else: a nightly/periodic self-report on
-        a SHA that is not a trunk commit (it shows on trunk only), and a job answering the
-        dispatch of a PR's closing (a clean-up, not a test of the head). A bisection's probe
-        runs only the tests asked about: its jobs are the bisection's, not the commit's."""
-        trunk = UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).values("sha")
-        closings = Delivery.objects.closings().filter(head_sha__in=shas).values("pk")
-        return (
-            self.filter(head_sha__in=shas)
-            .exclude(models.Q(event_type__in=SELF_REPORT_EVENTS) & ~models.Q(head_sha__in=trunk))
-            .exclude(dispatch__delivery_id__in=closings)
-            .exclude(event_type=BISECT_EVENT)
-        )
-
     def self_reports(self):
         return self.filter(event_type__in=SELF_REPORT_EVENTS)
 

@@ -24,6 +24,7 @@ from ..results.baseline import BACKEND, MIXED, commit_baseline
 from ..results.cells import cells_for_commits, reference_backend, registered_backends
 from ..results.culprits import streaks, trunk_chain
 from ..results.tests import states_for
+from ..runkinds import trunk_commits
 from ..verdicts import PASSING
 from ..watermarks import watermark_move, watermark_read
 from .events import event_emit
@@ -51,7 +52,7 @@ def trunk_events(since) -> list[NotificationEvent]:
         .annotate(last=Max("updated_at"))
     )
     shas = {row["head_sha"] for row in touched[:2000]}
-    commits = list(UpstreamCommit.objects.filter(sha__in=shas, is_trunk=True).order_by("landed_at")[:MAX_COMMITS])
+    commits = list(trunk_commits().filter(sha__in=shas).order_by("landed_at")[:MAX_COMMITS])
     events = []
     for commit in commits:
         events += commit_events(commit)

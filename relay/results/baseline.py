@@ -165,6 +165,19 @@ def infrastructure_failure(verdict, reported: list) -> bool:
     return verdict.state in NO_BASELINE_STATES and not reported and job.tests_total is None and not job.tests_failed
 
 
+def failures_load(cells: dict, with_messages: bool = False, name_contains: str = "") -> dict:
+    """Each cell's CellFailures, by the same key: the failed tests of its failing latest attempts
+    (one query for all; `name_contains` narrows them to one test's rows), read under the identity
+    rule, modules filled in across the cells of one commit. The one sequence every reader of a
+    cell's failures runs (pages, API, gate, notifications, levels); a failure's tests by attempt are
+    its `tests_of`."""
+    ids = latest_failing_job_ids(cells.values())
+    tests = failed_tests_for_jobs(ids, with_messages=with_messages, name_contains=name_contains)
+    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
+    resolve_commit_ids(failures.values())
+    return failures
+
+
 def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
     """Fill in missing modules from the other reports on the same commit (relay.testids)."""
     by_sha: dict[str, list[CellFailures]] = {}
@@ -242,8 +255,8 @@ def reference_failures(sha: str) -> CellFailures | None:
     reference = reference_backend(registered_backends())
     if reference is None:
         return None
-    cell = cells_for_commits([sha], [reference])[(sha, reference.id)]
-    return cell_failures(cell, failed_tests_for_jobs(latest_failing_job_ids([cell])))
+    key = (sha, reference.id)
+    return failures_load({key: cells_for_commits([sha], [reference])[key]})[key]
 
 
 def _combine(kinds: set[str]) -> str:
@@ -270,9 +283,7 @@ def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
     if not failing:
         return {}, set(), {}, {}
     triager = triager_load({c.project.id for c in failing})
-    tests = failed_tests_for_jobs(latest_failing_job_ids(failing), with_messages=needs_messages(triager))
-    failures = {(c.sha, c.project.id): cell_failures(c, tests) for c in failing}
-    resolve_commit_ids(failures.values())
+    failures = failures_load({(c.sha, c.project.id): c for c in failing}, with_messages=needs_messages(triager))
     triage = cells_triage(failures, reference_id, triager)
     known = reference_triage(failures, reference_id, triager)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference_id}
@@ -475,9 +486,7 @@ def commit_baseline(sha: str) -> CommitBaseline:
     parent = commit.parent_sha if commit else ""
     projects = [p for p in registered_backends() if p.level != Level.L1]
     cells = cells_for_commits([sha, parent] if parent else [sha], projects)
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = failures_load(cells, with_messages=True)
     ref_project = reference_backend(projects)
     on_commit = {k: f for k, f in failures.items() if k[0] == sha}
     reference_id = ref_project.id if ref_project else None

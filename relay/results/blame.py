@@ -30,17 +30,16 @@ the reference), so the cost does not grow with history."""
 
 from dataclasses import dataclass, field
 
-from relay.models import Level, Project, PullRequest, UpstreamCommit
+from relay.models import Level, Project, PullRequest
+from relay.runkinds import trunk_commits
 from relay.testids import TestId, TestIdResolver, report_ids
 from relay.triage.classify import EXPECTED
 from relay.triage.mutes import Mutes
 from relay.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
 
-from .baseline import CellFailures, cell_failures, failure_kind, resolve_commit_ids
+from .baseline import CellFailures, failure_kind, failures_load
 from .cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     reported_environment,
 )
@@ -133,14 +132,10 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     backends report nothing to compare)."""
     reference = reference_backend(projects)
     backends = [p for p in projects if p.level != Level.L1 and p is not reference]
-    trunk = list(
-        UpstreamCommit.objects.filter(is_trunk=True).order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK]
-    )
+    trunk = list(trunk_commits().order_by("-landed_at").values_list("sha", flat=True)[:RECENT_TRUNK])
     before = list(dict.fromkeys(([pr.base_sha] if pr and pr.base_sha else []) + trunk))
     cells = cells_for_commits([head_sha, *before], backends + ([reference] if reference else []), detail=True)
-    tests = failed_tests_for_jobs(latest_failing_job_ids([c for c in cells.values() if c.failing]))
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = failures_load(cells)
     ref = failures.get((head_sha, reference.id)) if reference else None
     on_head = {k: f for k, f in failures.items() if k[0] == head_sha}
     judge = _Judge(

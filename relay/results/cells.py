@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from django.db.models.fields.json import KeyTextTransform
 
-from relay.models import Delivery, Dispatch, FailedTest, JobRun, Level, Project
+from relay.models import Delivery, Dispatch, FailedTest, Level, Project
+from relay.runkinds import Figure, jobs_counted
 from relay.verdicts import (
     FAILING,
     STATES,
@@ -103,7 +104,7 @@ def jobs_for_commits(shas: list[str], project_ids: list[int], detail: bool = Fal
     if not shas or not project_ids:
         return []
     rows = (
-        JobRun.objects.results_for(shas).filter(project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
+        jobs_counted(Figure.CELLS, shas).filter(project_id__in=project_ids).order_by("created_at", "run_attempt", "id")
     )
     if detail:
         return [DetailJob._make(values) for values in rows.values_list(*DETAIL_FIELDS)]

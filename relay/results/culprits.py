@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from relay.models import Bisection, Project, UpstreamCommit
+from relay.runkinds import trunk_commits
 from relay.testids import TestId
 from relay.triage.classify import Match, triager_load
 from relay.verdicts import FAILING, PASSING, job_key_label
 
-from .baseline import CellFailures, cell_failures, failure_kind, reference_failures, resolve_commit_ids
+from .baseline import CellFailures, failure_kind, failures_load, reference_failures
 from .bisections import Since, since_which
-from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
+from .cells import Cell, cells_for_commits
 from .triage import cell_triage, needs_messages
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
@@ -124,7 +125,7 @@ def trunk_chain(start: UpstreamCommit | None = None, limit: int | None = None) -
     """Trunk commits from `start` (default: the newest) back along first parents, newest first.
     Where a parent was never recorded, the next older recorded push continues the chain."""
     limit = limit or settings.CRCR_CULPRIT_WINDOW
-    commits = UpstreamCommit.objects.filter(is_trunk=True)
+    commits = trunk_commits()
     if start is not None:
         commits = commits.filter(landed_at__lte=start.landed_at)
     loaded = list(commits.order_by("-landed_at", "-id")[: limit * 2])
@@ -164,9 +165,7 @@ class History:
 def history_load(project: Project, chain: list[UpstreamCommit]) -> History:
     shas = [c.sha for c in chain]
     cells = cells_for_commits(shas, [project])
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()))
-    failures = {sha: cell_failures(cell, tests) for (sha, _), cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = {sha: failure for (sha, _), failure in failures_load(cells).items()}
     return History(chain, {sha: cell for (sha, _), cell in cells.items()}, failures)
 
 
@@ -197,9 +196,7 @@ def _known_attach(project: Project, found: list[Streak], failures: CellFailures)
         return
     triager = triager_load({project.id})
     if needs_messages(triager):  # a message rule needs the messages the walk did not load
-        tests = failed_tests_for_jobs(latest_failing_job_ids([failures.cell]), with_messages=True)
-        failures = cell_failures(failures.cell, tests)
-        resolve_commit_ids([failures])
+        failures = failures_load({"cell": failures.cell}, with_messages=True)["cell"]
     triage = cell_triage(failures, triager)
     for streak in found:
         streak.known = triage.match_for(streak.identity if streak.kind == "test" else streak.subject)

@@ -36,24 +36,22 @@ from relay.cache import soft_get, soft_set
 from relay.models import (
     FAILING_OUTCOMES,
     MAX_FAILED_TESTS,
-    SELF_REPORT_EVENTS,
     JobRun,
     KnownIssue,
     Level,
     Project,
     TestMuteEvent,
 )
+from relay.runkinds import Figure, counts, jobs_counted, kind_of, trunk_shas
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
 from relay.triage.mutes import Mutes
 from relay.verdicts import Rates, State, job_label
 
-from .baseline import CellFailures, cell_failures, has_baseline, resolve_commit_ids
+from .baseline import CellFailures, failures_load, has_baseline
 from .cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
     reported_environment,
@@ -219,20 +217,21 @@ def excused_jobs(project: Project, since: datetime, until: datetime | None = Non
         return []
     projects = [project] + ([reference] if reference else [])
     cells = cells_for_commits(shas, projects, detail=True)
-    tests = failed_tests_for_jobs(latest_failing_job_ids(cells.values()), with_messages=True)
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
+    failures = failures_load(cells, with_messages=True)
     triager = triager_load([project.id])
     mutes = Mutes([project.id])
+    trunk = trunk_shas(shas)
     verdicts = _verdicts(failures, project) if project.excuse_triage_verdicts else {}
     excused = []
     for sha in shas:
         mine = failures[(sha, project.id)]
         ref = failures.get((sha, reference.id)) if reference else None
         for verdict in mine.cell.verdicts:
-            if not _counted_failure(verdict, mine, since, until):
+            if not _counted_failure(verdict, mine, since, until, sha in trunk):
                 continue
-            evidence = job_excuse(verdict.job, tests.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes)
+            evidence = job_excuse(
+                verdict.job, mine.tests_of.get(verdict.job.id, []), mine, ref, triager, verdicts, mutes
+            )
             if evidence:
                 dated = mine.cell.attempts_of(verdict)[0].created_at
                 excused.append(ExcusedJob(sha, verdict.job.id, job_label(verdict.job), evidence, dated))
@@ -251,15 +250,17 @@ def projects_with_failures(since: datetime, until: datetime | None = None) -> se
 
 
 def _failing_rows(since: datetime, until: datetime | None):
-    rows = JobRun.objects.filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
-    rows = rows.exclude(event_type__in=SELF_REPORT_EVENTS).exclude(conclusion="success")
+    rows = jobs_counted(Figure.EXCUSED).filter(created_at__gte=since, status=JobRun.Status.COMPLETED)
+    rows = rows.exclude(conclusion="success")
     return rows.filter(created_at__lt=until) if until is not None else rows
 
 
-def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None) -> bool:
+def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None, trunk: bool) -> bool:
     """A failed PR/push job the window's tally counts that can be excused: latest attempt failed
-    (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it."""
-    if verdict.state != State.FAILURE or verdict.job.event_type in SELF_REPORT_EVENTS:
+    (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it.
+    A cell holds no closing dispatch's job (relay.runkinds)."""
+    kind = kind_of(verdict.job.event_type, closing=False, trunk=trunk)
+    if verdict.state != State.FAILURE or not counts(Figure.EXCUSED, kind, trunk):
         return False
     first = mine.cell.attempts_of(verdict)[0].created_at
     return first >= since and (until is None or first < until)

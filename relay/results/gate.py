@@ -20,6 +20,7 @@ failures; this gate settles on one rule for both."""
 
 from django.db.models import Exists, OuterRef
 
+from .. import runkinds
 from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project, PullRequest
 from ..verdicts import (
     FAILING,
@@ -46,10 +47,10 @@ STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SK
 
 def jobs_counted(project: Project, head_sha: str):
     """Every attempt of every job of `project` that counts for this head, as the pages count them
-    (JobRun.objects.results_for): a `ciflow/trunk` merge run's jobs are later attempts of the same
+    (relay.runkinds): a `ciflow/trunk` merge run's jobs are later attempts of the same
     jobs. A push run nobody started is left out: a backend that takes no push events must not
     fail the PR for it."""
-    jobs = JobRun.objects.results_for([head_sha]).filter(project=project)
+    jobs = runkinds.jobs_counted(runkinds.Figure.GATE, [head_sha]).filter(project=project)
     return jobs.exclude(dispatch__event_type="push", run_id=NEVER_STARTED_RUN_ID).prefetch_related("failed_tests")
 
 

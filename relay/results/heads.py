@@ -9,6 +9,7 @@ from django.db.models import Min, Q
 
 from relay.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, PullRequest, UpstreamCommit
+from relay.runkinds import trunk_commits
 
 CANDIDATES = 12
 """At most this many commits are listed for a prefix (two already make it ambiguous)."""
@@ -38,7 +39,7 @@ def landed_commits(number: int, limit: int = 20) -> list[UpstreamCommit]:
     """The trunk commits an upstream PR landed as, newest first: those whose title names it last,
     "(#123)", as the merge bot writes it; whether or not the relay saw the PR's own events (a
     ghstack stack or a direct land sends none)."""
-    rows = UpstreamCommit.objects.filter(is_trunk=True, title__contains=f"(#{int(number)})")
+    rows = trunk_commits().filter(title__contains=f"(#{int(number)})")
     return [c for c in rows.order_by("-landed_at", "-id")[:limit] if landed_pr(c.title) == int(number)]
 
 

@@ -22,6 +22,8 @@ from datetime import datetime, timedelta
 from statistics import median
 
 from relay.models import HealthState, TestedCommit, TestHealth
+from relay.runkinds import Figure as RunFigure
+from relay.runkinds import commits_q
 
 COVERAGE_TARGET = 0.80
 FLAKY_TARGET = 0.05
@@ -78,8 +80,9 @@ Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran"
 
 
 def _commits(project, since: datetime, until: datetime) -> list[Tested]:
-    """The backend's finished tested commits, oldest first."""
-    rows = TestedCommit.objects.filter(project=project, created_at__gte=since, created_at__lt=until)
+    """The backend's finished tested commits, oldest first (relay.runkinds: trunk commits)."""
+    rows = TestedCommit.objects.filter(commits_q(RunFigure.QUALITY), project=project, created_at__gte=since)
+    rows = rows.filter(created_at__lt=until)
     rows = rows.exclude(stepped_jobs=[]).order_by("created_at", "id")
     return [Tested._make(values) for values in rows.values_list(*Tested._fields)]
 

@@ -39,15 +39,14 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
+from relay.runkinds import trunk_commits
 from relay.testids import TestId, id_parts, parse_test_id
 from relay.triage.mutes import active_filter
 
-from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
+from .baseline import failures_load, has_baseline, test_kind
 from .bisections import NAMING, Since, bisections_of_test, since_which
 from .cells import (
     cells_for_commits,
-    failed_tests_for_jobs,
-    latest_failing_job_ids,
     reference_backend,
     registered_backends,
 )
@@ -235,7 +234,7 @@ def _passed_on(project_ids, shas, since=None) -> set[tuple[int, str]]:
 def streaks_of(identity: TestIdentity, project_ids, before: UpstreamCommit | None = None) -> dict[int, Streak]:
     """Per backend: the first failing commit of its newest streak (at or before `before`) and
     the last passing commit before it (None: none in the window)."""
-    commits = UpstreamCommit.objects.filter(is_trunk=True)
+    commits = trunk_commits()
     if before is not None:
         commits = commits.filter(landed_at__lte=before.landed_at)
     chain, since = _chain(commits)
@@ -269,7 +268,7 @@ def last_pass_before(identity: TestIdentity, project_id: int, sha: str) -> str |
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     if commit is None:
         return None
-    older = UpstreamCommit.objects.filter(is_trunk=True, landed_at__lt=commit.landed_at)
+    older = trunk_commits().filter(landed_at__lt=commit.landed_at)
     chain, since = _chain(older)
     failing = _failing_shas(identity, [project_id], chain, since).get(project_id, set())
     passed = {s for _, s in _passed_on([project_id], chain, since)}
@@ -453,7 +452,7 @@ def _page(cursor: str | None, limit: int, project_ids: list[int], probed=frozens
     ran = JobRun.objects.filter(head_sha=OuterRef("sha"), project_id__in=project_ids).exclude(event_type=BISECT_EVENT)
     unswept = Q(landed_at__gte=timezone.now() - UNSTORED) & Q(Exists(ran)) & ~Q(Exists(tested))
     shown = (Q(Exists(tested)) | Q(sha__in=list(probed)) | unswept) if stored else unswept
-    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(shown)
+    commits = trunk_commits().filter(shown)
     after = cursor_read(cursor)
     if after is not None:
         landed, pk = after
@@ -511,11 +510,7 @@ def _failures(cells: dict, method: str) -> dict:
     """Every cell's CellFailures (the baseline's reading of its latest attempts' failed tests,
     those whose name holds the test's method: every name of it does): what decides passed
     (inferred) and shared, and what a cell the minute sweep has not stored yet failed."""
-    failing = latest_failing_job_ids([c for c in cells.values() if c.failing])
-    tests = failed_tests_for_jobs(failing, name_contains=method)
-    failures = {key: cell_failures(cell, tests) for key, cell in cells.items()}
-    resolve_commit_ids(failures.values())
-    return failures
+    return failures_load(cells, name_contains=method)
 
 
 def _cell(failures, runs: dict[int, str], tid: TestId) -> HistoryCell:

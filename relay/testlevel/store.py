@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from relay import follow_up
+from relay import follow_up, runkinds
 from relay.models import (
     FAILING_OUTCOMES,
     HealthState,
@@ -28,7 +28,6 @@ from relay.models import (
     TestHealth,
     TestIdentity,
     TestRun,
-    UpstreamCommit,
 )
 from relay.models.testlevel import rows_insert
 from relay.results.baseline import cell_failures
@@ -188,16 +187,16 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
 
 
 def on_trunk(sha: str, jobs: list) -> bool:
-    """Whether these runs are of upstream's branch rather than of a PR head: the relay heard the
-    commit pushed to trunk, or a run says so itself (push, nightly, periodic; upstream's own
-    workflows that the reference is imported from run on pull_request and on push alike). A PR
-    carries its own change, so its plain failures and passes say nothing of the test on trunk and
-    never move a failing or clean-pass streak (a PR that breaks a test must not make it read
-    *broken* on every page). Its retries still count, and passing and failing on one commit is
-    flaky whatever the code."""
-    if any(job.event_type != "pull_request" for job in jobs):
-        return True
-    return UpstreamCommit.objects.filter(sha=sha, is_trunk=True).exists()
+    """Whether these runs step streaks (relay.runkinds, TEST_STREAKS): runs of a commit the relay
+    recorded on upstream's trunk, whatever event they name (upstream's own workflows that the
+    reference is imported from run on pull_request and on push alike). A PR carries its own
+    change, so its plain failures and passes say nothing of the test on trunk and never move a
+    failing or clean-pass streak (a PR that breaks a test must not make it read *broken* on every
+    page), nor does a nightly on a commit no page places on trunk. Its retries still count, and
+    passing and failing on one commit is flaky whatever the code."""
+    trunk = runkinds.on_trunk(sha)
+    kinds = {runkinds.kind_of(job.event_type, closing=False, trunk=trunk) for job in jobs}
+    return any(runkinds.counts(runkinds.Figure.TEST_STREAKS, kind, trunk) for kind in kinds)
 
 
 def open_health(project: Project):

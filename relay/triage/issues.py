@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ..models import FailedTest, JobRun, Project
 from ..models.triage import IssueOccurrence, KnownIssue
+from ..runkinds import Figure, jobs_counted
 from ..testids import report_ids
 from ..verdicts import FAILING, conclusion_state
 from .classify import issues_load, triager_for
@@ -117,7 +118,8 @@ def job_failures(job: JobRun, tests: list, device_type: str = "") -> list[Failur
 def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
     """Match one attempt's failures against every known issue (open and resolved); returns the
     new occurrences. Idempotent: an attempt recorded twice adds nothing."""
-    job = JobRun.objects.select_related("project").filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
+    jobs = jobs_counted(Figure.OCCURRENCES).select_related("project")  # a probe or a clean-up is no sighting
+    job = jobs.filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
     # Issues first: with none to match (a fresh install, or a quiet week), a failing job's tests
     # are never read or parsed (this task follows every failing callback; docs/performance.md).
     issues = issues_load(KnownIssue.State.values) if job is not None else []

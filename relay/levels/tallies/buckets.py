@@ -55,7 +55,8 @@ from relay.cache import soft_get_many, soft_set
 from relay.levels.tallies.histograms import bin_case_sql
 from relay.levels.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
 from relay.levels.tallies.tally import Tally, latest_of, tallies_merge
-from relay.models import BISECT_EVENT, JobRun
+from relay.models import JobRun
+from relay.runkinds import Figure, counted_sql
 from relay.verdicts import STATES, Counts, State, first_attempt_passed, retried_state
 
 # --- buckets ------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ WITH pairs AS (
     SELECT j.id, j.project_id, j.head_sha, j.event_type, j.workflow_name, j.job_name, j.status, j.conclusion,
            j.ended_by, j.created_at, j.completed_at, {ORDER_SQL} AS ordered
     FROM pairs p JOIN relay_jobrun j ON j.head_sha = p.head_sha AND j.project_id = p.project_id
-    WHERE j.event_type <> '{BISECT_EVENT}'
+    WHERE {counted_sql(Figure.TALLIES, "j")}
 ), keyed AS (
     SELECT j.project_id, {KIND_SQL} AS kind,
            MAX(j.ordered * {STATE_SLOTS} + {state_case_sql("j")}) %% {STATE_SLOTS} AS latest,
@@ -179,7 +180,7 @@ WITH pairs AS (
 ), here AS (
     SELECT j.project_id, {KIND_SQL} AS kind, {ended} AS ended, CASE WHEN j.status = 'completed' THEN 1 ELSE 0 END AS completed,
            CASE WHEN j.in_progress_at IS NULL THEN 0 ELSE 1 END AS reported, j.queue_seconds AS q, j.execution_seconds AS x
-    FROM relay_jobrun j WHERE j.created_at >= %s AND j.created_at < %s AND j.event_type <> '{BISECT_EVENT}'
+    FROM relay_jobrun j WHERE j.created_at >= %s AND j.created_at < %s AND {counted_sql(Figure.TALLIES, "j")}
 )
 SELECT 'v', project_id, kind, latest, earliest, failed, COUNT(*), 0.0, MAX(done_at) FROM keyed GROUP BY project_id, kind, latest, earliest, failed
 UNION ALL

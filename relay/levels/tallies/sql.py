@@ -4,7 +4,8 @@ exactly as the pages judge them in Python (a test checks both agree on random da
 from dataclasses import dataclass
 from functools import cache as memoize
 
-from relay.models import SELF_REPORT_EVENTS, Conclusion, JobRun
+from relay.models import Conclusion, JobRun
+from relay.runkinds import tab_sql
 from relay.verdicts import FAILING, State, conclusion_state
 
 # --- the status policy, translated to SQL ----------------------------------------------------------
@@ -46,8 +47,8 @@ def state_case_sql(alias: str = "j") -> str:
     return f"(CASE {' '.join(whens)} ELSE {fallback} END)"
 
 
-KIND_SQL = f"(CASE {' '.join(f'WHEN j.event_type = {_sql_text(kind)} THEN {_sql_text(kind)}' for kind in SELF_REPORT_EVENTS)} ELSE 'pr' END)"
-"""relay.levels.windows.kind_of in SQL: a self-report's event type names its tab, anything else is `pr`."""
+KIND_SQL = tab_sql("j")
+"""relay.runkinds.tab_of in SQL: the tab a row is tallied under."""
 _ATTEMPT_SLOTS = 1024
 ORDER_SQL = (
     f"(MIN(j.id) OVER (PARTITION BY j.project_id, j.head_sha, {KIND_SQL}, j.workflow_name, j.job_name, j.run_id)"

@@ -11,7 +11,8 @@ from relay.bisect.probes import budget_left
 from relay.bisect.search import bisection_advance, bisection_claim
 from relay.bisect.start import probes_needed
 from relay.dispatch.results_sweep import results_sweep
-from relay.models import BISECT_EVENT, Bisection, BisectProbe, Delivery, Dispatch, JobRun
+from relay.models import BISECT_EVENT, Bisection, BisectProbe, Delivery, Dispatch
+from relay.runkinds import Figure, jobs_counted
 from tests.factories import JobRunFactory, ProjectFactory
 
 from .conftest import answer, bisection_of, open_probes, run_to_the_end, sha_of
@@ -90,7 +91,7 @@ def test_a_probe_counts_for_nothing_on_its_commit(xpu):
     bisection = bisection_of(xpu, 4)
     bisection_advance(bisection.pk)
     answer(open_probes(bisection)[0], fails=True)
-    assert JobRun.objects.results_for([sha_of(2)]).count() == 0
+    assert jobs_counted(Figure.CELLS, [sha_of(2)]).count() == 0
     assert not Delivery.objects.counted().filter(head_sha=sha_of(2)).exists()
     assert not Dispatch.objects.counted().filter(head_sha=sha_of(2)).exists()
 

@@ -7,10 +7,11 @@ import pytest
 from django.utils import timezone
 
 from hud.selectors_grid import pr_page
-from relay.models import JobRun, Level
+from relay.models import Level
 from relay.results.cells import cells_for_commits
 from relay.results.gate import gate_verdict
 from relay.results.heads import pr_head, sha_resolve
+from relay.runkinds import Figure, jobs_counted
 from tests.factories import DeliveryFactory, DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +58,7 @@ def test_a_job_answering_a_prs_closing_dispatch_counts_neither_on_the_page_nor_a
     JobRunFactory(
         project=l4, pr_number=7, head_sha=A, dispatch=closing, event_type="pull_request", conclusion="failure"
     )
-    assert JobRun.objects.results_for([A]).count() == 0
+    assert jobs_counted(Figure.CELLS, [A]).count() == 0
     assert cells_for_commits([A], [l4])[(A, l4.id)].verdicts == []
     assert gate_verdict(7, A)["backends"] == [] or gate_verdict(7, A)["backends"][0]["jobs"] == []
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.models import JobRun, TestedCommit, TestHealth, TestIdentity, TestRun
+from relay.models import JobRun, TestedCommit, TestHealth, TestIdentity, TestRun, UpstreamCommit
 from relay.retention import retention_sweep
 from relay.testlevel.store import commit_record, store_rematch, store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
@@ -23,6 +23,10 @@ def xpu():
 
 
 def job(project, sha, conclusion="success", failed=(), attempt=1, run_id="100", name="test", **fields):
+    """A job row; a push (the factory's event) is of a trunk commit, which the relay recorded when
+    it heard the push, as its intake does before dispatching one."""
+    if fields.get("event_type", "push") == "push":
+        UpstreamCommit.objects.get_or_create(sha=sha, defaults={"is_trunk": True})
     row = JobRunFactory(
         project=project,
         head_sha=sha,
