@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from relay.models import Level, ModuleCount, Project, UpstreamCommit
+from relay.models import Level, ModuleCount, Project
 from relay.results.cells import cells_for_commits, registered_backends
+from relay.runkinds import trunk_commits
 
 from .counts import OUTCOMES
 from .paths import PATHS, path_of, rules
@@ -85,11 +86,7 @@ class BackendRow:
 
 def counted_commits(project_ids: list[int], now: datetime, days: int = WINDOW_DAYS) -> dict[int, list[Counted]]:
     """Per backend, the trunk commits of the window it has counts on, newest first."""
-    trunk = dict(
-        UpstreamCommit.objects.filter(is_trunk=True, landed_at__gte=now - timedelta(days=days)).values_list(
-            "sha", "landed_at"
-        )
-    )
+    trunk = dict(trunk_commits().filter(landed_at__gte=now - timedelta(days=days)).values_list("sha", "landed_at"))
     pairs = (
         ModuleCount.objects.filter(project_id__in=project_ids, sha__in=list(trunk))
         .values_list("project_id", "sha")
