@@ -78,6 +78,7 @@ class ProjectOut(serializers.ModelSerializer):
             "events",
             "ci_provider",
             "hardware_kind",
+            "variant_keys",
             "is_reference",
             "is_health_probe",
             "active",

@@ -3,7 +3,7 @@ and job, read through the cell engine (relay.results.cells)."""
 
 from dataclasses import dataclass
 
-from relay.models import Project, UpstreamCommit
+from relay.models import JobRun, Project, UpstreamCommit
 from relay.results.cells import (
     Cell,
     cells_for_commits,
@@ -13,6 +13,7 @@ from relay.results.cells import (
 )
 from relay.results.heads import commit_pr_number
 from relay.results.status import TESTS_SOURCES
+from relay.results.variants import only_variant, variant_of
 from relay.verdicts import (
     JobVerdict,
     State,
@@ -27,6 +28,8 @@ class JobDetail:
     attempts: list
     failed_tests: list[dict]
     failed_groups: list[tuple[str, list[dict]]]
+    variant: str = ""
+    """The job's hardware variant (relay.results.variants), "" when its backend declares none."""
 
 
 @dataclass
@@ -81,8 +84,25 @@ def _job_details(cell: Cell, tests: dict[int, list]) -> list[JobDetail]:
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
         failed_test_dicts_states(cell.project, failed)
-        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed)))
+        variant = variant_of(verdict.job.environment, cell.project.variant_keys)
+        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed), variant))
+    _variant_only_mark(details)
     return details
+
+
+def _variant_only_mark(details: list[JobDetail]) -> None:
+    """Each failed test gets `variant_only`: the variant it fails on when that is the only one
+    failing it of several variants whose every job has completed on the commit (a variant still
+    running may yet fail it too), else ""."""
+    pending = {d.variant for d in details if d.verdict.job.status != JobRun.Status.COMPLETED}
+    reported = {d.variant for d in details} - pending
+    failing_on: dict[str, set[str]] = {}
+    for d in details:
+        for test in d.failed_tests:
+            failing_on.setdefault(test["test_id"], set()).add(d.variant)
+    for d in details:
+        for test in d.failed_tests:
+            test["variant_only"] = only_variant(failing_on[test["test_id"]], reported)
 
 
 def group_failed_tests(failed: list[dict]) -> list[tuple[str, list[dict]]]:
