@@ -36,6 +36,7 @@ def _row(row) -> dict:
         "sha": row.commit.sha if row.commit else None,
         "reference_sha": row.reference_commit.sha if row.reference_commit else None,
         "paths": {cell.path: _cell(cell) for cell in row.cells},
+        "variants": [{"variant": v.variant, "paths": {c.path: _cell(c) for c in v.cells}} for v in row.variants],
     }
 
 
@@ -45,7 +46,8 @@ class EnablementView(APIView):
     modules, `parity` (of the tests the reference passes in the path, the share the backend
     passes, from counts per module; null where the reference passes none) and `trend` (passed
     now less passed on the newest counted trunk commit at least 7 days older; null without
-    one). `paths` is empty for a backend without counts."""
+    one). `paths` is empty for a backend without counts. `variants`: for a backend declaring
+    variant keys, the same per hardware variant (`MI300`; no trend), else empty."""
 
     @extend_schema(operation_id="v1_enablement", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):

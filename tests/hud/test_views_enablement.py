@@ -82,3 +82,20 @@ def test_a_backend_page_without_counts_says_how_to_send_them(client, db):
     backends()
     html = client.get("/crcr/intel/torch-xpu-ops").content.decode()
     assert "No counts per test module" in html and 'id="figure-enabled"' not in html
+
+
+def with_variants(backend, sha):
+    """The store's backend declaring variants, with a second job on another variant."""
+    backend.variant_keys = ["device", "os"]
+    backend.save()
+    environment = {"device": "Max 1550", "os": "ubuntu-24.04"}
+    job(
+        backend, sha, {"test/test_ops.py": {"passed": 40}}, run_id="max", job_name="test (max)", environment=environment
+    )
+
+
+def test_a_backend_with_variants_reads_a_row_per_variant(client, store):
+    reference, backend, before, broke = store
+    with_variants(backend, broke.sha)
+    html = client.get("/crcr/enablement").content.decode()
+    assert 'data-variant="Max 1550 · ubuntu-24.04"' in html and "(no variant sent)" in html
