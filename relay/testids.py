@@ -62,7 +62,7 @@ twin beside it: there a failing `TestFooCPU` test reads as the upstream test.
 
 **Out-of-tree runners' wrappers**: a runner that drives upstream's modules through generated
 wrapper modules reports the wrapper's name, and the wrapper is upstream's module. Spyre's runner
-(torch-spyre's tests/oot_framework/run_test.sh) writes `<stem>__oot_wrapper.py` beside upstream's
+(the run_test.sh of torch-spyre's OOT test framework) writes `<stem>__oot_wrapper.py` beside upstream's
 `<stem>.py` (and a `__oot_conftest_<stem>.py`, which holds no tests), so
 `test_profiler__oot_wrapper.py::TestProfilerPRIVATEUSE1::test_x_spyre` is `test_profiler`'s test
 (`WRAPPER_SUFFIXES`, removed from the module's last part only).

@@ -1,6 +1,6 @@
 """Out-of-tree runners' wrapper modules read as upstream's module (relay.testids, issue 53 item 6).
 
-The names are the ones torch-spyre's runner (tests/oot_framework/run_test.sh) makes: it writes
+The names are the ones torch-spyre's runner (the run_test.sh of its OOT test framework) makes: it writes
 `<stem>__oot_wrapper.py` beside upstream's `<stem>.py`, instantiates the classes for PrivateUse1
 (`TestProfilerPRIVATEUSE1`) and torch-spyre names the device `spyre`; its CI reports tests as
 `test_inductor_ops__oot_wrapper.py::TestOpsPRIVATEUSE1::test_keep_by_index_4d_dim3_spyre`."""
