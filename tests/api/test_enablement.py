@@ -38,3 +38,12 @@ def test_the_api_splits_a_backend_declaring_variants(bob, store):  # noqa: F811
     variants = {v["variant"]: v["paths"]["eager ops"] for v in row["variants"]}
     assert variants["Max 1550 · ubuntu-24.04"]["passed"] == 40 and variants[""]["passed"] == 60
     assert row["paths"]["eager ops"]["passed"] == 100
+
+
+def test_the_api_reads_one_variant_s_modules(bob, store):  # noqa: F811
+    reference, backend, before, broke = store
+    with_variants(backend, broke.sha)
+    url = f"/api/v1/enablement/{backend.full_name}"
+    assert bob.get(url).json()["variants"] == ["", "Max 1550 · ubuntu-24.04"]
+    [ops] = bob.get(url, {"variant": "Max 1550 · ubuntu-24.04"}).json()["modules"]
+    assert (ops["module"], ops["passed"], ops["reference"]["passed"]) == ("test_ops", 40, 100)

@@ -99,3 +99,18 @@ def test_a_backend_with_variants_reads_a_row_per_variant(client, store):
     with_variants(backend, broke.sha)
     html = client.get("/crcr/enablement").content.decode()
     assert 'data-variant="Max 1550 · ubuntu-24.04"' in html and "(no variant sent)" in html
+
+
+def test_a_backend_s_modules_read_per_variant(client, store):
+    reference, backend, before, broke = store
+    with_variants(backend, broke.sha)
+    url = f"/crcr/enablement/{backend.full_name}"
+    every = client.get(url).content.decode()
+    assert 'aria-label="Hardware variant"' in every and "?variant=Max%201550%20%C2%B7%20ubuntu-24.04" in every
+    assert "<strong>100</strong> of 103" in every  # test_ops over both variants
+    one = client.get(url, {"variant": "Max 1550 · ubuntu-24.04", "path": "eager ops"}).content.decode()
+    assert "<strong>40</strong> of 40" in one and "<strong>100</strong>" not in one
+    assert "&amp;variant=Max%201550%20%C2%B7%20ubuntu-24.04" in one, "the path links keep the variant"
+    unnamed = client.get(url, {"variant": ""}).content.decode()
+    assert "<strong>60</strong> of 63" in unnamed
+    assert "No module in this backend's counts on MI300." in client.get(url, {"variant": "MI300"}).content.decode()
