@@ -105,6 +105,21 @@ def _variant_only_mark(details: list[JobDetail]) -> None:
             test["variant_only"] = only_variant(failing_on[test["test_id"]], reported)
 
 
+def baseline_variant_marks(detail: CommitDetail, baseline) -> None:
+    """Each test of the commit's baseline comparison (relay.results.baseline) gets the
+    `variant_only` its backend's jobs gave it (_variant_only_mark), "" when none did."""
+    marks = {
+        (b.project.id, test["test_id"]): test["variant_only"]
+        for b in detail.backends
+        for job in b.jobs
+        for test in job.failed_tests
+        if test.get("variant_only")
+    }
+    for comparison in baseline.backends:
+        for test in (*comparison.shared, *comparison.backend_only, *comparison.not_comparable, *comparison.known):
+            test.variant_only = marks.get((comparison.project_id, test.test_id), "")
+
+
 def group_failed_tests(failed: list[dict]) -> list[tuple[str, list[dict]]]:
     groups: dict[str, list[dict]] = {}
     for test in failed:

@@ -78,7 +78,7 @@ def test_the_commit_page_reads_the_sandbox_s_mi300_failure_as_mi300_s_only(clien
         for test in workflow["failed_tests"]:
             FailedTestFactory(job_run=row, name=test["name"], classname=test["classname"], file=test["file"])
     html = client.get("/commit/" + SHA).content.decode()
-    assert html.count("fails on MI300 only") == 1
+    assert html.count("fails on MI300 only") >= 1
 
 
 def test_spyre_s_wrapped_modules_count_under_upstream_s_modules():

@@ -47,6 +47,8 @@ def test_job_variants_read_the_stored_environment():
 def rocm_commit():
     rocm = ProjectFactory(full_name="ROCm/pytorch", display_name="AMD ROCm", variant_keys=["device"])
     commit = UpstreamCommitFactory(sha="d" * 40)
+    reference = ProjectFactory(full_name="pytorch/openreg-ci", is_reference=True, display_name="OpenReg")
+    JobRunFactory(project=reference, head_sha=commit.sha, conclusion="success", tests_total=50)
     jobs = {}
     for env in (MI300, MI250):
         jobs[env["device"]] = JobRunFactory(
@@ -72,7 +74,10 @@ def test_the_commit_page_shows_each_job_s_variant_and_a_failure_on_one_only(clie
     html = client.get("/commit/" + "d" * 40).content.decode()
     assert '<span class="badge variant" title="hardware variant">MI300</span>' in html
     assert '<span class="badge variant" title="hardware variant">MI250</span>' in html
-    assert html.count("fails on MI300 only") == 1  # test_add; test_mul fails on both
+    # test_add, in the job's list and in the baseline comparison; test_mul fails on both
+    assert html.count("fails on MI300 only") == 2
+    baseline = html.split('id="baseline"', 1)[1].split('id="multi"', 1)[0]
+    assert baseline.count("fails on MI300 only") == 1
     assert "fails on MI250 only" not in html
 
 
@@ -88,7 +93,7 @@ def test_a_variant_still_running_leaves_no_only_mark(client, rocm_commit):
         environment=MI250,
     )
     html = client.get("/commit/" + "d" * 40).content.decode()
-    assert "only</span>" not in html
+    assert "variant-only" not in html
 
 
 @pytest.mark.django_db
@@ -96,4 +101,4 @@ def test_without_declared_keys_a_backend_has_one_variant(client, rocm_commit):
     rocm, _, _ = rocm_commit
     Project.objects.filter(pk=rocm.pk).update(variant_keys=[])
     html = client.get("/commit/" + "d" * 40).content.decode()
-    assert "badge variant" not in html and "only</span>" not in html
+    assert "badge variant" not in html and "variant-only" not in html
