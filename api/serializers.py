@@ -7,6 +7,7 @@ from rest_framework import serializers
 from relay.allowlist import oncall_list, oncall_problems, repo_name_problem
 from relay.callbacks.triage_verdict import CATEGORIES, CONFIDENCES
 from relay.models import (
+    VARIANT_KEYS,
     CIProvider,
     Delivery,
     Dispatch,
@@ -78,6 +79,7 @@ class ProjectOut(serializers.ModelSerializer):
             "events",
             "ci_provider",
             "hardware_kind",
+            "variant_keys",
             "is_reference",
             "is_health_probe",
             "active",
@@ -154,6 +156,17 @@ class ProjectPatchIn(BisectionSettingsIn):
     active = serializers.BooleanField(required=False)
     rate_limit_per_min = AsciiIntegerField(required=False, allow_null=True, min_value=1)
     require_callback_token = serializers.BooleanField(required=False, allow_null=True)
+    variant_keys = serializers.ListField(
+        child=serializers.ChoiceField(choices=VARIANT_KEYS),
+        required=False,
+        max_length=len(VARIANT_KEYS),
+        help_text="which keys of its callbacks' environment make a hardware variant, in naming order; empty: one",
+    )
+
+    def validate_variant_keys(self, value):
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("a key may be listed once")
+        return value
 
     def validate_events(self, value):
         if len(set(value)) != len(value):

@@ -36,6 +36,7 @@ def _row(row) -> dict:
         "sha": row.commit.sha if row.commit else None,
         "reference_sha": row.reference_commit.sha if row.reference_commit else None,
         "paths": {cell.path: _cell(cell) for cell in row.cells},
+        "variants": [{"variant": v.variant, "paths": {c.path: _cell(c) for c in v.cells}} for v in row.variants],
     }
 
 
@@ -45,7 +46,8 @@ class EnablementView(APIView):
     modules, `parity` (of the tests the reference passes in the path, the share the backend
     passes, from counts per module; null where the reference passes none) and `trend` (passed
     now less passed on the newest counted trunk commit at least 7 days older; null without
-    one). `paths` is empty for a backend without counts."""
+    one). `paths` is empty for a backend without counts. `variants`: for a backend declaring
+    variant keys, the same per hardware variant (`MI300`; no trend), else empty."""
 
     @extend_schema(operation_id="v1_enablement", responses={200: OpenApiTypes.OBJECT})
     def get(self, request):
@@ -68,10 +70,15 @@ class BackendEnablementView(APIView):
     beside the reference's counts and, where its skipped and expected failures rose on a trunk
     commit, `skipped_since` (how many more, since which commit); `unskip_candidates`: the tests
     it passed while marked as expected failures; `history`: per UTC day of the last 90 with
-    counts, the tests passed per path on that day's newest counted trunk commit."""
+    counts, the tests passed per path on that day's newest counted trunk commit; `variants`: the
+    hardware variants with counts on that commit (a backend declaring variant keys), and
+    `variant` narrows `modules` to one of them."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("path", str, description=f"one of: {', '.join(PATHS)}")],
+        parameters=[
+            OpenApiParameter("path", str, description=f"one of: {', '.join(PATHS)}"),
+            OpenApiParameter("variant", str, description="one hardware variant's jobs only (`variants` names them)"),
+        ],
         operation_id="v1_enablement_backend",
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -83,13 +90,15 @@ class BackendEnablementView(APIView):
         project = backend_find(org, repo)
         if project is None:
             raise NotFound(f"no backend {full_name} is registered")
-        view = backend_modules(project, path)
+        variant = request.query_params.get("variant")
+        view = backend_modules(project, path, variant=variant[:200] if variant is not None else None)
         history = enabled_history_page(project).points
         return Response(
             {
                 "backend": project.full_name,
                 "sha": view.commit.sha if view.commit else None,
                 "reference_sha": view.reference_commit.sha if view.reference_commit else None,
+                "variants": view.variants,
                 "modules": [_line(line) for line in view.modules],
                 "unskip_candidates": view.candidates,
                 "history": [{"day": p.day.isoformat(), "sha": p.sha, "passed": p.passed} for p in history],

@@ -13,7 +13,8 @@ REASON = "sandbox registry"
 # The registry sandbox mode starts with: the seven mission systems, Ascend (upstream's first L3
 # backend, a PrivateUse1 device named npu), the OpenReg reference backend,
 # the relay's own health probe, and a nightly-only repo (allowlist `events: [nightly]`); vLLM also
-# reports nightlies through its Buildkite reporter. Repo ids are made up but stable, so reseeding finds the same rows.
+# reports nightlies through its Buildkite reporter; torch-spyre, a runner wrapping upstream's modules
+# in generated files (issue 53). Repo ids are made up but stable, so reseeding finds the same rows.
 SANDBOX_BUILDKITE_ORG = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10"
 SANDBOX_BUILDKITE_PIPELINE = "018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 SANDBOX_PROJECTS = (
@@ -42,6 +43,7 @@ SANDBOX_PROJECTS = (
         "github_repo_id": 700000003,
         "hardware_kind": HardwareKind.GPU,
         "oncalls": ["rocm-ci-oncall"],
+        "variant_keys": ["device"],  # MI300 and MI250 from one repo (the sandbox's VARIANTS)
     },
     {
         "full_name": "pytorch-mps/mps-ci",
@@ -119,6 +121,17 @@ SANDBOX_PROJECTS = (
         "oncalls": ["redhat-ci"],
         "events": ["nightly"],
         "bisect_enabled": True,  # its nightlies span many commits: bisection narrows them to one
+    },
+    {
+        # A wrapper-style runner: it runs upstream's modules through generated <stem>__oot_wrapper.py
+        # files (the sandbox's PRODUCERS), and PrivateUse1 is renamed `spyre`.
+        "full_name": "torch-spyre/torch-spyre",
+        "level": "L2",
+        "device_type": "spyre",
+        "display_name": "IBM Spyre",
+        "github_repo_id": 700000012,
+        "hardware_kind": HardwareKind.NPU,
+        "oncalls": ["spyre-ci"],
     },
 )
 

@@ -3,7 +3,7 @@ and job, read through the cell engine (relay.results.cells)."""
 
 from dataclasses import dataclass
 
-from relay.models import Project, UpstreamCommit
+from relay.models import JobRun, Project, UpstreamCommit
 from relay.results.baseline import failures_load
 from relay.results.cells import (
     Cell,
@@ -12,6 +12,7 @@ from relay.results.cells import (
 )
 from relay.results.heads import commit_pr_number
 from relay.results.status import TESTS_SOURCES
+from relay.results.variants import only_variant, variant_of
 from relay.verdicts import (
     JobVerdict,
     State,
@@ -26,6 +27,8 @@ class JobDetail:
     attempts: list
     failed_tests: list[dict]
     failed_groups: list[tuple[str, list[dict]]]
+    variant: str = ""
+    """The job's hardware variant (relay.results.variants), "" when its backend declares none."""
 
 
 @dataclass
@@ -83,8 +86,40 @@ def _job_details(cell: Cell, tests: dict[int, list]) -> list[JobDetail]:
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
         failed_test_dicts_states(cell.project, failed)
-        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed)))
+        variant = variant_of(verdict.job.environment, cell.project.variant_keys)
+        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed), variant))
+    _variant_only_mark(details)
     return details
+
+
+def _variant_only_mark(details: list[JobDetail]) -> None:
+    """Each failed test gets `variant_only`: the variant it fails on when that is the only one
+    failing it of several variants whose every job has completed on the commit (a variant still
+    running may yet fail it too), else ""."""
+    pending = {d.variant for d in details if d.verdict.job.status != JobRun.Status.COMPLETED}
+    reported = {d.variant for d in details} - pending
+    failing_on: dict[str, set[str]] = {}
+    for d in details:
+        for test in d.failed_tests:
+            failing_on.setdefault(test["test_id"], set()).add(d.variant)
+    for d in details:
+        for test in d.failed_tests:
+            test["variant_only"] = only_variant(failing_on[test["test_id"]], reported)
+
+
+def baseline_variant_marks(detail: CommitDetail, baseline) -> None:
+    """Each test of the commit's baseline comparison (relay.results.baseline) gets the
+    `variant_only` its backend's jobs gave it (_variant_only_mark), "" when none did."""
+    marks = {
+        (b.project.id, test["test_id"]): test["variant_only"]
+        for b in detail.backends
+        for job in b.jobs
+        for test in job.failed_tests
+        if test.get("variant_only")
+    }
+    for comparison in baseline.backends:
+        for test in (*comparison.shared, *comparison.backend_only, *comparison.not_comparable, *comparison.known):
+            test.variant_only = marks.get((comparison.project_id, test.test_id), "")
 
 
 def group_failed_tests(failed: list[dict]) -> list[tuple[str, list[dict]]]:

@@ -18,8 +18,8 @@ def enablement_page(now=None) -> Table:
     return enablement_table(now)
 
 
-def backend_modules(project: Project, path: str = "", now=None) -> BackendEnablement:
-    return backend_enablement(project, reference_backend(registered_backends()), path, now)
+def backend_modules(project: Project, path: str = "", now=None, variant: str | None = None) -> BackendEnablement:
+    return backend_enablement(project, reference_backend(registered_backends()), path, now, variant)
 
 
 def path_known(path: str) -> bool:

@@ -1,6 +1,7 @@
 """/crcr/enablement: how far each backend has come through PyTorch's suite, per integration
 path, the reference's row first; /crcr/enablement/<org>/<repo>: one backend's modules (`?path=`
-narrows them to one path), its newly skipped modules and its un-skip candidates."""
+narrows them to one path, `?variant=` to one hardware variant's jobs), its newly skipped modules
+and its un-skip candidates."""
 
 from django.db import DatabaseError
 from django.views.decorators.http import require_GET
@@ -23,7 +24,8 @@ def enablement(request):
 @require_GET
 def backend_enablement(request, org: str, repo: str):
     path = request.GET.get("path", "")[:40]
-    context = {"nav": "summary", "full_name": f"{org}/{repo}", "path": path, "paths": PATHS}
+    variant = request.GET.get("variant")  # None: every variant; "" names the unnamed one
+    context = {"nav": "summary", "full_name": f"{org}/{repo}", "path": path, "paths": PATHS, "variant": variant}
     if path and not path_known(path):
         context["path_error"] = f"No integration path is called {path!r}; showing every module."
         context["path"] = path = ""
@@ -31,7 +33,7 @@ def backend_enablement(request, org: str, repo: str):
         project = backend_find(org, repo)
         if project is None:
             return page(request, "hud/backend_404.html", context, status=404, partial=None)
-        context["view"] = backend_modules(project, path)
+        context["view"] = backend_modules(project, path, variant=variant[:200] if variant is not None else None)
     except DatabaseError as exc:
         return unavailable(request, "hud/enablement_backend.html", context, exc, partial="body")
     return page(request, "hud/enablement_backend.html", context, partial="body")

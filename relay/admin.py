@@ -126,6 +126,7 @@ class ProjectAdmin(admin.ModelAdmin):
                 "fields": (
                     "hardware_kind",
                     "device_type",
+                    "variant_keys",
                     "ci_provider",
                     "is_reference",
                     "reference_reports",

@@ -60,6 +60,13 @@ identity and the twins keep their names as reported (`report_ids`: the backend's
 word, then any accelerator type, then `cpu`, then `meta`). A failures-only report cannot show the
 twin beside it: there a failing `TestFooCPU` test reads as the upstream test.
 
+**Out-of-tree runners' wrappers**: a runner that drives upstream's modules through generated
+wrapper modules reports the wrapper's name, and the wrapper is upstream's module. Spyre's runner
+(the run_test.sh of torch-spyre's OOT test framework) writes `<stem>__oot_wrapper.py` beside upstream's
+`<stem>.py` (and a `__oot_conftest_<stem>.py`, which holds no tests), so
+`test_profiler__oot_wrapper.py::TestProfilerPRIVATEUSE1::test_x_spyre` is `test_profiler`'s test
+(`WRAPPER_SUFFIXES`, removed from the module's last part only).
+
 Where one side lacks the module, `TestIdResolver` fills it in from the other reports of the same
 commit when class + method name exactly one module there; otherwise the identity stays without a
 module and matches only another module-less one. Identities are computed when rows are read
@@ -89,6 +96,8 @@ backend's own (lowest first): its known or learned word 0, any other device type
 _GENERIC_CLASS_NAMES = {"", "Test"}
 _TEST_ROOT = "test"
 """PyTorch's tests live under `test/`; a report made from the checkout's root names it."""
+WRAPPER_SUFFIXES = ("__oot_wrapper",)
+"""What out-of-tree runners append to the stem of upstream's module they wrap (module doc)."""
 _WORD = re.compile(r"[a-z][a-z0-9]{1,30}")
 _DTYPE_TOKEN = re.compile(
     r"bool|c?half|b?float\d+|u?int\d+|complex\d+|q?u?int\d+(?:x\d+)?|bits\d+(?:x\d+)?|e\d+m\d+[a-z]*|x\d"
@@ -261,14 +270,25 @@ def _split_class(qualifier: str) -> tuple[str, str]:
 
 
 def _module(path: str) -> str:
-    """`test/test_nn.py`, `test.test_nn` or `test_nn` → `test_nn`."""
+    """`test/test_nn.py`, `test.test_nn`, `test_nn` or a runner's `test_nn__oot_wrapper.py` → `test_nn`."""
     path = path.strip().removeprefix("./")
     if path.endswith(".py"):
         path = path[:-3]
     parts = [p for p in re.split(r"[/.]", path) if p]
     if len(parts) > 1 and parts[0] == _TEST_ROOT:
         parts = parts[1:]
+    if parts:
+        parts[-1] = _unwrapped(parts[-1])
     return ".".join(parts)
+
+
+def _unwrapped(stem: str) -> str:
+    """Upstream's module stem behind a runner's generated wrapper (`test_nn__oot_wrapper`)."""
+    for suffix in WRAPPER_SUFFIXES:
+        bare = stem.removesuffix(suffix)
+        if bare != stem and bare:
+            return bare
+    return stem
 
 
 def _module_from_file(file: str) -> str:

@@ -89,6 +89,8 @@ PRODUCERS = {
     "pytorch-mps/mps-ci": ("MPS", "mps", "client", "mps"),
     "Ascend/pytorch": ("PRIVATEUSE1", "npu", "pytest-test-dir", "npu"),  # torch_npu renames PrivateUse1
     "quic/ai-engine-direct-torch": ("PRIVATEUSE1", "qnn", "nodeid", "qnn"),  # a second PrivateUse1 name
+    # torch-spyre's runner drives upstream's modules through generated <stem>__oot_wrapper.py files
+    "torch-spyre/torch-spyre": ("PRIVATEUSE1", "spyre", "oot-wrapper", "spyre"),
 }
 DEFAULT_PRODUCER = ("CUDA", "cuda", "client", "cuda")
 REFERENCE_DEVICE = ("PRIVATEUSE1", "openreg")
@@ -114,6 +116,11 @@ shown with its badge, left out of the pass rate and the gate."""
 STRICT_XPASS = {"pytorch-mps/mps-ci": (TEST_POOL[4], 0.25)}
 """A test the backend lists as an expected failure that now and then passes under pytest's strict
 xfail (reported xpassed): it reads "now passes — lift the expectation"."""
+VARIANTS = {"ROCm/pytorch": ("MI300", "MI250")}
+"""Backends testing several GPU families from one repository: each test shard runs on each, its
+callback's `environment.device` naming the family (the registry declares `variant_keys: [device]`)."""
+VARIANT_ONLY_FAILURES = {"ROCm/pytorch": ("MI300", TEST_POOL[7], 0.3)}
+"""A test one variant fails on its own now and then (the others pass it): "fails on MI300 only"."""
 OUTCOME_MIX = {"skipped": 42, "xfailed": 7}
 """Besides passed and failed, what backends' summaries count (torch-spyre's: errors, xfailed,
 xpassed). An xpassed test is counted only when it is listed (a strict xfail that passed is a
@@ -131,6 +138,8 @@ def report_shape(file: str, cls: str, name: str, shape: str) -> dict:
         "unittest": {"name": name, "classname": cls, "file": file},
         "client": {"name": name, "classname": cls, "file": f"test/{file}"},
         "nodeid": {"name": f"test/{file}::{cls}::{name}"},
+        # pytest's JUnit of a runner's generated wrapper beside upstream's module, run from test/
+        "oot-wrapper": {"name": name, "classname": f"{module}__oot_wrapper.{cls}", "file": f"{module}__oot_wrapper.py"},
     }[shape]
 
 
@@ -616,6 +625,12 @@ def _unittest_status(case) -> tuple[str, str]:
     return f"skipped {skipped.get('message')!r}", ""
 
 
+def job_variant(name: str) -> str:
+    """The GPU family a variant's test shard runs on (`test (default, 1, 2, MI300)`), else ""."""
+    parts = name.removeprefix("test (").removesuffix(")").split(", ")
+    return parts[3] if name.startswith("test (") and len(parts) == 4 else ""
+
+
 def shaped_test(project: dict, spec) -> dict:
     """One failing test of the pool as `project`'s producer reports it."""
     file, cls, method, hw = spec
@@ -658,8 +673,12 @@ class JobPlan:
             ]
             return jobs + (self.probe_l4_jobs() if PROBE_L4_LABEL in self.labels else [])
         names = ["build", "test (default, 1, 2)", "test (default, 2, 2)"]
+        variants = VARIANTS.get(self.project["full_name"])
+        if variants:
+            names = ["build", *(f"test (default, {n}, 2, {v})" for v in variants for n in (1, 2))]
         jobs = [self.job(name, "success" if name == "build" else self.conclusion()) for name in names]
         jobs[1] = self.with_injected(jobs[1])
+        jobs = [self.with_variant_failure(job) for job in jobs]
         if self.rng.random() < RUNNER_OFFLINE_RATE and not self.steady:
             jobs = [{**job, "never_starts": True} for job in jobs]  # no runner picked the workflow up
         return jobs
@@ -672,6 +691,16 @@ class JobPlan:
             return job
         failed = [*(job["failed_tests"] if job["conclusion"] == "failure" else []), *extra]
         return {**job, "conclusion": "failure", "flaky": False, "broken_before_tests": False, "failed_tests": failed}
+
+    def with_variant_failure(self, job: dict) -> dict:
+        """The first shard of the variant that fails a test on its own (VARIANT_ONLY_FAILURES),
+        failing it now and then where it would pass; its other variants pass it."""
+        variant, spec, rate = VARIANT_ONLY_FAILURES.get(self.project["full_name"], ("", None, 0))
+        if job["name"] != f"test (default, 1, 2, {variant})" or job["conclusion"] != "success":
+            return job
+        if self.rng.random() >= rate:
+            return job
+        return {**job, "conclusion": "failure", "flaky": False, "failed_tests": [self.failed_test(spec)]}
 
     def probe_l4_jobs(self) -> list[dict]:
         """The L4 check's jobs in this PR's version of the workflow, always as they are built to
@@ -784,7 +813,7 @@ class JobPlan:
             workflow["failed_tests"] = failed
             workflow.update(self.module_counts(job))
             workflow["environment"] = {
-                "device": self.producer[3],
+                "device": job_variant(job["name"]) or self.producer[3],
                 "torch_version": "2.13.0a0+sandbox",
                 "runner": "sandbox",
             }
@@ -798,14 +827,16 @@ class JobPlan:
     def module_counts(self, job: dict) -> dict:
         """A test shard's counts per module (sandbox_enablement), as our client sends them."""
         config, _, shard = job["name"].removeprefix("test (").removesuffix(")").partition(", ")
-        parts = shard.split(", ")
+        parts = shard.split(", ")[:2]
         if config != "default" or len(parts) != 2 or not all(p.isdigit() for p in parts):
             return {}
         if job.get("broken_before_tests") or bisect_sim.is_probe(self.client_payload):
             return {}
         number, shards = int(parts[0]), int(parts[1])
         after_break = self.head in LASTING_BREAK_HEADS
-        counts = enablement.module_counts(self.project["full_name"], number, shards, job["failed_tests"], after_break)
+        counts = enablement.module_counts(
+            self.project["full_name"], number, shards, job["failed_tests"], after_break, job_variant(job["name"])
+        )
         return {"module_counts": counts} if counts else {}
 
     def triage_verdict(self, job: dict) -> dict:

@@ -6,6 +6,9 @@ import counts them per module) and each backend runs as far as it has come:
 - Ascend with the profiler path (Kineto through REGISTER_PRIVATEUSE1_PROFILER) and distributed on;
 - ROCm answering the lasting upstream break (the sandbox's LASTING_BREAK, a test_nn test) by
   skipping most of test_nn from that commit on: "skipped +N since <sha>" on its page;
+- ROCm's two GPU families, MI250 behind MI300 (VARIANT_STAGES; the sandbox's VARIANTS);
+- torch-spyre, a wrapper-style runner (its shards name upstream's modules `<stem>__oot_wrapper`),
+  early on eager ops;
 - MPS and Qualcomm early on; the ecosystem repos (vLLM, SGLang, Transformers) run their own
   suites, not upstream's, and send no module counts.
 
@@ -84,8 +87,16 @@ STAGES = {
     },
     "pytorch-mps/mps-ci": {"eager ops": 0.7, "autograd": 0.6, "nn": 0.6, "linalg": 0.3},
     "quic/ai-engine-direct-torch": {"eager ops": 0.3, "nn": 0.1},
+    "torch-spyre/torch-spyre": {"eager ops": 0.5, "nn": 0.2, "compile/inductor": 0.3},
 }
 """Per backend, the share of each path's tests it runs and passes (the rest it skips)."""
+
+WRAPPER_RUNNERS = {"torch-spyre/torch-spyre"}
+WRAPPER_SUFFIX = "__oot_wrapper"
+"""torch-spyre's runner runs upstream's `<stem>.py` as a generated `<stem>__oot_wrapper.py`."""
+
+VARIANT_STAGES = {"MI250": 0.8}
+"""A GPU family behind the backend's others: this share of what they pass (ROCm's older MI250)."""
 
 SKIPS_AFTER_BREAK = {"ROCm/pytorch": ("test_nn", 0.7)}
 """Backends that answer the lasting upstream break by skipping this share of a module's tests."""
@@ -105,21 +116,25 @@ def reference_cases(device_class: str, device: str) -> list[str]:
     return cases
 
 
-def module_counts(full_name: str, shard: int, shards: int, failed: list[dict], after_break: bool) -> dict:
+def module_counts(
+    full_name: str, shard: int, shards: int, failed: list[dict], after_break: bool, variant: str = ""
+) -> dict:
     """A test shard's `workflow.module_counts`: its modules (every `shards`-th from `shard`), each
-    passed as far as the backend has come, the rest skipped, its failed tests' files failing."""
+    passed as far as the backend (on its `variant`, VARIANT_STAGES) has come, the rest skipped,
+    its failed tests' files failing."""
     stage = STAGES.get(full_name)
     if stage is None:
         return {}
     counts = {}
     for module in list(SUITE)[shard - 1 :: shards]:
-        count, share = SUITE[module], stage.get(PATH_OF[module], 0.0)
+        count, share = SUITE[module], stage.get(PATH_OF[module], 0.0) * VARIANT_STAGES.get(variant, 1.0)
         skip_module, skip_share = SKIPS_AFTER_BREAK.get(full_name, ("", 0.0))
         if after_break and module == skip_module:
             share *= 1 - skip_share
         failing = min(count, sum(1 for test in failed if failed_module(test) == module))
         passed = max(0, int(count * share) - failing)
-        counts[f"test/{module.replace('.', '/')}.py"] = {
+        wrapper = WRAPPER_SUFFIX if full_name in WRAPPER_RUNNERS else ""
+        counts[f"test/{module.replace('.', '/')}{wrapper}.py"] = {
             "passed": passed,
             "failed": failing,
             "skipped": count - passed - failing,
@@ -129,7 +144,8 @@ def module_counts(full_name: str, shard: int, shards: int, failed: list[dict], a
 
 def failed_module(test: dict) -> str:
     """The module of one failed test as the sandbox's producers shape it (report_shape): its
-    file, a node id's path, or a classname's dotted prefix."""
+    file, a node id's path, or a classname's dotted prefix; a runner's wrapper is upstream's."""
     name, classname = test.get("name", ""), test.get("classname", "")
     path = test.get("file") or (name.partition("::")[0] if "::" in name else classname.rpartition(".")[0])
-    return path.removeprefix("test/").removeprefix("test.").removesuffix(".py").replace("/", ".")
+    module = path.removeprefix("test/").removeprefix("test.").removesuffix(".py").replace("/", ".")
+    return module.removesuffix(WRAPPER_SUFFIX)

@@ -13,7 +13,16 @@ from relay.results.cells import cells_for_commits, failed_tests_for_jobs, report
 from relay.testids import report_ids
 
 from .paths import PATHS, rules
-from .table import WINDOW_DAYS, Counted, Counts, by_path, counted_commits, module_counts, reference_commit
+from .table import (
+    WINDOW_DAYS,
+    Counted,
+    Counts,
+    by_path,
+    counted_commits,
+    module_counts,
+    reference_commit,
+    variant_counts,
+)
 
 SKIP_LOOKBACK = 60
 """Counted trunk commits read back for a module's rise in skips."""
@@ -46,10 +55,15 @@ class BackendEnablement:
     modules: list[ModuleLine] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
     """Tests passing while expected to fail (xpassed) on the newest counted commit."""
+    variants: list[str] = field(default_factory=list)
+    """The hardware variants with counts on that commit, when the backend declares variant keys."""
 
 
-def backend_enablement(project: Project, reference: Project | None, path: str = "", now=None) -> BackendEnablement:
-    """`project`'s modules (only `path`'s when given), each with the reference's counts."""
+def backend_enablement(
+    project: Project, reference: Project | None, path: str = "", now=None, variant: str | None = None
+) -> BackendEnablement:
+    """`project`'s modules (only `path`'s when given; only `variant`'s jobs' when given, the
+    skips and candidates staying the backend's), each with the reference's counts."""
     now = now or timezone.now()
     ids = [project.pk] + ([reference.pk] if reference and reference.pk != project.pk else [])
     counted = counted_commits(ids, now)
@@ -63,13 +77,17 @@ def backend_enablement(project: Project, reference: Project | None, path: str = 
     ref_counts = counts[(ref_commit.sha, reference.pk)] if ref_commit else {}
     rises = skip_rises(project, mine)
     in_force = rules()
+    per_variant = variant_counts(mine[0].sha, project) if project.variant_keys else {}
+    own = counts[(mine[0].sha, project.pk)] if variant is None else per_variant.get(variant, {})
     lines = [
         ModuleLine(module, line_path, c, ref_counts.get(module), rises.get(module))
-        for line_path, modules in by_path(counts[(mine[0].sha, project.pk)], in_force).items()
+        for line_path, modules in by_path(own, in_force).items()
         for module, c in sorted(modules.items())
         if not path or line_path == path
     ]
-    return BackendEnablement(project, reference, mine[0], ref_commit, lines, unskip_candidates(project, mine[0].sha))
+    view = BackendEnablement(project, reference, mine[0], ref_commit, lines, unskip_candidates(project, mine[0].sha))
+    view.variants = sorted(per_variant) if set(per_variant) - {""} else []
+    return view
 
 
 def skip_rises(project: Project, counted: list[Counted]) -> dict[str, SkipRise]:

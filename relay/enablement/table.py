@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from relay.models import Level, ModuleCount, Project
 from relay.results.cells import cells_for_commits, registered_backends
+from relay.results.variants import job_variants
 from relay.runkinds import trunk_commits
 
 from .counts import OUTCOMES
@@ -70,11 +71,21 @@ class PathCell:
 
 
 @dataclass
+class VariantRow:
+    """One hardware variant of a backend (relay.results.variants) on the backend's commit."""
+
+    variant: str
+    cells: list[PathCell]
+
+
+@dataclass
 class BackendRow:
     project: Project
     commit: Counted | None
     reference_commit: Counted | None
     cells: list[PathCell] = field(default_factory=list)
+    variants: list[VariantRow] = field(default_factory=list)
+    """Per variant, when the backend declares variant keys and its jobs sent them."""
 
     @property
     def is_reference(self) -> bool:
@@ -107,6 +118,18 @@ def module_counts(pairs: list[tuple[str, Project]]) -> dict[tuple[str, int], dic
     rows = ModuleCount.objects.filter(job_run_id__in=list(job_key)).values_list("job_run_id", "module", *OUTCOMES)
     for job_id, module, *values in rows:
         found[job_key[job_id]].setdefault(module, Counts()).add(Counts(*values))
+    return found
+
+
+def variant_counts(sha: str, project: Project) -> dict[str, dict[str, Counts]]:
+    """Per variant of `project` on `sha`, its counts per module over the attempts that count
+    there (as module_counts, split by each job's variant)."""
+    jobs = [v.job.id for v in cells_for_commits([sha], [project])[(sha, project.pk)].verdicts]
+    variants = job_variants(project, jobs)
+    found: dict[str, dict[str, Counts]] = {}
+    rows = ModuleCount.objects.filter(job_run_id__in=jobs).values_list("job_run_id", "module", *OUTCOMES)
+    for job_id, module, *values in rows:
+        found.setdefault(variants[job_id], {}).setdefault(module, Counts()).add(Counts(*values))
     return found
 
 
@@ -190,4 +213,19 @@ def _row(project: Project, plan: list, reference: Project | None, counts: dict, 
         if before is not None:
             cell.trend = cell.counts.passed - sum(c.passed for c in before[path].values())
         row.cells.append(cell)
+    if project.variant_keys:
+        row.variants = _variant_rows(project, newest.sha, theirs, in_force)
     return row
+
+
+def _variant_rows(project: Project, sha: str, theirs: dict, in_force) -> list[VariantRow]:
+    """Each variant's cells against the reference (no trend: a variant's history is not read);
+    none when every job is of one unnamed variant."""
+    counts = variant_counts(sha, project)
+    if set(counts) <= {""}:
+        return []
+    rows = []
+    for variant, modules in sorted(counts.items()):
+        mine = by_path(modules, in_force)
+        rows.append(VariantRow(variant, [path_cell(path, mine[path], theirs.get(path, {})) for path in PATHS]))
+    return rows

@@ -23,6 +23,7 @@ from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, i
 from .demotion import DemotionDecision, DemotionPullRequest
 from .enablement import IntegrationPath, ModuleCount, PathRule
 from .registry import (
+    VARIANT_KEYS,
     CIProvider,
     Event,
     HardwareKind,
@@ -106,6 +107,7 @@ __all__ = [
     "Project",
     "PullRequest",
     "RelayState",
+    "VARIANT_KEYS",
     "RerunRequest",
     "UpstreamCheckRun",
     "UpstreamCommit",

@@ -1,6 +1,7 @@
 """The registry: downstream projects and their levels, the App's installations, and the relay's
 own small state."""
 
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models.functions import Lower
@@ -61,6 +62,17 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(active=True).exclude(is_reference=True, reference_reports=False)
 
 
+VARIANT_KEYS = ("device", "sdk", "driver", "os", "python", "torch")
+"""The callback's `workflow.environment` keys a backend may declare as making a variant."""
+
+
+def variant_keys_validate(value) -> None:
+    """A list of distinct keys among VARIANT_KEYS (relay.results.variants reads them)."""
+    keys = value if isinstance(value, list) and all(isinstance(k, str) for k in value) else None
+    if keys is None or len(set(keys)) != len(keys) or not set(keys) <= set(VARIANT_KEYS):
+        raise ValidationError(f"A list of distinct keys among: {', '.join(VARIANT_KEYS)}.")
+
+
 class Project(models.Model):
     """A downstream repository registered with the relay (one allowlist entry)."""
 
@@ -84,6 +96,13 @@ class Project(models.Model):
         ],
         help_text="The torch device name its tests run on, as its test names carry it (npu, spyre, xpu, cuda for ROCm); "
         "empty: learned from its reports",
+    )
+    variant_keys = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[variant_keys_validate],
+        help_text='Which keys of its callbacks\' environment make a hardware variant, in order, e.g. ["device", "os"] '
+        f"(of {', '.join(VARIANT_KEYS)}); empty: one variant",
     )
     oncalls = models.JSONField(default=list, blank=True, help_text="GitHub handles pinged on failures")
     events = models.JSONField(

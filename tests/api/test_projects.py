@@ -144,3 +144,12 @@ def test_reads_carry_an_etag_and_answer_304_when_unchanged(api):
     assert again.status_code == 304
     ProjectFactory()
     assert api.get("/api/v1/projects/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 200
+
+
+def test_alice_declares_a_backend_s_variant_keys_and_gets_a_400_for_an_unknown_or_repeated_key(alice):
+    ProjectFactory(full_name="a/b", level="L2")
+    response = alice.patch("/api/v1/projects/a/b/", {"variant_keys": ["device", "os"]}, format="json")
+    assert response.status_code == 200 and response.json()["variant_keys"] == ["device", "os"]
+    for bad in (["gpu"], ["device", "device"], "device"):
+        assert alice.patch("/api/v1/projects/a/b/", {"variant_keys": bad}, format="json").status_code == 400
+    assert Project.objects.get().variant_keys == ["device", "os"]

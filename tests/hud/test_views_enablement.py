@@ -82,3 +82,35 @@ def test_a_backend_page_without_counts_says_how_to_send_them(client, db):
     backends()
     html = client.get("/crcr/intel/torch-xpu-ops").content.decode()
     assert "No counts per test module" in html and 'id="figure-enabled"' not in html
+
+
+def with_variants(backend, sha):
+    """The store's backend declaring variants, with a second job on another variant."""
+    backend.variant_keys = ["device", "os"]
+    backend.save()
+    environment = {"device": "Max 1550", "os": "ubuntu-24.04"}
+    job(
+        backend, sha, {"test/test_ops.py": {"passed": 40}}, run_id="max", job_name="test (max)", environment=environment
+    )
+
+
+def test_a_backend_with_variants_reads_a_row_per_variant(client, store):
+    reference, backend, before, broke = store
+    with_variants(backend, broke.sha)
+    html = client.get("/crcr/enablement").content.decode()
+    assert 'data-variant="Max 1550 · ubuntu-24.04"' in html and "(no variant sent)" in html
+
+
+def test_a_backend_s_modules_read_per_variant(client, store):
+    reference, backend, before, broke = store
+    with_variants(backend, broke.sha)
+    url = f"/crcr/enablement/{backend.full_name}"
+    every = client.get(url).content.decode()
+    assert 'aria-label="Hardware variant"' in every and "?variant=Max%201550%20%C2%B7%20ubuntu-24.04" in every
+    assert "<strong>100</strong> of 103" in every  # test_ops over both variants
+    one = client.get(url, {"variant": "Max 1550 · ubuntu-24.04", "path": "eager ops"}).content.decode()
+    assert "<strong>40</strong> of 40" in one and "<strong>100</strong>" not in one
+    assert "&amp;variant=Max%201550%20%C2%B7%20ubuntu-24.04" in one, "the path links keep the variant"
+    unnamed = client.get(url, {"variant": ""}).content.decode()
+    assert "<strong>60</strong> of 63" in unnamed
+    assert "No module in this backend's counts on MI300." in client.get(url, {"variant": "MI300"}).content.decode()

@@ -204,3 +204,14 @@ def test_it_sets_what_a_project_takes_part_in_and_none_ticked_means_both(browser
     assert post(browser, change_url(xpu), form_data(xpu)).status_code == 302
     xpu.refresh_from_db()
     assert xpu.events == [] and xpu.takes_pull_requests and xpu.takes_part_in("nightly")
+
+
+def test_an_admin_declares_a_backend_s_variant_keys_and_an_unknown_key_is_refused(browser, xpu):
+    saved = post(browser, change_url(xpu), form_data(xpu, variant_keys='["device", "os"]'))
+    assert saved.status_code == 302
+    xpu.refresh_from_db()
+    assert xpu.variant_keys == ["device", "os"]
+    refused = post(browser, change_url(xpu), form_data(xpu, variant_keys='["gpu"]'))
+    assert refused.status_code == 200 and "A list of distinct keys among: device, sdk" in refused.content.decode()
+    xpu.refresh_from_db()
+    assert xpu.variant_keys == ["device", "os"]

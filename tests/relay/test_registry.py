@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from devtools.sandbox_registry import seed_sandbox_registry
+from devtools.sandbox_registry import SANDBOX_PROJECTS, seed_sandbox_registry
 from relay import registry
 from relay.allowlist import AllowlistError, parse_allowlist
 from relay.models import CIProvider, HardwareKind, LevelChange, Project
@@ -232,7 +232,7 @@ def test_it_exports_an_empty_registry_as_four_empty_levels():
 def test_the_seed_covers_the_seven_mission_systems_the_reference_and_the_probe():
     projects = seed_sandbox_registry()
     assert {p.full_name for p in projects} >= MISSION_SYSTEMS
-    assert len(projects) == 11 and all(p.display_name and p.github_repo_id for p in projects)
+    assert len(projects) == len(SANDBOX_PROJECTS) == 12 and all(p.display_name and p.github_repo_id for p in projects)
     [reference] = [p for p in projects if p.is_reference]
     [probe] = [p for p in projects if p.is_health_probe]
     assert (reference.hardware_kind, probe.hardware_kind, probe.level) == (
@@ -256,7 +256,7 @@ def test_the_seed_is_idempotent_and_audited_as_the_sandbox_seed():
     audit_rows = LevelChange.objects.count()
     seed_sandbox_registry()
     assert list(Project.objects.order_by("pk").values()) == snapshot
-    assert LevelChange.objects.count() == audit_rows == 11
+    assert LevelChange.objects.count() == audit_rows == len(SANDBOX_PROJECTS)
 
 
 def test_the_seed_restores_a_changed_level_with_an_audit_row():
@@ -271,7 +271,7 @@ def test_the_seed_restores_a_changed_level_with_an_audit_row():
 def test_the_seeded_registry_exports_and_reimports_without_change():
     seed_sandbox_registry()
     result = allowlist_import(allowlist_export(), by="ops")
-    assert len(result.unchanged) == 11
+    assert len(result.unchanged) == len(SANDBOX_PROJECTS)
 
 
 def test_an_allowlist_writing_an_installed_repo_in_lower_case_keeps_one_row_spelled_as_github_does():

@@ -5,7 +5,7 @@ import pytest
 
 from relay.enablement.backend import backend_enablement, enabled_history, skip_rises
 from relay.enablement.table import counted_commits, enablement_table
-from tests.factories import FailedTestFactory
+from tests.factories import FailedTestFactory, ProjectFactory
 from tests.relay.enablement.scenario import backends, commit, job
 
 pytestmark = pytest.mark.django_db
@@ -133,3 +133,50 @@ def test_the_history_has_each_days_passed_per_path(store):
     assert [p.sha for p in points] == [old.sha, newest.sha]
     assert [p.passed["eager ops"] for p in points] == [60, 80]
     assert [p.passed["nn"] for p in points] == [0, 55]
+
+
+# --- hardware variants (issue 53 item 5) ------------------------------------------------------
+
+
+@pytest.fixture
+def rocm_store():
+    reference, _ = backends()
+    rocm = ProjectFactory(
+        full_name="ROCm/pytorch", display_name="AMD ROCm", device_type="cuda", variant_keys=["device"]
+    )
+    newest = commit(1)
+    job(reference, newest.sha, REFERENCE_COUNTS)
+    ops = {"test/test_ops.py": {"passed": 90, "failed": 10}}
+    job(
+        rocm,
+        newest.sha,
+        ops,
+        run_id="mi300",
+        job_name="test (mi300)",
+        environment={"device": "MI300", "os": "ubuntu-22.04"},
+    )
+    job(
+        rocm,
+        newest.sha,
+        {"test/test_ops.py": {"passed": 50, "skipped": 50}},
+        run_id="mi250",
+        environment={"device": "MI250"},
+    )
+    return rocm
+
+
+def test_a_backend_declaring_variants_reads_each_variant_beside_the_reference(rocm_store):
+    row = next(r for r in enablement_table().rows if r.project == rocm_store)
+    assert cells(row)["eager ops"].counts.passed == 140, "the backend's row is every variant's"
+    by_variant = {v.variant: {c.path: c for c in v.cells} for v in row.variants}
+    assert set(by_variant) == {"MI300", "MI250"}
+    mi300, mi250 = by_variant["MI300"]["eager ops"], by_variant["MI250"]["eager ops"]
+    assert (mi300.counts.passed, mi300.counts.ran, mi300.parity) == (90, 100, 0.9)
+    assert (mi250.counts.passed, mi250.counts.ran, mi250.counts.skipped, mi250.parity) == (50, 50, 50, 0.5)
+
+
+def test_without_declared_keys_there_is_one_row(rocm_store):
+    rocm_store.variant_keys = []
+    rocm_store.save()
+    row = next(r for r in enablement_table().rows if r.project == rocm_store)
+    assert row.variants == []
