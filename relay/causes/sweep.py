@@ -4,7 +4,7 @@ Every TestRun row (one failed test of one job attempt) gets a CauseHit under the
 algorithm version (relay.causes.reasons.VERSION), in TestRun id order from a watermark kept
 per version: new rows are the ones past it, and a new version starts from zero, so the same
 walk that clusters new failures re-clusters the old ones. Until the new version's walk has
-caught up, the pages read the last version that had (`read_version`); then the older
+caught up, the pages read the last version that had (relay.causes.state.read_version); then the older
 versions' clusters are deleted.
 
 The sweep is the store's only writer of TestRun rows besides the backfill and rematch
@@ -18,16 +18,16 @@ from django.db import transaction
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Right
 
-from relay.models import CauseHit, FailedTest, FailureCause, JobRun, RelayState, TestIdentity, TestRun
+from relay.models import CauseHit, FailedTest, FailureCause, JobRun, TestIdentity, TestRun
 from relay.models.testlevel import rows_insert
 from relay.testlevel.store import job_identities
 
 from .reasons import MAX_INPUT, VERSION, Reason, reason_of
+from .state import state, state_set
 
 logger = logging.getLogger(__name__)
 BATCH = 2000
 """TestRun rows per step: a job's 1,000 failures are one step."""
-STATE_KEY = "causes"
 
 
 @dataclass
@@ -43,22 +43,16 @@ def causes_sweep(limit: int = 10_000) -> int:
     retire the older versions. Returns how many failures were clustered."""
     done = 0
     while done < limit:
-        last = _state().get(f"v{VERSION}", 0)
+        last = state().get(f"v{VERSION}", 0)
         rows = list(TestRun.objects.filter(id__gt=last).order_by("id").values_list("id", "job_run_id")[:BATCH])
         if not rows:
             _caught_up()
             break
         with transaction.atomic():
             hits_write(sorted({job_id for _, job_id in rows}))
-            _state_set(**{f"v{VERSION}": rows[-1][0]})
+            state_set(**{f"v{VERSION}": rows[-1][0]})
         done += len(rows)
     return done
-
-
-def read_version() -> int:
-    """The version the pages read: the newest whose clustering of every stored failure is done
-    (the current one on a store that never had another)."""
-    return _state().get("complete", VERSION)
 
 
 def hits_write(job_ids: list[int]) -> int:
@@ -141,18 +135,9 @@ def _cause_row(one: Seen) -> dict:
 
 def _caught_up() -> None:
     """Every stored failure has its cluster under VERSION: read it, and drop the older ones."""
-    if _state().get("complete") == VERSION:
+    if state().get("complete") == VERSION:
         return
     with transaction.atomic():
-        _state_set(complete=VERSION)
+        state_set(complete=VERSION)
         retired = FailureCause.objects.filter(version__lt=VERSION).delete()[0]
     logger.info("causes: version %s complete, %s older rows retired", VERSION, retired)
-
-
-def _state() -> dict:
-    row = RelayState.objects.filter(key=STATE_KEY).first()
-    return dict(row.value) if row else {}
-
-
-def _state_set(**values) -> None:
-    RelayState.objects.update_or_create(key=STATE_KEY, defaults={"value": {**_state(), **values}})

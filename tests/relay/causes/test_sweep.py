@@ -6,7 +6,8 @@ from datetime import timedelta
 import pytest
 
 from relay.causes import reasons, sweep
-from relay.causes.sweep import causes_sweep, read_version
+from relay.causes.state import read_version
+from relay.causes.sweep import causes_sweep
 from relay.models import CauseHit, FailureCause, TestRun
 from relay.testlevel import tasks
 
