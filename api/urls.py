@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_bisections, views_hud, views_mutes, views_tests, views_triage
+from . import views, views_bisections, views_causes, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -45,6 +45,7 @@ class Router(DefaultRouter):
         "quality": "api-quality",
         "mutes": "api-mutes",
         "bisections": "api-bisections",
+        "causes": "api-causes",
     }
 
     def get_api_root_view(self, api_urls=None):
@@ -80,6 +81,8 @@ urlpatterns = [
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
     re_path(r"^api/v1/quality/?$", views_tests.QualityView.as_view(), name="api-quality"),
     re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
+    re_path(r"^api/v1/causes/?$", views_causes.CauseListView.as_view(), name="api-causes"),
+    re_path(r"^api/v1/causes/(?P<pk>[0-9]{1,12})/?$", views_causes.CauseDetailView.as_view(), name="api-cause"),
     re_path(r"^api/v1/bisections/?$", views_bisections.BisectionListView.as_view(), name="api-bisections"),
     re_path(
         r"^api/v1/bisections/(?P<pk>[0-9]{1,12})/?$",

@@ -87,10 +87,20 @@ class Reason:
     """The line as it was read, before normalising: what a person recognises."""
 
     @property
+    def rule(self) -> str:
+        return rule_text(self.exception, self.signature)
+
+    @property
     def digest(self) -> str:
         """The cluster's key under this version: the same reason, the same digest."""
         key = "\x1f".join((str(VERSION), self.kind, self.exception, self.signature))
         return hashlib.sha1(key.encode("utf-8", errors="replace"), usedforsecurity=False).hexdigest()
+
+
+def rule_text(exception: str, signature: str) -> str:
+    """How a cause is named in a known issue's rule (and shown): `Type: normalised line`. A rule
+    names the reason, not one version's cluster, so it outlives a re-clustering that keeps it."""
+    return f"{exception}: {signature}" if exception else signature
 
 
 def reason_of(message: str, stacktrace: str = "", device_word: str = "") -> Reason:

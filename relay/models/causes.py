@@ -10,6 +10,8 @@ under the new version (until then the pages read the old, complete version)."""
 from django.db import models
 from django.utils import timezone
 
+from relay.causes.reasons import rule_text
+
 from .registry import Project
 from .results import JobRun
 from .testlevel import TestIdentity
@@ -37,7 +39,16 @@ class FailureCause(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.exception}: {self.signature}" if self.exception else self.signature
+        return self.rule
+
+    @property
+    def rule(self) -> str:
+        """Its name in a known issue's cause rule (relay.causes.reasons.rule_text)."""
+        return rule_text(self.exception, self.signature)
+
+    @property
+    def label(self) -> str:
+        return f"missing operator {self.operator}" if self.kind == self.Kind.MISSING_OPERATOR else self.rule
 
 
 class CauseHit(models.Model):

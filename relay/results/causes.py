@@ -228,3 +228,46 @@ def _trend(hits, now, days: int) -> dict:
         counts = series.setdefault(row["project__full_name"], [0] * days)
         counts[(row["day"] - start).days] = row["n"]
     return {"days": [d.isoformat() for d in day_list], "series": dict(sorted(series.items()))}
+
+
+# --- a commit's failures by cause -------------------------------------------------------------------
+
+
+@dataclass
+class CommitCause:
+    cause: FailureCause
+    backends: dict[str, list[str]]
+    """backend full name → the test identities failing there through this cause (capped)."""
+    tests: int
+    reference: bool
+    """The reference fails through it on this commit too."""
+
+
+MAX_TESTS_SHOWN = 20
+
+
+def commit_causes(sha: str) -> list[CommitCause]:
+    """The failures stored for this commit (every backend, every attempt) grouped by cause, the
+    cause failing the most tests first."""
+    rows = (
+        CauseHit.objects.filter(sha=sha, version=read_version())
+        .values_list("cause_id", "project__full_name", "project__is_reference", "identity__identity")
+        .distinct()
+        .order_by("cause_id", "project__full_name", "identity__identity")
+    )
+    grouped: dict[int, CommitCause] = {}
+    causes = {}
+    for cause_id, backend, is_reference, identity in rows:
+        group = grouped.get(cause_id)
+        if group is None:
+            causes[cause_id] = None
+            group = grouped[cause_id] = CommitCause(None, {}, 0, False)
+        group.reference = group.reference or is_reference
+        tests = group.backends.setdefault(backend, [])
+        if len(tests) < MAX_TESTS_SHOWN:
+            tests.append(identity)
+        group.tests += 1
+    found = FailureCause.objects.in_bulk(list(causes))
+    for cause_id, group in grouped.items():
+        group.cause = found[cause_id]
+    return sorted(grouped.values(), key=lambda g: (-g.tests, g.cause.pk))
