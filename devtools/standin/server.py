@@ -336,6 +336,11 @@ class StandIn:
         with self.world.lock:
             return self._snapshot(comment for _, comment in sorted(self.world.comments.items()))
 
+    @property
+    def issues(self) -> list[dict]:
+        with self.world.lock:
+            return self._snapshot(issue for _, issue in sorted(self.world.issues.items()))
+
     def pulls(self, repo: str) -> list[dict]:
         """Every pull request of `repo` as GitHub shows it, by number."""
         with self.world.lock:

@@ -64,7 +64,8 @@ def _hex_id(found) -> str:
 _NORMALISE = [
     (linear(r"0x[0-9a-fA-F]+"), "<addr>"),
     (linear(r"\b[0-9a-fA-F]{7,64}\b"), _hex_id),
-    (linear(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+(?::\d+)?"), "<path>"),
+    (linear(r"\b(?:https?|file|s3)://[^\s()<>\[\]'\"]+"), "<url>"),
+    (linear(r"(?:\b[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]+(?::\d+)?"), "<path>"),
     (linear(r"torch\.Size\(\[[\d, ]*\]\)"), "<shape>"),
     (linear(r"[\[(]\s*\d+(?:\s*,\s*\d+)+\s*,?\s*[\])]|[\[(]\s*\d+\s*,\s*[\])]"), "<shape>"),
     (linear(r"\b(?:torch\.)?(?:" + _DTYPES + r")\b"), "<dtype>"),
@@ -159,10 +160,11 @@ def _typed_in(stacktrace: str, line: str) -> tuple[str, str]:
 def normalise(line: str, device_word: str = "") -> str:
     """The line with what varies written as placeholders, cut to `MAX_LINE`."""
     text = line[: MAX_LINE * 2]
-    if device_word.isalnum() and device_word.lower() not in _AMBIGUOUS:
-        text = _device_pattern(device_word.lower()).sub("<device>", text)
+    own = device_word.isalnum() and device_word.lower() not in _AMBIGUOUS
     for pattern, placeholder in _NORMALISE:
         text = pattern.sub(placeholder, text)
+        if placeholder == "<device>" and own:
+            text = _device_pattern(device_word.lower()).sub("<device>", text)
     return text.strip()[:MAX_LINE]
 
 

@@ -75,3 +75,55 @@ class CauseHit(models.Model):
 
     def __str__(self):
         return f"{self.cause_id}: {self.identity_id} on {self.project_id} @ {self.sha[:10]}"
+
+
+class CauseIssuePolicy(models.Model):
+    """A backend's opt-in to issues filed in its repository for the causes that matter, and its
+    thresholds: a cause opens an issue when it fails on `open_trunk_commits` trunk commits or
+    `open_tests` tests within `window_days`; an open one closes once it has not failed on trunk
+    for `close_after_days` days in a row (the lower threshold, so an issue never flaps)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="cause_issue_policy")
+    enabled = models.BooleanField(default=False, help_text="file issues for this backend's causes")
+    open_trunk_commits = models.PositiveSmallIntegerField(default=3)
+    open_tests = models.PositiveIntegerField(default=20)
+    window_days = models.PositiveSmallIntegerField(default=7)
+    close_after_days = models.PositiveSmallIntegerField(default=3)
+
+    class Meta:
+        verbose_name_plural = "cause issue policies"
+
+    def __str__(self):
+        return f"{self.project}: {'on' if self.enabled else 'off'}"
+
+
+class CauseIssue(models.Model):
+    """The issue filed for one cause in one backend's repository, keyed by the cause's rule (which
+    outlives a re-clustering); GitHub's number once it exists. `state` is what the issue should
+    read on GitHub; the outbox write (relay/checks/cause_issues.py) makes it so."""
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        CLOSED = "closed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cause_issues")
+    rule = models.CharField(max_length=520)
+    cause = models.ForeignKey(FailureCause, on_delete=models.SET_NULL, null=True, blank=True, related_name="issues")
+    label = models.CharField(max_length=520, help_text="the cause as shown, when last seen")
+    number = models.PositiveIntegerField(null=True, blank=True, help_text="GitHub's issue number")
+    html_url = models.URLField(max_length=500, blank=True)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
+    tests = models.PositiveIntegerField(default=0, help_text="tests failing through it in the window, last counted")
+    trunk_commits = models.PositiveIntegerField(default=0)
+    first_sha = models.CharField(max_length=40, blank=True, help_text="its first failing trunk commit")
+    reference_tests = models.PositiveIntegerField(default=0)
+    opened_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    below_since = models.DateTimeField(null=True, blank=True, help_text="off trunk since, while open")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "rule"], name="causeissue_once_per_rule")]
+
+    def __str__(self):
+        return f"{self.project}: {self.label} ({self.state})"

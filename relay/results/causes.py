@@ -11,7 +11,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from relay.causes.state import read_version
-from relay.models import CauseHit, FailureCause, Project
+from relay.models import CauseHit, FailureCause, Project, UpstreamCommit
 
 DEFAULT_DAYS = 7
 NEW_WITHIN = timedelta(days=2)
@@ -271,3 +271,42 @@ def commit_causes(sha: str) -> list[CommitCause]:
     for cause_id, group in grouped.items():
         group.cause = found[cause_id]
     return sorted(grouped.values(), key=lambda g: (-g.tests, g.cause.pk))
+
+
+# --- a backend's causes against its issue thresholds ------------------------------------------------
+
+
+@dataclass
+class Impact:
+    cause_id: int
+    tests: int
+    trunk_commits: int
+    first_trunk_sha: str
+    reference_tests: int = 0
+
+
+def backend_impacts(project: Project, since) -> dict[int, Impact]:
+    """cause id → what it did on this backend since `since`: distinct tests, trunk commits
+    (upstream commits the relay knows as trunk) and the first of them."""
+    hits = CauseHit.objects.filter(project=project, version=read_version(), created_at__gte=since)
+    tests = dict(hits.values("cause_id").annotate(n=Count("identity_id", distinct=True)).values_list("cause_id", "n"))
+    trunk = hits.filter(sha__in=UpstreamCommit.objects.filter(is_trunk=True).values("sha"))
+    firsts: dict[int, tuple] = {}
+    commits: dict[int, set[str]] = {}
+    for cause_id, sha, at in (
+        trunk.values("cause_id", "sha").annotate(at=Min("created_at")).values_list("cause_id", "sha", "at")
+    ):
+        commits.setdefault(cause_id, set()).add(sha)
+        if cause_id not in firsts or at < firsts[cause_id][0]:
+            firsts[cause_id] = (at, sha)
+    reference = _reference_tests(list(tests), since)
+    return {
+        cid: Impact(cid, n, len(commits.get(cid, ())), firsts.get(cid, (None, ""))[1], reference.get(cid, 0))
+        for cid, n in tests.items()
+    }
+
+
+def backend_cause_tests(project: Project, cause_id: int, since, limit: int = 30) -> list[str]:
+    """The tests failing through one cause on one backend since `since`, by name."""
+    hits = CauseHit.objects.filter(project=project, cause_id=cause_id, created_at__gte=since)
+    return list(hits.values_list("identity__identity", flat=True).distinct().order_by("identity__identity")[:limit])

@@ -116,3 +116,7 @@ def test_a_backends_own_device_word_is_a_device_word():
     one = reason_of("RuntimeError: acme:0 is not available", device_word="acme")
     two = reason_of("RuntimeError: xpu:1 is not available")
     assert one.digest == two.digest
+
+
+def test_urls_are_placeholders_and_a_drive_letter_needs_a_word_start():
+    assert normalise("see http://evil.example/x?y=1 and C:/work/a.py") == "see <url> and <path>"
