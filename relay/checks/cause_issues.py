@@ -22,7 +22,7 @@ from relay.results.causes import backend_cause_tests, backend_impacts
 from ..github.installations import installation_id_for
 from ..models import CauseIssue, CauseIssuePolicy, FailureCause, UpstreamWrite
 from .markdown import md_code, md_link
-from .writes import Plan, Skip, write_enqueue
+from .writes import Plan, Skip, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
 OFF_TRUNK_WINDOW = timedelta(days=1)
@@ -129,6 +129,8 @@ def cause_issue_prepare(write: UpstreamWrite) -> Plan | Skip:
     issue = CauseIssue.objects.select_related("project", "cause").get(pk=int(write.target_key.split(":", 1)[1]))
     repo = issue.project.full_name
     body = {"title": issue_title(issue), "body": issue_text(issue)}
+    if issue.number is None and tried_before(write):
+        _adopt(issue)
     if issue.number is None:
         if issue.state == CauseIssue.State.CLOSED:
             return Skip("closed before it was ever opened")
@@ -140,6 +142,25 @@ def cause_issue_prepare(write: UpstreamWrite) -> Plan | Skip:
     return Plan(
         "PATCH", path, installation_id_for(repo), body, on_sent=lambda r: f"{repo}#{issue.number} {issue.state}"
     )
+
+
+def marker(issue: CauseIssue) -> str:
+    """Hidden in the issue's text: how a retry finds the issue an earlier try opened."""
+    return f"<!-- crcr-cause-issue:{issue.pk} -->"
+
+
+def _adopt(issue: CauseIssue) -> None:
+    """After a try whose answer was lost, the issue it may have opened (by its marker), before
+    opening another; only then does the relay list the repository's issues."""
+    from ..github import client as github
+
+    repo = issue.project.full_name
+    token = github.installation_token(installation_id_for(repo))
+    found = github.paginate(f"/repos/{repo}/issues?state=all&per_page=100", auth=f"token {token}", max_pages=5)
+    mine = [i for i in found if marker(issue) in (i.get("body") or "")]
+    if mine:
+        CauseIssue.objects.filter(pk=issue.pk).update(number=mine[0]["number"], html_url=mine[0].get("html_url", ""))
+        issue.number = mine[0]["number"]
 
 
 def _numbered(issue: CauseIssue):
@@ -188,4 +209,4 @@ def issue_text(issue: CauseIssue) -> str:
         lines.append(f"Closed: not failing on trunk for {policy.close_after_days} days.")
     else:
         lines.append(f"This issue closes itself once the cause stays off trunk for {policy.close_after_days} days.")
-    return "\n".join(lines)
+    return "\n".join([*lines, marker(issue)])

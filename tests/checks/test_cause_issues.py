@@ -112,3 +112,24 @@ def test_mentions_and_markup_in_a_failure_reach_github_inert(relay, xpu):
     [issue] = relay.gh.issues
     assert issue["title"] == "[CRCR] RuntimeError: ping \uff20<path> see <img src=x> [link](<url>)"
     assert "- **Cause:** `RuntimeError: ping @<path> see <img src=x> [link](<url>)`" in issue["body"].splitlines()
+
+
+def test_a_retry_after_a_lost_answer_adopts_the_issue_instead_of_opening_a_second(relay, xpu):
+    from relay.github import client as github
+    from relay.github.installations import installation_id_for
+
+    now = timezone.now()
+    failing_commit(xpu, now - timedelta(hours=1), 20)
+    relay.gh.fail("POST", rf"/repos/{XPU}/issues", status=502)
+    sweep(relay, now)
+    row = CauseIssue.objects.get()
+    assert row.number is None and UpstreamWrite.objects.get(kind="cause_issue").state == "retrying"
+    # The lost try had landed: the issue is there, with the relay's marker.
+    landed = {"title": "[CRCR] missing operator aten::_fft_c2c", "body": f"…\n<!-- crcr-cause-issue:{row.pk} -->"}
+    number = github.as_installation(installation_id_for(XPU), "POST", f"/repos/{XPU}/issues", json=landed).json[
+        "number"
+    ]
+    UpstreamWrite.objects.update(next_attempt_at=now)
+    relay.drain()
+    assert len(relay.gh.issues) == 1 and CauseIssue.objects.get().number == number
+    assert relay.writes_to("PATCH", rf"/repos/{XPU}/issues/{number}")
