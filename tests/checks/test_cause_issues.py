@@ -2,6 +2,7 @@
 outbox, against the stand-in: opened when a cause crosses its threshold, updated as it grows,
 closed only after it stays off trunk for days, never reopened on the failures it closed on."""
 
+import random
 from datetime import timedelta
 
 import pytest
@@ -133,3 +134,29 @@ def test_a_retry_after_a_lost_answer_adopts_the_issue_instead_of_opening_a_secon
     relay.drain()
     assert len(relay.gh.issues) == 1 and CauseIssue.objects.get().number == number
     assert relay.writes_to("PATCH", rf"/repos/{XPU}/issues/{number}")
+
+
+def test_the_sandbox_backend_s_missing_operator_crosses_its_threshold_and_gets_its_issue(relay):
+    from devtools.sandbox_triage import CAUSE_ISSUES_FOR
+    from devtools.standin.sandbox import JobPlan
+
+    [repo] = CAUSE_ISSUES_FOR
+    project = relay.backend(repo, "L3", device="qnn")
+    CauseIssuePolicy.objects.create(project=project, enabled=True)
+    now, fields = timezone.now(), {"name", "classname", "file", "message", "stacktrace", "outcome", "hw_classification"}
+    healthy = (
+        f"{n:040x}"
+        for n in range(500)
+        if not JobPlan({"full_name": "x"}, {"payload": {"after": f"{n:040x}"}}).upstream_broken
+    )
+    for hours, sha in zip((3, 2, 1), healthy, strict=False):
+        plan = JobPlan({"full_name": repo, "level": "L3"}, {"payload": {"after": sha}})
+        plan.rng = random.Random(hours)  # the plan seeds its draws from the clock
+        tests = [{k: v for k, v in t.items() if k in fields} for t in plan.failed_tests()]
+        commit = UpstreamCommitFactory(sha=sha, landed_at=now - timedelta(hours=hours), is_trunk=True)
+        ran(project, commit, tests)
+        store_sweep(now=commit.landed_at + timedelta(minutes=5))
+        causes_sweep()
+    sweep(relay, now)
+    titles = [i["title"] for i in relay.gh.issues]
+    assert "[CRCR] missing operator aten::_linalg_eigvals" in titles
