@@ -72,7 +72,7 @@ def causes_listed(query: CauseQuery, now: datetime | None = None) -> list[CauseR
     reference = _reference_tests(ids, since)
     rows = [_row(t, reference, since) for t in totals]
     rows = [r for r in rows if query.shared is None or r.shared == query.shared]
-    _fill(rows, query.project_ids, (now or timezone.now()) - NEW_WITHIN)
+    _fill(rows, query.project_ids, since, (now or timezone.now()) - NEW_WITHIN)
     if query.project_ids:
         rows.sort(key=lambda r: (not r.new, -r.tests, -r.failures))
     return rows[: query.limit]
@@ -115,12 +115,16 @@ def _row(total: dict, reference: dict[int, int], since) -> CauseRow:
     )
 
 
-def _fill(rows: list[CauseRow], project_ids: tuple[int, ...], new_since) -> None:
-    """Each row's cause, its backends, and when it was first seen (on the backends asked about,
-    over all the store keeps): new when that is after `new_since`."""
+def _fill(rows: list[CauseRow], project_ids: tuple[int, ...], since, new_since) -> None:
+    """Each row's cause, its backends in the window, and when it was first seen (on the
+    backends asked about, over all the store keeps): new when that is after `new_since`."""
     ids = [r.cause_id for r in rows]
     causes = FailureCause.objects.in_bulk(ids)
-    pairs = CauseHit.objects.filter(cause_id__in=ids).values_list("cause_id", "project_id").distinct()
+    pairs = (
+        CauseHit.objects.filter(cause_id__in=ids, created_at__gte=since)
+        .values_list("cause_id", "project_id")
+        .distinct()
+    )
     projects = Project.objects.in_bulk({pid for _, pid in pairs})
     by_cause: dict[int, list[Project]] = {}
     for cause_id, pid in pairs:

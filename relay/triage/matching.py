@@ -95,6 +95,12 @@ class Failure:
         return self.subject.full if isinstance(self.subject, TestId) else self.subject
 
 
+@lru_cache(maxsize=4096)
+def rule_of(message: str) -> str:
+    """A failure's cause as a known issue names it; a page asks it of one message per issue."""
+    return reason_of(message).rule
+
+
 def failure_matches(patterns, message_contains: str, failure: Failure, cause: str = "") -> bool:
     """Every matcher that is given must hold; with none nothing matches. A cause is the
     failure's reason (relay.causes.reasons), read from its message as the sweep reads it."""
@@ -102,6 +108,6 @@ def failure_matches(patterns, message_contains: str, failure: Failure, cause: st
         return False
     if patterns and not any(id_matches(p, failure.subject) for p in patterns):
         return False
-    if cause and reason_of(failure.message or "").rule != cause:
+    if cause and rule_of(failure.message or "") != cause:
         return False
     return not message_contains or message_contains in (failure.message or "")[:MESSAGE_SCAN]
