@@ -4,6 +4,7 @@ version with the old clusters kept until every failure has its new one."""
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from relay.causes import reasons, sweep
 from relay.causes.state import read_version
@@ -66,3 +67,11 @@ def test_a_failure_whose_message_is_beyond_the_bound_is_clustered_on_what_was_re
     tasks.test_store_sweep.apply()
     cause = FailureCause.objects.get(exception="RuntimeError")
     assert len(cause.signature) == reasons.MAX_LINE
+
+
+def test_retention_drops_causes_with_the_test_store_rows_they_were_made_of(world, settings):
+    from relay.retention import retention_sweep
+
+    settings.CRCR_RETENTION_TEST_DAYS = 1
+    retention_sweep(now=timezone.now() + timedelta(days=2))
+    assert not CauseHit.objects.exists() and not FailureCause.objects.exists() and not TestRun.objects.exists()
