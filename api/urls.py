@@ -8,7 +8,7 @@ from . import views, views_bisections, views_causes, views_hud, views_mutes, vie
 
 class ApiRoot(APIRootView):
     """CRCR HUD REST API, version 1: the registry, webhook deliveries and their dispatches,
-    downstream jobs, upstream commits, the allowlist, level decisions, culprits, bisections, and per PR and
+    downstream jobs, upstream commits, the allowlist, level decisions, culprits, bisections, failure causes, and per PR and
     per commit the answers the HUD gives ({number} and {sha} are to be filled in). Schema at
     /api/schema/, docs at /api/docs/."""
 
@@ -21,6 +21,7 @@ class ApiRoot(APIRootView):
         "mute-extend": ("api-mute-extend", {"pk": 0}, "/0/", "/{id}/"),
         "mute-lift": ("api-mute-lift", {"pk": 0}, "/0/", "/{id}/"),
         "bisection": ("api-bisection", {"pk": 0}, "/0", "/{id}"),
+        "cause": ("api-cause", {"pk": 0}, "/0", "/{id}"),
     }
     """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
 

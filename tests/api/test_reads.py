@@ -167,6 +167,8 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "mute-lift",
         "bisections",
         "bisection",
+        "causes",
+        "cause",
     }
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
