@@ -14,8 +14,8 @@ from relay.models import (
     Project,
     Subscription,
 )
-from relay.models.triage import MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
-from relay.triage.matching import PatternError, message_check, pattern_check, patterns_check
+from relay.models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
+from relay.triage.matching import PatternError, cause_check, message_check, pattern_check, patterns_check
 
 
 def _checked(check, value):
@@ -41,6 +41,7 @@ class KnownIssueOut(serializers.ModelSerializer):
             "projects",
             "test_patterns",
             "message_contains",
+            "cause",
             "blocks_gate",
             "created_by",
             "created_at",
@@ -72,6 +73,12 @@ class KnownIssueIn(serializers.Serializer):
         help_text="globs over normalised test ids: module.Class.method or Class.method",
     )
     message_contains = serializers.CharField(max_length=MAX_MESSAGE_CHARS, required=False, allow_blank=True)
+    cause = serializers.CharField(
+        max_length=MAX_CAUSE_CHARS,
+        required=False,
+        allow_blank=True,
+        help_text="a failure cause as GET /api/v1/causes names it (`rule`): failures with that reason",
+    )
     blocks_gate = serializers.BooleanField(required=False, help_text="false needs the admin scope")
 
     def validate_test_patterns(self, value):
@@ -79,6 +86,9 @@ class KnownIssueIn(serializers.Serializer):
 
     def validate_message_contains(self, value):
         return _checked(message_check, value)
+
+    def validate_cause(self, value):
+        return _checked(cause_check, value)
 
     def validate_projects(self, names):
         query = Q()

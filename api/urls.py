@@ -3,12 +3,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_bisections, views_enablement, views_hud, views_mutes, views_tests, views_triage
+from . import views, views_bisections, views_causes, views_enablement, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
     """CRCR HUD REST API, version 1: the registry, webhook deliveries and their dispatches,
-    downstream jobs, upstream commits, the allowlist, level decisions, culprits, bisections, and per PR and
+    downstream jobs, upstream commits, the allowlist, level decisions, culprits, bisections, failure causes, and per PR and
     per commit the answers the HUD gives ({number} and {sha} are to be filled in). Schema at
     /api/schema/, docs at /api/docs/."""
 
@@ -22,6 +22,7 @@ class ApiRoot(APIRootView):
         "mute-lift": ("api-mute-lift", {"pk": 0}, "/0/", "/{id}/"),
         "bisection": ("api-bisection", {"pk": 0}, "/0", "/{id}"),
         "enablement-backend": ("api-enablement-backend", {"full_name": "owner/repo"}, "owner/repo", "{owner}/{repo}"),
+        "cause": ("api-cause", {"pk": 0}, "/0", "/{id}"),
     }
     """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
 
@@ -47,6 +48,7 @@ class Router(DefaultRouter):
         "mutes": "api-mutes",
         "bisections": "api-bisections",
         "enablement": "api-enablement",
+        "causes": "api-causes",
     }
 
     def get_api_root_view(self, api_urls=None):
@@ -88,6 +90,8 @@ urlpatterns = [
         views_enablement.BackendEnablementView.as_view(),
         name="api-enablement-backend",
     ),
+    re_path(r"^api/v1/causes/?$", views_causes.CauseListView.as_view(), name="api-causes"),
+    re_path(r"^api/v1/causes/(?P<pk>[0-9]{1,12})/?$", views_causes.CauseDetailView.as_view(), name="api-cause"),
     re_path(r"^api/v1/bisections/?$", views_bisections.BisectionListView.as_view(), name="api-bisections"),
     re_path(
         r"^api/v1/bisections/(?P<pk>[0-9]{1,12})/?$",

@@ -1,10 +1,11 @@
 """Sandbox demo data for triage and notifications (sandbox mode only; `manage.py seed_sandbox`):
-known issues over the stand-in's test pool, an expectations file for Apple MPS, a mute AMD ROCm
+known issues over the stand-in's test pool (one matching by failure cause), an expectations file
+for Apple MPS, Qualcomm's opt-in to issues for its failure causes, a mute AMD ROCm
 put on the test it fails on its own (devtools/standin/sandbox.py: MUTED_TESTS), and one
 subscription to the sandbox's local webhook sink, so marks and /notifications fill within
 minutes. Idempotent: seeding again changes nothing."""
 
-from relay.models import KnownIssue, Project, Subscription
+from relay.models import CauseIssuePolicy, KnownIssue, Project, Subscription
 from relay.triage.expectations import expectations_replace
 from relay.triage.issues import known_issue_create, known_issue_update
 from relay.triage.mutes import MuteError, mute_create
@@ -47,6 +48,17 @@ MUTES = [
         "rocm-ci-oncall",
     )
 ]
+CAUSE_ISSUES_FOR = ("quic/ai-engine-direct-torch",)
+"""Backends opted in to issues for their failure causes: Qualcomm's fails on its own often, so its
+missing operator crosses the threshold within minutes (devtools/standin/causes_sim.py)."""
+CAUSE_RULE_ISSUE = {
+    "title": "aten::_linalg_eigvals missing on accelerators",
+    "kind": "product",
+    "cause": "NotImplementedError: aten::_linalg_eigvals",
+    "url": "https://github.com/pytorch/pytorch/issues/141287",
+}
+"""A known issue that matches by cause (relay/causes/): every backend's tests failing for the
+missing operator read as known, whatever the test."""
 MPS_EXPECTATIONS = """# Apple MPS: known gaps of the MPS backend (DRM-CI style: pattern,Kind)
 TestBinaryUfuncs.test_pow_scalar_overflow_int64,Fail   # int64 pow overflows differently on MPS
 TestAutogradDevice.test_pin_memory,Fail   # pinned memory is not supported on MPS
@@ -55,7 +67,10 @@ TestLinalg.test_svd_lowrank*,Flake
 
 
 def seed_sandbox_triage(sink_url: str = "") -> dict:
-    made = [_issue(spec) for spec in ISSUES if not KnownIssue.objects.filter(title=spec["title"]).exists()]
+    specs = [*ISSUES, CAUSE_RULE_ISSUE]
+    made = [_issue(spec) for spec in specs if not KnownIssue.objects.filter(title=spec["title"]).exists()]
+    for project in Project.objects.filter(full_name__in=CAUSE_ISSUES_FOR):
+        CauseIssuePolicy.objects.update_or_create(project=project, defaults={"enabled": True})
     mps = Project.objects.filter(full_name__iexact="pytorch-mps/mps-ci").first()
     if mps is not None and not mps.expectations.exists():
         expectations_replace(mps, MPS_EXPECTATIONS, by=SEED_BY)

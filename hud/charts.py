@@ -173,3 +173,23 @@ def metrics_figures(metrics: Metrics) -> list[tuple[str, str, dict]]:
             ("callbacks", f"Callbacks accepted per {per}", callbacks_figure(metrics)),
         ]
     ]
+
+
+def cause_trend_figure(trend: dict) -> dict:
+    """Tests failing through one cause per UTC day, one bar series per backend (the cause page)."""
+    traces = []
+    for i, (name, counts) in enumerate(trend["series"].items()):
+        style = _style(i)
+        traces.append(
+            {
+                "type": "bar",
+                "x": trend["days"],
+                "y": counts,
+                "name": name,
+                "marker": {"color": style["color"], "pattern": {"shape": style["pattern"], "fillmode": "overlay"}},
+                "hovertemplate": "%{y:,} tests<extra>" + name + "</extra>",
+            }
+        )
+    # The legend sits below the plot: one line per backend on a phone, so the figure grows with it.
+    height = HEIGHT + 22 * len(traces)
+    return _figure(traces, _layout("tests failing", barmode="stack", bargap=0.25, height=height))

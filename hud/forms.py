@@ -3,8 +3,8 @@
 from django import forms
 
 from relay.models import KnownIssue, Project
-from relay.models.triage import MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
-from relay.triage.matching import PatternError, message_check, patterns_check
+from relay.models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
+from relay.triage.matching import PatternError, cause_check, message_check, patterns_check
 
 
 class KnownIssueForm(forms.Form):
@@ -18,6 +18,12 @@ class KnownIssueForm(forms.Form):
         help_text=f"One glob per line over normalised test ids (module.Class.method or Class.method), at most {MAX_PATTERNS} of {MAX_PATTERN_CHARS} characters.",
     )
     message_contains = forms.CharField(max_length=MAX_MESSAGE_CHARS, required=False, label="Failure message contains")
+    cause = forms.CharField(
+        max_length=MAX_CAUSE_CHARS,
+        required=False,
+        label="Failure cause",
+        help_text="A cause as its page names it (Type: normalised line): every failure with that reason.",
+    )
     all_backends = forms.BooleanField(required=False, initial=True, label="All backends")
     projects = forms.ModelMultipleChoiceField(
         queryset=Project.objects.filter(active=True), required=False, label="Only these backends"
@@ -42,10 +48,16 @@ class KnownIssueForm(forms.Form):
         except PatternError as exc:
             raise forms.ValidationError(str(exc)) from exc
 
+    def clean_cause(self) -> str:
+        try:
+            return cause_check(self.cleaned_data["cause"])
+        except PatternError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
     def clean(self):
         data = super().clean()
-        if not data.get("test_patterns") and not data.get("message_contains"):
-            raise forms.ValidationError("Give a test pattern or a message substring to match failures by.")
+        if not data.get("test_patterns") and not data.get("message_contains") and not data.get("cause"):
+            raise forms.ValidationError("Give a test pattern, a message substring or a cause to match failures by.")
         if not data.get("all_backends") and not data.get("projects"):
             raise forms.ValidationError("Choose the backends, or tick “All backends”.")
         return data

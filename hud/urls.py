@@ -3,7 +3,16 @@ metrics in hud.views_summary."""
 
 from django.urls import path, re_path
 
-from . import views_enablement, views_grid, views_metrics, views_search, views_summary, views_tests, views_triage
+from . import (
+    views_causes,
+    views_enablement,
+    views_grid,
+    views_metrics,
+    views_search,
+    views_summary,
+    views_tests,
+    views_triage,
+)
 
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
@@ -18,6 +27,9 @@ urlpatterns = [
     path("crcr/enablement", views_enablement.enablement, name="hud-enablement"),
     path("crcr/enablement/<str:org>/<str:repo>", views_enablement.backend_enablement, name="hud-enablement-backend"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
+    path("causes", views_causes.causes, name="hud-causes"),
+    path("causes/<int:pk>", views_causes.cause, name="hud-cause"),
+    path("causes/<int:pk>/known-issue", views_causes.cause_known_issue, name="hud-cause-known-issue"),
     path("known-issues", views_triage.known_issues, name="hud-known-issues"),
     path("known-issues/new", views_triage.known_issue_new, name="hud-known-issue-new"),
     path("known-issues/suggested", views_triage.suggested, name="hud-suggested"),

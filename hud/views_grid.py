@@ -15,6 +15,7 @@ from relay.results.heads import sha_resolve
 from relay.run_links import run_host, run_host_trusted
 
 from .rendering import page, unavailable
+from .selectors_causes import commit_cause_groups
 from .selectors_commit import baseline_variant_marks, commit_detail
 from .selectors_grid import (
     LEVELS,
@@ -118,6 +119,7 @@ def commit(request, sha):
             probed=bool(probes),
             culprit_window=settings.CRCR_CULPRIT_WINDOW,
             bisections=bisections_of_commit(full_sha),
+            cause_groups=commit_cause_groups(full_sha),
         )
     except DatabaseError as exc:
         return unavailable(request, "hud/commit.html", context, exc)
@@ -136,6 +138,7 @@ def pull_request(request, number):
     try:
         context["pr"] = pr = pr_page(number)
         context["bisections"] = culprits_landed_by(number)
+        context["cause_groups"] = commit_cause_groups(pr.heads[0].sha if pr.heads else "")
     except DatabaseError as exc:
         return unavailable(request, "hud/pr.html", context, exc)
     return page(request, "hud/pr.html", context, status=200 if pr.heads or pr.landed or context["bisections"] else 404)

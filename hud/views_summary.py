@@ -16,6 +16,7 @@ from hud.health_details import CARDS as HEALTH_CARDS
 from hud.health_details import health_details
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
+from hud.selectors_causes import backend_causes
 from hud.selectors_enablement import enabled_history_page
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
@@ -142,6 +143,7 @@ def backend(request, org: str, repo: str):
         context["detail"] = _cell(project, params)
         context["bisections"] = bisections_of_backend(project.id)
         context["enabled"] = enabled_history_page(project)
+        context["causes"] = backend_causes(project)
     except TalliesPending as pending:
         return _loading(request, "hud/backend.html", "body", context, pending)
     except DatabaseError as exc:

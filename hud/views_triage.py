@@ -71,6 +71,7 @@ def _initial(query) -> dict:
         "title": query.get("title", "")[:200],
         "test_patterns": query.get("pattern", "")[:200],
         "kind": query.get("kind", "product"),
+        "cause": query.get("cause", "")[:520],
     }
     project = int_param(query.get("project"))
     if project is not None and backend_exists(project):
@@ -81,7 +82,9 @@ def _initial(query) -> dict:
 
 
 def _create(data: dict, by: str, may_unblock: bool):
-    fields = {k: data[k] for k in ("title", "url", "kind", "test_patterns", "message_contains", "all_backends")}
+    fields = {
+        k: data[k] for k in ("title", "url", "kind", "test_patterns", "message_contains", "cause", "all_backends")
+    }
     fields["blocks_gate"] = data["blocks_gate"] if may_unblock else True  # the form hides the box
     projects = [] if data["all_backends"] else list(data["projects"])
     return issue_services.known_issue_create(fields, by=by, projects=projects, may_unblock=may_unblock)

@@ -260,3 +260,6 @@ class BisectionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+from . import admin_causes  # noqa: E402,F401 - failure causes: issue policies and filed issues

@@ -16,7 +16,7 @@ from .models.triage import (
 )
 from .triage import issues as issue_services
 from .triage import mutes as mute_services
-from .triage.matching import PatternError, message_check, patterns_check
+from .triage.matching import PatternError, cause_check, message_check, patterns_check
 
 
 class KnownIssueForm(forms.ModelForm):
@@ -33,6 +33,7 @@ class KnownIssueForm(forms.ModelForm):
             "projects",
             "test_patterns",
             "message_contains",
+            "cause",
             "blocks_gate",
         ]
 
@@ -42,10 +43,13 @@ class KnownIssueForm(forms.ModelForm):
     def clean_message_contains(self):
         return _checked(message_check, self.cleaned_data.get("message_contains", ""))
 
+    def clean_cause(self):
+        return _checked(cause_check, self.cleaned_data.get("cause", ""))
+
     def clean(self):
         data = super().clean()
-        if not data.get("test_patterns") and not data.get("message_contains"):
-            raise forms.ValidationError("Give a test pattern or a message substring to match failures by.")
+        if not data.get("test_patterns") and not data.get("message_contains") and not data.get("cause"):
+            raise forms.ValidationError("Give a test pattern, a message substring or a cause to match failures by.")
         return data
 
 

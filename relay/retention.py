@@ -12,9 +12,10 @@ every attempt, job runs with their conclusions, timings, counts and failed tests
 - A completed job's stored callback body is emptied.
 - The test store (relay/models/testlevel.py) keeps CRCR_RETENTION_TEST_DAYS (90) of outcomes and
   tested commits: older TestRun and TestedCommit rows are deleted (on a partitioned relay_testrun,
-  dropping a month's partition does the same at once: docs/scaling.md). Identities, flakiness
-  states and mutes stay: they are one row per test, not per run. Counts per test module
-  (ModuleCount, the enablement view's) are kept as long.
+  dropping a month's partition does the same at once: docs/scaling.md), and with them each failed
+  test's cause (CauseHit) and the causes last seen before then. Identities, flakiness states and
+  mutes stay: they are one row per test, not per run. Counts per test module (ModuleCount, the
+  enablement view's) are kept as long as test outcomes.
 
 A beat task runs this every six hours, in bounded batches."""
 
@@ -27,7 +28,7 @@ from django.db import transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from .models import Delivery, Dispatch, JobRun, ModuleCount, TestedCommit, TestRun
+from .models import CauseHit, Delivery, Dispatch, FailureCause, JobRun, ModuleCount, TestedCommit, TestRun
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -138,11 +139,13 @@ def bodies_prune(cutoff) -> int:
 
 
 def test_store_prune(cutoff) -> int:
-    """One batch: test outcomes, tested commits and module counts dated before `cutoff` deleted."""
+    """One batch: test outcomes, tested commits, module counts and failures' causes dated before
+    `cutoff` deleted."""
     done = 0
-    for model in (TestRun, TestedCommit, ModuleCount):
+    for model in (TestRun, TestedCommit, ModuleCount, CauseHit):
         ids = list(
             model.objects.filter(created_at__lt=cutoff).order_by("created_at").values_list("pk", flat=True)[:BATCH]
         )
         done += model.objects.filter(pk__in=ids).delete()[0] if ids else 0
-    return done
+    gone = list(FailureCause.objects.filter(last_seen_at__lt=cutoff).values_list("pk", flat=True)[:BATCH])
+    return done + (FailureCause.objects.filter(pk__in=gone).delete()[0] if gone else 0)

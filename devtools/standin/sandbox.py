@@ -25,7 +25,7 @@ from xml.etree import ElementTree
 
 import httpx
 
-from . import bisect_sim
+from . import bisect_sim, causes_sim
 from . import sandbox_enablement as enablement
 from .__main__ import _write_atomically, load_or_create
 
@@ -640,7 +640,7 @@ def shaped_test(project: dict, spec) -> dict:
         **report_shape(file, cls.format(D=upper), name, shape),
         "outcome": "error" if _problem(method)[0] == "error" else "failed",
         "hw_classification": hw,
-        "message": f"{_problem(method)[1]} ({name})",
+        "message": _problem(method)[1],
         "stacktrace": f'Traceback (most recent call last):\n  File "test/{file}", line 1234, in {name}\nAssertionError',
     }
 
@@ -770,7 +770,13 @@ class JobPlan:
 
     def failed_tests(self) -> list[dict]:
         tests = list(self.broken_tests) if self.upstream_broken else []
-        if not self.upstream_broken or (self.rng.random() < 0.3 and not self.sound):
+        own = not self.upstream_broken or (self.rng.random() < 0.3 and not self.sound)
+        if own and causes_sim.standing(self.project["full_name"]):  # its own failures have causes
+            return [
+                *map(self.failed_test, tests),
+                *causes_sim.failed(self.project["full_name"], self.failed_test, self.rng),
+            ]
+        if own:
             tests.append(self.rng.choice(TEST_POOL))
         return [self.failed_test(t) for t in dict.fromkeys(tests)]
 

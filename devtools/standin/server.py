@@ -17,7 +17,7 @@ from werkzeug.routing import Map
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from . import actions, checks, control, git, github, s3
+from . import actions, checks, control, git, github, issues, s3
 from .auth import credentials
 from .http import DOCS_URL, Call, HTTPError, error_response, json_response, status_phrase
 from .oidc import OIDC
@@ -26,6 +26,7 @@ from .state import Fault, Recorded, World
 URL_MAP = Map(
     [
         *github.route.rules,
+        *issues.route.rules,
         *git.route.rules,
         *checks.route.rules,
         *actions.route.rules,
@@ -334,6 +335,11 @@ class StandIn:
     def comments(self) -> list[dict]:
         with self.world.lock:
             return self._snapshot(comment for _, comment in sorted(self.world.comments.items()))
+
+    @property
+    def issues(self) -> list[dict]:
+        with self.world.lock:
+            return self._snapshot(issue for _, issue in sorted(self.world.issues.items()))
 
     def pulls(self, repo: str) -> list[dict]:
         """Every pull request of `repo` as GitHub shows it, by number."""

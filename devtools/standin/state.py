@@ -125,6 +125,7 @@ class World:
         self.dispatches: list[dict] = []
         self.check_runs: dict[int, dict] = {}
         self.comments: dict[int, dict] = {}
+        self.issues: dict[tuple[str, int], dict] = {}
         self.reruns: list[dict] = []
         self.running: set[tuple[str, int]] = set()
         self.faults: list[Fault] = []

@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from ..github import client as github
 from ..models import UpstreamWrite, UpstreamWriteAttempt
 from ..outbox.engine import Outbox, Result, retry_countdown
-from . import checkruns, demotion_sync, oncall, reruns, writes
+from . import cause_issues, checkruns, demotion_sync, oncall, reruns, writes
 from .markdown import upstream_body
 from .writes import Plan, Skip
 
@@ -31,6 +31,8 @@ def write_prepare(write: UpstreamWrite) -> Plan | Skip:
         return reruns.suite_rerun_prepare(write)
     if write.kind == Kind.DEMOTION_SYNC:
         return demotion_sync.demotion_prepare(write)
+    if write.kind == Kind.CAUSE_ISSUE:
+        return cause_issues.cause_issue_prepare(write)
     raise LookupError(f"no prepare function for upstream write kind {write.kind!r}")
 
 

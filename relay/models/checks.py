@@ -93,6 +93,7 @@ class UpstreamWrite(OutboxRow):
         RERUN = "rerun", "re-run downstream run"
         SUITE_RERUN = "suite_rerun", "re-run a check suite's downstream runs"
         DEMOTION_SYNC = "demotion_sync", "sync a demotion pull request"
+        CAUSE_ISSUE = "cause_issue", "open, update or close a failure cause's issue"
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -107,7 +108,7 @@ class UpstreamWrite(OutboxRow):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     target_key = models.CharField(
         max_length=64,
-        help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>, demotion:<pk>",
+        help_text="what is written: check_run:<pk>, comment:<pk>, rerun:<pk>, suite:<delivery pk>, demotion:<pk>, cause-issue:<pk>",
     )
     target_label = models.CharField(max_length=600, blank=True)
     check_run = models.ForeignKey(

@@ -15,12 +15,14 @@ from ..outbox.models import OutboxAttempt, OutboxRow
 MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 200
 MAX_MESSAGE_CHARS = 200
+MAX_CAUSE_CHARS = 520
+"""A cause rule: `Type: normalised line` (relay.causes.reasons.rule_text), at most 200 + 300."""
 
 
 class KnownIssue(models.Model):
     """A failure the maintainers know about. Its matchers are normalised test-id globs
-    (relay.testids identities: `module.Class.method`, or `Class.method` for any module) and/or a
-    failure-message substring; both must hold when both are given."""
+    (relay.testids identities: `module.Class.method`, or `Class.method` for any module), a
+    failure-message substring and/or a failure cause (relay/causes/); all given must hold."""
 
     class Kind(models.TextChoices):
         PRODUCT = "product", "product bug (the backend)"
@@ -43,6 +45,11 @@ class KnownIssue(models.Model):
     )
     message_contains = models.CharField(
         max_length=MAX_MESSAGE_CHARS, blank=True, help_text="a plain substring of the failure message"
+    )
+    cause = models.CharField(
+        max_length=MAX_CAUSE_CHARS,
+        blank=True,
+        help_text="a failure cause as its page names it (Type: normalised line): failures with that reason",
     )
     blocks_gate = models.BooleanField(
         default=True, help_text="off: failures it matches do not block crcr/gate (admins only)"

@@ -92,7 +92,7 @@ def open_remainder(failures, triage: CellTriage | None):
 
 
 def needs_messages(triager: Triager) -> bool:
-    return any(issue.message_contains for issue in triager.issues)
+    return any(issue.message_contains or issue.cause for issue in triager.issues)
 
 
 # --- "mark as known" ------------------------------------------------------------------------------

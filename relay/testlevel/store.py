@@ -124,16 +124,19 @@ def runs_write(project: Project, sha: str, jobs: list) -> int:
                 "outcome": outcome,
                 "created_at": job.created_at,
             }
-            for (job_id, tid), (job, outcome) in rows.items()
+            for (job_id, tid), (job, outcome, _) in rows.items()
         ],
     )
     return len(rows)
 
 
-def job_identities(project: Project, sha: str, jobs: list) -> dict[tuple[int, TestId], tuple]:
-    """(attempt id, identity) → (attempt, outcome) of these attempts' failed tests, under the
-    identity rule (a module missing filled in from the identities already stored on the commit)."""
-    reported = failed_tests_for_jobs([job.id for job in jobs])
+def job_identities(
+    project: Project, sha: str, jobs: list, reported: dict | None = None
+) -> dict[tuple[int, TestId], tuple]:
+    """(attempt id, identity) → (attempt, outcome, the failed test as read) of these attempts'
+    failed tests, under the identity rule (a module missing filled in from the identities already
+    stored on the commit). `reported`: the attempts' failed tests already read (with more fields)."""
+    reported = failed_tests_for_jobs([job.id for job in jobs]) if reported is None else reported
     by_job = {
         job.id: report_ids(t, project.device_type, reported_environment(t))
         for job in jobs
@@ -145,7 +148,7 @@ def job_identities(project: Project, sha: str, jobs: list) -> dict[tuple[int, Te
         for test, tid in zip(reported.get(job.id, []), by_job[job.id], strict=True):
             tid = resolve(tid)
             if tid.key:
-                rows.setdefault((job.id, tid), (job, test.get("outcome") or "failed"))
+                rows.setdefault((job.id, tid), (job, test.get("outcome") or "failed", test))
     return rows
 
 

@@ -47,7 +47,7 @@ class Triager:
             scope = self.scopes.get(issue.pk)
             if scope is not None and failure.project_id not in scope:
                 continue
-            if failure_matches(issue.test_patterns, issue.message_contains, failure):
+            if failure_matches(issue.test_patterns, issue.message_contains, failure, issue.cause):
                 return issue
         return None
 

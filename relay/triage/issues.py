@@ -15,13 +15,13 @@ from ..runkinds import Figure, jobs_counted
 from ..testids import report_ids
 from ..verdicts import FAILING, conclusion_state
 from .classify import issues_load, triager_for
-from .matching import Failure, message_check, patterns_check
+from .matching import Failure, cause_check, message_check, patterns_check
 
 logger = logging.getLogger(__name__)
 BACKFILL_DAYS = 14
 BACKFILL_MAX_JOBS = 20_000
 """Creating an issue scans at most this many recent failing attempts for occurrences."""
-EDITABLE = ("title", "url", "kind", "all_backends", "test_patterns", "message_contains", "blocks_gate")
+EDITABLE = ("title", "url", "kind", "all_backends", "test_patterns", "message_contains", "cause", "blocks_gate")
 
 
 class IssueError(ValueError):
@@ -44,12 +44,14 @@ def _clean(data: dict) -> dict:
         data["test_patterns"] = patterns_check(data["test_patterns"] or [])
     if "message_contains" in data:
         data["message_contains"] = message_check(data["message_contains"])
+    if "cause" in data:
+        data["cause"] = cause_check(data["cause"])
     return data
 
 
 def _require_matcher(issue: KnownIssue) -> None:
-    if not issue.test_patterns and not issue.message_contains:
-        raise IssueError("a known issue needs a test pattern or a message substring to match failures by")
+    if not issue.test_patterns and not issue.message_contains and not issue.cause:
+        raise IssueError("a known issue needs a test pattern, a message substring or a cause to match failures by")
 
 
 @transaction.atomic
@@ -78,7 +80,7 @@ def known_issue_update(issue: KnownIssue, data: dict, projects=None, may_unblock
     issue.save()
     if projects is not None:
         issue.projects.set(projects)
-    if {"test_patterns", "message_contains", "all_backends"} & changes.keys() or projects is not None:
+    if {"test_patterns", "message_contains", "cause", "all_backends"} & changes.keys() or projects is not None:
         transaction.on_commit(lambda: occurrences_backfill(issue.pk))
     return issue
 

@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..causes.reasons import reason_of
 from ..linear import linear
-from ..models.triage import MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
+from ..models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
 from ..testids import TestId
 
 MESSAGE_SCAN = 4000
@@ -44,6 +45,13 @@ def patterns_check(patterns) -> list[str]:
     if len(patterns) > MAX_PATTERNS:
         raise PatternError(f"at most {MAX_PATTERNS} test patterns")
     return list(dict.fromkeys(pattern_check(str(p)) for p in patterns))
+
+
+def cause_check(text: str) -> str:
+    text = " ".join((text or "").split())
+    if len(text) > MAX_CAUSE_CHARS:
+        raise PatternError(f"a cause is at most {MAX_CAUSE_CHARS} characters")
+    return text
 
 
 def message_check(text: str) -> str:
@@ -87,10 +95,19 @@ class Failure:
         return self.subject.full if isinstance(self.subject, TestId) else self.subject
 
 
-def failure_matches(patterns, message_contains: str, failure: Failure) -> bool:
-    """Both matchers that are given must hold; with neither nothing matches."""
-    if not patterns and not message_contains:
+@lru_cache(maxsize=4096)
+def rule_of(message: str) -> str:
+    """A failure's cause as a known issue names it; a page asks it of one message per issue."""
+    return reason_of(message).rule
+
+
+def failure_matches(patterns, message_contains: str, failure: Failure, cause: str = "") -> bool:
+    """Every matcher that is given must hold; with none nothing matches. A cause is the
+    failure's reason (relay.causes.reasons), read from its message as the sweep reads it."""
+    if not patterns and not message_contains and not cause:
         return False
     if patterns and not any(id_matches(p, failure.subject) for p in patterns):
+        return False
+    if cause and rule_of(failure.message or "") != cause:
         return False
     return not message_contains or message_contains in (failure.message or "")[:MESSAGE_SCAN]

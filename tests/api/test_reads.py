@@ -169,6 +169,8 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "bisection",
         "enablement",
         "enablement-backend",
+        "causes",
+        "cause",
     }
     assert response.json()["enablement-backend"] == "http://testserver/api/v1/enablement/{owner}/{repo}"
     assert response.json()["projects"] == "http://testserver/api/v1/projects"

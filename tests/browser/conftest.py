@@ -135,7 +135,12 @@ def _seed_commits(rng: random.Random) -> dict:
     test_id = _test_store_record()
     _seed_bisections(commits, test_id)
     _seed_module_counts(commits[:3])
+    from relay.causes.sweep import causes_sweep
+    from relay.models import FailureCause
+
+    causes_sweep()
     return {
+        "cause": FailureCause.objects.values_list("pk", flat=True).first() or 0,
         "commits": commits,
         "pr_number": 151999,
         "pr_heads": pr_heads,

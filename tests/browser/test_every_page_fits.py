@@ -27,6 +27,8 @@ def pages(store) -> dict[str, str]:
         "deliveries": "/relay/deliveries",
         "search-not-found": "/search?q=no-such-backend",
         "test": "/test/" + quote(store.get("test_id", ""), safe=""),
+        "causes": "/causes",
+        "cause": f"/causes/{store.get('cause', 0)}",
         "admin-login": "/admin/login/",
         "admin": "/admin/",
     }

@@ -114,7 +114,9 @@ PAGES = {
     "/metrics": ("anonymous", []),
     "/crcr/intel/torch-xpu-ops": ("anonymous", ["range", "event", "page", "shards", "cell"]),
     "/known-issues": ("anonymous", ["state"]),
-    "/known-issues/new": ("superuser", ["title", "pattern", "kind", "project", "also", "sha"]),
+    "/known-issues/new": ("superuser", ["title", "pattern", "kind", "project", "also", "sha", "cause"]),
+    "/causes": ("anonymous", ["backend", "kind", "sha", "operator", "shared", "days", "limit"]),
+    "/causes/1": ("anonymous", []),
     "/known-issues/suggested": ("anonymous", []),
     "/known-issues/{issue}": ("anonymous", []),
     "/test/test_ops.TestX.test_add": ("anonymous", ["after"]),
@@ -129,6 +131,7 @@ NOT_PAGES = {
     "github-webhook",  # POST only: test_hostile_requests.py and tests/relay/test_intake.py
     "github-callback",  # POST only: tests/reliability/test_hostile_input.py
     "hud-known-issue-state",  # POST only
+    "hud-cause-known-issue",  # POST only: tests/hud/test_causes_pages.py
     "admin",  # Django's own
     "favicon",
 }
@@ -273,6 +276,8 @@ SWEPT_ROUTES = {
     "hud-known-issue-new": "/known-issues/new",
     "hud-suggested": "/known-issues/suggested",
     "hud-known-issue": "/known-issues/{issue}",
+    "hud-causes": "/causes",
+    "hud-cause": "/causes/1",
     "hud-test": "/test/test_ops.TestX.test_add",
     "healthz": "/healthz",
     "relay-deliveries": "/relay/deliveries",

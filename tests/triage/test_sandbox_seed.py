@@ -14,7 +14,7 @@ def test_the_sandbox_seed_makes_known_issues_expectations_a_mute_and_the_sink_su
     from relay.models import Expectation, KnownIssue, Subscription, TestMute
 
     seed_sandbox_registry()
-    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 4, "mutes": 1}
+    assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 5, "mutes": 1}
     assert seed_sandbox_triage("http://127.0.0.1:5999") == {"issues": 0, "mutes": 0}
     assert (
         TestMute.objects.get().identity.identity == "test_binary_ufuncs.TestBinaryUfuncs.test_pow_scalar_overflow_int64"
@@ -24,6 +24,12 @@ def test_the_sandbox_seed_makes_known_issues_expectations_a_mute_and_the_sink_su
         and KnownIssue.objects.filter(blocks_gate=False).count() == 1
     )
     assert Expectation.objects.filter(project__full_name="pytorch-mps/mps-ci").count() == 3
+    from relay.models import CauseIssuePolicy
+
+    assert KnownIssue.objects.filter(cause="NotImplementedError: aten::_linalg_eigvals").count() == 1
+    assert list(CauseIssuePolicy.objects.filter(enabled=True).values_list("project__full_name", flat=True)) == [
+        "quic/ai-engine-direct-torch"
+    ]
     assert set(Subscription.objects.values_list("target", flat=True)) == {
         "http://127.0.0.1:5999/hooks/crcr",
         "http://127.0.0.1:5999/hooks/slack",
