@@ -136,3 +136,137 @@ def test_every_number_and_date_an_api_write_takes_is_read_by_the_ascii_readers()
         for name, field in cls().fields.items():
             if isinstance(field, loose) and not field.read_only:
                 assert isinstance(field, AsciiIntegerField | AsciiDateTimeField), (cls.__name__, name)
+
+
+# --- 6. every server the project starts: threaded and time-limited ------------------------------------
+
+
+def _served_while_one_connection_idles(address: tuple, path: str = "/nope") -> int:
+    """Open a connection that sends nothing, then ask `path` on a second one: its status."""
+    import http.client
+    import socket
+
+    idle = socket.create_connection(address, timeout=5)
+    try:
+        asking = http.client.HTTPConnection(*address, timeout=5)
+        asking.request("GET", path)
+        return asking.getresponse().status
+    finally:
+        idle.close()
+
+
+def _closed_within(address: tuple, seconds: float) -> bool:
+    """Whether the server closes a connection that sends nothing within `seconds`."""
+    import socket
+
+    idle = socket.create_connection(address, timeout=seconds + 5)
+    try:
+        return idle.recv(100) == b""
+    except TimeoutError:
+        return False
+    finally:
+        idle.close()
+
+
+@pytest.fixture
+def metrics_server(monkeypatch):
+    import threading
+
+    from hud.management.commands import metrics_serve
+
+    monkeypatch.setattr(metrics_serve.QuietHandler, "timeout", 0.5)
+    server = metrics_serve.metrics_server("127.0.0.1:0")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_one_idle_connection_does_not_block_metrics_serve(metrics_server):
+    assert _served_while_one_connection_idles(metrics_server.server_address[:2]) == 404
+
+
+def test_metrics_serve_closes_a_connection_that_sends_nothing(metrics_server):
+    import time
+
+    started = time.monotonic()
+    assert _closed_within(metrics_server.server_address[:2], 3)
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    "bind", ["127.0.0.1:٣", "127.0.0.1:³", "127.0.0.1:９４６４", "127.0.0.1:+1", ":9464", "127.0.0.1:"]
+)
+def test_metrics_serve_reads_its_port_in_ascii_digits_only(bind):
+    from django.core.management.base import CommandError
+
+    from hud.management.commands.metrics_serve import bind_address
+
+    with pytest.raises(CommandError, match="ASCII digits"):
+        bind_address(bind)
+
+
+def test_metrics_serve_takes_an_ipv6_address_in_brackets():
+    import socket
+
+    from hud.management.commands import metrics_serve
+
+    assert metrics_serve.bind_address("[::1]:9464") == ("::1", 9464)
+    assert metrics_serve.bind_address("0.0.0.0:9464") == ("0.0.0.0", 9464)
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this host")
+    try:
+        server = metrics_serve.metrics_server("[::1]:0")
+    except Exception as exc:  # a host without a v6 loopback
+        pytest.skip(f"no [::1] here: {exc}")
+    assert server.address_family == socket.AF_INET6
+    server.server_close()
+
+
+def test_the_stand_in_and_the_sandbox_sink_serve_past_an_idle_connection(tmp_path):
+    from devtools.standin.sandbox import NotificationSink
+    from devtools.standin.server import StandIn
+
+    standin = StandIn().start()
+    try:
+        host, port = standin._server.server_address[:2]
+        assert _served_while_one_connection_idles((host, port), "/_standin/nothing") < 500
+    finally:
+        standin.stop()
+    sink = NotificationSink(tmp_path)
+    import threading
+
+    threading.Thread(target=sink.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        assert _served_while_one_connection_idles(sink.server.server_address[:2]) == 501
+    finally:
+        sink.server.shutdown()
+        sink.server.server_close()
+
+
+SERVERS = {
+    "hud/management/commands/metrics_serve.py": "test_one_idle_connection_does_not_block_metrics_serve",
+    "devtools/standin/server.py": "test_the_stand_in_and_the_sandbox_sink_serve_past_an_idle_connection",
+    "devtools/standin/sandbox.py": "test_the_stand_in_and_the_sandbox_sink_serve_past_an_idle_connection",
+}
+"""Every module that starts an HTTP server of its own (gunicorn's settings: crcr/gunicorn_conf.py,
+held by test_slow_clients.py), each with the test that holds it threaded and time-limited."""
+
+
+def test_every_server_the_project_starts_is_listed_threaded_and_time_limited():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    starts = ("make_server(", "HTTPServer(", "TCPServer(", "WSGIServer(", "serve_forever(")
+    found = {
+        str(path.relative_to(root))
+        for package in ("crcr", "relay", "hud", "api", "devtools", "client")
+        for path in (root / package).rglob("*.py")
+        if any(start in path.read_text() for start in starts)
+    }
+    assert found == set(SERVERS), "a new server: make it threaded with a read timeout, then list it here"
+    for module in SERVERS:
+        source = (root / module).read_text()
+        assert "timeout = " in source and ("Threading" in source or "threaded=True" in source), module
