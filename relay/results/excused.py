@@ -31,6 +31,7 @@ from django.db.models import Count, Max
 from django.urls import reverse
 
 from relay.cache import soft_get, soft_set
+from relay.links import test_path
 from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project, TestMuteEvent
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
@@ -175,7 +176,7 @@ def _baseline_anchor(mine: CellFailures) -> str:
 
 
 def _test_anchor(tid) -> str:
-    return reverse("hud-test", args=[tid.full])
+    return test_path(tid.full)  # never raises, whatever a stored name holds
 
 
 def _job_anchor(mine: CellFailures) -> str:

@@ -9,10 +9,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from api.models import ApiToken
+from api.models import ApiToken, backend_scope
 from relay.models import TestMute
 from tests.factories import ProjectFactory
-from tests.security.hostile_values import nested
+from tests.security.hostile_values import CONTROL_CHARS, nested
 
 pytestmark = pytest.mark.django_db
 ADDMM = "test_ops.TestCommon.test_addmm_float32"
@@ -31,6 +31,190 @@ def superuser_client(name: str = "root") -> APIClient:
 
 def mute_body(**fields) -> dict:
     return {"backend": "intel/torch-xpu-ops", "test_id": ADDMM, "reason": "upstream #1", "owner": "oncall", **fields}
+
+
+# --- 1. what a stored name may hold, and one way to link it ------------------------------------------
+
+XPU_NEWLINE = {
+    "classname": "test.test_ops.TestCommonXPU",
+    "name": "test_addmm_xpu_float32\nx",
+    "file": "test/test_ops.py",
+    "message": "RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+}
+PAGES = ["/crcr", "/crcr/intel/torch-xpu-ops", "/api/v1/level-status"]
+
+
+@pytest.fixture
+def trunk_with_a_newline(settings):
+    """The reference green and Intel XPU failing a test whose name holds a newline, on trunk."""
+    from tests.triage.conftest import make_trunk, result
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "n"}}
+    ref = ProjectFactory(full_name="pytorch/openreg-ci", level="L2", is_reference=True, hardware_kind="reference")
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4", hardware_kind="gpu")
+    trunk = make_trunk(3)
+    result(ref, trunk[0].sha)
+    result(xpu, trunk[0].sha, [XPU_NEWLINE])
+    return xpu, trunk
+
+
+def maintainer_of(project) -> APIClient:
+    from api.models import BackendMaintainer
+
+    user = get_user_model().objects.create_user("dana")
+    BackendMaintainer.objects.create(user=user, project=project, granted_by="root")
+    return token_client(user, ["read", backend_scope(project.full_name)])
+
+
+def test_a_muted_test_whose_name_holds_a_newline_takes_no_page_down(client, trunk_with_a_newline):
+    from relay import links
+    from relay.testids import report_ids
+
+    xpu, trunk = trunk_with_a_newline
+    (shown,) = report_ids([XPU_NEWLINE], xpu.device_type)
+    muted = maintainer_of(xpu).post("/api/v1/mutes", mute_body(test_id=shown.full), format="json")
+    assert muted.status_code == 201, muted.content
+    assert {url: client.get(url).status_code for url in PAGES} == dict.fromkeys(PAGES, 200)
+    assert shown.full == "test_ops.TestCommon.test_addmm_float32\\nx"
+    assert client.get(f"/commit/{trunk[0].sha}").status_code == 200
+    assert client.get(links.test_path(shown.full)).status_code < 500
+
+
+@pytest.mark.parametrize("char", CONTROL_CHARS, ids=[f"U+{ord(c):04X}" for c in CONTROL_CHARS])
+def test_every_identity_is_built_without_control_characters_and_links_to_its_page(char):
+    from urllib.parse import unquote
+
+    from django.urls import resolve
+
+    from relay import links
+    from relay.testids import parse_test_id, report_ids, test_id
+    from relay.text import holds_controls
+
+    name = f"test_add{char}x_xpu_float32"
+    ids = [
+        test_id(name, f"test.test_ops.Test{char}CommonXPU", f"test/test_ops{char}.py", ("xpu",)),
+        *report_ids([{"name": name, "classname": "TestCommonXPU", "file": "test/test_ops.py"}], "xpu"),
+        parse_test_id(f"test_ops.TestCommon.{name}"),
+    ]
+    for tid in ids:
+        assert not holds_controls(tid.full), tid
+        assert char.encode("unicode_escape").decode() in tid.full
+        assert resolve(unquote(links.test_path(tid.full))).kwargs == {"identity": tid.full}
+
+
+@pytest.mark.parametrize("char", CONTROL_CHARS, ids=[f"U+{ord(c):04X}" for c in CONTROL_CHARS])
+def test_the_mutes_api_refuses_a_test_id_holding_a_control_character_with_a_400(xpu, char):
+    response = superuser_client().post("/api/v1/mutes", mute_body(test_id=ADDMM + char + "x"), format="json")
+    assert response.status_code == 400 and "control or invisible character" in response.content.decode()
+    assert not TestMute.objects.exists()
+
+
+def test_a_name_stored_before_the_rule_takes_no_page_down(client, trunk_with_a_newline):
+    from django.utils import timezone
+
+    from relay import links
+    from relay.models import TestIdentity
+
+    xpu, trunk = trunk_with_a_newline
+    raw = "test_ops.TestCommon.test_addmm_float32\nx"
+    identity = TestIdentity.objects.get(pk=TestIdentity.objects.ids_for({_as_stored(raw)})[_as_stored(raw)])
+    TestMute.objects.create(
+        identity=identity,
+        project=xpu,
+        reason="r",
+        owner="o",
+        created_by="root",
+        expires_at=timezone.now() + timezone.timedelta(days=2),
+    )
+    assert "\n" in identity.identity
+    assert {url: client.get(url).status_code for url in PAGES} == dict.fromkeys(PAGES, 200)
+    for url in (links.test_path(raw), "/api/v1/tests/" + links.test_path(raw)[len("/test/") :] + "/history"):
+        assert client.get(url).status_code in (200, 404), url  # found by its route, never a 500
+
+
+def _as_stored(text: str):
+    """A TestId holding `text` as it is, newline and all: what the store wrote before the rule."""
+    from relay.testids import TestId
+
+    module, _, key = text.partition(".")
+    return TestId(module, key.replace("\\n", "\n"))
+
+
+def test_links_to_a_test_are_built_one_way():
+    """Only relay.links.test_path builds a test's address (quoted, it never raises): reverse()
+    raised on a newline and answered 500 for three pages."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    offenders = [
+        str(path.relative_to(root))
+        for package in ("relay", "hud", "api")
+        for path in (root / package).rglob("*")
+        if path.suffix in (".py", ".html")
+        and any(name in path.read_text() for name in ('"hud-test"', "'hud-test'", '"api-test-history"'))
+        and path.name != "urls.py"
+    ]
+    assert offenders == []
+
+
+# --- 3. who maintains which backend: decided by someone allowed, checked on every request ------------
+
+
+def staff_client(username: str, *codenames: str):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    user = get_user_model().objects.create_user(username, password="pw-" + "x" * 20, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def test_a_staff_member_who_may_add_tokens_cannot_grant_themselves_a_backend(xpu):
+    clerk, client = staff_client("clerk", "add_apitoken", "view_apitoken")
+    form = {"user": str(clerk.pk), "name": "mine", "scopes": ["read"], "backends": [str(xpu.pk)]}
+    answer = client.post("/admin/api/apitoken/add/", form)
+    assert answer.status_code == 200 and not ApiToken.objects.exists()
+    assert client.post("/admin/api/backendmaintainer/add/", {"user": clerk.pk, "project": xpu.pk}).status_code == 403
+    # a token that carries the scope anyway (minted before this rule) mutes nothing
+    muting = token_client(clerk, ["read", backend_scope(xpu.full_name)])
+    assert muting.post("/api/v1/mutes", mute_body(), format="json").status_code == 403
+    assert not TestMute.objects.exists()
+
+
+def test_a_superuser_or_the_permission_given_for_it_makes_a_maintainer_and_the_token_follows(xpu, admin_client):
+    from api.models import BackendMaintainer
+
+    dana, _ = staff_client("dana")
+    assert (
+        admin_client.post("/admin/api/backendmaintainer/add/", {"user": dana.pk, "project": xpu.pk}).status_code == 302
+    )
+    granted = BackendMaintainer.objects.get(user=dana)
+    assert (granted.project, granted.granted_by) == (xpu, "admin")
+    muting = token_client(dana, ["read", backend_scope(xpu.full_name)])
+    created = muting.post("/api/v1/mutes", mute_body(), format="json")
+    assert created.status_code == 201
+    granted.delete()  # checked on every request: the next one is refused
+    assert muting.post(f"/api/v1/mutes/{created.json()['id']}/lift", {}, format="json").status_code == 403
+    lead, lead_client = staff_client("lead", "add_backendmaintainer", "view_backendmaintainer")
+    assert (
+        lead_client.post("/admin/api/backendmaintainer/add/", {"user": dana.pk, "project": xpu.pk}).status_code == 302
+    )
+    assert muting.post(f"/api/v1/mutes/{created.json()['id']}/lift", {}, format="json").status_code == 200
+
+
+def test_a_maintainer_of_one_backend_grants_a_token_only_that_backend(xpu):
+    from api.models import BackendMaintainer
+
+    rocm = ProjectFactory(full_name="ROCm/pytorch", level="L3")
+    dana, client = staff_client("dana", "add_apitoken", "view_apitoken")
+    BackendMaintainer.objects.create(user=dana, project=xpu, granted_by="root")
+    form = {"user": str(dana.pk), "name": "t", "scopes": ["read"], "backends": [str(rocm.pk)]}
+    assert client.post("/admin/api/apitoken/add/", form).status_code == 200 and not ApiToken.objects.exists()
+    form["backends"] = [str(xpu.pk)]
+    assert client.post("/admin/api/apitoken/add/", form).status_code == 200
+    assert ApiToken.objects.get(user=dana).scopes == ["backend:intel/torch-xpu-ops", "read"]
 
 
 # --- 7. one JSON depth rule for every JSON body -------------------------------------------------------
