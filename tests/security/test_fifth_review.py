@@ -454,3 +454,68 @@ def test_every_server_the_project_starts_is_listed_threaded_and_time_limited():
     for module in SERVERS:
         source = (root / module).read_text()
         assert "timeout = " in source and ("Threading" in source or "threaded=True" in source), module
+
+
+# --- also: what one commit page renders is capped and paged ------------------------------------------
+
+
+@pytest.fixture
+def thousand_long_failures():
+    """The review's commit: 1,000 failed tests of 1,000-character names on one backend, the
+    reference green."""
+    from relay.models import FailedTest
+    from tests.factories import JobRunFactory, UpstreamCommitFactory
+
+    sha = "d" * 40
+    UpstreamCommitFactory(sha=sha, title="Big (#7)")
+    ref = ProjectFactory(full_name="pytorch/openreg-ci", level="L2", is_reference=True)
+    xpu = ProjectFactory(full_name="intel/torch-xpu-ops", level="L4")
+    JobRunFactory(project=ref, head_sha=sha, conclusion="success", tests_total=5000)
+    job = JobRunFactory(project=xpu, head_sha=sha, conclusion="failure", tests_total=5000, tests_failed=1000)
+    FailedTest.objects.bulk_create(
+        FailedTest(
+            job_run=job,
+            classname=f"test.test_ops.TestCommon{i % 7}XPU",
+            name=f"test_n{i:04d}_" + "x" * 980 + "_xpu_float32",
+            file="test/test_ops.py",
+            message="AssertionError: Tensor-likes are not close!",
+        )
+        for i in range(1000)
+    )
+    return sha, xpu
+
+
+def test_links(body: str) -> set[str]:
+    import re
+
+    return set(re.findall(r'<a class="test-link" href="([^"]+)"', body))
+
+
+test_links.__test__ = False
+
+
+def test_a_commit_with_a_thousand_long_failed_tests_renders_a_page_at_a_time(client, thousand_long_failures):
+    sha, xpu = thousand_long_failures
+    first = client.get(f"/commit/{sha}", {"open": "all"})
+    body = first.content.decode()
+    assert first.status_code == 200 and len(first.content) < 1_000_000, len(first.content)
+    assert 50 <= len(test_links(body)) <= 100 and body.count('<a class="test-link"') <= 100
+    assert "Tests 1–50 of 1000" in body
+    assert "?open=all&amp;tests=2" in body  # the next page keeps the rest of the URL
+    second = client.get(f"/commit/{sha}", {"open": "all", "tests": "2"}).content.decode()
+    assert "Tests 51–100 of 1000" in second and "?open=all" in second
+    seen = set()  # every test is on some page: paging loses none
+    for number in range(1, 21):
+        shown = client.get(f"/commit/{sha}", {"tests": str(number)}).content.decode()
+        seen |= test_links(shown)
+    assert len(seen) == 1000
+    assert "Tests 951–1000 of 1000" in shown and "tests=21" not in shown
+    beyond = client.get(f"/commit/{sha}", {"tests": "21"})
+    assert beyond.status_code == 200 and "No tests past the 1000 listed" in beyond.content.decode()
+
+
+@pytest.mark.parametrize("value", ["٢", "２", "²", "0", "-1", "1e3", "99999999999999999999"])
+def test_a_tests_page_not_in_ascii_digits_is_the_first_page(client, thousand_long_failures, value):
+    sha, _ = thousand_long_failures
+    body = client.get(f"/commit/{sha}", {"tests": value}).content.decode()
+    assert "Tests 1–50 of 1000" in body

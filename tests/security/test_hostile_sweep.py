@@ -105,7 +105,7 @@ PAGES = {
             "expand",
         ],
     ),
-    f"/commit/{SHA}": ("anonymous", ["open"]),
+    f"/commit/{SHA}": ("anonymous", ["open", "tests"]),
     "/pr/100": ("anonymous", []),
     "/search": ("anonymous", ["q"]),
     "/crcr": ("anonymous", ["range", "event"]),
