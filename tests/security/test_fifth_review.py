@@ -238,6 +238,35 @@ def test_an_api_write_with_what_no_column_stores_is_a_400(text):
     assert response.status_code == 400
 
 
+def test_a_key_server_answering_json_nested_past_the_limit_is_unavailable_not_a_crash():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from relay.callbacks import oidc
+
+    class Deep(BaseHTTPRequestHandler):
+        timeout = 5
+
+        def do_GET(self):
+            body = nested(5000)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        with pytest.raises(oidc.KeyServerUnavailable, match="nested deeper"):
+            oidc.fetch_json(f"http://127.0.0.1:{server.server_address[1]}/jwks")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_every_api_view_reads_json_through_the_one_reader():
     from django.urls import get_resolver
     from rest_framework.parsers import JSONParser as DrfJsonParser
