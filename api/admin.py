@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from relay.models import Project
 
-from .models import ApiToken, Scope, backend_scope, user_may
+from .models import ApiToken, BackendMaintainer, Scope, backend_scope, user_may
 
 
 class ApiTokenForm(forms.ModelForm):
@@ -30,6 +30,8 @@ class ApiTokenForm(forms.ModelForm):
         if issuer is not None and not issuer.is_superuser and "user" in self.fields:
             self.fields["user"].queryset = self.fields["user"].queryset.filter(pk=issuer.pk)
             self.fields["user"].initial = issuer.pk
+        if issuer is not None and not issuer.is_superuser and "backends" in self.fields:
+            self.fields["backends"].queryset = self.fields["backends"].queryset.filter(maintainers__user=issuer)
 
     def clean(self):
         cleaned = super().clean()
@@ -41,6 +43,21 @@ class ApiTokenForm(forms.ModelForm):
             if beyond:
                 self.add_error("scopes", f"{', '.join(beyond)}: more than {role} ({person.get_username()}) may do.")
         return cleaned
+
+
+@admin.register(BackendMaintainer)
+class BackendMaintainerAdmin(admin.ModelAdmin):
+    """Who maintains which backend (the `backend:<owner>/<repo>` scope): made by a superuser or
+    whoever was given `api.add_backendmaintainer`, Django's own permission check on this form."""
+
+    list_display = ("user", "project", "granted_by", "granted_at")
+    list_filter = ("project",)
+    readonly_fields = ("granted_by", "granted_at")
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.granted_by = request.user.get_username()
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(ApiToken)

@@ -17,8 +17,9 @@ class Scope(models.TextChoices):
 
 
 BACKEND_SCOPE = "backend:"
-"""`backend:<owner>/<repo>`: a backend's maintainer, for that backend only (its mutes). An admin
-grants it when issuing the token (api/admin.py); the repo name is stored lower-case."""
+"""`backend:<owner>/<repo>`: a backend's maintainer, for that backend only (its mutes). Only a
+user a BackendMaintainer row names (or a superuser) may carry it; the repo name is stored
+lower-case."""
 
 
 def backend_scope(full_name: str) -> str:
@@ -26,16 +27,41 @@ def backend_scope(full_name: str) -> str:
 
 
 def user_may(user, scope: str) -> bool:
-    """What the user could do in person: read (any active user), maintain a backend (any active
-    user an admin grants it to), change the registry (the add/change project permissions), or
-    everything (superuser). A token never exceeds it."""
+    """What the user could do in person: read (any active user), maintain a backend (a superuser,
+    or a user a BackendMaintainer row names for it), change the registry (the add/change project
+    permissions), or everything (superuser). A token never exceeds it: checked on every request."""
     if user is None or not user.is_active:
         return False
-    if scope == Scope.READ or str(scope).startswith(BACKEND_SCOPE):
+    if scope == Scope.READ:
         return True
+    if str(scope).startswith(BACKEND_SCOPE):
+        return user.is_superuser or maintains(user, str(scope)[len(BACKEND_SCOPE) :])
     if scope == Scope.WRITE_PROJECTS:
         return user.has_perms(["relay.add_project", "relay.change_project"])
     return user.is_superuser
+
+
+def maintains(user, full_name: str) -> bool:
+    return BackendMaintainer.objects.filter(user=user, project__full_name__iexact=full_name).exists()
+
+
+class BackendMaintainer(models.Model):
+    """Who maintains which backend: the one place `backend:<owner>/<repo>` comes from. Rows are
+    made in admin by a superuser or whoever was given `api.add_backendmaintainer` for it; a staff
+    member who may only add API tokens cannot make one (a token of theirs once granted itself
+    any backend's scope, and with it that backend's mutes)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="maintains")
+    project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="maintainers")
+    granted_by = models.CharField(max_length=150, editable=False)
+    granted_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "project"], name="backend_maintainer_once")]
+        verbose_name = "backend maintainer"
+
+    def __str__(self):
+        return f"{self.user} maintains {self.project}"
 
 
 def token_hash(raw: str) -> str:

@@ -21,7 +21,7 @@ from relay.models import (
     Project,
     UpstreamCommit,
 )
-from relay.params import int_param
+from relay.params import aware_datetime, int_param
 
 
 class LevelChangeOut(serializers.ModelSerializer):
@@ -59,6 +59,17 @@ class AsciiIntegerField(serializers.IntegerField):
         ):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class AsciiDateTimeField(serializers.DateTimeField):
+    """An ISO-8601 time with its time zone, in ASCII digits, within the calendar once in UTC
+    (relay.params.aware_datetime): DRF's own reads `٢٠٢٦-…` as a date."""
+
+    def to_internal_value(self, value):
+        parsed = aware_datetime(value)
+        if parsed is None:
+            self.fail("invalid", format="an ISO-8601 time with a time zone, in ASCII digits")
+        return parsed
 
 
 class ProjectOut(serializers.ModelSerializer):

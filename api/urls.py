@@ -107,7 +107,9 @@ urlpatterns = [
         name="api-mute-lift",
     ),
     re_path(
-        r"^api/v1/tests/(?P<identity>.+)/history/?$", views_tests.TestHistoryView.as_view(), name="api-test-history"
+        r"^api/v1/tests/(?P<identity>(?s:.+))/history/?$",
+        views_tests.TestHistoryView.as_view(),
+        name="api-test-history",
     ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script under the CSP.

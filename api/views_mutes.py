@@ -18,6 +18,7 @@ from relay.triage import mutes as mute_services
 
 from .common import Cursor
 from .models import ApiToken, Scope, backend_scope
+from .serializers import AsciiDateTimeField, AsciiIntegerField
 from .views import _actor, _valid
 
 
@@ -26,13 +27,13 @@ class MuteIn(serializers.Serializer):
     test_id = serializers.CharField(max_length=2000, help_text="the device-agnostic id the HUD shows")
     reason = serializers.CharField(max_length=500)
     owner = serializers.CharField(max_length=200, help_text="who answers for it")
-    days = serializers.IntegerField(required=False, min_value=1, max_value=mute_services.MAX_DAYS)
-    expires_at = serializers.DateTimeField(required=False)
+    days = AsciiIntegerField(required=False, min_value=1, max_value=mute_services.MAX_DAYS)
+    expires_at = AsciiDateTimeField(required=False)
 
 
 class MuteChangeIn(serializers.Serializer):
-    days = serializers.IntegerField(required=False, min_value=1, max_value=mute_services.MAX_DAYS)
-    expires_at = serializers.DateTimeField(required=False)
+    days = AsciiIntegerField(required=False, min_value=1, max_value=mute_services.MAX_DAYS)
+    expires_at = AsciiDateTimeField(required=False)
     note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 

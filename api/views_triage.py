@@ -22,6 +22,7 @@ from relay.triage.matching import PatternError
 from . import serializers_triage as s
 from .common import Cursor
 from .models import Scope
+from .parsers import JSONParser
 from .permissions import _has_scope
 from .views import _actor, _valid
 
@@ -105,7 +106,7 @@ class ExpectationsView(APIView):
     `{"content": ...}`), all or nothing."""
 
     write_scope = Scope.WRITE_PROJECTS
-    parser_classes = [PlainTextParser, parsers.JSONParser]
+    parser_classes = [PlainTextParser, JSONParser]
 
     def _project(self, full_name: str) -> Project:
         return get_object_or_404(Project, full_name__iexact=full_name)

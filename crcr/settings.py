@@ -278,6 +278,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ScopedWrite"],
+    # JSON through relay.jsonin's one reader (its depth rule); forms as DRF reads them.
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api": env("CRCR_API_RATE", "600/min")},
     "DEFAULT_PAGINATION_CLASS": "api.common.Cursor",

@@ -18,6 +18,7 @@ from relay.verdicts import (
     State,
 )
 
+from .paging import page_of
 from .selectors_tests import failed_test_dicts_states
 
 
@@ -68,26 +69,27 @@ class CommitDetail:
         return [label for value, label in TESTS_SOURCES.items() if value in sources]
 
 
-def commit_detail(sha: str, commit: UpstreamCommit | None) -> CommitDetail:
+def commit_detail(sha: str, commit: UpstreamCommit | None, page: int = 1) -> CommitDetail:
     """Every backend's jobs on one commit, each with all its attempts and the latest attempt's
-    failed tests grouped by test class."""
+    failed tests, its `page` of them grouped by test class (hud.paging)."""
     projects = registered_backends()
     cells = cells_for_commits([sha], projects, detail=True)
     failures = failures_load(cells, with_messages=True)
     backends = [
-        BackendDetail(cells[(sha, p.id)], _job_details(cells[(sha, p.id)], failures[(sha, p.id)].tests_of))
+        BackendDetail(cells[(sha, p.id)], _job_details(cells[(sha, p.id)], failures[(sha, p.id)].tests_of, page))
         for p in projects
     ]
     return CommitDetail(sha, commit, backends)
 
 
-def _job_details(cell: Cell, tests: dict[int, list]) -> list[JobDetail]:
+def _job_details(cell: Cell, tests: dict[int, list], page: int) -> list[JobDetail]:
     details = []
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
         failed_test_dicts_states(cell.project, failed)
         variant = variant_of(verdict.job.environment, cell.project.variant_keys)
-        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, group_failed_tests(failed), variant))
+        groups = group_failed_tests(page_of(failed, page))
+        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, groups, variant))
     _variant_only_mark(details)
     return details
 

@@ -14,6 +14,7 @@ from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
 from relay.run_links import run_host, run_host_trusted
 
+from .paging import tests_page
 from .rendering import page, unavailable
 from .selectors_causes import commit_cause_groups
 from .selectors_commit import baseline_variant_marks, commit_detail
@@ -96,13 +97,14 @@ def _job_log(request):
 @require_GET
 def commit(request, sha):
     context = {"nav": "grid", "requested_sha": sha, **_open_backends(request.GET.get("open", ""))}
+    context["tests_page"] = tests_at = tests_page(request.GET)
     try:
         match = sha_resolve(sha)
         full_sha, recorded = match.sha, match.commit
         if full_sha is None:
             context["candidates"] = match.candidates
             return page(request, "hud/commit.html", context, status=404)
-        detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
+        detail, baseline = commit_detail(full_sha, recorded, tests_at), commit_baseline(full_sha)
         baseline_states(baseline)
         baseline_variant_marks(detail, baseline)
         since, probes = commit_streaks(recorded, detail), probes_on_commit(full_sha)

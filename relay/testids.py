@@ -78,6 +78,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .text import escaped
 from .torch_device_types import DEVICE_TYPES
 
 REFERENCE_DEVICE = "openreg"
@@ -155,7 +156,9 @@ def _test_id(name: str, classname: str, file: str, devices: tuple[str, ...], hin
 
 
 def _parts(name: str, classname: str, file: str) -> tuple[str, str, str, str]:
-    """(module, class, method, parameters) as reported."""
+    """(module, class, method, parameters) as reported, with control and invisible characters
+    written as their escapes (relay.text.escaped): every identity is built here."""
+    name, classname, file = escaped(name), escaped(classname), escaped(file)
     method, params = _split_params(name)
     qualifier, method = (classname, method) if classname else _split_qualified(method)
     path, cls = _split_class(qualifier)

@@ -23,6 +23,23 @@ CONTROLS_BUT_LAYOUT = rf"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029{BIDI_CO
 """The same without tab, newline and carriage return, which a document's own layout uses."""
 
 _RUNS = re.compile(f"[{CONTROLS}]+")
+_ONE = re.compile(f"[{CONTROLS}]")
+
+
+def escaped(text) -> str:
+    """The one rule for what a stored name (a test's identity) may hold: none of these characters;
+    each is written as its Python escape (`\\n`, `\\x1b`, `\\u202e`), as pytest writes them in the
+    ids it makes, so nothing is lost and every route and link takes the name."""
+    text = str(text or "")
+    return _ONE.sub(_escape, text) if _ONE.search(text) else text
+
+
+def holds_controls(text) -> bool:
+    return bool(_ONE.search(str(text or "")))
+
+
+def _escape(match) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
 
 
 def plain_line(text) -> str:

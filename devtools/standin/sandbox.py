@@ -1195,6 +1195,8 @@ class NotificationSink:
         sink = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 30  # threaded, and a connection silent this long is closed
+
             def do_POST(self):
                 length = min(int(self.headers.get("Content-Length") or 0), 1_000_000)
                 status = sink.receive(self.path, self.headers.get("X-CRCR-Notification", ""), self.rfile.read(length))

@@ -42,6 +42,8 @@ PRIMARY_RESET_SECONDS = 60
 
 
 class _QuietHandler(WSGIRequestHandler):
+    timeout = 30  # a connection silent this long is closed: an idle client never holds a thread for good
+
     def log_request(self, *args, **kwargs) -> None:
         pass  # the journal is the access log
 

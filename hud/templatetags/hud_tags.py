@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from hud import paging
 from relay import links
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
@@ -262,3 +263,18 @@ def beyond(items, limit) -> int:
 @register.filter
 def mark_short(mark) -> str:
     return MARK_SHORT.get(mark or "", "")
+
+
+@register.filter
+def page_of(items, page):
+    """The slice of a list of tests one page renders (hud.paging)."""
+    return paging.page_of(items or [], page if isinstance(page, int) else 1)
+
+
+@register.inclusion_tag("hud/_tests_pager.html", takes_context=True)
+def tests_pager(context, items):
+    """A list's previous/next links when it is longer than a page, every other parameter kept."""
+    request, page = context.get("request"), context.get("tests_page")
+    if request is None or not isinstance(page, int):
+        return {"pager": None}
+    return {"pager": paging.pager(request.GET, len(items or []), page)}

@@ -331,7 +331,7 @@ def fetch_json(url: str):
                 data += chunk
                 if len(data) > FETCH_MAX_BYTES or time.monotonic() > deadline:
                     raise KeyServerUnavailable(f"{url} answered too much or too slowly")
-        return json.loads(bytes(data))
+        return jsonin.loads(bytes(data), what=url)  # the one depth rule: a deep document is refused, never a 500
     except (httpx.HTTPError, ValueError) as exc:
         raise KeyServerUnavailable(f"could not fetch {url}: {exc.__class__.__name__}: {exc}"[:300]) from exc
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ..models import Project, TestIdentity, TestMute, TestMuteEvent, identity_digest
 from ..testids import TestId, parse_test_id
+from ..text import holds_controls
 
 MAX_DAYS = 90
 """A mute longer than the store's retention would outlive the evidence for it."""
@@ -70,6 +71,10 @@ def mutable(subject) -> bool:
 
 def identity_for(test_id: str) -> TestIdentity:
     text = _text(test_id, "test id", 2000)
+    if holds_controls(text):
+        raise MuteError(
+            "a test id holds no control or invisible character: write it as the HUD shows it (a newline as \\n)"
+        )
     tid = parse_test_id(text)
     if not mutable(tid):
         raise MuteError(

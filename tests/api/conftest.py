@@ -3,7 +3,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from api.models import ApiToken
+from api.models import BACKEND_SCOPE, ApiToken, BackendMaintainer
+from relay.models import Project
 
 
 @pytest.fixture
@@ -21,6 +22,10 @@ def _client(username: str, scopes: list[str]) -> APIClient:
         user.user_permissions.add(
             *Permission.objects.filter(content_type__app_label="relay", codename__in=["add_project", "change_project"])
         )
+    for scope in scopes:
+        if scope.startswith(BACKEND_SCOPE):  # its maintainer, as an admin made them
+            for project in Project.objects.filter(full_name__iexact=scope[len(BACKEND_SCOPE) :]):
+                BackendMaintainer.objects.create(user=user, project=project, granted_by="admin")
     _, raw = ApiToken.issue(user, f"{username}'s token", scopes)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")

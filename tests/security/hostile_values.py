@@ -73,3 +73,8 @@ what the body itself is refused for, once the field's own depth (2) is counted."
 def nested(depth: int) -> bytes:
     """JSON `depth` levels deep: that many lists around a number."""
     return b"[" * depth + b"1" + b"]" * depth
+
+
+CONTROL_CHARS = ["\n", "\r", "\t", "\x1b", "\x7f", "\x85", "\u2028", "\u202e", "\u2066", "\u200b", "\ufeff"]
+"""A character of each kind relay.text.CONTROLS holds (C0 with the layout ones, DEL, C1, the line
+separator, bidi override and isolate, invisible): what a stored name may not hold."""

@@ -10,6 +10,7 @@ values include digits of other scripts (tests/security/hostile_values.py), invis
 and timestamps that leave the calendar once in UTC; the last section reads every one of Unicode's
 non-ASCII digits (Nd and No) through every number reader."""
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -30,11 +31,13 @@ from tests.factories import (
     UpstreamCommitFactory,
 )
 from tests.security.hostile_values import (
+    CONTROL_CHARS,
     DIGITS_ND,
     DIGITS_NO,
     FEW_DIGITS,
     INVISIBLE,
     OUT_OF_CALENDAR,
+    nested,
     spelled,
 )
 
@@ -105,7 +108,7 @@ PAGES = {
             "expand",
         ],
     ),
-    f"/commit/{SHA}": ("anonymous", ["open"]),
+    f"/commit/{SHA}": ("anonymous", ["open", "tests"]),
     "/pr/100": ("anonymous", []),
     "/search": ("anonymous", ["q"]),
     "/crcr": ("anonymous", ["range", "event"]),
@@ -152,12 +155,36 @@ def world(django_user_model):
         project=xpu, head_sha=SHA, conclusion="failure", job_name="test (², 3)", check_run_id="²", tests_failed=1
     )
     FailedTestFactory(job_run=job, classname="TestX\x1b", name="test_add\u202e")
+    muted_job = JobRunFactory(
+        project=xpu, head_sha=SHA, conclusion="failure", job_name="test-2", tests_total=9, tests_failed=1
+    )
+    FailedTestFactory(job_run=muted_job, classname="test_ops.TestCommonXPU", name="test_addmm_xpu_float32\nx")
+    mute = _muted_as_stored_before_the_rule(xpu, "test_ops.TestCommon.test_addmm_float32\nx")
     JobRunFactory(project=xpu, head_sha="c" * 40, pr_number=100, conclusion="success", job_name="test-1")
     DispatchFactory(project=xpu, delivery=DeliveryFactory(head_sha=SHA), head_sha=SHA, state="sent")
     issue = issues.known_issue_create({"title": "add fails", "test_patterns": ["TestX*"]}, by="alice")
     Subscription.objects.create(name="hook", channel="webhook", target="https://u:p@hooks.example.com/x?t=1")
     django_user_model.objects.create_superuser("root", "root@example.org", "x" * 24)
-    return {"issue": issue}
+    return {"issue": issue, "mute": mute}
+
+
+def _muted_as_stored_before_the_rule(project, raw: str):
+    """A test identity holding a newline, as the store wrote it before relay.text.escaped, with
+    an active mute: every page that joins mutes meets it (issue 52, item 1)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from relay.models import TestIdentity, TestMute
+    from relay.testids import TestId
+
+    module, _, key = raw.partition(".")
+    tid = TestId(module, key)
+    identity = TestIdentity.objects.get(pk=TestIdentity.objects.ids_for({tid})[tid])
+    expires = timezone.now() + timedelta(days=3)
+    return TestMute.objects.create(
+        identity=identity, project=project, reason="r", owner="o", created_by="x", expires_at=expires
+    )
 
 
 def query_strings(path: str, params: list[str]):
@@ -193,10 +220,22 @@ def test_no_hostile_query_value_makes_a_page_answer_5xx(client, world, path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "template", ["/crcr/{}/torch-xpu-ops", "/crcr/intel/{}", "/commit/{}", "/pr/{}", "/known-issues/{}"]
+    "template",
+    [
+        "/crcr/{}/torch-xpu-ops",
+        "/crcr/intel/{}",
+        "/commit/{}",
+        "/pr/{}",
+        "/known-issues/{}",
+        "/test/{}",
+        "/api/v1/tests/{}/history",
+        "/api/v1/mutes/{}/extend",
+        "/api/v1/bisections/{}",
+    ],
 )
 def test_no_hostile_path_segment_makes_a_page_answer_5xx(client, world, template):
     values = [*HOSTILE[:-5], "a" * 7, "A" * 40, "f" * 39 + "²", "9" * 9, "0"]
+    values += [f"test_ops.TestCommon.test_add{c}x" for c in CONTROL_CHARS]
     failures = []
     for value in values:
         if not value or "/" in value:
@@ -243,6 +282,73 @@ def test_no_hostile_query_value_makes_an_api_read_answer_5xx(client, world):
             response = api.get(path, QUERY_STRING=query)
             if response.status_code >= 500:
                 failures.append(f"{response.status_code} {path}?{query[:120]}")
+    assert failures == []
+
+
+# --- API writes: hostile bodies on every write the schema has ---------------------------------------
+
+
+def api_writes() -> dict[tuple[str, str], dict]:
+    """Every write operation of the OpenAPI schema with its JSON body's properties."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema.get("components", {}).get("schemas", {})
+    writes = {}
+    for path, operations in schema["paths"].items():
+        for method in ("post", "put", "patch"):
+            body = operations.get(method, {}).get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            ref = body["schema"].get("$ref", "")
+            writes[(method, path)] = components.get(ref.rsplit("/", 1)[-1], {}).get("properties", {})
+    return writes
+
+
+BASES = {
+    ("post", "/api/v1/mutes/"): {
+        "backend": "intel/torch-xpu-ops",
+        "test_id": "test_ops.TestCommon.test_sub_float32",
+        "reason": "r",
+        "owner": "o",
+    },
+}
+"""A valid body the swept property replaces one field of, where the write needs several."""
+
+
+def hostile_bodies(properties: dict, base: dict):
+    """The whole body nested past every limit, then each property set to each value a reviewer
+    sent (other scripts' digits, control characters, the rest of CORE), the rest of `base` kept."""
+    yield nested(5000)
+    yield b'{"a": ' + nested(65) + b"}"
+    values = [*CORE, *(spelled(3, d) for d in FEW_DIGITS), *(f"a{c}b" for c in CONTROL_CHARS)]
+    values += [f"{spelled(2026, '١')}-01-01T00:00:00Z", OUT_OF_CALENDAR[1], 1e308, 2**70, [], {}]
+    for name in properties:
+        for value in values:
+            yield json.dumps({**base, name: value}).encode()
+
+
+@pytest.mark.slow
+def test_no_hostile_body_makes_an_api_write_answer_5xx(world):
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    from api.models import ApiToken
+
+    _, raw = ApiToken.issue(get_user_model().objects.get(username="root"), "sweep", ["admin"])
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    writes = api_writes()
+    assert {("post", "/api/v1/mutes/"), ("post", "/api/v1/mutes/{id}/extend/")} <= set(writes), sorted(writes)
+    failures = []
+    for (method, template), properties in writes.items():
+        path = api_path(template, world)
+        if "/mutes/" in template:
+            path = template.replace("{id}", str(world["mute"].pk))
+        for body in hostile_bodies(properties, BASES.get((method, template), {})):
+            response = getattr(api, method)(path, data=body, content_type="application/json")
+            if response.status_code >= 500:
+                failures.append(f"{response.status_code} {method} {path} {body[:80]!r}")
     assert failures == []
 
 
@@ -313,8 +419,14 @@ def test_every_query_parameter_a_view_reads_is_in_the_table():
 
 def number_readers():
     """Every function that reads a number from outside text, each a predicate: did it read one?"""
+    from django.core.management.base import CommandError
+    from django.http import QueryDict
+
     from api.filters import AsciiIntegerField, BoundedDateTimeField
+    from api.serializers import AsciiDateTimeField as AsciiDateTimeIn
     from api.serializers import AsciiIntegerField as AsciiIntegerIn
+    from hud.management.commands.metrics_serve import bind_address
+    from hud.paging import tests_page
     from hud.selectors_backend import shard_of
     from hud.selectors_search import PR_NUMBER
     from relay.callbacks.body import BadCallback, _attempt
@@ -341,6 +453,11 @@ def number_readers():
             lambda: BoundedDateTimeField().clean(f"2026-01-0{t}T00:00:00Z"), forms.ValidationError
         ),
         "API write": lambda t: raises(lambda: AsciiIntegerIn().run_validation(t), serializers.ValidationError),
+        "API write date": lambda t: raises(
+            lambda: AsciiDateTimeIn().run_validation(f"2026-01-0{t}T00:00:00Z"), serializers.ValidationError
+        ),
+        "metrics_serve --bind": lambda t: raises(lambda: bind_address(f"127.0.0.1:{t}"), CommandError),
+        "commit page ?tests=": lambda t: tests_page(QueryDict("tests=" + quote("2" + t))) != 1,
         "unittest's Ran N tests": lambda t: unittest_log._RAN.match(f"Ran {t} tests in 0.1s") is not None,
         "shard suffix": lambda t: shard_of(f"test-{t}") is not None,
         "shard parentheses": lambda t: shard_of(f"test ({t}, {t})") is not None,

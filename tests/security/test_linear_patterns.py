@@ -42,6 +42,7 @@ AUDITED = {
     ("relay/results/rematch.py", None): ALTERNATIVES,
     ("relay/testids.py", None): ALTERNATIVES + "; tokens are fullmatched, ≤ 31 characters",
     ("relay/text.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
+    ("relay/text.py", "f'[{CONTROLS}]'"): SINGLE_CLASS,
     ("relay/triage/matching.py", "'^[\\\\w.\\\\-\\\\[\\\\]*?/ ,:()=+!#@]+$'"): SINGLE_CLASS,
     ("hud/middleware.py", "f'[{CONTROLS_BUT_LAYOUT}]'"): SINGLE_CLASS,
     ("hud/selectors_backend.py", "'([0-9]+)'"): SINGLE_CLASS,
