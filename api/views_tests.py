@@ -151,6 +151,9 @@ def _quality(row) -> dict:
                 "met": f.met,
                 "trend": {"first_half": f.earlier, "second_half": f.later, "direction": f.trend or None},
                 "detail": f.detail,
+                "count": f.count,
+                "of": f.of,
+                "open": f.open,
             }
             for f in row.quality.figures
         ],

@@ -10,11 +10,14 @@ second), from the test store (relay/models/testlevel.py):
   many commits were counted which way. Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
 * **flaky share**: the backend's tests in state *flaky* now (relay.testlevel.machine) over the
   tests it ran on its newest commit in the window; the trend counts the tests that *became*
-  flaky in each half. Target: under 5 %.
+  flaky in each half. The count shows beside the share: 2 of 5,421 is not "0.0 %". Target: under 5 %.
 * **time to recover**: for each red streak of the backend's tested commits (in the order it ran
   them) that started in the window, the time from its first red commit to the first green one
-  after it; the median over the recovered streaks, and a streak still red counts against the
-  target once it is older than it. Target: 3 days at most."""
+  after it; the median over the recovered streaks. A streak still red is the longest time to
+  recover there is, not none: while one is open the figure is its age so far (at least the
+  median), and it misses the target once that is older than it. Target: 3 days at most.
+
+A figure without data has no verdict (`met` None): "no data" is never a target met."""
 
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -40,6 +43,21 @@ class Figure:
     later: float | None = None
     detail: str = ""
     unit: str = "%"
+    count: int | None = None
+    """For a share of tests: how many (the flaky tests), beside `of`, how many ran."""
+    of: int | None = None
+    open: bool = False
+    """Time to recover: a red streak is still open, so `value` is its age so far."""
+
+    @property
+    def counted(self) -> str:
+        """ "2 of 5,421": what a share of tests is made of, so a small one never reads only "0.0 %"."""
+        return "" if self.count is None or not self.of else f"{self.count:,} of {self.of:,}"
+
+    @property
+    def seconds(self) -> float | None:
+        """A figure in days, in seconds (the HUD's one duration format reads seconds)."""
+        return None if self.value is None or self.unit != "days" else self.value * 86400
 
     @property
     def trend(self) -> str:
@@ -130,12 +148,13 @@ def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, 
         float(sum(1 for when in became if when < middle)) if ran else None,
         float(sum(1 for when in became if when >= middle)) if ran else None,
         f"{count} flaky of {ran:,} run" if ran else f"{count} flaky; no per-test counts in the window",
+        count=count,
+        of=ran,
     )
 
 
 def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Figure:
-    recovered, open_since = [], None
-    red_since = None
+    recovered, red_since = [], None
     for when, failing in ((row.created_at, row.failing) for row in mine):
         if failing and red_since is None:
             red_since = when
@@ -148,11 +167,12 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Fi
         return median(d.total_seconds() / 86400 for _, d in items) if items else None
 
     value = days(recovered)
-    still_red = open_since is not None and until - open_since > RECOVER_TARGET
-    met = None if value is None and open_since is None else (value is None or value <= 3) and not still_red
+    if open_since is not None:
+        value = max(value or 0.0, (until - open_since).total_seconds() / 86400)
+    met = None if value is None else value <= RECOVER_TARGET.total_seconds() / 86400
     detail = f"{len(recovered)} recovered streak{'s' if len(recovered) != 1 else ''}"
     if open_since is not None:
-        detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC"
+        detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC, not recovered yet"
     return Figure(
         "time_to_recover",
         "Time to recover",
@@ -163,4 +183,5 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Fi
         days([r for r in recovered if r[0] >= middle]),
         detail,
         unit="days",
+        open=open_since is not None,
     )
