@@ -70,7 +70,7 @@ def test_the_backend_page_and_the_summary_show_the_quality_figures_and_the_flaky
 
 
 def test_the_flaky_share_shows_its_count_beside_the_share(client, world):  # noqa: F811
-    """"Flaky 0.0 %" for 2 of 5,421 tests: the count is on the page, the backend's and the summary's."""
+    """ "Flaky 0.0 %" for 2 of 5,421 tests: the count is on the page, the backend's and the summary's."""
     import re
 
     page = client.get("/crcr/intel/torch-xpu-ops").content.decode()
