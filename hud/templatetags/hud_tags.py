@@ -18,6 +18,7 @@ from relay import links
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
+from relay.results.tests import heals_after
 from relay.run_links import github_job_id
 from relay.verdicts import STATES, State, conclusion_state
 
@@ -234,6 +235,12 @@ def test_url(test_id) -> str:
     """The test page of a test id (relay.testids' identity), URL-encoded whole (its brackets,
     slashes and spaces included)."""
     return links.test_path(str(test_id or "").strip())
+
+
+@register.simple_tag
+def healed_after() -> int:
+    """The clean passes in a row that heal a flaky or broken test (relay.results.tests)."""
+    return heals_after()
 
 
 @register.filter

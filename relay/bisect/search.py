@@ -2,7 +2,7 @@
 fail are more than one apart, probe the one halfway (a range of k commits is decided in
 ceil(log2 k) probes); when they are neighbours, re-run the culprit and its parent together. Only
 fail-with and pass-without marks the culprit verified; anything else is not reproducible (the
-test is likely flaky), and a probe nobody answered ends the bisection as timed out.
+re-run did not show it), and a probe nobody answered ends the bisection as timed out.
 
 Each step is taken under a claim (a conditional UPDATE of the row's lease) and the row's lock,
 so a callback's kick and the sweep never both move one bisection; a worker that dies holding
@@ -108,7 +108,7 @@ def _verify(bisection: Bisection) -> None:
         return _end(bisection, State.TIMED_OUT, "a verification re-run was not answered (timed out)")
     if (culprit.outcome, parent.outcome) == (Outcome.FAIL, Outcome.PASS):
         return _end(bisection, State.VERIFIED, "fails with the culprit, passes on its parent")
-    note = f"re-run: culprit {culprit.get_outcome_display()}, parent {parent.get_outcome_display()} (likely flaky)"
+    note = f"re-run: culprit {culprit.get_outcome_display()}, parent {parent.get_outcome_display()}: not reproducible"
     _end(bisection, State.NOT_REPRODUCIBLE, note)
 
 

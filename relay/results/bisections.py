@@ -75,7 +75,7 @@ def sentence(bisection: Bisection, search_runs: int, verify_runs: int) -> str:
     if bisection.state == State.VERIFIED:
         return f"verified culprit of {tests} on {backend}, {over} (+{verify_runs} to verify)"
     if bisection.state == State.NOT_REPRODUCIBLE:
-        return f"suspected culprit of {tests} on {backend}, not reproducible (likely flaky): {over}"
+        return f"suspected culprit of {tests} on {backend}, not reproducible: {over}"
     if bisection.running:
         return f"bisecting {tests} on {backend} over {k} commits: {search_runs + verify_runs} runs so far"
     return f"bisection of {tests} on {backend} ended {bisection.get_state_display()}: {bisection.note}"

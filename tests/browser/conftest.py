@@ -154,7 +154,7 @@ def _seed_bisections(commits, test_id: str) -> None:
     tests = [{"test_id": test_id or "test_ops.TestFoo.test_add_float32", "job": "ci / test (default, 1, 2)"}]
     for state, note in (
         ("verified", "fails with the culprit, passes on its parent"),
-        ("not_reproducible", "re-run: culprit passed, parent passed (likely flaky)"),
+        ("not_reproducible", "re-run: culprit passed, parent passed: not reproducible"),
     ):
         bisection = Bisection.objects.create(
             project=xpu,

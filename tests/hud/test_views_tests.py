@@ -78,3 +78,15 @@ def test_the_flaky_share_shows_its_count_beside_the_share(client, world):  # noq
     assert re.search(r"\d+ of [\d,]+ · \d+\.\d %", row), row
     summary = client.get("/crcr").content.decode()
     assert re.search(r"\d+ of [\d,]+ · \d+\.\d %", summary[summary.index("Quality by backend") :])
+
+
+def test_a_failure_shared_with_the_reference_reads_shared_never_flaky(client, world):  # noqa: F811
+    """test_add fails with the reference on XPU; were it flaky there too, its shared cells say
+    "shared with the reference", not "~ flaky: not a regression"."""
+    from relay.models import TestHealth, identity_digest
+
+    TestHealth.objects.filter(identity__digest=identity_digest(ADD), project=world["xpu"]).update(state="flaky")
+    body = get_page(client, ADD).content.decode()
+    history = body[body.index('class="data test-history"') :]
+    assert history.count('=<span class="sr-only"> shared</span>') == 6
+    assert "state-flaky" not in history and "not a regression" not in body
