@@ -1,4 +1,4 @@
-""""Flaky" means one thing: a test's state on a backend (relay.testlevel.machine.HealthState,
+"""*Flaky* means one thing: a test's state on a backend (relay.testlevel.machine.HealthState,
 defined once). A job's pass on retry, a declared expectation, a known issue's kind, the triage
 advice's category and a bisection that did not reproduce are each named otherwise on pages and
 in the API's display text; the flaky badge's tooltip reads the healing threshold the machine uses."""
