@@ -25,6 +25,7 @@ the merge gate — so a rule changes here or nowhere.
 
 Glyphs follow the main HUD (O X F C T N S Q ? ~); colour is never the only signal."""
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -371,3 +372,18 @@ def job_key_label(key: tuple[str, str]) -> str:
     """ "workflow / job" (or the workflow alone): how every page, check run and API names a job."""
     workflow, job = key
     return f"{workflow} / {job}" if job else workflow
+
+
+_SHORTCODE = re.compile(r"(?<![\w:]):[a-z0-9_+\-]+:(?![\w:])", re.ASCII)
+"""Buildkite's emoji syntax in step labels (`:pytorch:`, `:docker:`), which only its own UI draws."""
+_PICTOGRAPH = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f]")
+"""Emoji pictographs: a browser without an emoji font (a server's Chromium) draws empty boxes."""
+
+
+def name_shown(name: str) -> str:
+    """A CI's job or workflow name as pages show it: text without Buildkite's shortcodes or emoji
+    (drawn as empty boxes where no emoji font is), spaces closed up. The name itself, which known
+    issues match and the API answers, is untouched."""
+    name = str(name or "")
+    text = " ".join(_PICTOGRAPH.sub(" ", _SHORTCODE.sub(" ", name)).split())
+    return text or " ".join(_PICTOGRAPH.sub(" ", _SHORTCODE.sub(lambda m: m.group()[1:-1], name)).split())
