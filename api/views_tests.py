@@ -154,6 +154,10 @@ def _quality(row) -> dict:
                 "count": f.count,
                 "of": f.of,
                 "open": f.open,
+                "series": {
+                    "measures": f.series_label,
+                    "points": [{"at": start, "value": value} for start, value in f.series],
+                },
             }
             for f in row.quality.figures
         ],

@@ -17,7 +17,12 @@ second), from the test store (relay/models/testlevel.py):
   recover there is, not none: while one is open the figure is its age so far (at least the
   median), and it misses the target once that is older than it. Target: 3 days at most.
 
-A figure without data has no verdict (`met` None): "no data" is never a target met."""
+A figure without data has no verdict (`met` None): "no data" is never a target met.
+
+**Series** (`Figure.series`): each figure's trend as points, one per step of the range (3 hours
+in a day, a day up to 30 days, a week beyond), read from the rows the figure was computed from:
+coverage over the commits of each step, the tests that became flaky in it, and the time to
+recover of the streaks that started in it (an open one at its age so far)."""
 
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -48,6 +53,10 @@ class Figure:
     of: int | None = None
     open: bool = False
     """Time to recover: a red streak is still open, so `value` is its age so far."""
+    series: list = field(default_factory=list)
+    """[(step start, value or None)] over the range: the figure's trend, point by point."""
+    series_label: str = ""
+    """What a point of the series measures."""
 
     @property
     def counted(self) -> str:
@@ -79,17 +88,37 @@ class Quality:
 
 
 def quality_of(project, reference, since: datetime, until: datetime) -> Quality:
-    """The three figures of one backend over [since, until)."""
+    """The three figures of one backend over [since, until), each with its series."""
     rows = _commits(project, since, until)
     middle = since + (until - since) / 2
+    steps = Steps(since, until)
     return Quality(
         project.id,
         [
-            coverage(rows, _commits(reference, since, until) if reference else [], middle),
-            flaky_share(project, rows, since, middle, until),
-            time_to_recover(rows, middle, until),
+            coverage(rows, _commits(reference, since, until) if reference else [], middle, steps),
+            flaky_share(project, rows, since, middle, until, steps),
+            time_to_recover(rows, middle, until, steps),
         ],
     )
+
+
+class Steps:
+    """The range cut into the series' steps: 3 hours in a day, a day up to 30 days, a week beyond."""
+
+    def __init__(self, since: datetime, until: datetime):
+        span = until - since
+        self.size = (
+            timedelta(hours=3) if span <= timedelta(days=1) else timedelta(days=1 if span <= timedelta(days=30) else 7)
+        )
+        count = max(1, -(-span // self.size))
+        self.since, self.starts = since, [since + self.size * n for n in range(count)]
+
+    def series(self, items, value) -> list:
+        """[(step start, value(items in the step))] for (when, item) pairs."""
+        grouped: dict[int, list] = {}
+        for when, item in items:
+            grouped.setdefault(min(len(self.starts) - 1, max(0, (when - self.since) // self.size)), []).append(item)
+        return [(start, value(grouped.get(n, []))) for n, start in enumerate(self.starts)]
 
 
 Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran")
@@ -109,7 +138,7 @@ def _covered(mine: Tested, theirs: Tested) -> tuple[int, int, bool]:
     return min(mine.tests_ran or 0, theirs.tests_ran), theirs.tests_ran, False
 
 
-def coverage(mine: list[Tested], reference: list[Tested], middle: datetime) -> Figure:
+def coverage(mine: list[Tested], reference: list[Tested], middle: datetime, steps: Steps | None = None) -> Figure:
     theirs = {row.sha: row for row in reference if row.tests_ran}
     counted = [(row.created_at, *_covered(row, theirs[row.sha])) for row in mine if row.sha in theirs]
     pairs = [(when, ran, of) for when, ran, of, _ in counted]
@@ -130,10 +159,14 @@ def coverage(mine: list[Tested], reference: list[Tested], middle: datetime) -> F
         share([p for p in pairs if p[0] >= middle]),
         f"{len(pairs)} commit{'s' if len(pairs) != 1 else ''} both ran with per-test counts"
         + (f", {in_scope} of them over the ACCELERATOR-classified tests" if in_scope else ""),
+        series=steps.series(((p[0], p) for p in pairs), share) if steps else [],
+        series_label="coverage of the commits of the step",
     )
 
 
-def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, until: datetime) -> Figure:
+def flaky_share(
+    project, mine: list[Tested], since: datetime, middle: datetime, until: datetime, steps: Steps | None = None
+) -> Figure:
     flaky = TestHealth.objects.filter(project=project, state=HealthState.FLAKY)
     count = flaky.count()
     ran = next((row.tests_ran for row in reversed(mine) if row.tests_ran), None)
@@ -150,10 +183,12 @@ def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, 
         f"{count} flaky of {ran:,} run" if ran else f"{count} flaky; no per-test counts in the window",
         count=count,
         of=ran,
+        series=steps.series(((when, when) for when in became), lambda items: float(len(items))) if steps else [],
+        series_label="tests that became flaky in the step",
     )
 
 
-def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Figure:
+def time_to_recover(mine: list[Tested], middle: datetime, until: datetime, steps: Steps | None = None) -> Figure:
     recovered, red_since = [], None
     for when, failing in ((row.created_at, row.failing) for row in mine):
         if failing and red_since is None:
@@ -184,4 +219,12 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Fi
         detail,
         unit="days",
         open=open_since is not None,
+        series=steps.series(_streaks(recovered, open_since, until), days) if steps else [],
+        series_label="time to recover of the streaks that started in the step (an open one at its age)",
     )
+
+
+def _streaks(recovered: list, open_since: datetime | None, until: datetime) -> list:
+    """(start, (start, duration)) of each streak, the open one at its age so far."""
+    streaks = recovered + ([(open_since, until - open_since)] if open_since is not None else [])
+    return [(start, (start, length)) for start, length in streaks]

@@ -162,3 +162,23 @@ def test_an_open_break_alone_is_data_never_no_data_marked_met(world):
     assert figure.value == pytest.approx((6 * 3600 - 60) / 86400) and figure.met is True and figure.open
     for f in recover.figures:
         assert (f.value is None) == (f.met is None)
+
+
+def test_each_figure_has_its_trend_as_a_series_one_point_a_day(client, world):
+    """No quality figure had a chart: each now carries its series, read from the same rows, and
+    the API, the backend page and /crcr give it (plotted from our static plotly)."""
+    quality = figures(world)
+    steps = [start for start, _ in quality["coverage"].series]
+    assert len(steps) == 6 and all(b - a == timedelta(days=1) for a, b in zip(steps, steps[1:]))
+    covered = [value for _, value in quality["coverage"].series if value is not None]
+    assert len(covered) >= 4 and covered == [pytest.approx(0.6)] * len(covered)
+    recovered = sorted(value for _, value in quality["time_to_recover"].series if value is not None)
+    assert recovered == [pytest.approx(12 / 24), pytest.approx(36 / 24)]
+    assert sum(value for _, value in quality["flaky_share"].series) == 1  # test_mul became flaky once
+    body = client.get("/api/v1/quality", {"range": "7d", "backend": "intel/torch-xpu-ops"}).json()
+    coverage = next(f for f in body["backends"][0]["figures"] if f["figure"] == "coverage")
+    assert len(coverage["series"]["points"]) == 7 and coverage["series"]["measures"]
+    for path in ("/crcr/intel/torch-xpu-ops", "/crcr"):
+        page = client.get(path).content.decode()
+        assert 'id="chart-quality-coverage"' in page and 'id="figure-quality-time_to_recover"' in page
+        assert "vendor/plotly-basic.min.js" in page and "js/hud-charts.js" in page
