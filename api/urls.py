@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.reverse import reverse
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from . import views, views_bisections, views_hud, views_mutes, views_tests, views_triage
+from . import views, views_bisections, views_enablement, views_hud, views_mutes, views_tests, views_triage
 
 
 class ApiRoot(APIRootView):
@@ -21,6 +21,7 @@ class ApiRoot(APIRootView):
         "mute-extend": ("api-mute-extend", {"pk": 0}, "/0/", "/{id}/"),
         "mute-lift": ("api-mute-lift", {"pk": 0}, "/0/", "/{id}/"),
         "bisection": ("api-bisection", {"pk": 0}, "/0", "/{id}"),
+        "enablement-backend": ("api-enablement-backend", {"full_name": "owner/repo"}, "owner/repo", "{owner}/{repo}"),
     }
     """Routes that need an argument: listed as URI templates (RFC 6570), as GitHub's API root does."""
 
@@ -45,6 +46,7 @@ class Router(DefaultRouter):
         "quality": "api-quality",
         "mutes": "api-mutes",
         "bisections": "api-bisections",
+        "enablement": "api-enablement",
     }
 
     def get_api_root_view(self, api_urls=None):
@@ -80,6 +82,12 @@ urlpatterns = [
     re_path(r"^api/v1/level-status/?$", views_hud.LevelStatusView.as_view(), name="api-level-status"),
     re_path(r"^api/v1/quality/?$", views_tests.QualityView.as_view(), name="api-quality"),
     re_path(r"^api/v1/mutes/?$", views_mutes.MuteListView.as_view(), name="api-mutes"),
+    re_path(r"^api/v1/enablement/?$", views_enablement.EnablementView.as_view(), name="api-enablement"),
+    re_path(
+        r"^api/v1/enablement/(?P<full_name>[^/]+/[^/]+)/?$",
+        views_enablement.BackendEnablementView.as_view(),
+        name="api-enablement-backend",
+    ),
     re_path(r"^api/v1/bisections/?$", views_bisections.BisectionListView.as_view(), name="api-bisections"),
     re_path(
         r"^api/v1/bisections/(?P<pk>[0-9]{1,12})/?$",

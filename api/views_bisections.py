@@ -41,8 +41,10 @@ def bisection_json(found) -> dict:
             for p in found.probes
         ],
         "result": {
-            "culprit_sha": b.culprit_sha or None,
+            "culprit_sha": found.culprit or None,
             "verified": found.verified,
+            "verified_by": found.verified_by,
+            "upstream_trusted": found.verified and found.upstream_trusted,
             "culprit_pr": found.culprit_pr,
             "culprit_url": found.culprit_url or None,
             "culprit_pr_url": pr_path(found.culprit_pr) if found.culprit_pr else None,

@@ -53,30 +53,46 @@ class PullRequestOut(serializers.Serializer):
     summary = serializers.CharField(help_text='e.g. "5/7 backends passed, 1 running, 1 failing (backend-specific)"')
     heads = HeadOut(many=True)
     gate = serializers.DictField(allow_null=True)
+    landed = serializers.DictField(
+        allow_null=True,
+        help_text="the trunk commit the PR landed as (its title ends “(#n)”), with each backend's status",
+    )
 
 
 class PullRequestView(APIView):
-    """One row per head SHA the PR has had, newest first, with each backend's status."""
+    """One row per head SHA the PR has had, newest first, with each backend's status; and the
+    trunk commit it landed as (`landed`), which answers for a PR whose own heads the relay never
+    saw (a ghstack stack, a direct land)."""
 
     @extend_schema(responses={200: PullRequestOut})
     def get(self, request, number):
         page = pr_page(int(number))
-        if not page.heads:
-            raise NotFound(f"the relay has seen no head of PR #{number}")
+        if not page.heads and page.landed is None:
+            raise NotFound(f"the relay has seen no head of PR #{number} and no trunk commit names it")
         heads = [_head(head, page.columns) for head in page.heads]
+        landed = None
+        if page.landed is not None:
+            landed = _row(page.landed.sha, page.landed.landed_at, page.landed.title, page.landed_row, page.columns)
+            landed["summary"] = page.landed_summary
         return Response(
-            {"number": int(number), "title": page.title, "summary": page.summary, "heads": heads, "gate": page.gate}
+            {
+                "number": int(number),
+                "title": page.title,
+                "summary": page.summary,
+                "heads": heads,
+                "gate": page.gate,
+                "landed": landed,
+            }
         )
 
 
 def _head(head, columns) -> dict:
-    states = {col.project.full_name: cell.state.value for col, cell in zip(columns, head.row.cells) if col.job is None}
-    return {
-        "sha": head.sha,
-        "first_seen": head.first_seen,
-        "title": head.commit.title if head.commit else "",
-        "backends": states,
-    }
+    return _row(head.sha, head.first_seen, head.commit.title if head.commit else "", head.row, columns)
+
+
+def _row(sha: str, first_seen, title: str, row, columns) -> dict:
+    states = {col.project.full_name: cell.state.value for col, cell in zip(columns, row.cells) if col.job is None}
+    return {"sha": sha, "first_seen": first_seen, "title": title, "backends": states}
 
 
 class GateView(APIView):
@@ -99,7 +115,9 @@ class CulpritsView(APIView):
     """Since which commit? For one backend (`?backend=owner/repo`), every job and test failing
     at a trunk commit (`?sha=`, default the backend's newest trunk commit with a result): the
     first failing and last passing upstream commits, the suspects between them along the
-    first-parent chain, and how many failing results the streak has."""
+    first-parent chain, and how many failing results the streak has; `since`, the one answer (the
+    culprit the backend's own bisection verified, else the first failing commit, with whose probes
+    and at which level), and `known` (the open known issue or expectation accounting for it)."""
 
     @extend_schema(
         parameters=[

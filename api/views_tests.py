@@ -35,6 +35,9 @@ def _cell(cell, column) -> dict:
         "flaky": cell.flaky,
         "first_failing": cell.first_failing,
         "last_passing": cell.last_passing,
+        "probe": {"role": cell.probe.role, "outcome": cell.probe.outcome, "bisection": cell.probe.bisection}
+        if cell.probe
+        else None,
         "job": _job(cell.job),
         "commit_url": commit_path(cell.job.head_sha, column.project.id) if cell.job else None,
     }
@@ -51,6 +54,7 @@ def _column(column) -> dict:
         "failing_streak": health.failing_streak if health else 0,
         "first_failing": column.streak.first_failing,
         "last_passing": column.streak.last_passing,
+        "since": column.since.to_dict() if column.since else None,
         "mute": {"id": mute.pk, "reason": mute.reason, "owner": mute.owner, "expires_at": mute.expires_at}
         if mute
         else None,
@@ -63,8 +67,11 @@ class TestHistoryView(APIView):
     per-test results and did not list the test), unknown (no per-test results) or none (did not
     run); its attempt, the job, and `mark` (shared / backend_only / not_comparable against the
     reference's failures on that commit; the reference's own failing cell: shared / reference_only).
-    Per backend: the flakiness state, retry counts, the streak's first failing commit and the last
-    pass before it, and the active mute. `next` pages to older commits."""
+    A cell where only a bisection's verification re-run tested the commit carries `probe` (role
+    culprit or parent, its outcome, the bisection). Per backend: the flakiness state, retry counts,
+    the streak's first failing commit and the last pass before it, `since` (its verified culprit,
+    else that first failing commit), and the active mute. A failure the test store has not written
+    yet is answered from the job rows, as the page shows it. `next` pages to older commits."""
 
     __test__ = False
 

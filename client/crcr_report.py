@@ -56,6 +56,8 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_ENV_KEYS = 50
 MAX_ENV_KEY_CHARS = 64
 MAX_VERDICT_BYTES = 16 * 1024
+MAX_MODULES = 2000
+MAX_MODULE_CHARS = 300
 """The callback action's cap on a triage verdict; the relay drops a larger one."""
 TRUNCATION_MARK = "\u2026 [truncated]"
 SHRINK_STEPS = ((MAX_STACK_BYTES, MAX_MESSAGE_BYTES), (1024, 1024), (256, 256), (0, 128))
@@ -223,6 +225,9 @@ class JUnitSummary:
     in-scope suite the relay judges coverage by."""
     failures: list[FailedTest] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    modules: dict = field(default_factory=dict)
+    """Counts per test module as reported (module_key); the relay names each by its identity
+    rule. Past MAX_MODULES, counted under "" (no module)."""
 
     def counts(self) -> dict[str, int]:
         counts = {outcome: getattr(self, outcome) for outcome in OUTCOMES}
@@ -232,6 +237,11 @@ class JUnitSummary:
     def testcase_add(self, case: ET.Element) -> None:
         outcome, problem = testcase_outcome(case)
         setattr(self, outcome, getattr(self, outcome) + 1)
+        module = module_key(case)
+        if module not in self.modules and len(self.modules) >= MAX_MODULES:
+            module = ""
+        counts = self.modules.setdefault(module, {})
+        counts[outcome] = counts.get(outcome, 0) + 1
         if outcome != "skipped" and _testcase_property(case, "hw_classification").upper() == "ACCELERATOR":
             self.accelerator_ran += 1
         # pytest's stand-in for a module it could not import is no test: the job broke before any ran.
@@ -241,6 +251,16 @@ class JUnitSummary:
         # Every failure is counted; the first 1,000 keep details, as many as the relay stores.
         if outcome in FAILING_OUTCOMES and not collection_error and len(self.failures) < MAX_FAILED_TESTS:
             self.failures.append(_failed_test(case, problem, outcome))
+
+
+def module_key(case: ET.Element) -> str:
+    """The module a testcase reports: its classname without the class (`test.test_nn`, or a
+    pytest function test's `test.test_foo`), else its file (`test/test_nn.py`), as the relay
+    reads a test's module."""
+    classname = (case.get("classname") or "").strip()
+    head, _, last = classname.rpartition(".")
+    module = head if last[:1].isupper() else classname
+    return (module or (case.get("file") or "").strip())[:MAX_MODULE_CHARS]
 
 
 def _tag(element: ET.Element) -> str:
@@ -551,7 +571,12 @@ def now_iso() -> str:
 
 
 def workflow_build(
-    args, run: RunFacts, tests: dict | None, has_failed_tests: bool, verdict: dict | None = None
+    args,
+    run: RunFacts,
+    tests: dict | None,
+    has_failed_tests: bool,
+    verdict: dict | None = None,
+    modules: dict | None = None,
 ) -> dict:
     """The `workflow` object: the existing action's fields in its order, then ours."""
     now, in_progress = now_iso(), args.status == "in_progress"
@@ -571,6 +596,8 @@ def workflow_build(
     }
     if tests is not None:
         workflow["test_results"] = tests
+    if modules:
+        workflow["module_counts"] = modules
     if args.artifact_url:
         workflow["artifact_url"] = args.artifact_url
     if has_failed_tests:
@@ -1109,7 +1136,8 @@ def report(args, env) -> int:
     detail = failed_tests_detail_read(args.failed_tests_detail) if args.failed_tests_detail else None
     failures = junit.failures if junit else (detail or [])
     verdict = triage_verdict_read(args.triage_verdict)
-    workflow = workflow_build(args, run, tests, junit is not None or detail is not None, verdict)
+    modules = junit.modules if junit else None
+    workflow = workflow_build(args, run, tests, junit is not None or detail is not None, verdict, modules)
     data, listed = body_encode(dict(base, workflow=workflow), failures)
     if args.dry_run:
         print(data.decode())

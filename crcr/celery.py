@@ -41,6 +41,7 @@ FOLLOW_UP_TASKS = (
     "relay.installations_sync",
     "relay.alerts_evaluate",
     "relay.test_store_sweep",
+    "relay.module_counts_sweep",
     "relay.bisection_consider",
     "relay.bisection_job_react",
     "relay.bisections_sweep",
@@ -92,6 +93,11 @@ app.conf.beat_schedule = {
     },
     "every-minute-record-test-store": {
         "task": "relay.test_store_sweep",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-record-module-counts": {
+        "task": "relay.module_counts_sweep",
         "schedule": 60.0,
         "options": {"expires": 55},
     },

@@ -21,7 +21,7 @@ from relay.levels.tallies.rollups import window_tallies
 from relay.levels.tallies.tally import Tally
 from relay.levels.windows import WINDOWS, event_filter
 from relay.linear import linear
-from relay.models import SELF_REPORT_EVENTS, FailedTest, JobRun, Project, UpstreamCommit
+from relay.models import BISECT_EVENT, SELF_REPORT_EVENTS, FailedTest, JobRun, Project, UpstreamCommit
 from relay.params import int_param
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
@@ -220,12 +220,18 @@ def matrix_label(job) -> str:
     return job.job_name or job.workflow_name
 
 
+def head_runs(tab: str):
+    """A tab's job rows that are heads: a bisection probe is a commit a bisection tried, never a head."""
+    return JobRun.objects.filter(event_filter(tab)).exclude(event_type=BISECT_EVENT)
+
+
 def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
     """Every head SHA with a job in the window, newest activity first: one small row per head
     (a few thousand at most), which gives both the page and the count of heads tested. Runs are
     counted by distinct run id, not by job or attempt (test-infra #8832/#8833)."""
     return list(
-        JobRun.objects.filter(event_filter(tab), project=project, created_at__gte=since)
+        head_runs(tab)
+        .filter(project=project, created_at__gte=since)
         .values("head_sha")
         .annotate(
             last=Max("created_at"),
@@ -238,7 +244,7 @@ def heads_in_window(project: Project, tab: str, since: datetime) -> list[dict]:
 
 
 def jobs_by_head(project: Project, tab: str, shas) -> dict[str, list]:
-    jobs = JobRun.objects.filter(event_filter(tab), project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
+    jobs = head_runs(tab).filter(project=project, head_sha__in=list(shas)).only(*_JOB_FIELDS)
     by_sha: dict[str, list] = {}
     for job in jobs:
         by_sha.setdefault(job.head_sha, []).append(job)

@@ -11,8 +11,8 @@ from django.conf import settings
 
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
-from relay.results.baseline import MARK_LABELS, MARK_SHORT, grid_baseline
-from relay.results.blame import BackendBlame
+from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, grid_baseline
+from relay.results.blame import BackendBlame, reference_broken_by
 from relay.results.cells import (
     Cell,
     CellKey,
@@ -449,20 +449,31 @@ class PrPage:
     """Each backend failing on the latest head: already failing on trunk, new, or backend-only."""
     l3_labelled: list[Project] = field(default_factory=list)
     """L3 backends whose `ciflow/crcr/<device>` label the PR carries."""
+    landed: UpstreamCommit | None = None
+    """The trunk commit the PR landed as, with its grid row and summary: a landed PR's answer."""
+    landed_row: GridRow | None = None
+    landed_summary: str = ""
 
 
 def pr_page(number: int) -> PrPage:
-    """The PR's facts, gate and blame (relay.results.pr), and its heads × backends."""
+    """The PR's facts, gate and blame (relay.results.pr), its heads × backends, and the trunk
+    commit it landed as (its row last)."""
     projects = registered_backends()
     facts = pr_facts(number, projects)
-    heads = facts.heads
+    heads, landed = facts.heads, facts.landed
     commits = [h.commit or UpstreamCommit(sha=h.sha, pr_number=number, landed_at=h.first_seen) for h in heads]
-    grid = grid_for_commits(commits, projects, GridFilters())
+    grid = grid_for_commits(commits + ([landed] if landed else []), projects, GridFilters())
     for head, row in zip(heads, grid.rows):
         head.row = row
+    landed_row = grid.rows[len(heads)] if landed else None
+    landed_summary = head_summary(landed_row, grid.columns) if landed_row else ""
+    found = {"landed": landed, "landed_row": landed_row, "landed_summary": landed_summary}
     if not heads:
-        return PrPage(number, [], grid.columns, grid.groups, "", None, "")
-    summary = head_summary(heads[0].row, grid.columns, facts.gate)
+        return PrPage(number, [], grid.columns, grid.groups, "", None, facts.title, **found)
+    broke_reference = reference_broken_by(facts.blame)
+    if broke_reference:  # the PR broke the reference: not upstream's breakage (relay.results.blame)
+        heads[0].row.upstream_broken = False
+    summary = head_summary(heads[0].row, grid.columns, facts.gate, broke_reference)
     return PrPage(
         number,
         heads,
@@ -475,13 +486,15 @@ def pr_page(number: int) -> PrPage:
         facts.labels,
         facts.blame,
         facts.l3_labelled,
+        **found,
     )
 
 
-def head_summary(row: GridRow, columns: list[Column], gate: dict | None = None) -> str:
+def head_summary(row: GridRow, columns: list[Column], gate: dict | None = None, broke_reference: bool = False) -> str:
     """ "5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
     report results and have something for this head; with none, whether the gate still judges
-    something (the relay's health probe, which has no column)."""
+    something (the relay's health probe, which has no column). When the PR broke the reference
+    itself (`broke_reference`), what a backend shares with it is the PR's, not upstream's."""
     cells = [
         c
         for c, col in zip(row.cells, columns)
@@ -495,7 +508,7 @@ def head_summary(row: GridRow, columns: list[Column], gate: dict | None = None) 
     if running:
         parts.append(f"{running} running")
     if failing:
-        parts.append(f"{len(failing)} failing ({_failing_kinds(failing)})")
+        parts.append(f"{len(failing)} failing ({_failing_kinds(failing, broke_reference)})")
     if cells:
         return ", ".join(parts)
     judged = [b["project"] for b in (gate or {}).get("backends", [])]
@@ -509,9 +522,13 @@ FAILING_KIND_WORDS = {**MARK_SHORT, None: "the reference"}
 miss here); a failing cell without a mark is the reference's own."""
 
 
-def _failing_kinds(failing: list[GridCell]) -> str:
+SHARED_BY_PR = "shared with the reference, which this PR broke"
+
+
+def _failing_kinds(failing: list[GridCell], broke_reference: bool = False) -> str:
     """ "backend-specific", or "1 shared with reference, 2 backend-specific" when they differ."""
-    tally = Counter(FAILING_KIND_WORDS[cell.mark] for cell in failing)
+    words = {**FAILING_KIND_WORDS, SHARED: SHARED_BY_PR} if broke_reference else FAILING_KIND_WORDS
+    tally = Counter(words[cell.mark] for cell in failing)
     if len(tally) == 1:
         return next(iter(tally))
     return ", ".join(f"{n} {kind}" for kind, n in tally.items())

@@ -15,6 +15,7 @@ from relay.results.tests import (
     PAGE,
     TestHistory,
     identity_find,
+    identity_unstored,
     states_for,
     test_history,
 )
@@ -31,8 +32,13 @@ class TestPage:
 
 
 def test_page(text: str, cursor: str | None = None, limit: int = PAGE) -> TestPage:
-    identity = identity_find(text)
-    return TestPage(text, test_history(identity, cursor, limit) if identity is not None else None)
+    """The test's history, for the page and the API alike; a test the store has not written yet
+    (its minute's lag) has one when a recent job row lists it failing, as the commit page does."""
+    identity = identity_find(text) or identity_unstored(text)
+    if identity is None:
+        return TestPage(text, None)
+    history = test_history(identity, cursor, limit)
+    return TestPage(text, history if identity.pk is not None or history.failing else None)
 
 
 test_page.__test__ = False

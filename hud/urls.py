@@ -3,7 +3,7 @@ metrics in hud.views_summary."""
 
 from django.urls import path, re_path
 
-from . import views_grid, views_metrics, views_search, views_summary, views_tests, views_triage
+from . import views_enablement, views_grid, views_metrics, views_search, views_summary, views_tests, views_triage
 
 urlpatterns = [
     path("", views_grid.grid, name="hud-grid"),
@@ -15,6 +15,8 @@ urlpatterns = [
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
     path("crcr/health/<str:key>", views_summary.health_card, name="hud-health-card"),
+    path("crcr/enablement", views_enablement.enablement, name="hud-enablement"),
+    path("crcr/enablement/<str:org>/<str:repo>", views_enablement.backend_enablement, name="hud-enablement-backend"),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
     path("known-issues", views_triage.known_issues, name="hud-known-issues"),
     path("known-issues/new", views_triage.known_issue_new, name="hud-known-issue-new"),

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 
 from relay.params import int_list_param
 from relay.results.baseline import commit_baseline
-from relay.results.bisections import bisections_of_commit, culprits_landed_by
+from relay.results.bisections import bisections_of_commit, culprits_landed_by, probes_on_commit
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
 from relay.run_links import run_host, run_host_trusted
@@ -103,13 +103,18 @@ def commit(request, sha):
             return page(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded), commit_baseline(full_sha)
         baseline_states(baseline)
-        since = commit_streaks(recorded, detail)
-        rows = [(b, baseline.for_backend(b.project.id), since.get(b.project.id, [])) for b in detail.backends]
+        since, probes = commit_streaks(recorded, detail), probes_on_commit(full_sha)
+        rows = [
+            (b, baseline.for_backend(b.project.id), since.get(b.project.id, []), probes.get(b.project.id, []))
+            for b in detail.backends
+        ]
         context.update(
             sha=full_sha,
             detail=detail,
             baseline=baseline,
             backend_rows=rows,
+            baseline_rows=[(b, probes.get(b.project_id, [])) for b in baseline.backends],
+            probed=bool(probes),
             culprit_window=settings.CRCR_CULPRIT_WINDOW,
             bisections=bisections_of_commit(full_sha),
         )
@@ -132,4 +137,4 @@ def pull_request(request, number):
         context["bisections"] = culprits_landed_by(number)
     except DatabaseError as exc:
         return unavailable(request, "hud/pr.html", context, exc)
-    return page(request, "hud/pr.html", context, status=200 if pr.heads or context["bisections"] else 404)
+    return page(request, "hud/pr.html", context, status=200 if pr.heads or pr.landed or context["bisections"] else 404)

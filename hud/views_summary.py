@@ -16,6 +16,7 @@ from hud.health_details import CARDS as HEALTH_CARDS
 from hud.health_details import health_details
 from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
+from hud.selectors_enablement import enabled_history_page
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
 from hud.selectors_tests import quality_rows
@@ -141,6 +142,7 @@ def backend(request, org: str, repo: str):
         )
         context["detail"] = _cell(project, params)
         context["bisections"] = bisections_of_backend(project.id)
+        context["enabled"] = enabled_history_page(project)
         quality = context["dash"].quality
         context["quality_charts"] = charts.quality_figures([(project.label, quality)] if quality else [])
     except TalliesPending as pending:

@@ -21,7 +21,7 @@ def test_view(request, identity: str):
         return page(request, "hud/test.html", context, status=400)
     try:
         context["page"] = found = test_page(identity, request.GET.get("after") or None)
-        context["bisections"] = bisections_of_test(identity)
+        context["bisections"] = found.history.bisections if found.history else bisections_of_test(identity)
     except BadCursor as exc:
         context["error_text"] = str(exc)
         return page(request, "hud/test.html", context, status=400)

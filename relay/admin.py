@@ -230,6 +230,7 @@ except ImportError:
     if importlib.util.find_spec(f"{__package__}.admin_deliveries") is not None:
         raise
 
+from . import admin_enablement  # noqa: E402,F401,I001 - integration path rules
 from . import admin_triage  # noqa: E402,F401 - known issues, expectations, subscriptions
 
 

@@ -13,7 +13,8 @@ every attempt, job runs with their conclusions, timings, counts and failed tests
 - The test store (relay/models/testlevel.py) keeps CRCR_RETENTION_TEST_DAYS (90) of outcomes and
   tested commits: older TestRun and TestedCommit rows are deleted (on a partitioned relay_testrun,
   dropping a month's partition does the same at once: docs/scaling.md). Identities, flakiness
-  states and mutes stay: they are one row per test, not per run.
+  states and mutes stay: they are one row per test, not per run. Counts per test module
+  (ModuleCount, the enablement view's) are kept as long.
 
 A beat task runs this every six hours, in bounded batches."""
 
@@ -26,7 +27,7 @@ from django.db import transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from .models import Delivery, Dispatch, JobRun, TestedCommit, TestRun
+from .models import Delivery, Dispatch, JobRun, ModuleCount, TestedCommit, TestRun
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -137,9 +138,9 @@ def bodies_prune(cutoff) -> int:
 
 
 def test_store_prune(cutoff) -> int:
-    """One batch: test outcomes and tested commits dated before `cutoff` deleted."""
+    """One batch: test outcomes, tested commits and module counts dated before `cutoff` deleted."""
     done = 0
-    for model in (TestRun, TestedCommit):
+    for model in (TestRun, TestedCommit, ModuleCount):
         ids = list(
             model.objects.filter(created_at__lt=cutoff).order_by("created_at").values_list("pk", flat=True)[:BATCH]
         )

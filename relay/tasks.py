@@ -15,6 +15,7 @@ from .checks.tasks import (
     upstream_write_sweep,
 )
 from .dispatch.tasks import delivery_fan_out, dispatch_send_task, dispatch_sweep, results_sweep_task
+from .enablement.tasks import module_counts_sweep
 from .github.tasks import installations_sync_task
 from .health import heartbeat_record
 from .levels.tasks import demotion_prs_reconcile, notification_events_detect, rollups_refresh_task
@@ -37,6 +38,7 @@ __all__ = [
     "installations_sync_task",
     "issue_occurrences_record",
     "job_react",
+    "module_counts_sweep",
     "notification_digests",
     "notification_events_detect",
     "notification_send",

@@ -153,6 +153,15 @@ def _parts(name: str, classname: str, file: str) -> tuple[str, str, str, str]:
     return _module(path) or _module_from_file(file), cls, method, params
 
 
+def module_of(classname: str = "", file: str = "") -> str:
+    """The module of the identity rule alone (see the module doc), for counts kept per module:
+    a classname (`test.test_nn.TestNNDeviceTypeXPU`), a dotted module or a path
+    (`test/distributed/test_c10d.py`, a node id's `test/test_nn.py::TestX`), else the `file`.
+    "" when neither names one."""
+    path, _ = _split_class((classname or "").strip())
+    return _module(path) or _module_from_file(file)
+
+
 def report_ids(tests: Iterable[dict], device_type: str = "", environment: dict | None = None) -> list[TestId]:
     """Identities of one job's reported tests (`name`, `classname`, `file` each): its backend's
     registry `device_type` and the callback's `environment.device` as device words, each

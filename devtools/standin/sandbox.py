@@ -26,6 +26,7 @@ from xml.etree import ElementTree
 import httpx
 
 from . import bisect_sim
+from . import sandbox_enablement as enablement
 from .__main__ import _write_atomically, load_or_create
 
 logger = logging.getLogger("sandbox")
@@ -547,6 +548,7 @@ def reference_junit(sha: str) -> bytes:
     cases.append(
         f'<testcase {extra} name="test_sparse_csr_{lower}_float32"><skipped type="pytest.xfail" message="not implemented"/></testcase>'
     )
+    cases += enablement.reference_cases(upper, lower)  # the suite's slice, passed in full
     return (
         '<?xml version="1.0"?><testsuites><testsuite name="pytest">' + "".join(cases) + "</testsuite></testsuites>"
     ).encode()
@@ -780,6 +782,7 @@ class JobPlan:
             failed = job["failed_tests"]
             workflow["test_results"] = self.test_results(job)
             workflow["failed_tests"] = failed
+            workflow.update(self.module_counts(job))
             workflow["environment"] = {
                 "device": self.producer[3],
                 "torch_version": "2.13.0a0+sandbox",
@@ -791,6 +794,19 @@ class JobPlan:
             if failed and self.rng.random() < 0.6:
                 workflow["triage_verdict"] = self.triage_verdict(job)
         return {**self.client_payload, "workflow": workflow}
+
+    def module_counts(self, job: dict) -> dict:
+        """A test shard's counts per module (sandbox_enablement), as our client sends them."""
+        config, _, shard = job["name"].removeprefix("test (").removesuffix(")").partition(", ")
+        parts = shard.split(", ")
+        if config != "default" or len(parts) != 2 or not all(p.isdigit() for p in parts):
+            return {}
+        if job.get("broken_before_tests") or bisect_sim.is_probe(self.client_payload):
+            return {}
+        number, shards = int(parts[0]), int(parts[1])
+        after_break = self.head in LASTING_BREAK_HEADS
+        counts = enablement.module_counts(self.project["full_name"], number, shards, job["failed_tests"], after_break)
+        return {"module_counts": counts} if counts else {}
 
     def triage_verdict(self, job: dict) -> dict:
         """The backend's own analyser on a failed job, as the callback action's triage-verdict input

@@ -1,8 +1,8 @@
 """The search: one step per decided probe. While the commit known to pass and the one known to
 fail are more than one apart, probe the one halfway (a range of k commits is decided in
 ceil(log2 k) probes); when they are neighbours, re-run the culprit and its parent together. Only
-fail-with and pass-without marks the culprit verified; anything else is not reproducible (the
-re-run did not show it), and a probe nobody answered ends the bisection as timed out.
+fail-with and pass-without marks the culprit verified; anything else is not reproducible (no
+culprit is named: the suspect is nobody's culprit), and a probe nobody answered ends the bisection as timed out.
 
 Each step is taken under a claim (a conditional UPDATE of the row's lease) and the row's lock,
 so a callback's kick and the sweep never both move one bisection; a worker that dies holding
@@ -108,7 +108,7 @@ def _verify(bisection: Bisection) -> None:
         return _end(bisection, State.TIMED_OUT, "a verification re-run was not answered (timed out)")
     if (culprit.outcome, parent.outcome) == (Outcome.FAIL, Outcome.PASS):
         return _end(bisection, State.VERIFIED, "fails with the culprit, passes on its parent")
-    note = f"re-run: culprit {culprit.get_outcome_display()}, parent {parent.get_outcome_display()}: not reproducible"
+    note = f"re-run: suspect {culprit.get_outcome_display()}, its parent {parent.get_outcome_display()}"
     _end(bisection, State.NOT_REPRODUCIBLE, note)
 
 
@@ -123,18 +123,24 @@ def _end(bisection: Bisection, state: str, note: str) -> None:
 
 def culprit_announce(bisection: Bisection) -> None:
     """The backend's oncall (and every subscription that matches) hears what the bisection found,
-    in the sentence the pages show, once per bisection."""
+    in the sentence the pages show, once per bisection. The culprit's upstream PR is named, and
+    subscribers beyond the backend's own hear it, only when the backend is one upstream trusts
+    (L3/L4, `upstream_trusted`; relay.notify.subscriptions reads it) and the culprit is verified."""
     found = read([bisection])[0]
     project, culprit = bisection.project, bisection.culprit_sha
     lines = [f"{t['test_id']} ({t['job']})" for t in bisection.tests[:20]]
-    if found.culprit_pr:
+    accuses = found.verified and found.upstream_trusted
+    if found.culprit_pr and accuses:
         lines.append(f"landed by PR #{found.culprit_pr}: {public_url(pr_path(found.culprit_pr))}")
+    named = culprit if found.verified else bisection.bad_sha
     details = {
-        "url": public_url(commit_path(culprit, project.pk)),
+        "url": public_url(commit_path(named, project.pk)),
         "lines": [bisection.note, *lines],
-        "culprit_sha": culprit,
+        "culprit_sha": culprit if found.verified else None,
         "verified": found.verified,
-        "culprit_pr": found.culprit_pr,
+        "verified_by": found.verified_by,
+        "upstream_trusted": accuses,
+        "culprit_pr": found.culprit_pr if accuses else None,
         "bisection": public_url(found.api_url),
     }
     event_emit(
@@ -142,7 +148,7 @@ def culprit_announce(bisection: Bisection) -> None:
         f"bisected:{bisection.pk}",
         found.sentence,
         project=project,
-        head_sha=culprit,
+        head_sha=named,
         test_ids=[t["test_id"] for t in bisection.tests][:200],
         details=details,
     )

@@ -10,12 +10,11 @@ from urllib.parse import urlsplit
 from relay import jsonin
 from relay.params import aware_datetime, int_param
 
-from ..models import NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
+from ..models import MAX_FAILED_TESTS, NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
 
 logger = logging.getLogger(__name__)
 
-MAX_FAILED_TESTS = 1000
 MAX_MESSAGE_BYTES = 1024
 MAX_STACK_BYTES = 4096
 MAX_NAME_CHARS = 1000
@@ -72,6 +71,9 @@ class Report:
     environment: dict = field(default_factory=dict)
     triage_verdict: dict | None = None
     """The normalised advisory verdict (relay.callbacks.triage_verdict), or None."""
+    module_counts: dict = field(default_factory=dict)
+    """Optional `workflow.module_counts`, checked (module_counts_read): kept in the stored body,
+    written per module by relay.enablement off the callback."""
     body: dict = field(default_factory=dict)
 
     @property
@@ -156,6 +158,7 @@ def report_read(body: dict) -> Report:
     if report.tests.get("failed", 0) > len(report.failed_tests) and report.failed_tests:
         report.failed_tests_truncated = True
     report.environment = _environment(workflow.get("environment"))
+    report.module_counts = module_counts_read(workflow.get("module_counts"))
     report.triage_verdict, dropped = triage_verdict_read(workflow.get("triage_verdict"))
     if dropped:  # advice only: the callback is recorded as if no verdict had been sent
         logger.warning("callback %s: triage verdict dropped: %s", report.delivery_key[:100], dropped)
@@ -288,6 +291,51 @@ def _test_counts(value) -> dict:
     if counts and "total" not in counts:
         counts["total"] = sum(counts.get(k, 0) for k in COUNTED)
     return counts
+
+
+MAX_MODULES = 2000
+"""Modules one job may count: PyTorch's test/ holds about 1,100 files."""
+MAX_MODULE_CHARS = 300
+MODULE_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+def module_counts_read(value) -> dict[str, dict[str, int]]:
+    """`workflow.module_counts`: {module: {outcome: count}} as the client sends it (a module as
+    reported: `test/test_nn.py`, `test.test_nn`, …; relay.testids.module_of reads it), each
+    count as in test_results (`errors` read as `error`; other keys ignored). Also the reader of
+    a stored body's counts (relay.enablement.counts)."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        value = json_read(
+            value, "'workflow.module_counts' (JSON text)", 2, "'workflow.module_counts' must be an object"
+        )
+    if not isinstance(value, dict):
+        raise BadCallback("'workflow.module_counts' must be an object of {module: {outcome: count}}")
+    if len(value) > MAX_MODULES:
+        raise BadCallback(f"'workflow.module_counts' counts more than {MAX_MODULES} modules")
+    return {_module_name(name): _module_outcomes(name, counts) for name, counts in value.items()}
+
+
+def _module_name(name: str) -> str:
+    if len(name) > MAX_MODULE_CHARS:
+        raise BadCallback(f"'workflow.module_counts' has a module name longer than {MAX_MODULE_CHARS} characters")
+    return name
+
+
+def _module_outcomes(name: str, counts) -> dict[str, int]:
+    label = f"'workflow.module_counts.{name[:100]}'"
+    if not isinstance(counts, dict):
+        raise BadCallback(f"{label} must be an object of counts")
+    outcomes = {}
+    for key, count in counts.items():
+        outcome = COUNT_ALIASES.get(key, key)
+        if outcome not in MODULE_OUTCOMES or count is None:
+            continue
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count > MAX_COUNT:
+            raise BadCallback(f"{label}.{key} must be a non-negative integer below 2**31")
+        outcomes[outcome] = outcomes.get(outcome, 0) + count
+    return outcomes
 
 
 def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:

@@ -191,10 +191,9 @@ def job_insert_change(values: dict, made_from: "FromDispatch | None" = None) -> 
     if made_from is None:
         sql = _insert_sql(JobRun, tuple(row), conflict, _state_returned(False), db.vendor)
         return Change(sql, _values(JobRun, row, db), key, inserts=True)
-    event_type = row["event_type"] or None
     row = {name: value for name, value in row.items() if name not in FROM_DISPATCH}
     sql = _insert_from_dispatch_sql(tuple(row), conflict, made_from.shape(), db.vendor)
-    params = [*_values(JobRun, row, db), event_type, *made_from.params(row["in_progress_at"], db)]
+    params = [*_values(JobRun, row, db), *made_from.params(row["in_progress_at"], db)]
     return Change(sql, params, key, inserts=True)
 
 
@@ -229,7 +228,7 @@ FROM_DISPATCH = {
     "dispatch_id": "d.id",
     "pr_number": "d.pr_number",
     "head_sha": "d.head_sha",
-    "event_type": "COALESCE(%s, d.event_type)",  # the report's, when it says one
+    "event_type": "d.event_type",  # never the report's: a probe's dispatch says `bisect`, a PR's `pull_request`
     "queue_seconds": None,  # ELAPSED_SECONDS from QUEUE_START to in_progress_at
 }
 """What a job row made from a dispatch takes from it: the dispatch's PR and head SHA are the

@@ -390,7 +390,9 @@ def _report_fields(report: Report) -> dict:
     # The echoed upstream payload is ours already, and the callback_token is a credential: neither is kept.
     body = {k: v for k, v in report.body.items() if (k != "payload" or report.is_self_report) and k != "callback_token"}
     return {
-        "event_type": report.event_type or None,
+        # A dispatch's job takes the dispatch's event type (job_rows.FROM_DISPATCH), never the
+        # callback's: a PR head's job stored as `push` or `bisect` would vanish from its cells and gate.
+        "event_type": (report.event_type or None) if report.is_self_report else None,
         "workflow_name": report.workflow_name,
         "conclusion": report.conclusion,
         "workflow_url": report.workflow_url or None,

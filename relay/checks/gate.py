@@ -26,12 +26,16 @@ def gate_summary(verdict: dict) -> str:
     if any("not blocking:" in b["reason"] for b in verdict["backends"]):
         lines += [
             "",
-            "Some failures match known issues an admin marked as not blocking the gate, or tests the backend muted: they are listed above and do not block.",
+            "Some failures are not this PR's: already failing on trunk, known issues an admin marked as not blocking "
+            "the gate, the backend's expected failures, flaky tests or tests the backend muted. Each is listed above "
+            "with its reason and does not block.",
         ]
     lines += [
         "",
-        "The latest attempt of each L4 job decides. Failure, timed out, never started and cancelled block "
-        "(a job cancelled because a newer head was pushed counts nowhere); work still running keeps the gate in progress.",
+        "The latest attempt of each L4 job decides, as the PR's verdict on the HUD judges it: a failure new in this PR "
+        "blocks, and so does a job that shows too little to tell (timed out, never started or cancelled; a list of "
+        "failed tests shorter than its count, or cut). A job cancelled because a newer head was pushed counts nowhere; "
+        "work still running keeps the gate in progress.",
     ]
     if settings.CRCR_PUBLIC_URL:
         lines += ["", f"Details: {public_url(pr_path(verdict['pr_number']))}"]

@@ -11,7 +11,8 @@
 - rollups: the level criteria's stored tallies per hour and day, and their refresh's watermark;
 - bisection: bisections of a backend's new failure over upstream commits, and their probes;
 - testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
-  commits the store took, flakiness states, mutes and their audit.
+  commits the store took, flakiness states, mutes and their audit;
+- enablement: each job's counts per upstream test module, the module → integration path rules.
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
@@ -20,6 +21,7 @@ from .bisection import BISECT_EVENT, Bisection, BisectProbe
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
+from .enablement import IntegrationPath, ModuleCount, PathRule
 from .registry import (
     CIProvider,
     Event,
@@ -34,6 +36,7 @@ from .registry import (
 )
 from .results import (
     FAILING_OUTCOMES,
+    MAX_FAILED_TESTS,
     NEVER_STARTED_RUN_ID,
     SELF_REPORT_EVENTS,
     Conclusion,
@@ -85,7 +88,11 @@ __all__ = [
     "Dispatch",
     "DispatchAttempt",
     "Event",
+    "IntegrationPath",
+    "ModuleCount",
+    "PathRule",
     "FAILING_OUTCOMES",
+    "MAX_FAILED_TESTS",
     "FailedTest",
     "TestOutcome",
     "HardwareKind",

@@ -6,9 +6,10 @@ nothing but a lease that runs out: the next sweep claims the row and goes on whe
 
 from django.db import models
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from .deliveries import BISECT_EVENT, Dispatch
-from .registry import Project
+from .registry import LevelChange, Project
 
 __all__ = ["BISECT_EVENT", "BisectProbe", "Bisection"]
 
@@ -76,6 +77,36 @@ class Bisection(models.Model):
     @property
     def running(self) -> bool:
         return self.state in self.RUNNING
+
+    @cached_property
+    def level(self) -> str:
+        """The backend's level when the bisection ended (now, while it runs): whose word a culprit
+        is, and whether upstream takes it, is decided by the level its probes ran at, not today's."""
+        changes = LevelChange.objects.filter(project_id=self.project_id) if self.finished_at else []
+        return level_when(self.project.level, self.finished_at, changes)
+
+
+def level_when(current: str, when, changes) -> str:
+    """A project's level at `when` from its level changes: the last one made by then, else the
+    level the first one after it left; `current` when none says (or `when` is None: now)."""
+    if when is None:
+        return current
+    ordered = sorted(changes, key=lambda c: (c.changed_at, c.id))
+    before = [c for c in ordered if c.changed_at <= when]
+    if before:
+        return before[-1].to_level
+    after = next((c for c in ordered if c.changed_at > when), None)
+    return (after.from_level if after is not None else "") or current
+
+
+def levels_prime(bisections) -> None:
+    """Each ended bisection's `level` in one query for them all (a page lists several)."""
+    ended = [b for b in bisections if b.finished_at is not None and "level" not in b.__dict__]
+    changes: dict[int, list] = {}
+    for change in LevelChange.objects.filter(project_id__in={b.project_id for b in ended}):
+        changes.setdefault(change.project_id, []).append(change)
+    for b in ended:
+        b.__dict__["level"] = level_when(b.project.level, b.finished_at, changes.get(b.project_id, []))
 
 
 class BisectProbe(models.Model):

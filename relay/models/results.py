@@ -12,6 +12,11 @@ NEVER_STARTED_RUN_ID = "-"
 """run_id of the row that stands for a dispatch no run ever answered (callbacks cannot use it)."""
 
 
+MAX_FAILED_TESTS = 1000
+"""The most failed tests one callback lists: the upstream callback action's cap (RFC-0054), which the
+relay applies too. A list this long may have been cut, so it never shows every failure
+(relay.results.excused.listed_completely)."""
+
 SELF_REPORT_EVENTS = ("nightly", "periodic")
 """Event types a downstream reports on its own, with no dispatch behind them (its nightly and
 periodic runs); every other event type answers a dispatch."""

@@ -63,6 +63,8 @@ def matches(subscription: Subscription, event: NotificationEvent) -> bool:
         return event.kind in (subscription.events or [])
     if subscription.project_id and subscription.project_id != event.project_id:
         return False
+    if not subscription.project_id and _backends_own_word(event):
+        return False
     if subscription.level and (event.project is None or event.project.level != subscription.level):
         return False
     if subscription.issue_id and subscription.issue_id != event.issue_id:
@@ -70,6 +72,12 @@ def matches(subscription: Subscription, event: NotificationEvent) -> bool:
     if subscription.test_pattern:
         return any(id_matches(subscription.test_pattern, t) for t in event.test_ids)
     return True
+
+
+def _backends_own_word(event: NotificationEvent) -> bool:
+    """A bisection's finding that upstream does not take on trust (not verified, or by a backend
+    below L3: relay.bisect.search sets `upstream_trusted`) reaches the backend's own subscribers only."""
+    return event.kind == NotificationEvent.Kind.BISECTED and not (event.details or {}).get("upstream_trusted")
 
 
 def subscriptions_for(event: NotificationEvent) -> list[Subscription]:

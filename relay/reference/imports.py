@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .. import follow_up
+from ..enablement.counts import counts_write
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
 from ..linear import linear
@@ -170,6 +171,8 @@ def _store(project: Project, sha: str, run: dict, job: dict, found: Found | None
         if report:
             row.failed_tests.all().delete()
             FailedTest.objects.bulk_create(FailedTest(job_run=row, **vars(t)) for t in report.failed_tests)
+            if row.status == JobRun.Status.COMPLETED:
+                counts_write(row.pk, project.pk, sha, row.created_at, report.modules)
         follow_up.job_recorded(row.pk)
 
 

@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
-from ..callbacks.body import MAX_FAILED_TESTS, MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
+from ..callbacks.body import (
+    MAX_FAILED_TESTS,
+    MAX_MESSAGE_BYTES,
+    MAX_MODULES,
+    MAX_STACK_BYTES,
+    FailedTestReport,
+    text_cap,
+)
+from ..testids import module_of
 
 
 class MalformedReport(Exception):
@@ -35,6 +43,15 @@ class TestReport:
     """Tests run (not skipped) classified ACCELERATOR (hw_classification)."""
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     truncated: bool = False
+    modules: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Counts per upstream test module (relay.testids.module_of), as a callback's
+    `workflow.module_counts` carries them; past MAX_MODULES, under the unknown module ""."""
+
+    def module_add(self, module: str, outcome: str, count: int = 1) -> None:
+        if module not in self.modules and len(self.modules) >= MAX_MODULES:
+            module = ""
+        counts = self.modules.setdefault(module, {})
+        counts[outcome] = counts.get(outcome, 0) + count
 
     @property
     def total(self) -> int:
@@ -46,6 +63,9 @@ class TestReport:
         room = MAX_FAILED_TESTS - len(self.failed_tests)
         self.failed_tests += other.failed_tests[:room]
         self.truncated = self.truncated or other.truncated or len(other.failed_tests) > room
+        for module, counts in other.modules.items():
+            for outcome, count in counts.items():
+                self.module_add(module, outcome, count)
 
 
 def junit_parse(data: bytes, source: str = "report") -> TestReport:
@@ -88,6 +108,7 @@ def broke_before_tests(case, outcome: str, problem) -> bool:
 def _count(report: TestReport, case) -> None:
     outcome, problem = case_outcome(case)
     setattr(report, outcome, getattr(report, outcome) + 1)
+    report.module_add(module_of(case.get("classname") or "", case.get("file") or ""), outcome)
     report.accelerator_ran += outcome != "skipped" and _classification(case) == "ACCELERATOR"
     if outcome not in FAILING or broke_before_tests(case, outcome, problem):
         return

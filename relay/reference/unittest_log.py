@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ..callbacks.body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
 from ..linear import linear
+from ..testids import module_of
 from .junit import FAILING, OUTCOMES, TestReport
 
 WORST_FIRST = ("error", "failed", "xpassed", "passed", "xfailed", "skipped")
@@ -105,6 +106,7 @@ class LogReport:
         report = TestReport()
         for test in self.tests.values():
             one = TestReport(**{test.outcome: 1})
+            one.module_add(module_of(test.classname, test.file), test.outcome)
             if test.outcome in FAILING:
                 one.failed_tests.append(_failed(test))
             report.merge(one)

@@ -8,14 +8,19 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from relay.links import bisection_api_path, commit_path
-from relay.models import Bisection, BisectProbe, UpstreamCommit
+from relay.models import Bisection, BisectProbe, Level, UpstreamCommit
+from relay.models.bisection import levels_prime
 
-from .heads import landed_pr
+from .heads import landed_commits, landed_pr
 
 RECENT = 200
 """A test's bisections are read among the newest this many (a bisection's tests are JSON)."""
-SHOWN = (Bisection.State.VERIFIED, Bisection.State.NOT_REPRODUCIBLE)
-"""The endings that name a commit: as the culprit, or as the suspect that did not reproduce."""
+NAMING = (Bisection.State.VERIFIED,)
+"""The one ending that names a commit: verified (fails with it, passes on its parent). A suspect
+that did not reproduce is named nowhere as a culprit."""
+UPSTREAM_TRUSTED = (Level.L3, Level.L4)
+"""The levels upstream trusts with check runs: only a culprit their probes verified is shown on
+the upstream author's PR page and reaches subscribers beyond the backend's own."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,19 @@ class BisectionRead:
         return self.bisection.state == Bisection.State.VERIFIED
 
     @property
+    def upstream_trusted(self) -> bool:
+        """Whether the backend's word reaches the upstream author (its level: L3/L4)."""
+        return self.bisection.level in UPSTREAM_TRUSTED
+
+    @property
+    def verified_by(self) -> dict | None:
+        """Whose probes verified the culprit, at which level: a backend's own word, never upstream's."""
+        if not self.verified:
+            return None
+        project = self.bisection.project
+        return {"backend": project.full_name, "label": project.label, "level": self.bisection.level}
+
+    @property
     def search_runs(self) -> int:
         return sum(p.role == BisectProbe.Role.SEARCH for p in self.probes)
 
@@ -51,9 +69,45 @@ class BisectionRead:
         return bisection_api_path(self.bisection.pk)
 
     @property
+    def culprit(self) -> str:
+        """The commit it names: its culprit once verified, else none (a suspect that did not
+        reproduce, or a search still going, accuses nobody)."""
+        return self.bisection.culprit_sha if self.verified else ""
+
+    @property
     def culprit_url(self) -> str:
-        sha = self.bisection.culprit_sha
-        return commit_path(sha, self.bisection.project_id) if sha else ""
+        return commit_path(self.culprit, self.bisection.project_id) if self.culprit else ""
+
+
+@dataclass(frozen=True)
+class Since:
+    """Since which commit a test fails on a backend: `commit` is the verified culprit when a
+    bisection verified one (`bisection`), else the first failing commit the results show (the
+    range ends there). The range stays its evidence."""
+
+    commit: str
+    bisection: Bisection | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.bisection is not None
+
+    def to_dict(self) -> dict:
+        b = self.bisection
+        by = {"backend": b.project.full_name, "level": b.level} if b else None
+        return {
+            "commit": self.commit,
+            "answer": "culprit" if b else "range",
+            "bisection": b.pk if b else None,
+            "verified_by": by,
+        }
+
+
+def since_which(first_failing: str, bisection: Bisection | None) -> Since:
+    """The one answer to "since which commit": a verified culprit, else the range's first failure."""
+    if bisection is not None and bisection.state in NAMING and bisection.culprit_sha:
+        return Since(bisection.culprit_sha, bisection)
+    return Since(first_failing)
 
 
 def test_names(tests: list[dict]) -> str:
@@ -73,17 +127,19 @@ def sentence(bisection: Bisection, search_runs: int, verify_runs: int) -> str:
     over = f"bisected over {k} commits in {search_runs} run{'s' * (search_runs != 1)}"
     State = Bisection.State
     if bisection.state == State.VERIFIED:
-        return f"verified culprit of {tests} on {backend}, {over} (+{verify_runs} to verify)"
+        by = f"by {backend}'s own probes at {bisection.level}"
+        return f"verified culprit of {tests} on {backend} ({by}), {over} (+{verify_runs} to verify)"
     if bisection.state == State.NOT_REPRODUCIBLE:
-        return f"suspected culprit of {tests} on {backend}, not reproducible: {over}"
+        return f"bisection of {tests} on {backend}: not reproducible, no culprit named ({over})"
     if bisection.running:
         return f"bisecting {tests} on {backend} over {k} commits: {search_runs + verify_runs} runs so far"
     return f"bisection of {tests} on {backend} ended {bisection.get_state_display()}: {bisection.note}"
 
 
 def read(bisections) -> list[BisectionRead]:
-    """Each bisection with its probes, its culprit's PR and its sentence (three queries)."""
+    """Each bisection with its probes, its culprit's PR, its level and its sentence (four queries)."""
     bisections = list(bisections)
+    levels_prime(bisections)
     probes = _probes_of([b.pk for b in bisections])
     titles = dict(
         UpstreamCommit.objects.filter(sha__in=[b.culprit_sha for b in bisections if b.culprit_sha]).values_list(
@@ -94,9 +150,8 @@ def read(bisections) -> list[BisectionRead]:
     for b in bisections:
         mine = probes.get(b.pk, [])
         search = sum(p.role == BisectProbe.Role.SEARCH for p in mine)
-        found.append(
-            BisectionRead(b, mine, landed_pr(titles.get(b.culprit_sha, "")), sentence(b, search, len(mine) - search))
-        )
+        pr = landed_pr(titles.get(b.culprit_sha, "")) if b.state in NAMING else None
+        found.append(BisectionRead(b, mine, pr, sentence(b, search, len(mine) - search)))
     return found
 
 
@@ -123,7 +178,7 @@ def bisections_listed(state: str = "", backend: str = "", culprit: str = "", lim
     if backend:
         rows = rows.filter(project__full_name__iexact=backend)
     if culprit:
-        rows = rows.filter(culprit_sha__startswith=culprit.lower())
+        rows = rows.filter(culprit_sha__startswith=culprit.lower(), state__in=NAMING)
     return read(rows[:limit])
 
 
@@ -133,13 +188,23 @@ def bisection_found(pk: int) -> BisectionRead | None:
 
 
 def culprits_of_commit(sha: str) -> list[BisectionRead]:
-    """The bisections that ended naming this commit (verified or not reproducible)."""
-    return read(_rows().filter(culprit_sha=sha, state__in=SHOWN))
+    """The bisections that verified this commit as their culprit."""
+    return read(_rows().filter(culprit_sha=sha, state__in=NAMING))
 
 
 def bisections_of_commit(sha: str) -> list[BisectionRead]:
     """What the commit page says: the bisections naming it, and those its failures started."""
-    return read(_rows().filter(Q(culprit_sha=sha, state__in=SHOWN) | Q(bad_sha=sha)))
+    return read(_rows().filter(Q(culprit_sha=sha, state__in=NAMING) | Q(bad_sha=sha)))
+
+
+def probes_on_commit(sha: str) -> dict[int, list[BisectProbe]]:
+    """Backend id → the probes bisections ran on this commit, oldest first: a culprit (or any
+    commit tried) no trunk run tested still shows what its bisection's runs there said."""
+    rows = BisectProbe.objects.filter(sha=sha).select_related("bisection__project").order_by("created_at", "id")
+    found: dict[int, list[BisectProbe]] = {}
+    for probe in rows[:200]:
+        found.setdefault(probe.project_id, []).append(probe)
+    return found
 
 
 def bisections_of_backend(project_id: int, limit: int = 10) -> list[BisectionRead]:
@@ -151,12 +216,9 @@ def bisections_of_test(test_id: str) -> list[BisectionRead]:
 
 
 def culprits_landed_by(number: int) -> list[BisectionRead]:
-    """Bisections whose culprit is the trunk commit this upstream PR landed."""
-    shas = [
-        sha
-        for sha, title in UpstreamCommit.objects.filter(is_trunk=True, title__endswith=f"(#{int(number)})").values_list(
-            "sha", "title"
-        )
-        if landed_pr(title) == int(number)
-    ]
-    return read(_rows().filter(culprit_sha__in=shas, state__in=SHOWN)) if shas else []
+    """Verified culprits that are the trunk commit this upstream PR landed, by a backend upstream
+    trusts (L3/L4): an L2 backend's word stays on its own pages."""
+    shas = [c.sha for c in landed_commits(number)]
+    if not shas:
+        return []
+    return [found for found in read(_rows().filter(culprit_sha__in=shas, state__in=NAMING)) if found.upstream_trusted]

@@ -10,7 +10,11 @@ range between two nightly SHAs falls out of the same walk.
 
 Tests are matched across commits by relay.testids identity (a missing module is filled in from
 the same commit's other reports first). The cost is two or three indexed queries over at most
-`CRCR_CULPRIT_WINDOW` commits, whatever the store's size."""
+`CRCR_CULPRIT_WINDOW` commits, whatever the store's size, and two more for the open known issues
+and expectations that mark a streak known (the baseline's triage of the start commit).
+
+Since which commit has one answer (relay.results.bisections.since_which): the culprit a
+bisection verified, else the first failing commit; the range is its evidence."""
 
 from dataclasses import dataclass, field
 
@@ -18,10 +22,13 @@ from django.conf import settings
 
 from relay.models import Bisection, Project, UpstreamCommit
 from relay.testids import TestId
+from relay.triage.classify import Match, triager_load
 from relay.verdicts import FAILING, PASSING, job_key_label
 
 from .baseline import CellFailures, cell_failures, failure_kind, reference_failures, resolve_commit_ids
+from .bisections import Since, since_which
 from .cells import Cell, cells_for_commits, failed_tests_for_jobs, latest_failing_job_ids
+from .triage import cell_triage, needs_messages
 
 FAIL, PASS, UNKNOWN = "fail", "pass", "unknown"
 
@@ -45,6 +52,9 @@ class Streak:
     vs_reference: str | None = None
     """On the commit the walk started from: shared (the reference fails it too), backend_only (the
     reference passed it) or not_comparable, by the baseline's rule; None for the reference itself."""
+    known: Match | None = field(default=None, repr=False, compare=False)
+    """The open known issue or expectation that accounts for it on the commit the walk started
+    from (the baseline's triage): a known failure, not the backend's regression."""
     bisection: Bisection | None = field(default=None, repr=False, compare=False)
     """A test's bisection from this streak's last pass (relay/bisect), when the backend bisected it:
     what narrowed the suspects to one commit, or found the failure not reproducible."""
@@ -53,6 +63,16 @@ class Streak:
     def exact(self) -> bool:
         """One suspect: the culprit is known."""
         return self.last_passing is not None and len(self.suspects) == 1
+
+    @property
+    def since(self) -> Since:
+        """Since which commit: the bisection's verified culprit, else the first failing commit."""
+        return since_which(self.first_failing.sha, self.bisection)
+
+    @property
+    def culprit(self) -> UpstreamCommit | None:
+        """The verified culprit's recorded commit (its title), when it is one of the suspects."""
+        return next((c for c in self.suspects if c.sha == self.since.commit), None) if self.since.verified else None
 
     @property
     def compare_url(self) -> str:
@@ -73,7 +93,16 @@ class Streak:
             "compare_url": self.compare_url,
             "vs_reference": self.vs_reference,
             "bisection": _bisection_dict(self.bisection),
+            "since": self.since.to_dict(),
+            "known": _known_dict(self.known),
         }
+
+
+def _known_dict(match: Match | None) -> dict | None:
+    if match is None:
+        return None
+    issue = match.issue.pk if match.issue is not None else None
+    return {"kind": match.kind, "issue": issue, "label": match.label, "url": match.url or None}
 
 
 def _bisection_dict(bisection: Bisection | None) -> dict | None:
@@ -83,7 +112,7 @@ def _bisection_dict(bisection: Bisection | None) -> dict | None:
     return {
         "id": bisection.pk,
         "state": bisection.state,
-        "culprit": bisection.culprit_sha or None,
+        "culprit": bisection.culprit_sha if verified else None,
         "verified": verified,
     }
 
@@ -157,8 +186,23 @@ def streaks(project: Project, start: UpstreamCommit | None = None, history: Hist
     found = [s for s in jobs + tests if s is not None]
     if not project.is_reference:
         _compare_with_reference(found, failures)
+        _known_attach(project, found, failures)
         _bisections_attach(project, found)
     return found
+
+
+def _known_attach(project: Project, found: list[Streak], failures: CellFailures) -> None:
+    """Each streak's known issue or expectation, by the baseline's triage of the start commit."""
+    if not found:
+        return
+    triager = triager_load({project.id})
+    if needs_messages(triager):  # a message rule needs the messages the walk did not load
+        tests = failed_tests_for_jobs(latest_failing_job_ids([failures.cell]), with_messages=True)
+        failures = cell_failures(failures.cell, tests)
+        resolve_commit_ids([failures])
+    triage = cell_triage(failures, triager)
+    for streak in found:
+        streak.known = triage.match_for(streak.identity if streak.kind == "test" else streak.subject)
 
 
 def _bisections_attach(project: Project, found: list[Streak]) -> None:

@@ -4,10 +4,12 @@ A job counts as failed when its latest attempt failed (relay.verdicts, Counts.FA
 **excused** only when it shows what it failed and every failure it shows is accounted for as
 upstream's:
 
-* its list is **complete**: it lists at least one failed test, as many as it counted (failed,
-  errors and unexpected passes, relay.models.results.FAILING_OUTCOMES) and the list was not cut. A job
-  that claims 40 failures and lists none, or lists 1 of its 40, cannot show that every failure is
-  upstream's, and a build failure that lists nothing has nothing to compare (issue 45);
+* its list is **complete** (`listed_completely`, the rule the merge gate applies too): it lists at
+  least one failed test, the list was not cut, and it lists as many as it counted (failed, errors
+  and unexpected passes, relay.models.results.FAILING_OUTCOMES) or, sent without counts as the
+  upstream callback action allows, fewer than the action's cap of 1,000. A job that claims 40
+  failures and lists none, or lists 1 of its 40, cannot show that every failure is upstream's, and
+  a build failure that lists nothing has nothing to compare (issue 45);
 * and each listed failure is **shared** (the OpenReg reference failed it too on the same commit,
   relay.results.baseline's comparison), matches an **open known issue of kind upstream**
   (relay.triage), or its test is **muted** on this backend (relay.triage.mutes: a quarantined
@@ -31,7 +33,16 @@ from django.db.models import Count, Max
 from django.urls import reverse
 
 from relay.cache import soft_get, soft_set
-from relay.models import FAILING_OUTCOMES, SELF_REPORT_EVENTS, JobRun, KnownIssue, Level, Project, TestMuteEvent
+from relay.models import (
+    FAILING_OUTCOMES,
+    MAX_FAILED_TESTS,
+    SELF_REPORT_EVENTS,
+    JobRun,
+    KnownIssue,
+    Level,
+    Project,
+    TestMuteEvent,
+)
 from relay.testids import TestIdResolver, report_ids
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
@@ -131,9 +142,17 @@ def job_excuse(
 
 
 def listed_completely(job, reported: list) -> bool:
-    """The job lists every failure it counted, at least one, and its list was not cut."""
-    counted = sum(getattr(job, f"tests_{outcome}", None) or 0 for outcome in FAILING_OUTCOMES)
-    return bool(reported) and len(reported) == counted and not job.failed_tests_truncated  # a DetailJob
+    """The complete-list rule, the one the pass rate and the merge gate apply: the job lists at
+    least one failure, its list was not cut, and either its counts (failed, errors, unexpected
+    passes) agree with the list, or it sent no counts at all (the upstream callback action's
+    `test_results` is optional) and the list is shorter than the action's cap, where it may have
+    been cut without saying so. Nothing else shows every failure. `job` is a DetailJob or a JobRun."""
+    if not reported or job.failed_tests_truncated:
+        return False
+    counts = [getattr(job, f"tests_{outcome}", None) for outcome in FAILING_OUTCOMES]
+    if job.tests_total is None and all(count is None for count in counts):
+        return len(reported) < MAX_FAILED_TESTS
+    return len(reported) == sum(count or 0 for count in counts)
 
 
 def _tests_excuse(reported: list, mine: CellFailures, reference, triager, mutes=None):
@@ -146,7 +165,7 @@ def _tests_excuse(reported: list, mine: CellFailures, reference, triager, mutes=
         if has_baseline(reference) and reference.failing(tid):
             evidence.append(Evidence(BASELINE, "shared with the reference", _baseline_anchor(mine)))
             continue
-        muted = mutes.of(project.id, tid.full) if mutes else None
+        muted = mutes.of(project.id, tid) if mutes else None
         if muted is not None:
             evidence.append(Evidence(MUTED, f"{tid.full} {muted.label}", _test_anchor(tid)))
             continue

@@ -5,8 +5,11 @@ GET /api/v1/prs/<number>/gate and the HUD's PR page (`gate_shown`) all give.
 The policy lives in relay.verdicts (`gate_backend`, `gate_overall`), with the job states the
 HUD's cells use: only L4 backends count; the latest attempt of each job decides; failure,
 cancelled, timed out and never started block; work without a result keeps the gate pending;
-superseded work and backends that could not be asked count nowhere. A failure an admin marked as
-not blocking (a known issue) or a muted test counts nowhere, and says so.
+superseded work and backends that could not be asked count nowhere. A failing job blocks only as
+the PR's verdict says (relay.results.blame, the one answer to "did this PR break it"): when one of
+its failures is new in this PR, or it shows too little to tell (not run to a report, or a list
+that is not complete); a job whose every failure is already failing on trunk, known or expected,
+flaky or muted counts nowhere, and the reason names each failure and why.
 
 **Why cancelled blocks.** A cancelled run tested nothing, and a backend must not be able to
 turn its gate green by cancelling. The one exception is a job the relay cancelled itself
@@ -17,10 +20,20 @@ failures; this gate settles on one rule for both."""
 
 from django.db.models import Exists, OuterRef
 
-from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project
-from ..triage.issues import not_blocking
-from ..triage.mutes import Muted
-from ..verdicts import FAILING, PENDING, Gate, JobVerdict, gate_backend, gate_overall, job_key_label, job_verdicts
+from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project, PullRequest
+from ..verdicts import (
+    FAILING,
+    PENDING,
+    Gate,
+    JobVerdict,
+    gate_backend,
+    gate_overall,
+    job_key,
+    job_key_label,
+    job_verdicts,
+)
+from .blame import BackendBlame, Finding, pr_blame
+from .cells import registered_backends
 from .heads import pr_head
 
 GATE_NAME = "crcr/gate"
@@ -52,35 +65,57 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
     return qs.counted()
 
 
-def backend_state(project: Project, pr_number: int, head_sha: str) -> tuple[Gate, str, list[JobVerdict], dict]:
-    """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts. A
-    failing job whose failures all match known issues an admin marked as not blocking, or tests the
-    backend muted, counts nowhere, and the reason says so; `excused` is job id → those excuses."""
+def backend_state(
+    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
+) -> tuple[Gate, str, list[JobVerdict], dict]:
+    """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts,
+    with the failing jobs the PR's verdict (relay.results.blame; `pr_verdict` shares its load
+    across backends) clears left out: `excused` is job id → that job's findings, named in the reason."""
     verdicts = backend_verdicts(project, pr_number, head_sha)
+    failing = any(v.state in FAILING for v in verdicts)
+    blame = (pr_verdict or _Verdicts(pr_number, head_sha)).of(project) if failing else None
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
         Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
     )
     states = set(dispatches.values_list("state", flat=True))
-    excused = not_blocking(verdicts, project.pk)
+    excused = _cleared(verdicts, blame)
     state, reason = gate_backend(verdicts, states, unanswered.exists(), frozenset(excused))
     if excused:
         reason += "; not blocking: " + ", ".join(
-            _excused_text(v, excused[v.job.pk]) for v in verdicts if v.job.pk in excused
+            f"{job_key_label(job_key(v.job))} failed with {_excuse_names(excused[v.job.pk])}"
+            for v in verdicts
+            if v.job.pk in excused
         )
     return state, reason, verdicts, excused
 
 
-def _excused_text(verdict: JobVerdict, excuses) -> str:
-    return f"{verdict.job.workflow_name} / {verdict.job.job_name} failed with {_excuse_names(excuses)}"
+def _cleared(verdicts: list[JobVerdict], blame: BackendBlame | None) -> dict[int, list[Finding]]:
+    """Failing jobs the PR's verdict clears: job id → their findings (none of which blocks)."""
+    if blame is None:
+        return {}
+    return {
+        v.job.pk: blame.jobs[job_key(v.job)] for v in verdicts if v.state in FAILING and blame.clears(job_key(v.job))
+    }
 
 
-def _excuse_names(excuses) -> str:
-    """Known issues marked not blocking, and mutes, as the gate names them."""
-    return ", ".join(
-        f"{e.mute.identity.identity} {e.label}" if isinstance(e, Muted) else f"known issue #{e.pk} {e.title}"
-        for e in excuses
-    )
+def _excuse_names(findings: list[Finding]) -> str:
+    """Each failure that does not block, with why: "test_x already failing on trunk"."""
+    return ", ".join(f.text for f in findings)
+
+
+class _Verdicts:
+    """The PR's verdict for the head's L4 backends, worked out once (and only when one fails)."""
+
+    def __init__(self, pr_number: int, head: str):
+        self.pr_number, self.head, self._by = pr_number, head, None
+
+    def of(self, project: Project) -> BackendBlame | None:
+        if self._by is None:
+            projects = [p for p in registered_backends() if p.level == Level.L4 or p.is_reference]
+            pr = PullRequest.objects.filter(number=self.pr_number).first()
+            self._by = {b.project.pk: b for b in pr_blame(self.head, pr, projects)}
+        return self._by.get(project.pk)
 
 
 # --- the gate -------------------------------------------------------------------------------------
@@ -90,8 +125,9 @@ def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
     """The gate for a PR head (default: the head that counts, relay.results.heads.pr_head), as
     plain JSON-ready data."""
     head = (head_sha or pr_head(pr_number)).lower()
+    blame = _Verdicts(pr_number, head)
     backends = [
-        _backend_entry(p, pr_number, head)
+        _backend_entry(p, pr_number, head, blame)
         for p in Project.objects.filter(level=Level.L4, active=True).order_by("full_name")
     ]
     backends = [b for b in backends if b["state"] != Gate.NONE]
@@ -108,8 +144,8 @@ def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
     }
 
 
-def _backend_entry(project: Project, pr_number: int, head: str) -> dict:
-    state, reason, verdicts, excused = backend_state(project, pr_number, head)
+def _backend_entry(project: Project, pr_number: int, head: str, pr_verdict: _Verdicts) -> dict:
+    state, reason, verdicts, excused = backend_state(project, pr_number, head, pr_verdict)
     jobs = [
         {
             "workflow": v.job.workflow_name,

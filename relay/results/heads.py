@@ -34,6 +34,19 @@ def landed_pr(title: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def landed_commits(number: int, limit: int = 20) -> list[UpstreamCommit]:
+    """The trunk commits an upstream PR landed as, newest first: those whose title names it last,
+    "(#123)", as the merge bot writes it; whether or not the relay saw the PR's own events (a
+    ghstack stack or a direct land sends none)."""
+    rows = UpstreamCommit.objects.filter(is_trunk=True, title__contains=f"(#{int(number)})")
+    return [c for c in rows.order_by("-landed_at", "-id")[:limit] if landed_pr(c.title) == int(number)]
+
+
+def landed_as(number: int) -> UpstreamCommit | None:
+    """The trunk commit an upstream PR landed as (the newest, should it have landed twice)."""
+    return next(iter(landed_commits(number)), None)
+
+
 # --- the PR head that counts ---------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from relay.models import Level, Project, PullRequest, UpstreamCommit
 
 from .blame import BackendBlame, pr_blame
 from .gate import gate_shown
-from .heads import device_label, pr_head, pr_head_shas, pr_label_names
+from .heads import device_label, landed_as, pr_head, pr_head_shas, pr_label_names
 
 
 @dataclass
@@ -34,12 +34,14 @@ class PrFacts:
     """L3 backends whose `ciflow/crcr/<device>` label the PR carries, as the check runs follow them."""
     gate: dict | None = None
     blame: list[BackendBlame] = field(default_factory=list)
+    landed: UpstreamCommit | None = None
+    """The trunk commit the PR landed as (relay.results.heads.landed_as), when it landed."""
 
 
 def pr_facts(number: int, projects: list[Project]) -> PrFacts:
-    heads = pr_heads(number)
+    heads, landed = pr_heads(number), landed_as(number)
     if not heads:
-        return PrFacts(number, [])
+        return PrFacts(number, [], title=landed.title if landed else "", landed=landed)
     info = PullRequest.objects.filter(number=number).first()
     labels = pr_label_names(number)
     return PrFacts(
@@ -51,6 +53,7 @@ def pr_facts(number: int, projects: list[Project]) -> PrFacts:
         labelled_backends(labels, projects),
         _gate(number, heads[0].sha, projects),
         pr_blame(heads[0].sha, info, projects),
+        landed,
     )
 
 

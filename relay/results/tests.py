@@ -23,11 +23,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from relay.models import (
+    BISECT_EVENT,
     FAILING_OUTCOMES,
     HealthState,
+    JobRun,
     Level,
     TestedCommit,
     TestHealth,
@@ -37,10 +40,11 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
-from relay.testids import TestId
+from relay.testids import TestId, id_parts, parse_test_id
 from relay.triage.mutes import active_filter
 
 from .baseline import cell_failures, has_baseline, resolve_commit_ids, test_kind
+from .bisections import NAMING, Since, bisections_of_test, since_which
 from .cells import (
     cells_for_commits,
     failed_tests_for_jobs,
@@ -72,6 +76,25 @@ def identity_find(text: str) -> TestIdentity | None:
     """The stored identity named by `text` (the baseline's `test_id`), or None."""
     text = (text or "").strip()
     return TestIdentity.objects.filter(digest=identity_digest(text)).first() if text else None
+
+
+UNSTORED = timedelta(hours=30)
+"""How long a failure may sit in a job row before the test store writes it: the store's sweep
+takes a minute, and looks back as far for a job that finishes late (relay.testlevel.store.LOOKBACK)."""
+
+
+def identity_unstored(text: str) -> TestIdentity | None:
+    """The identity `text` names, unsaved: a test whose first failure the store has not written
+    yet (its minute's lag) is read from the job rows as the store will read it. None for text
+    that names no test method (`Class.test_…`)."""
+    tid = parse_test_id(text)
+    parts = id_parts(tid)
+    if not parts.test_class or not parts.method.startswith("test"):
+        return None
+    fields = {"module": parts.module, "test_class": parts.test_class, "method": parts.method}
+    return TestIdentity(
+        digest=identity_digest(tid.full), identity=tid.full, dtypes=parts.dtypes, params=parts.params, **fields
+    )
 
 
 def test_id_of(identity: TestIdentity) -> TestId:
@@ -272,6 +295,18 @@ class Attempt:
     inferred: bool = False
 
 
+@dataclass(frozen=True)
+class Probed:
+    """A bisection's verification re-run of the test on a commit: its evidence, shown where the
+    culprit is named (the culprit fails, its parent passes)."""
+
+    role: str
+    """culprit or parent (relay.models.BisectProbe.Role)."""
+    outcome: str
+    """fail or pass (the probe's reading of the test)."""
+    bisection: int
+
+
 @dataclass
 class HistoryCell:
     project_id: int
@@ -286,6 +321,8 @@ class HistoryCell:
     """The test is flaky on this backend now: a failure here is no regression."""
     first_failing: bool = False
     last_passing: bool = False
+    probe: Probed | None = None
+    """Where no run of the backend's counts here: a bisection's verification re-run of the test."""
 
     @property
     def glyph(self) -> str:
@@ -327,6 +364,9 @@ class Column:
     health: TestHealth | None
     mute: TestMute | None
     streak: Streak
+    since: Since | None = None
+    """Since which commit (relay.results.bisections.since_which): its verified culprit, else the
+    streak's first failing commit; None when it is not failing."""
 
 
 @dataclass
@@ -337,19 +377,33 @@ class TestHistory:
     columns: list[Column]
     rows: list[HistoryRow]
     next_cursor: str | None = None
+    bisections: list = field(default_factory=list)
+    """The test's bisections on these backends (relay.results.bisections.BisectionRead), newest first."""
+
+    @property
+    def failing(self) -> bool:
+        return any(cell.failing for row in self.rows for cell in row.cells)
 
 
 def test_history(identity: TestIdentity, cursor: str | None = None, limit: int = PAGE) -> TestHistory:
-    """Trunk commits newest first (a page of `limit`, after `cursor`) × backends, reference first."""
+    """Trunk commits newest first (a page of `limit`, after `cursor`) × backends, reference first.
+    An identity the store has not written yet (unsaved: identity_unstored) has only the recent
+    commits' job rows to show, read as the store will read them."""
     backends = [p for p in registered_backends() if p.level != Level.L1]
     ids = [p.id for p in backends]
-    commits = _page(cursor, limit, ids)
+    stored = identity.pk is not None
+    bisections = [b for b in bisections_of_test(identity.identity) if b.bisection.project_id in ids]
+    evidence = _evidence(bisections)
+    commits = _page(cursor, limit, ids, {sha for sha, _ in evidence}, stored)
     more = len(commits) > limit
     commits = commits[:limit]
     rows = _rows(identity, commits, backends)
-    health = {h.project_id: h for h in TestHealth.objects.filter(identity=identity, project_id__in=ids)}
-    mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)}
-    streaks = streaks_of(identity, ids)
+    _probes_fill(rows, evidence)
+    health = (
+        {h.project_id: h for h in TestHealth.objects.filter(identity=identity, project_id__in=ids)} if stored else {}
+    )
+    mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)} if stored else {}
+    streaks = streaks_of(identity, ids) if stored else {}
     for row in rows:
         for cell in row.cells:
             streak = streaks.get(cell.project_id)
@@ -358,15 +412,55 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
             cell.muted = cell.project_id in mutes
             cell.flaky = cell.project_id in health and health[cell.project_id].state == HealthState.FLAKY
     columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
-    return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None)
+    for column in columns:
+        column.since = _since(column, bisections)
+    return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None, bisections)
 
 
 test_history.__test__ = False
 
 
-def _page(cursor: str | None, limit: int, project_ids: list[int]) -> list[UpstreamCommit]:
+def _evidence(bisections) -> dict[tuple[str, int], Probed]:
+    """(sha, backend) → the decided verification re-run there, of the test's bisections (the latest)."""
+    found = {}
+    for read in reversed(bisections):  # oldest first: a newer bisection's re-run is the one shown
+        for p in read.probes:
+            if p.role != "search" and p.outcome in ("fail", "pass"):
+                found[p.sha, read.bisection.project_id] = Probed(p.role, p.outcome, read.bisection.pk)
+    return found
+
+
+def _probes_fill(rows: list, evidence: dict[tuple[str, int], Probed]) -> None:
+    for row in rows:
+        for cell in row.cells:
+            probed = evidence.get((row.sha, cell.project_id))
+            if probed is not None and cell.outcome == "none":
+                cell.outcome, cell.probe = ("failed" if probed.outcome == "fail" else "passed"), probed
+
+
+def _since(column: Column, bisections) -> Since | None:
+    """The column's answer: the verified bisection of this streak (from its last pass), else the range."""
+    streak = column.streak
+    if not streak.first_failing:
+        return None
+    verified = (
+        b.bisection
+        for b in bisections
+        if b.bisection.project_id == column.project.id
+        and b.bisection.state in NAMING
+        and b.bisection.good_sha == streak.last_passing
+    )
+    return since_which(streak.first_failing, next(verified, None))
+
+
+def _page(cursor: str | None, limit: int, project_ids: list[int], probed=frozenset(), stored: bool = True) -> list:
+    """Trunk commits some backend has results on: those the store recorded, the recent ones whose
+    job rows it has not swept yet (its minute's lag), and those a bisection of the test re-ran."""
     tested = TestedCommit.objects.filter(sha=OuterRef("sha"), project_id__in=project_ids)
-    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(Exists(tested))
+    ran = JobRun.objects.filter(head_sha=OuterRef("sha"), project_id__in=project_ids).exclude(event_type=BISECT_EVENT)
+    unswept = Q(landed_at__gte=timezone.now() - UNSTORED) & Q(Exists(ran)) & ~Q(Exists(tested))
+    shown = (Q(Exists(tested)) | Q(sha__in=list(probed)) | unswept) if stored else unswept
+    commits = UpstreamCommit.objects.filter(is_trunk=True).filter(shown)
     after = cursor_read(cursor)
     if after is not None:
         landed, pk = after
@@ -402,7 +496,9 @@ def _rows(identity: TestIdentity, commits: list[UpstreamCommit], backends: list)
     shas = [c.sha for c in commits]
     cells = cells_for_commits(shas, backends, detail=True)
     runs: dict[tuple[str, int], dict[int, str]] = {}
-    stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
+    stored = TestRun.objects.none()  # an identity the store has not written has no rows yet
+    if identity.pk is not None:
+        stored = TestRun.objects.filter(identity=identity, sha__in=shas, project_id__in=[p.id for p in backends])
     if commits:
         stored = stored.filter(created_at__gte=min(c.landed_at for c in commits) - SLACK)
     for sha, pid, job_id, outcome in stored.values_list("sha", "project_id", "job_run_id", "outcome"):

@@ -13,9 +13,8 @@ from ..models import FailedTest, JobRun, Project
 from ..models.triage import IssueOccurrence, KnownIssue
 from ..testids import report_ids
 from ..verdicts import FAILING, conclusion_state
-from .classify import issues_load, triager_for, triager_load
+from .classify import issues_load, triager_for
 from .matching import Failure, message_check, patterns_check
-from .mutes import Mutes
 
 logger = logging.getLogger(__name__)
 BACKFILL_DAYS = 14
@@ -172,26 +171,3 @@ def occurrences_backfill(issue_pk: int, days: int = BACKFILL_DAYS) -> int:
             if triager.issue_for(failure) is not None:
                 count += len(_occurrence(issue, job, failure.text))
     return count
-
-
-# --- the merge gate -------------------------------------------------------------------------------
-
-
-def not_blocking(verdicts, project_id: int) -> dict[int, list]:
-    """Failing jobs whose every failure matches an open known issue an admin marked as not
-    blocking the gate, or a test the backend muted (relay.triage.mutes): job id → those issues
-    and mutes (`Muted`). The gate leaves them out and says so."""
-    failing = [v for v in verdicts if v.state in FAILING]
-    issues = [i for i in triager_load([project_id]).issues if not i.blocks_gate] if failing else []
-    muted = Mutes([project_id]) if failing else None
-    if not issues and not muted:
-        return {}
-    triager = triager_for(issues)
-    excused = {}
-    device_type = Project.objects.filter(pk=project_id).values_list("device_type", flat=True).first() or ""
-    for verdict in failing:
-        failures = job_failures(verdict.job, list(verdict.job.failed_tests.all()), device_type)
-        matched = [triager.issue_for(f) or (muted.of(project_id, f.subject) if muted else None) for f in failures]
-        if failures and all(matched):
-            excused[verdict.job.pk] = list(dict.fromkeys(matched))
-    return excused

@@ -2,8 +2,8 @@
 mutes one test for one backend, with a reason, an owner and an expiry (CRCR_MUTE_DAYS, 14, by
 default; at most MAX_DAYS). A muted test still runs and still shows, with a *muted* badge; it is
 left out of the backend's (upstream-adjusted) pass rate (relay/results/excused.py), of the merge
-gate (`not_blocking`, relay/triage/issues.py) and so of the demotion criteria, until it expires or
-is lifted. Every mute, extension and lift is an audit row (TestMuteEvent) naming who and when.
+gate (the PR's verdict, relay/results/blame.py) and so of the demotion criteria, until it expires or
+is lifted. A mute covers one test, never a job (`mutable`, which every reader asks through `Mutes.of`). Every mute, extension and lift is an audit row (TestMuteEvent) naming who and when.
 
 Mutes name tests by the device-agnostic id the pages show (relay.testids): a backend may mute a
 test before the store has seen it fail."""
@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..models import Project, TestIdentity, TestMute, TestMuteEvent, identity_digest
-from ..testids import parse_test_id
+from ..testids import TestId, parse_test_id
 
 MAX_DAYS = 90
 """A mute longer than the store's retention would outlive the evidence for it."""
@@ -57,14 +57,27 @@ def _text(value: str, name: str, limit: int) -> str:
     return text
 
 
+def mutable(subject) -> bool:
+    """What a mute may cover, the one rule the gate, the pass rate and demotion ask: one test (a
+    TestId whose method is `test…`), never a job. A failing job without a test is named by its
+    label (`test / build`), which may even be stored as an identity; a mute on it must not excuse
+    that job's build break, time-out or cancellation."""
+    if not isinstance(subject, TestId):
+        return False
+    method = subject.key.split("[", 1)[0].rpartition(".")[2]
+    return method.startswith("test") and method.isidentifier()
+
+
 def identity_for(test_id: str) -> TestIdentity:
     text = _text(test_id, "test id", 2000)
+    tid = parse_test_id(text)
+    if not mutable(tid):
+        raise MuteError(
+            f"{text[:200]!r} is not a test id (module.Class.test_method…): a mute covers one test, never a job"
+        )
     found = TestIdentity.objects.filter(digest=identity_digest(text)).first()
     if found is not None:
         return found
-    tid = parse_test_id(text)
-    if not tid.key.rpartition(".")[2].startswith("test"):
-        raise MuteError(f"{text[:200]!r} is not a test id (module.Class.test_method…)")
     return TestIdentity.objects.get(pk=TestIdentity.objects.ids_for({tid})[tid])
 
 
@@ -134,8 +147,12 @@ class Mutes:
         rows = TestMute.objects.filter(active_filter(now), project_id__in=list(project_ids))
         self._by = {(m.project_id, m.identity.identity): m for m in rows.select_related("identity")}
 
-    def of(self, project_id: int, test_id: str) -> Muted | None:
-        mute = self._by.get((project_id, str(test_id)))
+    def of(self, project_id: int, subject) -> Muted | None:
+        """The mute excusing this failure: `subject` is a failed test's TestId, or a failing job's
+        label, which no mute covers (`mutable`)."""
+        if not mutable(subject):
+            return None
+        mute = self._by.get((project_id, subject.full))
         return Muted(mute) if mute is not None else None
 
     def __bool__(self) -> bool:

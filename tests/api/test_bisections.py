@@ -24,8 +24,11 @@ def test_it_lists_a_bisection_with_its_probes_and_its_verified_culprit(api, veri
     assert found["result"]["culprit_sha"] == sha_of(11) and found["result"]["verified"] is True
     assert found["result"]["culprit_pr"] == 151234 and found["result"]["culprit_pr_url"] == "/pr/151234"
     assert found["result"]["summary"] == (
-        "verified culprit of test_add_float32 on Ascend NPU, bisected over 17 commits in 4 runs (+2 to verify)"
+        "verified culprit of test_add_float32 on Ascend NPU (by Ascend NPU's own probes at L2),"
+        " bisected over 17 commits in 4 runs (+2 to verify)"
     )
+    assert found["result"]["verified_by"] == {"backend": "Ascend/pytorch", "label": "Ascend NPU", "level": "L2"}
+    assert found["result"]["upstream_trusted"] is False
     assert [p["role"] for p in found["probes"]][-2:] == ["culprit", "parent"]
     assert {p["outcome"] for p in found["probes"]} <= {"fail", "pass"}
     assert found["result"]["dispatches"] == len(found["probes"]) == 6

@@ -167,7 +167,10 @@ def test_the_api_root_lists_every_resource_with_its_url(api, path):
         "mute-lift",
         "bisections",
         "bisection",
+        "enablement",
+        "enablement-backend",
     }
+    assert response.json()["enablement-backend"] == "http://testserver/api/v1/enablement/{owner}/{repo}"
     assert response.json()["projects"] == "http://testserver/api/v1/projects"
     assert response.json()["allowlist"] == "http://testserver/api/v1/allowlist"
     assert response.json()["baseline"] == "http://testserver/api/v1/commits/{sha}/baseline"

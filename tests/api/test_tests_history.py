@@ -4,7 +4,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.relay.testlevel.conftest import ADD, MUL, world  # noqa: F401 - the fixture
+from tests.relay.testlevel.conftest import ADD, MUL, named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +46,28 @@ def test_the_flaky_state_and_retry_counts_are_in_the_backends(client, world):  #
 def test_an_unknown_test_is_404_and_a_bad_cursor_400(client, world):  # noqa: F811
     assert get(client, "nope.Test.test_nope").status_code == 404
     assert get(client, ADD, after="@@@").status_code == 400
+
+
+def test_during_the_store_s_lag_the_api_answers_the_failure_the_page_shows(client, world):  # noqa: F811
+    """Issue 50 item 11: a test's first failure, not yet written by the store's minute sweep, is on
+    the test page and in the API alike (one selector), not a 404 from either."""
+    from relay.models import TestIdentity, UpstreamCommit
+
+    newest = UpstreamCommit.objects.create(sha="e" * 40, is_trunk=True, title="change (#160001)")
+    ran(world["reference"], newest)
+    ran(world["xpu"], newest, "failure", [named("XPU", "xpu", "test_div")])
+    test = "test_ops.TestFoo.test_div_float32"
+    assert not TestIdentity.objects.filter(identity=test).exists()
+    page = client.get("/test/" + quote(test, safe=""))
+    api = client.get(f"/api/v1/tests/{quote(test, safe='')}/history")
+    assert page.status_code == api.status_code == 200
+    (row,) = api.json()["commits"]
+    xpu = [b["backend"] for b in api.json()["backends"]].index("intel/torch-xpu-ops")
+    assert row["sha"] == newest.sha and row["cells"][xpu]["outcome"] == "failed"
+    assert 'class="test-cell outcome-failed' in page.content.decode()
+
+
+def test_a_test_nobody_failed_is_still_a_404_on_both(client, world):  # noqa: F811
+    test = "test_ops.TestFoo.test_never_float32"
+    assert client.get("/test/" + quote(test, safe="")).status_code == 404
+    assert client.get(f"/api/v1/tests/{quote(test, safe='')}/history").status_code == 404

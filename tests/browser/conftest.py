@@ -134,6 +134,7 @@ def _seed_commits(rng: random.Random) -> dict:
     _store(rows, tests, dispatches)
     test_id = _test_store_record()
     _seed_bisections(commits, test_id)
+    _seed_module_counts(commits[:3])
     return {
         "commits": commits,
         "pr_number": 151999,
@@ -142,6 +143,43 @@ def _seed_commits(rng: random.Random) -> dict:
         "shared": commits[7].sha,
         "test_id": test_id,
     }
+
+
+MODULES = (
+    "test_ops",
+    "test_torch",
+    "test_autograd",
+    "test_nn",
+    "nn.test_convolution",
+    "test_linalg",
+    "test_sparse_csr",
+    "profiler.test_profiler",
+    "distributed.fsdp.test_fsdp_core_with_a_rather_long_module_name",
+    "dynamo.test_repros",
+    "inductor.test_torchinductor_opinfo",
+    "export.test_export",
+    "test_cuda",
+)
+
+
+def _seed_module_counts(commits) -> None:
+    """Counts per module on the newest trunk commits (the enablement pages), as the sweep writes
+    them: each backend far along some paths, barely started on others, skipping more lately."""
+    from relay.enablement.counts import counts_write
+    from relay.models import JobRun
+
+    jobs = JobRun.objects.filter(head_sha__in=[c.sha for c in commits], status="completed").order_by("id")
+    for job in jobs:
+        age = [c.sha for c in commits].index(job.head_sha)
+        counts = {
+            module: {
+                "passed": 4000 // (i + 1) - 50 * (job.project_id % 5),
+                "failed": i % 3,
+                "skipped": 20 * (3 - age) + i,
+            }
+            for i, module in enumerate(MODULES[: 6 + job.project_id % 8])
+        }
+        counts_write(job.id, job.project_id, job.head_sha, job.created_at, counts)
 
 
 def _seed_bisections(commits, test_id: str) -> None:
@@ -154,7 +192,7 @@ def _seed_bisections(commits, test_id: str) -> None:
     tests = [{"test_id": test_id or "test_ops.TestFoo.test_add_float32", "job": "ci / test (default, 1, 2)"}]
     for state, note in (
         ("verified", "fails with the culprit, passes on its parent"),
-        ("not_reproducible", "re-run: culprit passed, parent passed: not reproducible"),
+        ("not_reproducible", "re-run: suspect passed, its parent passed"),
     ):
         bisection = Bisection.objects.create(
             project=xpu,

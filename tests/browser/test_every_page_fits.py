@@ -22,6 +22,8 @@ def pages(store) -> dict[str, str]:
         "health-details": "/crcr/health/callbacks",
         "backend": "/crcr/intel/torch-xpu-ops",
         "metrics": "/crcr/metrics?range=24h",
+        "enablement": "/crcr/enablement",
+        "enablement-backend": "/crcr/enablement/intel/torch-xpu-ops",
         "deliveries": "/relay/deliveries",
         "search-not-found": "/search?q=no-such-backend",
         "test": "/test/" + quote(store.get("test_id", ""), safe=""),

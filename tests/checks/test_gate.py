@@ -5,6 +5,7 @@ import pytest
 
 from relay.models import Dispatch, JobRun
 from relay.results.gate import gate_verdict
+from tests.crawl.crawler import gate_vs_verdict
 
 from .conftest import HEAD, NEW_HEAD
 
@@ -147,3 +148,105 @@ def test_a_nightly_only_l4_repo_neither_blocks_nor_holds_the_gate(relay, xpu):
     passed = gate(relay)
     assert (state(passed), passed["output"]["title"]) == ("success", "All 1 L4 backend passed")
     assert [b["repo"] for b in gate_verdict(2)["backends"]] == [XPU]
+
+
+# --- the gate enforces the PR's verdict (issue 50 item 1; issue 52 item 4) -----------------------
+
+BASE = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
+"""The base commit of the pull_request fixture."""
+ADDMM = {"name": "test_addmm_xpu_float32", "classname": "test_ops.TestCommonXPU", "file": "test/test_ops.py"}
+SUM = {"name": "test_sum_xpu_float16", "classname": "test_reductions.TestReductionsXPU", "file": ""}
+
+
+def trunk_fails(project, tests, job="test"):
+    """The PR's base, a trunk commit, on which `project` already fails `tests` (as listed)."""
+    from relay.models import FailedTest
+    from tests.factories import JobRunFactory, UpstreamCommitFactory
+
+    UpstreamCommitFactory(sha=BASE, is_trunk=True)
+    run = JobRunFactory(
+        project=project, head_sha=BASE, event_type="push", pr_number=None, job_name=job, conclusion="failure"
+    )
+    FailedTest.objects.bulk_create(FailedTest(job_run=run, **t) for t in tests)
+
+
+def surfaces(relay, client) -> dict:
+    """The gate as each surface gives it: the check run, the API, the PR page's gate box and its
+    verdict table (whether the backend's row says it blocks)."""
+    import re
+
+    run = gate(relay)
+    html = client.get("/pr/2").content.decode()
+    box = re.search(r'<li data-repo="intel/torch-xpu-ops" data-gate-state="(\w+)">(.*?)</li>', html, re.S)
+    row = re.search(r'data-repo="intel/torch-xpu-ops" data-level="L4" data-blocks="(\w+)">(.*?)</tr>', html, re.S)
+    return {
+        "check run": state(run),
+        "api": client.get("/api/v1/prs/2/gate").json()["state"],
+        "gate box": box.group(1),
+        "verdict blocks": row.group(1) if row else None,
+        "summary": run["output"]["summary"],
+        "html": (box.group(2) if box else "") + (row.group(2) if row else ""),
+        "contradictions": gate_vs_verdict(html),  # what the crawl checks on every PR page
+    }
+
+
+def test_a_failure_already_failing_on_trunk_passes_the_gate_with_its_reason_on_every_surface(relay, xpu, client):
+    trunk_fails(xpu, [ADDMM])
+    relay.pr("opened")
+    relay.report(xpu, "completed", "failure", job="test", failed_tests=[ADDMM])  # no counts, as the action allows
+    seen = surfaces(relay, client)
+    assert [seen[k] for k in ("check run", "api", "gate box", "verdict blocks")] == ["success"] * 3 + ["false"]
+    reason = "test_ops.TestCommon.test_addmm_float32 already failing on trunk"
+    assert reason in seen["summary"] and reason in seen["html"] and "does not block the merge" in seen["html"]
+    assert seen["contradictions"] == []
+    relay.report(xpu, "completed", "failure", job="test", attempt="2", failed_tests=[ADDMM, SUM])
+    seen = surfaces(relay, client)
+    assert [seen[k] for k in ("check run", "api", "gate box", "verdict blocks")] == ["failure"] * 3 + ["true"]
+    assert "blocks the merge" in seen["html"] and seen["contradictions"] == []
+
+
+def muted(project, tests):
+    """The backend mutes each of `tests` (as its token would, one mute each)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from relay.models import TestIdentity, TestMute
+    from relay.testids import test_id
+
+    ids = TestIdentity.objects.ids_for({test_id(t["name"], t["classname"], t["file"]) for t in tests})
+    until = timezone.now() + timedelta(days=7)
+    TestMute.objects.bulk_create(
+        TestMute(identity_id=pk, project=project, reason="r", owner="o", created_by="a", expires_at=until)
+        for pk in ids.values()
+    )
+
+
+def test_a_job_counting_more_failures_than_it_lists_blocks_though_the_listed_one_is_muted(relay, xpu):
+    muted(xpu, [ADDMM])
+    relay.pr("opened")
+    relay.report(xpu, "completed", "failure", job="test", failed_tests=[ADDMM], test_results={"failed": 40})
+    verdict = gate_verdict(2)
+    assert verdict["state"] == "failure" and "xpu-ci / test failure" in verdict["backends"][0]["reason"]
+
+
+@pytest.mark.parametrize("listed, passes", [(999, True), (1000, False), (1001, False)])
+@pytest.mark.parametrize("excused", [muted, trunk_fails])
+def test_a_list_at_the_actions_cap_blocks_though_every_listed_failure_is_excused(relay, xpu, excused, listed, passes):
+    """Sent without counts, as the action allows: 1,000 entries may be the action's cut, and more
+    are the relay's (marked truncated)."""
+    tests = [{**ADDMM, "name": f"test_addmm_{i}_xpu_float32"} for i in range(listed)]
+    excused(xpu, tests)
+    relay.pr("opened")
+    relay.report(xpu, "completed", "failure", job="test", failed_tests=tests)
+    assert gate_verdict(2)["state"] == ("success" if passes else "failure")
+
+
+@pytest.mark.parametrize("conclusion", ["cancelled", "timed_out"])
+def test_a_job_that_stopped_short_blocks_though_every_failure_it_listed_is_already_failing(relay, xpu, conclusion):
+    """A cancelled or timed-out job did not run every test: as the pass rate never excuses it, the
+    gate never clears it (a backend must not turn its gate green by cancelling)."""
+    trunk_fails(xpu, [ADDMM])
+    relay.pr("opened")
+    relay.report(xpu, "completed", conclusion, job="test", failed_tests=[ADDMM], test_results={"failed": 1})
+    assert gate_verdict(2)["state"] == "failure"

@@ -777,3 +777,12 @@ def test_without_a_relay_url_nothing_is_sent_and_the_job_is_told_how_to_set_it(g
     assert done.returncode == 2
     assert "set CRCR_CALLBACK_URL (or pass --url)" in done.stderr and "OIDC token" in done.stderr
     assert not JobRun.objects.exists()
+
+
+def test_it_sends_counts_per_test_module_read_from_junit(github_job):
+    printed = run_client(
+        github_job, "completed", "--conclusion", "failure", "--junit", str(JUNIT / "unittest_nested.xml"), "--dry-run"
+    )
+    workflow = json.loads(printed.stdout)["workflow"]
+    assert workflow["module_counts"] == {"test_torch": {"passed": 2, "failed": 1, "error": 1, "skipped": 1}}
+    assert sum(workflow["module_counts"]["test_torch"].values()) == workflow["test_results"]["total"]

@@ -7,7 +7,10 @@ finds over HTTP. It reports problems, never raises on one:
 * any mark that disagrees with the API's answer for the same object: the commit page's
   upstream-broken banner with /api/v1/commits/<sha>/baseline, the PR page's gate box with
   /api/v1/prs/<n>/gate, a grid tooltip's "since which commit" with /api/v1/culprits (and its
-  upstream-broken badge with the baseline).
+  upstream-broken badge with the baseline), and every page's since-which-commit line (the backend
+  and commit pages) with /api/v1/bisections: a verified culprit is the answer, else the range;
+* a PR page whose gate box and verdict table disagree on whether an L4 backend blocks the merge
+  (one rule, relay.results.blame, decides both: the same page must never say both).
 
 The sandbox keeps running while it crawls, so the API is asked before and after each page: a mark
 is wrong only when it matches neither answer."""
@@ -144,6 +147,7 @@ def _visit(result: Crawl, client: httpx.Client, tabs: dict, path: str) -> list[s
     for width, (_, page, errors) in tabs.items():
         _in_browser(result, page, errors, path, width)
     _check_marks(result, client, path, response.text, before)
+    _check_since(result, client, path, response.text)
     return _links(result.base, path, response.text)
 
 
@@ -198,6 +202,30 @@ def _check_marks(result: Crawl, client: httpx.Client, path: str, html: str, befo
                 f"{path}: the gate box shows {shown}, /gate answers {answers[-1] if answers else None}"
             )
         result.checked["PR gate box vs /gate"] += shown is not None
+        for problem in gate_vs_verdict(html):
+            result.problems.append(f"{path}: {problem}")
+        result.checked["PR gate box vs verdict table"] += shown is not None
+
+
+def gate_vs_verdict(html: str) -> list[str]:
+    """Where the gate box and the verdict table of one PR page contradict each other: an L4
+    backend the table says blocks the merge must be the gate's failure, and a backend the gate
+    blocks on must not read "not this PR" in the table (the health probe, which has no row, aside)."""
+    gate = {
+        unescape(repo): state
+        for repo, state in re.findall(r'<li data-repo="([^"]+)" data-gate-state="([a-z_]+)"', html)
+    }
+    rows = re.findall(
+        r'<tr class="verdict-row" data-repo="([^"]+)" data-level="(L\d)" data-blocks="(true|false)"', html
+    )
+    problems = []
+    for repo, level, blocks in rows:
+        repo, blocking = unescape(repo), blocks == "true"
+        if level == "L4" and blocking != (gate.get(repo) == "failure"):
+            problems.append(
+                f"the verdict table says {repo} {'blocks' if blocking else 'does not block'}, the gate box says {gate.get(repo)}"
+            )
+    return problems
 
 
 def _gate_shown(html: str):
@@ -257,3 +285,49 @@ def _culprits(client: httpx.Client, backend: str, sha: str) -> dict:
 def _agrees(shown: dict, answer: dict) -> bool:
     """The tooltip shows the first streaks (a limit); each it shows must be the API's."""
     return all(answer.get(subject) == first for subject, first in shown.items())
+
+
+# --- since which commit against /api/v1/bisections -----------------------------------------------------
+
+STREAK = re.compile(r'<li class="streak" ([^>]*)>(.*?)</li>', re.S)
+BISECTED = re.compile(r'class="bisected" data-bisection="([0-9]+)" data-state="([a-z_]+)"')
+ATTRIBUTE = re.compile(r'([a-z-]+)="([^"]*)"')
+RUNNING = ("searching", "verifying")
+
+
+def _check_since(result: Crawl, client: httpx.Client, path: str, html: str) -> None:
+    """Each since-which-commit line: a bisection's culprit is the answer exactly when the API says
+    the bisection verified it; a line without one answers the range's first failing commit. A
+    bisection shown running may have ended since (the API is asked after the page); an ended one
+    never changes, so its state must be the API's."""
+    for attributes, body in STREAK.findall(html):
+        line = dict(ATTRIBUTE.findall(attributes))
+        if "data-since" not in line:
+            continue
+        bisected = BISECTED.search(body)
+        problem = _since_problem(client, line, bisected)
+        if problem:
+            result.problems.append(
+                f"{path}: since which commit for {unescape(line.get('data-subject', '?'))}: {problem}"
+            )
+        result.checked["since line vs /bisections"] += 1
+
+
+def _since_problem(client: httpx.Client, line: dict, bisected) -> str:
+    since, answer = line["data-since"], line.get("data-since-answer")
+    if bisected is None:
+        if answer == "culprit" or since != line.get("data-first-failing"):
+            return f"answers {since} ({answer}) with no bisection shown"
+        return ""
+    found = _json(client, f"/api/v1/bisections/{bisected[1]}")
+    if found is None:
+        return f"bisection {bisected[1]} is not in /api/v1/bisections"
+    shown_state, state = bisected[2], found["state"]
+    if shown_state != state and shown_state not in RUNNING:
+        return f"bisection {bisected[1]} shown {shown_state}, /api/v1/bisections says {state}"
+    culprit = found["result"]["culprit_sha"] if shown_state == state == "verified" else None
+    if culprit and (answer, since) != ("culprit", culprit):
+        return f"answers {since} ({answer}), the verified culprit is {culprit}"
+    if not culprit and (answer == "culprit" or since != line.get("data-first-failing")):
+        return f"answers {since} ({answer}), but bisection {bisected[1]} verified no culprit"
+    return ""

@@ -106,6 +106,7 @@ def test_every_page_of_a_long_running_sandbox_answers_fits_and_agrees_with_the_a
         f"crawled {len(result.html_pages)} pages in the browser; kinds {dict(result.visited)}; checked {dict(result.checked)}"
     )
     assert result.html_pages and result.checked["commit banner vs baseline"] and result.checked["PR gate box vs /gate"]
+    assert result.checked["PR gate box vs verdict table"]
     assert not result.problems, "\n".join(result.problems[:60])
 
 

@@ -36,7 +36,10 @@ def test_the_culprit_s_commit_page_says_verified_culprit_with_the_range_and_runs
     bisected(world)
     body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
     assert "✓ verified culprit" in body
-    assert "verified culprit of test_add_float32 on Intel XPU, bisected over 3 commits in 2 runs (+2 to verify)" in body
+    assert (
+        "verified culprit of test_add_float32 on Intel XPU (by Intel XPU&#x27;s own probes at L4),"
+        " bisected over 3 commits in 2 runs (+2 to verify)"
+    ) in body
 
 
 def test_the_backend_page_test_page_and_pr_page_say_the_same(client, world):  # noqa: F811
@@ -54,15 +57,24 @@ def test_the_backend_page_test_page_and_pr_page_say_the_same(client, world):  # 
         assert sentence in body and f'data-bisection="{found.pk}"' in body, path
 
 
-def test_a_culprit_that_did_not_reproduce_reads_not_reproducible(client, world):  # noqa: F811
+def test_a_culprit_that_did_not_reproduce_names_no_culprit_anywhere(client, world):  # noqa: F811
+    """Issue 50 item 4: its suspect's commit and PR pages accuse nobody; the failing commit's page
+    says the bisection did not reproduce, and nothing calls the test flaky."""
     bisected(world, culprit_fails_again=False)
-    body = client.get(f"/commit/{world['commits'][2].sha}").content.decode()
-    assert "? not reproducible" in body and "verified culprit" not in body
+    suspect = world["commits"][2]
+    body = client.get(f"/commit/{suspect.sha}").content.decode()
+    assert "culprit of" not in body and "Culprit" not in body
+    pr = client.get(f"/pr/{pr_of(suspect)}").content.decode()
+    assert "Culprit of a backend" not in pr and "culprit of" not in pr
+    failing = client.get(f"/commit/{world['commits'][3].sha}").content.decode()
+    assert "? not reproducible" in failing and "not reproducible, no culprit named" in failing
+    test_page = client.get("/test/" + quote(ADD, safe="")).content.decode()
+    assert "likely flaky" not in test_page and "not reproducible, no culprit named" in test_page
 
 
-def test_a_commit_no_bisection_named_shows_none(client, world):  # noqa: F811
+def test_a_commit_no_bisection_named_or_probed_shows_none(client, world):  # noqa: F811
     bisected(world)
-    assert "bisection" not in client.get(f"/commit/{world['commits'][1].sha}").content.decode().lower()
+    assert "bisection" not in client.get(f"/commit/{world['commits'][0].sha}").content.decode().lower()
 
 
 def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_the_api_says_so(client, world):  # noqa: F811
@@ -88,3 +100,40 @@ def test_since_which_commit_names_the_bisected_culprit_beside_the_suspects_and_t
     streaks = client.get("/api/v1/culprits", {"backend": "intel/torch-xpu-ops"}).json()["streaks"]
     (add,) = [s for s in streaks if s["subject"] == ADD]
     assert add["bisection"] == {"id": bisection.pk, "state": "verified", "culprit": newest.sha, "verified": True}
+
+
+def test_an_l2_backend_s_culprit_stays_off_the_upstream_pr_page_and_says_whose_word_it_is(client, world):  # noqa: F811
+    """Issue 52 item 9: below L3 a verified culprit is the backend's own word: on its pages, named
+    as such, never on the upstream author's PR page."""
+    world["xpu"].level = "L2"
+    world["xpu"].save()
+    bisected(world)
+    pr = client.get(f"/pr/{pr_of(world['commits'][2])}").content.decode()
+    assert "verified culprit of" not in pr
+    backend = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    assert "verified culprit of test_add_float32 on Intel XPU (by Intel XPU&#x27;s own probes at L2)" in backend
+
+
+def test_the_level_a_culprit_was_verified_at_is_the_one_said_after_a_promotion(client, world):  # noqa: F811
+    """Promoted to L4 after its L2 probes verified a culprit: the culprit stays an L2 word."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from relay.models import LevelChange
+
+    world["xpu"].level = "L2"
+    world["xpu"].save()
+    found = bisected(world)
+    world["xpu"].level = "L4"
+    world["xpu"].save()
+    LevelChange.objects.create(
+        project=world["xpu"],
+        from_level="L2",
+        to_level="L4",
+        changed_by="admin",
+        changed_at=timezone.now() + timedelta(minutes=1),
+    )
+    assert "verified culprit of" not in client.get(f"/pr/{pr_of(world['commits'][2])}").content.decode()
+    body = client.get(f"/api/v1/bisections/{found.pk}").json()
+    assert body["result"]["verified_by"]["level"] == "L2" and body["result"]["upstream_trusted"] is False

@@ -182,3 +182,14 @@ def test_a_job_s_counts_read_as_the_producer_printed_them_errors_xfailed_and_xpa
     assert _tests_text(job) == "90 passed · 3 failed · 2 errors · 4 skipped · 5 xfailed · 1 xpassed of 105"
     quiet = SimpleNamespace(**{**vars(job), "tests_error": 0, "tests_xfailed": None, "tests_xpassed": 0})
     assert _tests_text(quiet) == "90 passed · 3 failed · 4 skipped of 105"
+
+
+def test_bisection_probes_are_never_heads_on_any_tab():
+    """Issue 50 item 7: a probe (event `bisect`) is a commit a bisection tried, not a head tested."""
+    backend = project()
+    job(backend, sha="c" * 40, event_type="nightly", run_id="n1")
+    job(backend, sha="d" * 40, event_type="bisect", delivery_key="bisect-1-1", run_id="p1")
+    job(backend, sha="e" * 40, event_type="bisect", delivery_key="bisect-1-2", run_id="p2")
+    assert heads_in_window(backend, "pr", SINCE) == []
+    assert [h["head_sha"] for h in heads_in_window(backend, "nightly", SINCE)] == ["c" * 40]
+    assert matrix_of(backend).rows == []

@@ -202,8 +202,30 @@ def test_a_failed_commit_query_is_an_error_state(client, world):
 def test_the_pr_page_has_a_row_per_head_a_summary_and_the_gate(client, world):
     JobRunFactory(project=world["xpu"], head_sha="d" * 40, pr_number=100, conclusion="failure")
     html = client.get("/pr/100").content.decode()
-    assert html.count('data-sha="') == 2 and "backends passed" in html
+    assert html.count('data-sha="') == 3 and "backends passed" in html  # two heads, and the commit it landed as
     assert "crcr/gate: failure" in html and "https://github.com/pytorch/pytorch/pull/100" in html
+
+
+def test_a_relayed_pr_names_the_trunk_commit_it_landed_as_with_its_results(client, world):
+    """Issue 50 item 6: a PR that landed says as which trunk commit, and that commit's results."""
+    html = client.get("/pr/100").content.decode()
+    assert 'data-landed-sha="' + "a" * 40 + '"' in html and "Landed as trunk commit" in html
+    row = html[html.index('<tr data-sha="' + "a" * 40 + '" class="landed') :]
+    assert "landed on trunk" in row[: row.index("</tr>")] and "Fix the add kernel (#100)" in row
+
+
+def test_a_landed_pr_the_relay_never_saw_answers_with_its_trunk_commit(client, world):
+    """Issue 50 item 6: a trunk commit's PR link, `(#99)` in its title, answers though no event
+    of PR 99 itself reached the relay (a ghstack stack, a direct land): page and API alike."""
+    response = client.get("/pr/99")
+    html = response.content.decode()
+    assert response.status_code == 200 and "No head SHA is recorded" not in html
+    assert 'data-landed-sha="' + "b" * 40 + '"' in html and "a stack or a direct land" in html
+    body = client.get("/api/v1/prs/99").json()
+    assert body["heads"] == [] and body["landed"]["sha"] == "b" * 40
+    assert body["landed"]["title"] == "Parent commit (#99)" and "intel/torch-xpu-ops" in body["landed"]["backends"]
+    relayed = client.get("/api/v1/prs/100").json()
+    assert relayed["landed"]["sha"] == "a" * 40 and relayed["landed"]["backends"]["intel/torch-xpu-ops"] == "failure"
 
 
 def test_an_unknown_pr_is_a_404_that_says_so(client, world):

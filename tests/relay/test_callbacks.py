@@ -539,3 +539,14 @@ def test_a_job_id_that_is_not_a_short_string_or_number_is_refused(call, payload,
     answer = call(action_body(payload, "in_progress", job_id=value))
     assert answer.status_code == 400 and "workflow.job_id" in answer.json()["detail"]
     assert not JobRun.objects.exists()
+
+
+@pytest.mark.parametrize("said", ["bisect", "push", "anything"])
+@pytest.mark.parametrize("steps", [("in_progress", "completed"), ("completed",)])
+def test_a_dispatchs_job_takes_the_dispatchs_event_type_never_the_callbacks(call, payload, said, steps):
+    """Issue 52 item 5: a PR dispatch answered as `bisect` (or `push`, or anything) was stored under
+    it and vanished from cells, the gate and tallies; `bisect` belongs to a probe's key only."""
+    for status in steps:
+        body = {**action_body(payload, status, "failure" if status == "completed" else None), "event_type": said}
+        assert call(body).status_code == 200
+        assert JobRun.objects.get().event_type == "pull_request"

@@ -5,6 +5,7 @@ outcome mix, so the baseline is exercised on the names it meets upstream."""
 import pytest
 
 from devtools.standin.sandbox import PRODUCERS, TEST_POOL, JobPlan, reference_junit
+from devtools.standin.sandbox_enablement import SUITE
 from relay.reference.junit import junit_parse
 from relay.testids import report_ids
 
@@ -25,7 +26,7 @@ def reference_ids(sha: str) -> set:
 def test_the_reference_writes_openreg_names_and_a_real_outcome_mix():
     report = junit_parse(reference_junit(BROKEN_SHA))
     assert all("_openreg" in t.name and t.classname.endswith("PRIVATEUSE1") for t in report.failed_tests)
-    assert (report.skipped, report.xfailed, report.total) == (1, 1, len(TEST_POOL) + 2)
+    assert (report.skipped, report.xfailed, report.total) == (1, 1, len(TEST_POOL) + 2 + sum(SUITE.values()))
 
 
 @pytest.mark.parametrize("repo", sorted(PRODUCERS))

@@ -72,15 +72,21 @@ def test_the_tooltip_offers_mark_as_known_prefilled_from_the_failure(backends, t
 
 
 def test_the_pr_page_leaves_known_failures_out_of_what_the_pr_broke(backends, trunk):
+    """Only an issue an admin marked as not blocking the gate excuses a failure from the PR's
+    verdict (which the gate enforces): any other is judged like every failure."""
     from relay.models import PullRequest
     from relay.results.blame import pr_blame
 
-    make_issue()
+    issue = make_issue()
     pr = PullRequest.objects.create(number=7, base_sha=trunk[5].sha, head_sha="e" * 40)
     result(backends["ref"], "e" * 40, pr_number=7)
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=7)
     [blame] = pr_blame("e" * 40, pr, [backends["ref"], backends["xpu"]])
-    assert blame.headline == "1 known or expected (excluded)" and not blame.blames_pr
+    assert blame.headline == "1 backend-only (new; the reference passes)" and blame.blocks
+    issue.blocks_gate = False
+    issue.save()
+    [blame] = pr_blame("e" * 40, pr, [backends["ref"], backends["xpu"]])
+    assert blame.headline == "1 known or expected (excluded)" and not blame.blocks
 
 
 def test_a_failure_shared_by_two_backends_without_an_issue_is_suggested_with_its_culprit_range(backends, trunk):

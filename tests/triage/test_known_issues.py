@@ -83,7 +83,10 @@ def test_a_failure_of_a_non_blocking_issue_does_not_block_the_gate_and_the_summa
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
     verdict = gate_verdict(4242, "e" * 40)
     assert verdict["state"] == "success"
-    assert "not blocking: ci / test (default, 1, 1) failed with known issue" in verdict["backends"][0]["reason"]
+    assert (
+        "not blocking: ci / test (default, 1, 1) failed with test_ops.TestCommon.test_addmm_float32 known issue #"
+        in verdict["backends"][0]["reason"]
+    )
     assert "marked as not blocking the gate" in gate_summary(verdict)
 
 
@@ -94,10 +97,12 @@ def test_the_pr_page_gate_box_says_an_excused_failure_does_not_block(backends, c
     result(backends["xpu"], "e" * 40, [XPU_ADDMM], pr_number=4242)
     [backend] = gate_shown(4242, "e" * 40)["backends"]
     assert backend["state"] == "success" and backend["failing_jobs"] == []
-    assert [j["not_blocking"] for j in backend["excused_jobs"]] == [f"known issue #{issue.pk} {issue.title}"]
+    assert [j["not_blocking"] for j in backend["excused_jobs"]] == [
+        f"test_ops.TestCommon.test_addmm_float32 known issue #{issue.pk}: {issue.title}"
+    ]
     html = client.get("/pr/4242").content.decode()
     assert (
-        "not blocking: ci / test (default, 1, 1) (failure, known issue #" in html
+        "not blocking: ci / test (default, 1, 1) (failure, test_ops.TestCommon.test_addmm_float32 known issue #" in html
         and "blocking: ci" not in html.replace("not blocking: ci", "")
     )
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.models import TestMuteEvent
+from relay.models import TestMuteEvent, identity_digest
 from relay.results.excused import excused_jobs
 from relay.triage import mutes
 from relay.triage.expectations import expectations_replace
@@ -107,3 +107,32 @@ def test_an_xpassed_test_the_backend_expects_to_fail_reads_now_passes_lift_the_e
     (test,) = commit_baseline(trunk[0].sha).for_backend(backends["xpu"].id).known
     assert test.known_label == "now passes — lift the expectation (TestCommon.test_addmm*)"
     assert test.kind == "backend_only" and test.known_as == "expected"  # accounted for, not a regression
+
+
+# --- a mute covers one test, never a job (issue 52 item 2) -------------------------------------------
+
+
+@pytest.mark.parametrize("conclusion", ["failure", "timed_out", "cancelled"])
+def test_a_mute_on_a_job_label_hides_no_build_break_time_out_or_cancellation_from_the_gate(backends, conclusion):
+    """A job's label once stored as an identity, muted: the gate read the job's break as excused."""
+    from relay.models import TestIdentity, TestMute
+    from relay.results.gate import gate_verdict
+
+    label = "ci / test (default, 1, 1)"
+    identity = TestIdentity.objects.create(identity=label, digest=identity_digest(label))
+    TestMute.objects.create(
+        identity=identity, project=backends["xpu"], reason="r", owner="o", created_by="alice",
+        expires_at=timezone.now() + timedelta(days=7),
+    )  # fmt: skip
+    result(backends["xpu"], "e" * 40, conclusion=conclusion, pr_number=4242, tests_total=None)
+    assert gate_verdict(4242, "e" * 40)["state"] == "failure"
+
+
+@pytest.mark.parametrize("label", ["test / build", "ci / test (default, 1, 1)", "xpu-ci / test"])
+def test_a_job_label_cannot_be_muted_even_once_stored_as_an_identity(backends, label):
+    from relay.models import TestIdentity
+
+    TestIdentity.objects.get_or_create(identity=label, digest=identity_digest(label))
+    with pytest.raises(MuteError, match="not a test id"):
+        mute(backends, test=label)
+    assert not mutes.mutable(label) and not mutes.Mutes([backends["xpu"].pk]).of(backends["xpu"].pk, label)

@@ -46,7 +46,24 @@ def test_a_culprit_whose_re_run_passes_is_not_reproducible(xpu):
     )
     assert bisection.state == Bisection.State.NOT_REPRODUCIBLE
     assert bisection.culprit_sha == sha_of(7)
-    assert "not reproducible" in bisection.note and "flaky" not in bisection.note
+    assert bisection.note == "re-run: suspect passed, its parent passed"
+
+
+def test_a_not_reproducible_bisection_names_no_culprit_and_calls_nothing_flaky(xpu):
+    """Issue 50 item 4: the suspect that did not reproduce is nobody's culprit, and a test red on
+    every trunk commit since is not 'likely flaky'."""
+    from relay.models import NotificationEvent
+    from relay.results.bisections import bisection_found, culprits_of_commit
+
+    bisection = run_to_the_end(
+        bisection_of(xpu, 12), 7, verdict=lambda probe, honest: honest and probe.role == "search"
+    )
+    found = bisection_found(bisection.pk)
+    assert "flaky" not in found.sentence and "culprit of" not in found.sentence
+    assert "not reproducible, no culprit named" in found.sentence
+    assert culprits_of_commit(sha_of(7)) == [] and found.verified_by is None
+    event = NotificationEvent.objects.get(kind="bisected")
+    assert event.head_sha == sha_of(12) and event.details["culprit_sha"] is None
 
 
 def test_a_parent_whose_re_run_fails_is_not_reproducible_either(xpu):
@@ -172,7 +189,9 @@ def test_the_backend_s_oncall_hears_of_the_verified_culprit_in_the_pages_words(x
     )
     bisection = run_to_the_end(bisection_of(xpu, 17), 9)
     event = NotificationEvent.objects.get(kind="bisected")
-    assert event.title.startswith("verified culprit of test_add_float32 on Intel XPU, bisected over 17 commits in ")
+    assert event.title.startswith(
+        "verified culprit of test_add_float32 on Intel XPU (by Intel XPU's own probes at L2), bisected over 17 commits in "
+    )
     assert (event.head_sha, event.project, event.test_ids) == (sha_of(9), xpu, ["test_ops.TestFoo.test_add_float32"])
     assert Notification.objects.get().subscription == oncall
     message = event_message(event)
@@ -219,3 +238,40 @@ def test_a_probe_s_jobs_count_in_no_level_tally(xpu, fresh_tallies):
     JobRunFactory(project=other, head_sha=sha_of(2), conclusion="failure")  # an ordinary job: counted
     tallies = tallies_merge(bucket_compute(bucket) for bucket in window_buckets(1, timezone.now()))
     assert {project_id for project_id, _ in tallies} == {other.pk}
+
+
+def test_an_l2_backend_s_culprit_reaches_its_own_subscribers_only_and_names_no_upstream_pr(xpu):
+    """Issue 52 item 9: a verified culprit is the backend's own word; upstream takes it from L3 up."""
+    from relay.models import Notification, NotificationEvent, Subscription
+
+    everyone = Subscription.objects.create(name="all", channel="webhook", target="https://example.org/all")
+    oncall = Subscription.objects.create(
+        name="xpu oncall", project=xpu, channel="webhook", target="https://example.org/hook", origin="oncall"
+    )
+    run_to_the_end(bisection_of(xpu, 4), 2)
+    event = NotificationEvent.objects.get(kind="bisected")
+    assert event.details["verified_by"] == {"backend": xpu.full_name, "label": "Intel XPU", "level": "L2"}
+    assert event.details["upstream_trusted"] is False and event.details["culprit_pr"] is None
+    assert [n.subscription for n in Notification.objects.all()] == [oncall]
+    xpu.level, xpu.device = "L3", "xpu"
+    xpu.save()
+    run_to_the_end(bisection_of(xpu, 4, salt="again"), 2)
+    event = NotificationEvent.objects.filter(kind="bisected").latest("id")
+    assert event.details["upstream_trusted"] is True
+    assert {n.subscription for n in Notification.objects.filter(event=event)} == {oncall, everyone}
+
+
+def test_a_probe_reads_only_the_exact_test_failing_not_one_whose_name_ends_the_same(xpu):
+    """Issue 52 item 9: `other_module.TestFooXPU.test_add_xpu_float32` failing is not the wanted
+    `test_ops.TestFoo.test_add_float32` failing; the probe reads a pass."""
+    from tests.factories import FailedTestFactory
+
+    bisection = bisection_of(xpu, 2)
+    bisection_advance(bisection.pk)
+    probe = open_probes(bisection)[0]
+    job = answer(probe, fails=False, conclusion="failure", tests_failed=1)
+    other = {"classname": "other_module.TestFooXPU", "name": "test_add_xpu_float32", "file": "test/other_module.py"}
+    FailedTestFactory(job_run=job, **other)
+    bisection_advance(bisection.pk)
+    probe.refresh_from_db()
+    assert probe.outcome == BisectProbe.Outcome.PASS

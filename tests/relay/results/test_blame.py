@@ -63,7 +63,7 @@ def test_a_new_failure_the_reference_passes_is_backend_only(world):
     result(reference, HEAD, "success", pr_number=42)
     result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
     (blame,) = pr_blame(HEAD, pr, registered_backends())
-    assert verdicts([blame]) == {"test_ops.TestCommon.test_addmm_float32": BACKEND_ONLY} and blame.blames_pr
+    assert verdicts([blame]) == {"test_ops.TestCommon.test_addmm_float32": BACKEND_ONLY} and blame.blocks
 
 
 def test_a_build_failure_compares_as_a_job(world):
@@ -78,3 +78,38 @@ def test_the_pr_page_shows_author_labels_base_and_the_l3_backends_the_labels_sel
     result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
     page = pr_page(42)
     assert page.info.author == "alice" and page.l3_labelled == [xpu] and page.blame[0].project == xpu
+
+
+# --- a PR's own break of the reference (issue 50 item 2) -------------------------------------------
+
+
+def test_a_failure_the_reference_shares_is_the_prs_own_break_of_it_when_the_base_passed(world, client):
+    from relay.results.blame import reference_broken_by
+
+    reference, xpu, pr = world
+    result(reference, BASE, "success")
+    result(xpu, BASE, "success")
+    result(reference, HEAD, "failure", [REF_CONV], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    blame = pr_blame(HEAD, pr, registered_backends())
+    assert [(b.project, b.headline) for b in blame] == [(reference, "1 new in this PR"), (xpu, "1 new in this PR")]
+    assert reference_broken_by(blame)
+    page = pr_page(42)
+    assert "shared (upstream)" not in page.summary and not page.heads[0].row.upstream_broken
+    summary = client.get("/pr/42").content.decode().split('id="pr-summary"')[1].split("</p>")[0]
+    assert "upstream broken" not in summary and "which this PR broke" in summary
+    verdict_table = client.get("/pr/42").content.decode().split('id="pr-blame"')[1]
+    assert 'data-repo="pytorch/openreg-ci"' in verdict_table and "OpenReg" in verdict_table
+
+
+def test_a_reference_failure_the_base_already_had_stays_upstreams(world):
+    from relay.results.blame import reference_broken_by
+
+    reference, xpu, pr = world
+    result(reference, BASE, "failure", [REF_CONV])
+    result(reference, HEAD, "failure", [REF_CONV], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    blame = pr_blame(HEAD, pr, registered_backends())
+    assert [verdicts([b]) for b in blame] == [{"test_nn.TestNNDeviceType.test_conv2d_float32": ALREADY}] * 2
+    assert not any(b.blocks for b in blame), "upstream broke it before this PR: on no backend is it the PR's"
+    assert not reference_broken_by(blame) and pr_page(42).heads[0].row.upstream_broken

@@ -120,7 +120,7 @@ def test_the_chain_follows_first_parents_not_landing_order(trunk):
 def test_the_cost_does_not_grow_with_the_window(xpu, trunk, django_assert_max_num_queries):
     for commit in trunk:
         result(xpu, commit, "failure", tests=[CONV_PYTEST])
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(7):  # the walk's five, and the known issues' and expectations' two
         streaks(xpu)
 
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.models import KnownIssue
+from relay.models import MAX_FAILED_TESTS, FailedTest, KnownIssue
 from relay.results.excused import AdjustedRates, excused_jobs
 from relay.verdicts import Rates
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
@@ -205,3 +205,34 @@ def test_a_cached_list_is_never_one_change_behind(reference, xpu):
     assert adjusted_rates(xpu, raw, since()).excused == []
     KnownIssue.objects.create(title="mul upstream", kind="upstream", test_patterns=["TestFoo.test_mul_*"])
     assert len(adjusted_rates(xpu, raw, since()).excused) == 1
+
+
+# --- a list without counts, as the upstream callback action sends it (issue 50, item 10) -------------
+
+
+def _listed_without_counts(project, tests, sha=SHA, **fields):
+    """What the callback stores for the action's body with `failed_tests` and no `test_results`:
+    no count at all (tests_total None), the list as sent."""
+    job = run(project, "failure", sha=sha, tests_total=None, tests_failed=None, **fields)
+    FailedTest.objects.bulk_create(
+        [FailedTest(job_run=job, classname=c, name=n, file="", hw_classification="") for c, n in tests]
+    )
+    return job
+
+
+def test_a_list_without_counts_whose_every_failure_the_reference_shares_is_excused(reference, xpu):
+    run(reference, "failure", failed=[REF_ADD])
+    job = _listed_without_counts(xpu, [XPU_ADD])
+    assert [e.job_id for e in excused_jobs(xpu, since())] == [job.id]
+
+
+def test_a_list_without_counts_at_the_actions_cap_or_marked_truncated_is_not_excused(reference, xpu):
+    many = [("TestFooXPU", f"test_add_{i}_xpu_float32") for i in range(MAX_FAILED_TESTS)]
+    run(reference, "failure", failed=[(c.replace("XPU", "PRIVATEUSE1"), n) for c, n in many[:1]])
+    run(reference, "failure", sha=OTHER, failed=[REF_ADD])
+    KnownIssue.objects.create(title="all upstream", kind="upstream", test_patterns=["TestFoo.test_add_*"])
+    _listed_without_counts(xpu, many)
+    _listed_without_counts(xpu, [XPU_ADD], sha=OTHER, failed_tests_truncated=True)
+    assert excused_jobs(xpu, since()) == []
+    FailedTest.objects.filter(job_run__head_sha=SHA, name=many[-1][1]).delete()  # 999: below the cap
+    assert len(excused_jobs(xpu, since())) == 1

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relay', '0024_h47_bisection'),
+        ('relay', '0025_enable_module_counts'),
     ]
 
     operations = [

@@ -1,0 +1,59 @@
+"""Which integration path (eager ops, autograd, … compile/inductor, other) an upstream test
+module belongs to: the admins' rules (PathRule, edited in the admin) first, then the defaults
+shipped beside this module (paths.yml, from PyTorch's test/ layout, edited by pull request).
+Patterns are RE2 (relay.linear), searched in the module name; the first that matches decides,
+so an admin's rule overrides a default for the modules it matches."""
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from relay.linear import Linear, PatternError, linear
+from relay.models import IntegrationPath, PathRule
+
+DEFAULTS_FILE = Path(__file__).with_name("paths.yml")
+PATHS = tuple(IntegrationPath.values)
+"""Every path in the order pages show them; "other" last."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str
+    path: str
+
+
+def rule_check(pattern: str, path: str) -> Rule:
+    """A rule as given, or ValueError saying what is wrong (PatternError for the pattern)."""
+    if path not in PATHS:
+        raise ValueError(f"unknown integration path {path!r} (one of {', '.join(PATHS)})")
+    _compiled(pattern)
+    return Rule(pattern, path)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> Linear:
+    return linear(pattern)
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> tuple[Rule, ...]:
+    """The rules shipped in paths.yml, checked as an admin's are."""
+    return tuple(rule_check(item["pattern"], item["path"]) for item in yaml.safe_load(DEFAULTS_FILE.read_text()))
+
+
+def rules() -> list[Rule]:
+    """The rules in force, in order: the admins', then the shipped defaults."""
+    stored = [Rule(pattern, path) for pattern, path in PathRule.objects.values_list("pattern", "path")]
+    return [*stored, *default_rules()]
+
+
+def path_of(module: str, in_force: list[Rule]) -> str:
+    for rule in in_force:
+        try:
+            if _compiled(rule.pattern).search(module):
+                return rule.path
+        except PatternError:  # a row written around the admin's check: it matches nothing
+            continue
+    return IntegrationPath.OTHER

@@ -1,0 +1,196 @@
+"""Reading enablement: backends × integration paths on trunk, against the OpenReg reference.
+
+A backend's counts on a commit are its ModuleCount rows summed over the attempts that count
+there (the latest attempt of each job: relay.results.cells, the one status policy), so a re-run
+replaces its first try here as everywhere. Each backend is read on its newest trunk commit with
+counts; the reference on the same commit when it has counts there, else on its newest.
+
+Per path: *passed* of *ran* (every test that was not skipped: failed, error, expected failures
+and unexpected successes ran too); *parity*, of the tests the reference passes in the path the
+share the backend passes, from counts: per module the smaller of the two passed counts, summed,
+over the reference's passed (a backend passing more of a module than the reference counts as
+the reference's number, so parity never passes 100 %); *trend*, passed now less passed on the
+newest counted trunk commit at least TREND_DAYS older."""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from relay.models import Level, ModuleCount, Project, UpstreamCommit
+from relay.results.cells import cells_for_commits, registered_backends
+
+from .counts import OUTCOMES
+from .paths import PATHS, path_of, rules
+
+WINDOW_DAYS = 90
+TREND_DAYS = 7
+
+
+@dataclass
+class Counts:
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    xpassed: int = 0
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.failed + self.error + self.xfailed + self.xpassed
+
+    def add(self, other: "Counts") -> None:
+        for outcome in OUTCOMES:
+            setattr(self, outcome, getattr(self, outcome) + getattr(other, outcome))
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A trunk commit a backend has counts on."""
+
+    sha: str
+    landed_at: datetime
+
+
+@dataclass
+class PathCell:
+    path: str
+    counts: Counts
+    reference_passed: int
+    matched: int
+    """Summed per module: the smaller of the backend's and the reference's passed counts."""
+    trend: int | None = None
+
+    @property
+    def parity(self) -> float | None:
+        return self.matched / self.reference_passed if self.reference_passed else None
+
+
+@dataclass
+class BackendRow:
+    project: Project
+    commit: Counted | None
+    reference_commit: Counted | None
+    cells: list[PathCell] = field(default_factory=list)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.project.is_reference
+
+
+# --- reads ---------------------------------------------------------------------------------------
+
+
+def counted_commits(project_ids: list[int], now: datetime, days: int = WINDOW_DAYS) -> dict[int, list[Counted]]:
+    """Per backend, the trunk commits of the window it has counts on, newest first."""
+    trunk = dict(
+        UpstreamCommit.objects.filter(is_trunk=True, landed_at__gte=now - timedelta(days=days)).values_list(
+            "sha", "landed_at"
+        )
+    )
+    pairs = (
+        ModuleCount.objects.filter(project_id__in=project_ids, sha__in=list(trunk))
+        .values_list("project_id", "sha")
+        .distinct()
+    )
+    counted: dict[int, list[Counted]] = defaultdict(list)
+    for project_id, sha in set(pairs):
+        counted[project_id].append(Counted(sha, trunk[sha]))
+    return {pid: sorted(rows, key=lambda c: c.landed_at, reverse=True) for pid, rows in counted.items()}
+
+
+def module_counts(pairs: list[tuple[str, Project]]) -> dict[tuple[str, int], dict[str, Counts]]:
+    """Per (commit, backend), its counts per module over the attempts that count there."""
+    shas, projects = sorted({sha for sha, _ in pairs}), list({p.pk: p for _, p in pairs}.values())
+    cells = cells_for_commits(shas, projects)
+    job_key = {v.job.id: (sha, p.pk) for sha, p in pairs for v in cells[(sha, p.pk)].verdicts}
+    found: dict[tuple[str, int], dict[str, Counts]] = {key: {} for key in {(s, p.pk) for s, p in pairs}}
+    rows = ModuleCount.objects.filter(job_run_id__in=list(job_key)).values_list("job_run_id", "module", *OUTCOMES)
+    for job_id, module, *values in rows:
+        found[job_key[job_id]].setdefault(module, Counts()).add(Counts(*values))
+    return found
+
+
+def by_path(modules: dict[str, Counts], in_force) -> dict[str, dict[str, Counts]]:
+    paths: dict[str, dict[str, Counts]] = {path: {} for path in PATHS}
+    for module, counts in modules.items():
+        paths[path_of(module, in_force)][module] = counts
+    return paths
+
+
+def path_cell(path: str, mine: dict[str, Counts], theirs: dict[str, Counts]) -> PathCell:
+    total = Counts()
+    for counts in mine.values():
+        total.add(counts)
+    matched = sum(min(counts.passed, mine[m].passed if m in mine else 0) for m, counts in theirs.items())
+    return PathCell(path, total, sum(c.passed for c in theirs.values()), matched)
+
+
+def enablement_backends() -> list[Project]:
+    """The backends that report results (L2 and up), the reference first."""
+    return [p for p in registered_backends() if p.level != Level.L1 or p.is_reference]
+
+
+# --- the table -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    paths: tuple[str, ...]
+    rows: list[BackendRow]
+
+
+def enablement_table(now: datetime | None = None) -> Table:
+    """Backends × paths, the reference's row first (enablement_backends' order)."""
+    now = now or timezone.now()
+    projects = enablement_backends()
+    counted = counted_commits([p.pk for p in projects], now)
+    reference = next((p for p in projects if p.is_reference), None)
+    plan = {
+        p.pk: _commits_read(p, counted.get(p.pk, []), counted.get(reference.pk, []) if reference else [])
+        for p in projects
+    }
+    pairs = {pair for p in projects for pair in _pairs(p, plan[p.pk], reference)}
+    counts = module_counts(sorted(pairs, key=lambda pair: (pair[0], pair[1].pk))) if pairs else {}
+    in_force = rules()
+    return Table(PATHS, [_row(p, plan[p.pk], reference, counts, in_force) for p in projects])
+
+
+def _commits_read(project: Project, mine: list[Counted], reference: list[Counted]) -> list[Counted | None]:
+    """(the backend's newest counted commit, the reference's to compare it with, the one its
+    trend compares with), each None when there is none."""
+    if not mine:
+        return [None, None, None]
+    newest = mine[0]
+    older = next((c for c in mine if c.landed_at <= newest.landed_at - timedelta(days=TREND_DAYS)), None)
+    return [newest, reference_commit(newest, reference), older]
+
+
+def reference_commit(newest: Counted, reference: list[Counted]) -> Counted | None:
+    """The reference's counted commit to read a backend's `newest` beside: the same commit when
+    the reference has counts there, else the reference's newest."""
+    return next((c for c in reference if c.sha == newest.sha), reference[0] if reference else None)
+
+
+def _pairs(project: Project, plan: list, reference: Project | None) -> list[tuple[str, Project]]:
+    newest, ref_commit, older = plan
+    mine = [(c.sha, project) for c in (newest, older) if c]
+    return mine + ([(ref_commit.sha, reference)] if ref_commit and reference else [])
+
+
+def _row(project: Project, plan: list, reference: Project | None, counts: dict, in_force) -> BackendRow:
+    newest, ref_commit, older = plan
+    row = BackendRow(project, newest, ref_commit)
+    if newest is None:
+        return row
+    mine = by_path(counts[(newest.sha, project.pk)], in_force)
+    theirs = by_path(counts[(ref_commit.sha, reference.pk)], in_force) if ref_commit and reference else {}
+    before = by_path(counts[(older.sha, project.pk)], in_force) if older else None
+    for path in PATHS:
+        cell = path_cell(path, mine[path], theirs.get(path, {}))
+        if before is not None:
+            cell.trend = cell.counts.passed - sum(c.passed for c in before[path].values())
+        row.cells.append(cell)
+    return row
