@@ -255,7 +255,7 @@ def unmuted(mine: CellFailures, mutes: Mutes | None) -> CellFailures:
     if not mutes:
         return mine
     project_id = mine.cell.project.id
-    left = TestTable({tid: test for tid, test in mine.tests.items() if mutes.of(project_id, tid.full) is None})
+    left = TestTable({tid: test for tid, test in mine.tests.items() if mutes.of(project_id, tid) is None})
     if len(left) == len(mine.tests) or not (left or mine.job_level):
         return mine
     return replace(mine, tests=left)
