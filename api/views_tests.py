@@ -158,6 +158,13 @@ def _quality(row) -> dict:
                 "met": f.met,
                 "trend": {"first_half": f.earlier, "second_half": f.later, "direction": f.trend or None},
                 "detail": f.detail,
+                "count": f.count,
+                "of": f.of,
+                "open": f.open,
+                "series": {
+                    "measures": f.series_label,
+                    "points": [{"at": start, "value": value} for start, value in f.series],
+                },
             }
             for f in row.quality.figures
         ],

@@ -101,7 +101,7 @@ class KnownIssueViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
 
 class ExpectationsView(APIView):
-    """A backend's published expected failures and flaky tests. GET lists them (`?as=text`
+    """A backend's published expected failures and intermittent tests. GET lists them (`?as=text`
     for the upload format); PUT replaces the whole list from the file (`text/plain` body, or JSON
     `{"content": ...}`), all or nothing."""
 

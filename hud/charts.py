@@ -193,3 +193,57 @@ def cause_trend_figure(trend: dict) -> dict:
     # The legend sits below the plot: one line per backend on a phone, so the figure grows with it.
     height = HEIGHT + 22 * len(traces)
     return _figure(traces, _layout("tests failing", barmode="stack", bargap=0.25, height=height))
+
+
+QUALITY_AXES = {
+    "coverage": ("% of the reference's tests", lambda v: round(v * 100, 2), 80),
+    "flaky_share": ("tests that became flaky", lambda v: v, None),
+    "time_to_recover": ("days", lambda v: round(v, 3), 3),
+}
+"""Per quality figure (relay.results.quality): the y axis, a point's scale, and the target line."""
+
+
+def quality_figures(rows: list[tuple[str, object]]) -> list[tuple[str, str, dict]]:
+    """(element name, caption, figure) per quality figure, a trace per backend: each figure's
+    series (relay.results.quality), so whether it improves is read off a line, not one number.
+    `rows`: (backend label, Quality)."""
+    if not rows:
+        return []
+    built = []
+    for key, (y_title, scale, target) in QUALITY_AXES.items():
+        figures = [(label, quality.figure(key)) for label, quality in rows]
+        traces = [_quality_trace(i, label, f, scale) for i, (label, f) in enumerate(figures)]
+        layout = _layout(y_title)
+        if target is not None:
+            layout["shapes"] = [_target_line(target)]
+        first = figures[0][1]
+        built.append((f"quality-{key}", f"{first.label}: {first.series_label}", _figure(traces, layout)))
+    return built
+
+
+def _quality_trace(i: int, label: str, figure, scale) -> dict:
+    style = _style(i)
+    return {
+        "type": "scatter",
+        "x": [start.isoformat() for start, _ in figure.series],
+        "y": [None if value is None else scale(value) for _, value in figure.series],
+        "name": label,
+        "mode": "lines+markers",
+        "connectgaps": False,
+        "line": {"color": style["color"], "dash": style["dash"], "width": 2},
+        "marker": {"symbol": style["symbol"], "size": 7},
+        "hovertemplate": "%{y}<extra>" + label + "</extra>",
+    }
+
+
+def _target_line(value: float) -> dict:
+    """The target as a dashed line across the chart (its number is in the table beside it)."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": value,
+        "y1": value,
+        "line": {"dash": "dot", "width": 1, "color": "#999999"},
+    }

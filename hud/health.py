@@ -42,11 +42,12 @@ DISPATCH_SUCCESS_TARGET = 0.95
 
 
 def health_cards(
-    tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime, alerts: list
+    tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime
 ) -> list[HealthCard]:
-    """`alerts`: the relay's health alerts as /crcr reads them (relay.alerts.alert_statuses), all the probe's."""
+    """The relay's health alerts have their own panel on /crcr, each over its own window, so no
+    card restates them (relay.alerts.alert_statuses)."""
     return [
-        probe_card(probe, tab, stale_after(window, tab), now, alerts),
+        probe_card(probe, tab, stale_after(window, tab), now),
         deliveries_card(since, window, now),
         dispatch_card(since, window, now),
         callbacks_card(tallies, window, now),
@@ -148,10 +149,12 @@ def sweeper_card(tallies: dict, now: datetime) -> HealthCard:
     beat = RelayState.objects.filter(key=HEARTBEAT_KEY).values_list("updated_at", flat=True).first()
     overdue, stuck = len(running_jobs_overdue(now=now)), overdue_jobs().count()
     state = _silence_state(beat, HEARTBEAT_STALE_AFTER, now, ok=stuck == 0)
-    headline = f"{overdue:,} overdue" if overdue else "none overdue"
+    # The headline is what the state is judged by (it read "Healthy · 1 overdue"): jobs stuck past
+    # the timeout, which the sweeper should have ended; overdue ones are still within it.
+    headline = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout" if stuck else "none stuck"
     detail = f"swept: {swept['timed_out']:,} timed out · {swept['never_started']:,} never started · {swept['superseded']:,} superseded"
-    if stuck:
-        detail = f"{stuck:,} stuck past the {settings.CRCR_JOB_TIMEOUT_HOURS:g} h timeout · " + detail
+    if overdue:
+        detail = f"{overdue:,} running past its expected duration, within the timeout · " + detail
     return HealthCard(
         "sweeper",
         "Worker and sweeper",
@@ -168,7 +171,11 @@ def overdue_jobs(project: Project | None = None):
     return jobs.filter(project=project) if project else jobs
 
 
-def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime, alerts: list) -> HealthCard:
+def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime) -> HealthCard:
+    """One window, one state: the probe's latest few heads of this kind (relay.probe.probe_heads)
+    and its jobs stuck now. The health alerts, each over its own window, have their own panel:
+    a card reading "Degraded · Alert firing · 3/3 recent heads passed" answered two windows at
+    once. Heads still running, with none decided yet, are no data, not a failure."""
     title = "Relay health probe" + ("" if tab == "pr" else f" · {TABS[tab].lower()}")
     if probe is None:
         return HealthCard("probe", title, "no_data", "No probe", "no project is marked as the health probe", "")
@@ -176,15 +183,13 @@ def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime,
     heads = probe_heads(probe, tab, now)
     decided = [h for h in heads if h.state != "running"]
     last = heads[0].last_at if heads else None
-    overdue = overdue_jobs(probe).count()
-    firing = [a.label for a in alerts if a.state == "firing"]
-    ok = bool(decided) and all(h.state == "pass" for h in decided) and not overdue and not firing
-    state = _silence_state(last, stale, now, ok=ok)
-    detail = f"{sum(h.state == 'pass' for h in decided)}/{len(decided)} recent heads passed · {probe.full_name}"
-    if overdue:
-        detail += f" · {overdue} job(s) stuck in progress"
-    if firing:
-        detail += f" · alert firing: {', '.join(firing)}"
-    headline = {"healthy": "All passing", "degraded": "Failing or silent", "no_data": "No results"}[state]
-    headline = "Alert firing" if firing and state == "degraded" else headline
+    stuck = overdue_jobs(probe).count()
+    passed = sum(h.state == "pass" for h in decided)
+    state = _silence_state(last, stale, now, ok=passed == len(decided) and not stuck)
+    if state == "healthy" and not decided:
+        state = "no_data"
+    headline = f"{passed} of the last {len(decided)} heads passed" if decided else "No head decided yet"
+    detail = f"{len(heads) - len(decided)} running · {probe.full_name}"
+    if stuck:
+        headline, detail = f"{stuck} job{'s' if stuck != 1 else ''} stuck in progress", f"{headline} · {detail}"
     return HealthCard("probe", title, state, headline, detail, _freshness(last, stale, now), href)

@@ -31,9 +31,10 @@ from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.results.overdue import overdue_job_ids
 from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
-from relay.results.tests import flaky_tests
+from relay.results.tests import flaky_tests, mutes_listed
 from relay.run_links import github_job_id
 from relay.runkinds import Figure, counted_q, tab_of, tab_q
+from relay.triage.mutes import Muted
 from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
@@ -465,7 +466,7 @@ def stat_cards(tally: Tally, heads: int, window_label: str) -> list[StatCard]:
         StatCard(
             "First-attempt pass rate",
             percent(rates.first_attempt_pass_rate),
-            f"{tally.verdicts[State.FLAKY]:,} flaky (passed on retry)",
+            f"{tally.verdicts[State.FLAKY]:,} passed on retry",
         ),
         StatCard("Head SHAs tested", f"{heads:,}", window_label.lower()),
         StatCard(
@@ -540,6 +541,8 @@ class Dashboard:
     """Coverage, flaky share and time to recover over the window (relay.results.quality)."""
     flaky: list = field(default_factory=list)
     """The backend's flaky and broken tests (relay.results.tests.flaky_tests)."""
+    mutes: list = field(default_factory=list)
+    """The backend's mutes in force, as the mute rule reads them (relay.triage.mutes.Muted)."""
 
     @property
     def known_heads(self) -> int:
@@ -595,4 +598,5 @@ def dashboard_build(
         demotion_pr_active(project),
         quality_of(project, reference_backend(registered_backends()), start, now) if tab == "pr" else None,
         flaky_tests(project.pk, ("flaky", "broken"), limit=50) if tab == "pr" else [],
+        mutes=[Muted(mute) for mute in mutes_listed(project.full_name, active=True)],
     )

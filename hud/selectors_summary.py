@@ -193,7 +193,7 @@ def summary_build(window_key: str, tab: str, now: datetime | None = None) -> Sum
     excused = window_excused(since, now, rollups_state().generation) if tab == "pr" else None
     sections = _sections_build([p for p in products if in_tab(p, tab)], tallies, window, tab, since, now, excused)
     alerts = alert_statuses()
-    cards = health_cards(tallies, probe, window, tab, since, now, alerts)
+    cards = health_cards(tallies, probe, window, tab, since, now)
     return Summary(window, tab, now, sections, cards, Counter(p.level for p in products), probe, alerts)
 
 

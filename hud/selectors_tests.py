@@ -94,11 +94,12 @@ QUALITY_CACHE_SECONDS = 90
 
 def quality_rows(window_key: str, now=None) -> list[QualityRow]:
     """The quality figures of every L2+ backend (the reference is the yardstick, not judged) over
-    the window, for /crcr and the API; shared for a minute and a half (four queries a backend)."""
+    the window, for /crcr and the API; shared for a minute and a half (four queries a backend).
+    v2: figures carry their series and counts (a v1 entry has neither)."""
     now = now or timezone.now()
     window = WINDOWS[window_key]
     backends = [p for p in registered_backends() if p.level != Level.L1 and not p.is_reference]
-    key = f"crcr:quality:v1:{window_key}:{now:%Y%m%d%H%M}:{','.join(str(p.pk) for p in backends)}"
+    key = f"crcr:quality:v2:{window_key}:{now:%Y%m%d%H%M}:{','.join(str(p.pk) for p in backends)}"
     cached = soft_get(key)
     if cached is None:
         reference = reference_backend(registered_backends())

@@ -90,6 +90,7 @@ def summary(request):
     try:
         context["summary"] = summary_build(params["range"], params["event"])
         context["quality"] = quality_rows(params["range"]) if params["event"] == "pr" else []
+        context["quality_charts"] = charts.quality_figures([(r.project.label, r.quality) for r in context["quality"]])
     except TalliesPending as pending:
         return _loading(request, "hud/summary.html", "body", context, pending)
     except DatabaseError as exc:
@@ -144,6 +145,8 @@ def backend(request, org: str, repo: str):
         context["bisections"] = bisections_of_backend(project.id)
         context["enabled"] = enabled_history_page(project)
         context["causes"] = backend_causes(project)
+        quality = context["dash"].quality
+        context["quality_charts"] = charts.quality_figures([(project.label, quality)] if quality else [])
     except TalliesPending as pending:
         return _loading(request, "hud/backend.html", "body", context, pending)
     except DatabaseError as exc:

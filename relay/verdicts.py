@@ -5,7 +5,9 @@ the merge gate — so a rule changes here or nowhere.
 1. **The latest attempt** of a job decides: within one run the highest `run_attempt`; across
    runs (a re-dispatch), the run first seen last. Arrival order never decides: a late callback
    of attempt 1 that lands after attempt 2 does not make attempt 1 the latest.
-2. A latest attempt that passed after an earlier failed one is **flaky**: it counts as a pass.
+2. A latest attempt that passed after an earlier failed one **passed on retry**: it counts as a pass.
+   (Its state keeps the value `flaky` the API has always answered; pages and labels say "passed
+   on retry", since *flaky* is a test's state alone: relay.testlevel.machine.HealthState.)
 3. `cancelled` because a newer head was pushed is **superseded** and counts nowhere.
 4. `timed_out` and "never started" are failures of the backend's **infrastructure**, counted
    apart from test failures; a cancelled job tested nothing and counts as a failure. A dispatch
@@ -23,6 +25,7 @@ the merge gate — so a rule changes here or nowhere.
 
 Glyphs follow the main HUD (O X F C T N S Q ? ~); colour is never the only signal."""
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -80,7 +83,7 @@ STATES: dict[State, StateInfo] = {
     State.RUNNING: StateInfo("?", "in progress", Counts.PENDING, 70),
     State.QUEUED: StateInfo("Q", "dispatched, not started", Counts.PENDING, 60),
     State.DISPATCH_PENDING: StateInfo("…", "dispatch pending", Counts.NONE, 55),
-    State.FLAKY: StateInfo("F", "flaky (passed on retry)", Counts.PASS, 50),
+    State.FLAKY: StateInfo("R", "passed on retry", Counts.PASS, 50),
     State.NEUTRAL: StateInfo("N", "neutral", Counts.PASS, 30),
     State.SUCCESS: StateInfo("O", "success", Counts.PASS, 40),
     State.SKIPPED: StateInfo("S", "skipped", Counts.PASS, 20),
@@ -210,7 +213,7 @@ def _verdict(attempts: list, judge) -> JobVerdict:
 
 
 def retried_state(latest: State, failed_before: bool) -> State:
-    """A job that passed after an earlier attempt failed is flaky (rule 2)."""
+    """A job that passed after an earlier attempt failed passed on retry (rule 2)."""
     return State.FLAKY if latest == State.SUCCESS and failed_before else latest
 
 
@@ -369,3 +372,18 @@ def job_key_label(key: tuple[str, str]) -> str:
     """ "workflow / job" (or the workflow alone): how every page, check run and API names a job."""
     workflow, job = key
     return f"{workflow} / {job}" if job else workflow
+
+
+_SHORTCODE = re.compile(r"(?<![\w:]):[a-z0-9_+\-]+:(?![\w:])", re.ASCII)
+"""Buildkite's emoji syntax in step labels (`:pytorch:`, `:docker:`), which only its own UI draws."""
+_PICTOGRAPH = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f]")
+"""Emoji pictographs: a browser without an emoji font (a server's Chromium) draws empty boxes."""
+
+
+def name_shown(name: str) -> str:
+    """A CI's job or workflow name as pages show it: text without Buildkite's shortcodes or emoji
+    (drawn as empty boxes where no emoji font is), spaces closed up. The name itself, which known
+    issues match and the API answers, is untouched."""
+    name = str(name or "")
+    text = " ".join(_PICTOGRAPH.sub(" ", _SHORTCODE.sub(" ", name)).split())
+    return text or " ".join(_PICTOGRAPH.sub(" ", _SHORTCODE.sub(lambda m: m.group()[1:-1], name)).split())

@@ -19,8 +19,9 @@ from relay import links
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
+from relay.results.tests import heals_after
 from relay.run_links import github_job_id
-from relay.verdicts import STATES, State, conclusion_state
+from relay.verdicts import STATES, State, conclusion_state, name_shown
 
 register = template.Library()
 COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
@@ -235,6 +236,18 @@ def test_url(test_id) -> str:
     """The test page of a test id (relay.testids' identity), URL-encoded whole (its brackets,
     slashes and spaces included)."""
     return links.test_path(str(test_id or "").strip())
+
+
+@register.filter
+def shown(name) -> str:
+    """A job's or workflow's name without Buildkite's `:emoji:` shortcodes (relay.verdicts.name_shown)."""
+    return name_shown(name)
+
+
+@register.simple_tag
+def healed_after() -> int:
+    """The clean passes in a row that heal a flaky or broken test (relay.results.tests)."""
+    return heals_after()
 
 
 @register.filter

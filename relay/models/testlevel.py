@@ -11,6 +11,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from relay.testids import TestId, id_parts
+from relay.testlevel.machine import HealthState  # the states' one definition
 
 from .registry import Project
 from .results import JobRun, TestOutcome
@@ -158,12 +159,6 @@ class TestedCommit(models.Model):
 
     def __str__(self):
         return f"{self.project_id} @ {self.sha[:10]}"
-
-
-class HealthState(models.TextChoices):
-    HEALTHY = "healthy"
-    FLAKY = "flaky"
-    BROKEN = "broken"
 
 
 class TestHealth(models.Model):

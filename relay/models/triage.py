@@ -28,7 +28,7 @@ class KnownIssue(models.Model):
         PRODUCT = "product", "product bug (the backend)"
         UPSTREAM = "upstream", "upstream bug (PyTorch)"
         INFRA = "infra", "infrastructure"
-        FLAKY = "flaky", "flaky test"
+        FLAKY = "flaky", "intermittent failure"
 
     class State(models.TextChoices):
         OPEN = "open"
@@ -92,7 +92,7 @@ class Expectation(models.Model):
 
     class Kind(models.TextChoices):
         FAIL = "fail", "expected failure"
-        FLAKY = "flaky", "flaky"
+        FLAKY = "flaky", "intermittent (expected)"
 
     project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="expectations")
     pattern = models.CharField(max_length=MAX_PATTERN_CHARS)

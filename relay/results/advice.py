@@ -15,7 +15,7 @@ CATEGORY_LABELS = {
     "upstream": "Upstream",
     "backend": "Backend",
     "infra": "Infrastructure",
-    "flake": "Flaky",
+    "flake": "Intermittent",
     "unknown": "Unknown cause",
 }
 

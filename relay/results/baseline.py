@@ -26,11 +26,12 @@ nothing about upstream (relay.verdicts, rule 8): like no reference result at all
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from relay.models import Level, UpstreamCommit
 from relay.testids import TestId, TestIdResolver, TestTable, report_ids
 from relay.triage.classify import triager_load
+from relay.triage.mutes import Mutes
 from relay.verdicts import FAILING, NO_BASELINE_STATES, State, job_label
 
 from .cells import (
@@ -63,7 +64,7 @@ MARK_LABELS = {
     NO_BASELINE: "no baseline — no reference result on this commit",
     INFRA: "infrastructure — the CI did not run the job to a report (timed out, never started or cancelled)",
     KNOWN: "known — every failure matches an open known issue",
-    EXPECTED: "expected — the backend lists every failure as expected or flaky",
+    EXPECTED: "expected — the backend lists every failure as an expected failure or intermittent",
 }
 MARK_SHORT = {
     SHARED: "shared (upstream)",
@@ -259,6 +260,20 @@ def reference_failures(sha: str) -> CellFailures | None:
     return failures_load({key: cells_for_commits([sha], [reference])[key]})[key]
 
 
+def unmuted(mine: CellFailures, mutes: Mutes | None) -> CellFailures:
+    """The failures a cell's mark is made of: a test the backend muted (the mute rule's
+    `Mutes.of`) marks nothing — it still shows, with its badge — so a muted backend-only failure
+    beside shared ones leaves the cell shared, not mixed. When every failure is muted nothing else
+    is left to mark by, and the mark stays that of its failures."""
+    if not mutes:
+        return mine
+    project_id = mine.cell.project.id
+    left = TestTable({tid: test for tid, test in mine.tests.items() if mutes.of(project_id, tid) is None})
+    if len(left) == len(mine.tests) or not (left or mine.job_level):
+        return mine
+    return replace(mine, tests=left)
+
+
 def _combine(kinds: set[str]) -> str:
     if kinds == {"shared"}:
         return SHARED
@@ -287,20 +302,21 @@ def _grid(cells: dict[CellKey, Cell], reference_id: int | None):
     triage = cells_triage(failures, reference_id, triager)
     known = reference_triage(failures, reference_id, triager)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference_id}
+    mutes = Mutes({c.project.id for c in failing if c.project.id != reference_id})
     marks = {}
     for (sha, pid), mine in failures.items():
         if pid != reference_id:
-            marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id)
+            marks[(sha, pid)] = _triaged_mark(mine, triage.get((sha, pid)), references, cells, reference_id, mutes)
     broken = {sha for sha, ref in references.items() if upstream_broken(ref, known.get(sha))}
     return marks, broken, failures, triage
 
 
-def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cells, reference_id) -> str:
+def _triaged_mark(mine: CellFailures, triage: CellTriage | None, references, cells, reference_id, mutes=None) -> str:
     """Known or expected when every failure is accounted for; otherwise the baseline mark of
-    the failures that are not."""
+    the failures that are not (muted ones left out)."""
     if triage is not None and triage.complete:
         return triage.mark
-    return _grid_mark(open_remainder(mine, triage), references, cells, reference_id)
+    return _grid_mark(unmuted(open_remainder(mine, triage), mutes), references, cells, reference_id)
 
 
 def _grid_mark(mine: CellFailures, references, cells, reference_id) -> str:
@@ -510,6 +526,7 @@ def _compare_commit(
     ref_parent = failures.get((parent, ref_project.id)) if ref_project else None
     others = [p for p in projects if p is not ref_project]
     failing_on = _failing_on(sha, others, failures)
+    mutes = Mutes([p.id for p in others])
     result = CommitBaseline(
         sha=sha,
         parent_sha=parent,
@@ -535,6 +552,7 @@ def _compare_commit(
             ref_parent,
             failing_on,
             triage.get((sha, project.id)),
+            mutes,
         )
         result.backends.append(comparison)
     result.multi_backend = _multi_backend(failing_on, ref)
@@ -558,10 +576,10 @@ def _failing_on(sha: str, projects, failures) -> dict[TestId, list[str]]:
 
 
 def _compare_backend(
-    project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None
+    project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None, mutes=None
 ) -> BackendComparison:
     cell = mine.cell
-    remainder = open_remainder(mine, triage)
+    remainder = unmuted(open_remainder(mine, triage), mutes)
     mark = (
         (triage.mark if triage is not None and triage.complete else mark_for(remainder, ref)) if cell.failing else None
     )

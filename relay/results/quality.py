@@ -10,11 +10,19 @@ second), from the test store (relay/models/testlevel.py):
   many commits were counted which way. Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
 * **flaky share**: the backend's tests in state *flaky* now (relay.testlevel.machine) over the
   tests it ran on its newest commit in the window; the trend counts the tests that *became*
-  flaky in each half. Target: under 5 %.
+  flaky in each half. The count shows beside the share: 2 of 5,421 is not "0.0 %". Target: under 5 %.
 * **time to recover**: for each red streak of the backend's tested commits (in the order it ran
   them) that started in the window, the time from its first red commit to the first green one
-  after it; the median over the recovered streaks, and a streak still red counts against the
-  target once it is older than it. Target: 3 days at most."""
+  after it; the median over the recovered streaks. A streak still red is the longest time to
+  recover there is, not none: while one is open the figure is its age so far (at least the
+  median), and it misses the target once that is older than it. Target: 3 days at most.
+
+A figure without data has no verdict (`met` None): "no data" is never a target met.
+
+**Series** (`Figure.series`): each figure's trend as points, one per step of the range (3 hours
+in a day, a day up to 30 days, a week beyond), read from the rows the figure was computed from:
+coverage over the commits of each step, the tests that became flaky in it, and the time to
+recover of the streaks that started in it (an open one at its age so far)."""
 
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -42,6 +50,25 @@ class Figure:
     later: float | None = None
     detail: str = ""
     unit: str = "%"
+    count: int | None = None
+    """For a share of tests: how many (the flaky tests), beside `of`, how many ran."""
+    of: int | None = None
+    open: bool = False
+    """Time to recover: a red streak is still open, so `value` is its age so far."""
+    series: list = field(default_factory=list)
+    """[(step start, value or None)] over the range: the figure's trend, point by point."""
+    series_label: str = ""
+    """What a point of the series measures."""
+
+    @property
+    def counted(self) -> str:
+        """ "2 of 5,421": what a share of tests is made of, so a small one never reads only "0.0 %"."""
+        return "" if self.count is None or not self.of else f"{self.count:,} of {self.of:,}"
+
+    @property
+    def seconds(self) -> float | None:
+        """A figure in days, in seconds (the HUD's one duration format reads seconds)."""
+        return None if self.value is None or self.unit != "days" else self.value * 86400
 
     @property
     def trend(self) -> str:
@@ -63,17 +90,37 @@ class Quality:
 
 
 def quality_of(project, reference, since: datetime, until: datetime) -> Quality:
-    """The three figures of one backend over [since, until)."""
+    """The three figures of one backend over [since, until), each with its series."""
     rows = _commits(project, since, until)
     middle = since + (until - since) / 2
+    steps = Steps(since, until)
     return Quality(
         project.id,
         [
-            coverage(rows, _commits(reference, since, until) if reference else [], middle),
-            flaky_share(project, rows, since, middle, until),
-            time_to_recover(rows, middle, until),
+            coverage(rows, _commits(reference, since, until) if reference else [], middle, steps),
+            flaky_share(project, rows, since, middle, until, steps),
+            time_to_recover(rows, middle, until, steps),
         ],
     )
+
+
+class Steps:
+    """The range cut into the series' steps: 3 hours in a day, a day up to 30 days, a week beyond."""
+
+    def __init__(self, since: datetime, until: datetime):
+        span = until - since
+        self.size = (
+            timedelta(hours=3) if span <= timedelta(days=1) else timedelta(days=1 if span <= timedelta(days=30) else 7)
+        )
+        count = max(1, -(-span // self.size))
+        self.since, self.starts = since, [since + self.size * n for n in range(count)]
+
+    def series(self, items, value) -> list:
+        """[(step start, value(items in the step))] for (when, item) pairs."""
+        grouped: dict[int, list] = {}
+        for when, item in items:
+            grouped.setdefault(min(len(self.starts) - 1, max(0, (when - self.since) // self.size)), []).append(item)
+        return [(start, value(grouped.get(n, []))) for n, start in enumerate(self.starts)]
 
 
 Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran")
@@ -94,7 +141,7 @@ def _covered(mine: Tested, theirs: Tested) -> tuple[int, int, bool]:
     return min(mine.tests_ran or 0, theirs.tests_ran), theirs.tests_ran, False
 
 
-def coverage(mine: list[Tested], reference: list[Tested], middle: datetime) -> Figure:
+def coverage(mine: list[Tested], reference: list[Tested], middle: datetime, steps: Steps | None = None) -> Figure:
     theirs = {row.sha: row for row in reference if row.tests_ran}
     counted = [(row.created_at, *_covered(row, theirs[row.sha])) for row in mine if row.sha in theirs]
     pairs = [(when, ran, of) for when, ran, of, _ in counted]
@@ -115,10 +162,14 @@ def coverage(mine: list[Tested], reference: list[Tested], middle: datetime) -> F
         share([p for p in pairs if p[0] >= middle]),
         f"{len(pairs)} commit{'s' if len(pairs) != 1 else ''} both ran with per-test counts"
         + (f", {in_scope} of them over the ACCELERATOR-classified tests" if in_scope else ""),
+        series=steps.series(((p[0], p) for p in pairs), share) if steps else [],
+        series_label="coverage of the commits of the step",
     )
 
 
-def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, until: datetime) -> Figure:
+def flaky_share(
+    project, mine: list[Tested], since: datetime, middle: datetime, until: datetime, steps: Steps | None = None
+) -> Figure:
     flaky = TestHealth.objects.filter(project=project, state=HealthState.FLAKY)
     count = flaky.count()
     ran = next((row.tests_ran for row in reversed(mine) if row.tests_ran), None)
@@ -133,12 +184,15 @@ def flaky_share(project, mine: list[Tested], since: datetime, middle: datetime, 
         float(sum(1 for when in became if when < middle)) if ran else None,
         float(sum(1 for when in became if when >= middle)) if ran else None,
         f"{count} flaky of {ran:,} run" if ran else f"{count} flaky; no per-test counts in the window",
+        count=count,
+        of=ran,
+        series=steps.series(((when, when) for when in became), lambda items: float(len(items))) if steps else [],
+        series_label="tests that became flaky in the step",
     )
 
 
-def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Figure:
-    recovered, open_since = [], None
-    red_since = None
+def time_to_recover(mine: list[Tested], middle: datetime, until: datetime, steps: Steps | None = None) -> Figure:
+    recovered, red_since = [], None
     for when, failing in ((row.created_at, row.failing) for row in mine):
         if failing and red_since is None:
             red_since = when
@@ -151,11 +205,12 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Fi
         return median(d.total_seconds() / 86400 for _, d in items) if items else None
 
     value = days(recovered)
-    still_red = open_since is not None and until - open_since > RECOVER_TARGET
-    met = None if value is None and open_since is None else (value is None or value <= 3) and not still_red
+    if open_since is not None:
+        value = max(value or 0.0, (until - open_since).total_seconds() / 86400)
+    met = None if value is None else value <= RECOVER_TARGET.total_seconds() / 86400
     detail = f"{len(recovered)} recovered streak{'s' if len(recovered) != 1 else ''}"
     if open_since is not None:
-        detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC"
+        detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC, not recovered yet"
     return Figure(
         "time_to_recover",
         "Time to recover",
@@ -166,4 +221,13 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime) -> Fi
         days([r for r in recovered if r[0] >= middle]),
         detail,
         unit="days",
+        open=open_since is not None,
+        series=steps.series(_streaks(recovered, open_since, until), days) if steps else [],
+        series_label="time to recover of the streaks that started in the step (an open one at its age)",
     )
+
+
+def _streaks(recovered: list, open_since: datetime | None, until: datetime) -> list:
+    """(start, (start, duration)) of each streak, the open one at its age so far."""
+    streaks = recovered + ([(open_since, until - open_since)] if open_since is not None else [])
+    return [(start, (start, length)) for start, length in streaks]

@@ -29,6 +29,7 @@ from django.utils.dateparse import parse_datetime
 from relay.models import (
     BISECT_EVENT,
     FAILING_OUTCOMES,
+    HealthState,
     JobRun,
     Level,
     TestedCommit,
@@ -125,7 +126,7 @@ class TestState:
 
     __test__ = False
 
-    state: str = "healthy"
+    state: str = HealthState.HEALTHY
     pass_on_retry: int = 0
     fail_on_retry: int = 0
     failing_streak: int = 0
@@ -134,7 +135,7 @@ class TestState:
 
     @property
     def flaky(self) -> bool:
-        return self.state == "flaky"
+        return self.state == HealthState.FLAKY
 
     @property
     def muted(self) -> bool:
@@ -181,12 +182,18 @@ def mute_found(pk: int) -> TestMute | None:
     return mutes_listed().filter(pk=pk).first()
 
 
+def heals_after() -> int:
+    """Clean passes in a row that make a flaky or broken test healthy: the deployment's setting,
+    which the machine's step reads too (relay.testlevel.store), never a number in a template."""
+    return settings.CRCR_TEST_HEALED_AFTER
+
+
 def health_of(identity: TestIdentity, project_id: int) -> TestHealth | None:
     """The (test, backend)'s flakiness state (None: it never failed there, so healthy)."""
     return TestHealth.objects.filter(identity=identity, project_id=project_id).first()
 
 
-def flaky_tests(project_id: int, states=("flaky",), limit: int = 200) -> list[TestHealth]:
+def flaky_tests(project_id: int, states=(HealthState.FLAKY,), limit: int = 200) -> list[TestHealth]:
     """A backend's flaky (or broken) tests, most flaky first (the partial index answers it)."""
     rows = TestHealth.objects.filter(project_id=project_id, state__in=states).select_related("identity")
     return list(rows.order_by("-flaky_commits", "-pass_on_retry", "identity__identity")[:limit])
@@ -402,7 +409,7 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
             cell.first_failing = bool(streak) and streak.first_failing == row.sha
             cell.last_passing = bool(streak) and streak.last_passing == row.sha
             cell.muted = cell.project_id in mutes
-            cell.flaky = cell.project_id in health and health[cell.project_id].state == "flaky"
+            cell.flaky = cell.project_id in health and health[cell.project_id].state == HealthState.FLAKY
     columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
     for column in columns:
         column.since = _since(column, bisections)

@@ -17,7 +17,24 @@ flaky or broken test **healthy** again — never time alone, which the machine d
 
 from dataclasses import dataclass, replace
 
-HEALTHY, FLAKY, BROKEN = "healthy", "flaky", "broken"
+from django.db.models import TextChoices
+
+
+class HealthState(TextChoices):
+    """The one definition of a (test, backend)'s states, and the only thing the HUD calls
+    *flaky*: a job's pass on retry, a declared expectation, a known issue's kind, a bisection
+    that did not reproduce and a failure the reference shares are each named otherwise. The
+    model's field (relay.models.TestHealth) takes its choices from here; `step` says how a test
+    moves between them."""
+
+    HEALTHY = "healthy"
+    FLAKY = "flaky"
+    """Passed and failed on one commit, until `healed_after` clean passes in a row."""
+    BROKEN = "broken"
+    """Failed on `broken_after` commits in a row, until `healed_after` clean passes in a row."""
+
+
+HEALTHY, FLAKY, BROKEN = HealthState.HEALTHY.value, HealthState.FLAKY.value, HealthState.BROKEN.value
 PASSED, FAILED, MIXED = "passed", "failed", "mixed"
 PASS, FAIL = "P", "F"
 

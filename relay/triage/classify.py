@@ -28,7 +28,7 @@ class Match:
             return f"known issue #{self.issue.pk}: {self.issue.title}"
         if self.lift:
             return f"now passes — lift the expectation ({self.expectation.pattern})"
-        return f"expected {'flaky' if self.expectation.kind == Expectation.Kind.FLAKY else 'failure'} ({self.expectation.pattern})"
+        return f"expected {'intermittent' if self.expectation.kind == Expectation.Kind.FLAKY else 'failure'} ({self.expectation.pattern})"
 
     @property
     def url(self) -> str:

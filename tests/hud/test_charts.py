@@ -69,3 +69,31 @@ def test_it_only_draws_trace_types_the_vendored_basic_plotly_bundle_has():
     """static/vendor/plotly-basic.min.js has scatter, bar and pie; anything else would fail in the page."""
     built = charts.metrics_figures(metrics([day(5, 1, callbacks=6), None, day(4)], [day(1)] * 3))
     assert {trace["type"] for _, _, figure in built for trace in figure["data"]} <= {"scatter", "bar", "pie"}
+
+
+def test_it_plots_each_quality_figure_s_trend_a_trace_per_backend_with_its_target():
+    from datetime import UTC, datetime, timedelta
+
+    from relay.results.quality import Figure, Quality
+
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    days = [start + timedelta(days=n) for n in range(3)]
+
+    def quality(values):
+        return Quality(
+            1,
+            [
+                Figure(key, key, None, "", None, series=list(zip(days, values)), series_label=f"{key} per day")
+                for key in ("coverage", "flaky_share", "time_to_recover")
+            ],
+        )
+
+    built = charts.quality_figures([("Intel XPU", quality([0.5, None, 0.9])), ("AMD ROCm", quality([0.7, 0.8, 0.1]))])
+    assert [name for name, _, _ in built] == ["quality-coverage", "quality-flaky_share", "quality-time_to_recover"]
+    coverage = built[0][2]
+    assert [t["name"] for t in coverage["data"]] == ["Intel XPU", "AMD ROCm"]
+    assert coverage["data"][0]["y"] == [50.0, None, 90.0] and coverage["layout"]["shapes"][0]["y0"] == 80
+    assert "shapes" not in built[1][2]["layout"] and built[2][2]["layout"]["shapes"][0]["y0"] == 3
+    for _, _, figure in built:
+        go.Figure(figure)
+    assert charts.quality_figures([]) == []

@@ -291,7 +291,25 @@ def test_it_calls_the_sweeper_degraded_when_jobs_are_overdue_even_with_a_heartbe
     RelayState.objects.create(key=HEARTBEAT_KEY, value={})
     job(project(), status="in_progress", at=timezone.now() - timedelta(hours=7))
     card = _cards(summary_build("7d", "pr", timezone.now()))["sweeper"]
-    assert card.state == "degraded" and card.headline == "1 overdue"
+    assert card.state == "degraded" and card.headline == "1 stuck past the 6 h timeout"
+
+
+def test_a_job_overdue_within_the_timeout_leaves_the_sweeper_healthy_and_its_headline_says_so():
+    """It read "Healthy · 1 overdue": the headline now is what the state is judged by."""
+    RelayState.objects.create(key=HEARTBEAT_KEY, value={})
+    job(project(), status="in_progress", at=timezone.now() - timedelta(hours=4))  # past the 3 h expected, within 6 h
+    card = _cards(summary_build("7d", "pr", timezone.now()))["sweeper"]
+    assert (card.state, card.headline) == ("healthy", "none stuck")
+    assert card.detail.startswith("1 running past its expected duration, within the timeout")
+
+
+def test_a_probe_whose_heads_are_all_still_running_is_no_data_not_degraded():
+    """/crcr opened on a red "Relay health probe: Degraded" while the probe's first runs ran."""
+    now = timezone.now()
+    probe = project("pytorch/crcr-test", is_health_probe=True)
+    job(probe, name="smoke", status="in_progress", at=now - timedelta(minutes=3))
+    card = _cards(summary_build("7d", "pr", now))["probe"]
+    assert (card.state, card.headline) == ("no_data", "No head decided yet") and "1 running" in card.detail
 
 
 @pytest.mark.parametrize(("minutes", "state"), [(384, "healthy"), (386, "degraded")])
@@ -301,7 +319,7 @@ def test_it_calls_the_probe_degraded_once_a_job_is_in_progress_past_385_minutes(
     job(probe, "success", name="smoke", at=now - timedelta(hours=1))
     job(probe, name="hung", sha="b" * 40, status="in_progress", at=now - timedelta(minutes=minutes))
     card = _cards(summary_build("7d", "pr", now))["probe"]
-    assert card.state == state and ("stuck in progress" in card.detail) == (state == "degraded")
+    assert card.state == state and ("stuck in progress" in card.headline) == (state == "degraded")
 
 
 def test_it_offers_1_7_14_30_and_90_days_and_counts_each_range_by_its_days():

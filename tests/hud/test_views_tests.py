@@ -67,3 +67,26 @@ def test_the_backend_page_and_the_summary_show_the_quality_figures_and_the_flaky
     assert f'href="/test/{quote(MUL, safe="")}"' in page and "~ flaky" in page
     summary = client.get("/crcr").content.decode()
     assert "Quality by backend" in summary and "Intel XPU" in summary
+
+
+def test_the_flaky_share_shows_its_count_beside_the_share(client, world):  # noqa: F811
+    """ "Flaky 0.0 %" for 2 of 5,421 tests: the count is on the page, the backend's and the summary's."""
+    import re
+
+    page = client.get("/crcr/intel/torch-xpu-ops").content.decode()
+    row = page[page.index('class="figure-flaky_share"') :].split("</tr>")[0]
+    assert re.search(r"\d+ of [\d,]+ · \d+\.\d %", row), row
+    summary = client.get("/crcr").content.decode()
+    assert re.search(r"\d+ of [\d,]+ · \d+\.\d %", summary[summary.index("Quality by backend") :])
+
+
+def test_a_failure_shared_with_the_reference_reads_shared_never_flaky(client, world):  # noqa: F811
+    """test_add fails with the reference on XPU; were it flaky there too, its shared cells say
+    "shared with the reference", not "~ flaky: not a regression"."""
+    from relay.models import TestHealth, identity_digest
+
+    TestHealth.objects.filter(identity__digest=identity_digest(ADD), project=world["xpu"]).update(state="flaky")
+    body = get_page(client, ADD).content.decode()
+    history = body[body.index('class="data test-history"') :]
+    assert history.count('=<span class="sr-only"> shared</span>') == 6
+    assert "state-flaky" not in history and "not a regression" not in body

@@ -205,9 +205,11 @@ def test_crcr_shows_each_rule_with_since_when_it_fires(probe):
     assert statuses[Rule.PROBE_PR_PASS_RATE].state == "no_data"
 
 
-def test_the_probe_card_is_not_all_passing_while_a_probe_alert_fires(probe):
+def test_the_probe_card_answers_its_own_window_and_the_alert_its_own(probe):
     """The sandbox showed a green "All passing · 3/3 recent heads" beside "Probe pass rate: firing"
-    (two PRs of the last nine had failed): the card's few recent heads passed, the alert's twenty did not."""
+    (two PRs of the last nine had failed), then a card reading "Degraded · Alert firing · 3/3 recent
+    heads passed": two windows on one card. The card now names its window, the last heads, and
+    its state is theirs; the alert, over its twenty PRs, fires in its own panel."""
     from hud.health import probe_card
 
     now = timezone.now()
@@ -218,6 +220,7 @@ def test_the_probe_card_is_not_all_passing_while_a_probe_alert_fires(probe):
         if n in (3, 5):  # an x-probe that passed: not as built
             JobRun.objects.filter(run_id=f"r{n}", job_name="xfail").update(conclusion="success")
     alerts_evaluate(now)
-    card = probe_card(probe, "pr", timedelta(days=1), now, alert_statuses())
-    assert (card.state, card.headline) == ("degraded", "Alert firing")
-    assert "alert firing: " in card.detail and "recent heads passed" in card.detail
+    card = probe_card(probe, "pr", timedelta(days=1), now)
+    assert (card.state, card.headline) == ("healthy", "5 of the last 5 heads passed")
+    assert "alert" not in card.detail.lower()
+    assert {s.rule: s.state for s in alert_statuses()}[Rule.PROBE_PR_PASS_RATE] == "firing"

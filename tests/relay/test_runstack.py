@@ -88,8 +88,13 @@ def test_the_minute_summary_counts_what_changed_and_points_at_logs_with_errors()
 
     before = {"webhooks": 10, "dispatches": 40, "callbacks": 70, "failures": 1, "results": 30}
     after = {"webhooks": 13, "dispatches": 52, "callbacks": 90, "failures": 2, "results": 40}
-    assert summary_line(before, after, {}) == "last minute: 3 webhooks · 12 dispatches · 20 callbacks · 1 failures"
-    assert summary_line(before, after, {"worker": 2}).endswith("3 failures (errors logged in var/log/worker.log)")
+    assert (
+        summary_line(before, after, {})
+        == "last minute: 3 webhooks · 12 dispatches · 20 callbacks · 1 dispatch given up · 0 errors logged"
+    )
+    assert summary_line(before, after, {"worker": 2}).endswith(
+        "1 dispatch given up · 2 errors logged (in var/log/worker.log)"
+    )
 
 
 @pytest.mark.django_db

@@ -381,15 +381,20 @@ class StatusReporter:
 
 
 def summary_line(before: dict, after: dict, errors: dict, log_dir: str = "var/log") -> str:
-    """ "last minute: 3 webhooks · 12 dispatches · 20 callbacks · 0 failures" (with where to
-    look when something failed)."""
+    """ "last minute: 3 webhooks · 12 dispatches · 20 callbacks · 0 dispatches given up · 0 errors
+    logged", each failure saying what failed (a bare "0 failures" did not say of what), with where to
+    look when a process logged errors."""
     delta = {
         key: max(0, after[key] - before.get(key, 0)) for key in ("webhooks", "dispatches", "callbacks", "failures")
     }
-    failures = delta["failures"] + sum(errors.values())
-    text = f"last minute: {delta['webhooks']} webhooks · {delta['dispatches']} dispatches · {delta['callbacks']} callbacks · {failures} failures"
+    logged = sum(errors.values())
+    text = (
+        f"last minute: {delta['webhooks']} webhooks · {delta['dispatches']} dispatches · {delta['callbacks']} callbacks"
+        f" · {delta['failures']} dispatch{'es' if delta['failures'] != 1 else ''} given up"
+        f" · {logged} error{'s' if logged != 1 else ''} logged"
+    )
     if errors:
-        text += " (errors logged in " + ", ".join(f"{log_dir}/{name}.log" for name in sorted(errors)) + ")"
+        text += " (in " + ", ".join(f"{log_dir}/{name}.log" for name in sorted(errors)) + ")"
     return text
 
 

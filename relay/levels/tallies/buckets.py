@@ -3,7 +3,7 @@
 How the numbers are computed, and why this way
 ----------------------------------------------
 Every aggregate follows relay.verdicts: the latest attempt per (head SHA, backend, kind of run, job)
-decides, a pass after a failed attempt is flaky, superseded work counts nowhere. The SQL below is
+decides, a pass after a failed attempt passed on retry, superseded work counts nowhere. The SQL below is
 *generated from* relay.verdicts (each conclusion / ended_by combination is judged by
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.

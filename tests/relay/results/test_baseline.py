@@ -290,7 +290,8 @@ def test_grid_marks_cost_a_constant_number_of_queries(reference, xpu, rocm, djan
         run(reference, "failure", sha=sha, failed=[REF_ADD])
         run(xpu, "failure", sha=sha, failed=[XPU_ADD])
         run(rocm, "failure", sha=sha, failed=[ROCM_MUL])
-    with django_assert_max_num_queries(6):
+    # one query of them the failing backends' mutes: a muted failure marks nothing (relay.triage.mutes)
+    with django_assert_max_num_queries(7):
         marks = baseline_marks(shas)
     assert set(marks.values()) == {"shared", "backend"} and len(marks) == 60
 

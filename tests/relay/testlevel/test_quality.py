@@ -124,3 +124,61 @@ def test_the_api_answers_the_same_figures(client, world):
     by = {f["figure"]: f for f in backend["figures"]}
     assert by["coverage"]["value"] == pytest.approx(0.6) and by["flaky_share"]["value"] == pytest.approx(1 / 60)
     assert client.get("/api/v1/quality", {"range": "1y"}).status_code == 400
+
+
+def test_the_flaky_share_names_its_count_so_a_small_share_never_reads_zero(client, world):
+    """2 of 5,421 read "Flaky 0.0 %": the figure carries the count it is made of, and the page shows it."""
+    flaky = figures(world)["flaky_share"]
+    assert (flaky.count, flaky.of, flaky.counted) == (1, 60, "1 of 60")
+    body = client.get("/api/v1/quality", {"range": "7d", "backend": "intel/torch-xpu-ops"}).json()
+    by = {f["figure"]: f for f in body["backends"][0]["figures"]}
+    assert (by["flaky_share"]["count"], by["flaky_share"]["of"]) == (1, 60)
+
+
+def test_an_open_break_is_the_longest_time_to_recover_not_none(world):
+    """Red on the newest commits and never green since: the figure is that break's age, not the
+    median of the streaks that did recover, and it says the break is open."""
+    for hours in (3, 2):
+        red = UpstreamCommitFactory(landed_at=world["now"] + timedelta(hours=hours))
+        ran(world["xpu"], red, 70, 10, [BROKEN])
+        commit_record(red.sha, world["xpu"])
+    until = world["now"] + timedelta(hours=30)
+    recover = quality_of(world["xpu"], world["reference"], world["now"] - timedelta(days=5), until).figure(
+        "time_to_recover"
+    )
+    opened = world["now"] + timedelta(hours=2, minutes=1)  # the older of the two red commits
+    assert recover.open and recover.value == pytest.approx((until - opened).total_seconds() / 86400)
+    assert recover.value > (36 + 12) / 2 / 24 and recover.met is True and "not recovered yet" in recover.detail
+
+
+def test_an_open_break_alone_is_data_never_no_data_marked_met(world):
+    """A window whose only streak is still red had value None beside ✓ met."""
+    now = world["now"] + timedelta(days=10)
+    red = UpstreamCommitFactory(landed_at=now)
+    ran(world["xpu"], red, 70, 10, [BROKEN])
+    commit_record(red.sha, world["xpu"])
+    recover = quality_of(world["xpu"], world["reference"], now - timedelta(hours=1), now + timedelta(hours=6))
+    figure = recover.figure("time_to_recover")
+    assert figure.value == pytest.approx((6 * 3600 - 60) / 86400) and figure.met is True and figure.open
+    for f in recover.figures:
+        assert (f.value is None) == (f.met is None)
+
+
+def test_each_figure_has_its_trend_as_a_series_one_point_a_day(client, world):
+    """No quality figure had a chart: each now carries its series, read from the same rows, and
+    the API, the backend page and /crcr give it (plotted from our static plotly)."""
+    quality = figures(world)
+    steps = [start for start, _ in quality["coverage"].series]
+    assert len(steps) == 6 and all(b - a == timedelta(days=1) for a, b in zip(steps, steps[1:]))
+    covered = [value for _, value in quality["coverage"].series if value is not None]
+    assert len(covered) >= 4 and covered == [pytest.approx(0.6)] * len(covered)
+    recovered = sorted(value for _, value in quality["time_to_recover"].series if value is not None)
+    assert recovered == [pytest.approx(12 / 24), pytest.approx(36 / 24)]
+    assert sum(value for _, value in quality["flaky_share"].series) == 1  # test_mul became flaky once
+    body = client.get("/api/v1/quality", {"range": "7d", "backend": "intel/torch-xpu-ops"}).json()
+    coverage = next(f for f in body["backends"][0]["figures"] if f["figure"] == "coverage")
+    assert len(coverage["series"]["points"]) == 7 and coverage["series"]["measures"]
+    for path in ("/crcr/intel/torch-xpu-ops", "/crcr"):
+        page = client.get(path).content.decode()
+        assert 'id="chart-quality-coverage"' in page and 'id="figure-quality-time_to_recover"' in page
+        assert "vendor/plotly-basic.min.js" in page and "js/hud-charts.js" in page
