@@ -185,6 +185,19 @@ def _registry_lookups_forgotten():
 
 
 @pytest.fixture(autouse=True)
+def _api_throttle_forgotten():
+    """The API's per-address counter lives in the shared cache (Redis in CI): a sweep that sent
+    hundreds of anonymous reads must not leave the next test's reads answered 429 within the
+    same minute. Tests of the throttle itself set their own rate."""
+    from django.core.cache import cache
+
+    try:
+        cache.delete("throttle_api_ip:127.0.0.1")
+    except Exception:  # noqa: BLE001 - a test without a reachable cache has no counter to forget
+        pass
+
+
+@pytest.fixture(autouse=True)
 def upstream_reactions_inline(settings):
     """No worker runs in most tests: check-run/gate/oncall reactions happen in the test's own
     process. Tests of the deferred path turn this off."""
