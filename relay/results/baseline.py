@@ -58,7 +58,7 @@ from .triage import (
 SHARED, BACKEND, MIXED, NO_BASELINE, INFRA = "shared", "backend", "mixed", "no_baseline", "infra"
 KNOWN, EXPECTED = KNOWN_MARK, EXPECTED_MARK
 MARK_LABELS = {
-    SHARED: "shared with reference — likely upstream",
+    SHARED: "shared with reference — the reference fails it too",
     BACKEND: "backend-specific — the reference passed",
     MIXED: "mixed — some failures shared with the reference, some not",
     NO_BASELINE: "no baseline — no reference result on this commit",

@@ -100,6 +100,7 @@ def test_a_failure_the_reference_shares_is_the_prs_own_break_of_it_when_the_base
     assert "upstream broken" not in summary and "which this PR broke" in summary
     verdict_table = client.get("/pr/42").content.decode().split('id="pr-blame"')[1]
     assert 'data-repo="pytorch/openreg-ci"' in verdict_table and "OpenReg" in verdict_table
+    assert "likely upstream" not in client.get("/pr/42").content.decode(), "no mark on the page calls it upstream's"
 
 
 def test_a_reference_failure_the_base_already_had_stays_upstreams(world):
