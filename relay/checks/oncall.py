@@ -39,9 +39,12 @@ def oncall_handles(project: Project) -> list[str]:
 
 
 def head_outcome(project: Project, pr_number: int, head_sha: str) -> tuple[str, list]:
-    """("failing", failing verdicts) | ("passing", []) once every job passed | ("open", [])."""
-    verdicts = [v for v in gate.backend_verdicts(project, pr_number, head_sha) if v.state != "superseded"]
-    failing = [v for v in verdicts if v.state in FAILING]
+    """("failing", the failing verdicts the PR's verdict blames) | ("passing", []) once every job
+    passed | ("open", []). A failure the verdict clears (already failing on trunk, muted, known,
+    expected, flaky: relay.results.blame, the rule the gate enforces) pings nobody."""
+    _, _, verdicts, cleared = gate.backend_state(project, pr_number, head_sha)
+    verdicts = [v for v in verdicts if v.state != "superseded"]
+    failing = [v for v in verdicts if v.state in FAILING and v.job.pk not in cleared]
     if failing:
         return "failing", failing
     if verdicts and all(v.state in PASSING for v in verdicts):

@@ -106,14 +106,15 @@ def _excuse_names(findings: list[Finding]) -> str:
 
 
 class _Verdicts:
-    """The PR's verdict for the head's L4 backends, worked out once (and only when one fails)."""
+    """The PR's verdict for the head's L3 and L4 backends (the gate's and the oncall pings'),
+    worked out once (and only when one fails)."""
 
     def __init__(self, pr_number: int, head: str):
         self.pr_number, self.head, self._by = pr_number, head, None
 
     def of(self, project: Project) -> BackendBlame | None:
         if self._by is None:
-            projects = [p for p in registered_backends() if p.level == Level.L4 or p.is_reference]
+            projects = [p for p in registered_backends() if p.level in (Level.L3, Level.L4) or p.is_reference]
             pr = PullRequest.objects.filter(number=self.pr_number).first()
             self._by = {b.project.pk: b for b in pr_blame(self.head, pr, projects)}
         return self._by.get(project.pk)

@@ -16,7 +16,7 @@ XPU, NPU, ROCM = "intel/torch-xpu-ops", "ascend/npu-ci", "rocm/pytorch-ci"
 
 @pytest.fixture
 def xpu(relay):
-    return relay.backend(XPU, "L4")
+    return relay.backend(XPU, "L4", oncalls=["xpu-oncall"])
 
 
 def gate(relay, head: str = HEAD) -> dict:
@@ -187,6 +187,7 @@ def surfaces(relay, client) -> dict:
         "summary": run["output"]["summary"],
         "html": (box.group(2) if box else "") + (row.group(2) if row else ""),
         "contradictions": gate_vs_verdict(html),  # what the crawl checks on every PR page
+        "oncall pinged": any("crcr-oncall:intel/torch-xpu-ops" in c["body"] for c in relay.gh.comments),
     }
 
 
@@ -198,11 +199,11 @@ def test_a_failure_already_failing_on_trunk_passes_the_gate_with_its_reason_on_e
     assert [seen[k] for k in ("check run", "api", "gate box", "verdict blocks")] == ["success"] * 3 + ["false"]
     reason = "test_ops.TestCommon.test_addmm_float32 already failing on trunk"
     assert reason in seen["summary"] and reason in seen["html"] and "does not block the merge" in seen["html"]
-    assert seen["contradictions"] == []
+    assert seen["contradictions"] == [] and seen["oncall pinged"] is False
     relay.report(xpu, "completed", "failure", job="test", attempt="2", failed_tests=[ADDMM, SUM])
     seen = surfaces(relay, client)
     assert [seen[k] for k in ("check run", "api", "gate box", "verdict blocks")] == ["failure"] * 3 + ["true"]
-    assert "blocks the merge" in seen["html"] and seen["contradictions"] == []
+    assert "blocks the merge" in seen["html"] and seen["contradictions"] == [] and seen["oncall pinged"] is True
 
 
 def muted(project, tests):
