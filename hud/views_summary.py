@@ -22,7 +22,7 @@ from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
 from hud.selectors_tests import quality_rows
 from relay.levels.tallies.buckets import TalliesPending
-from relay.levels.windows import DEFAULT_TAB, TABS, WINDOWS, window_key
+from relay.levels.windows import DEFAULT_TAB, TABS, WINDOWS, default_tab, window_key
 from relay.params import int_param
 from relay.results.bisections import bisections_of_backend
 from relay.results.status import LEGEND
@@ -134,6 +134,8 @@ def backend(request, org: str, repo: str):
         if project is None:
             return page(request, "hud/backend_404.html", context, status=404, partial=None)
         context["project"] = project
+        if "event" not in request.GET:
+            params["event"] = default_tab(project)
         if request.headers.get("HX-Target") == "cell-detail":
             context["cell_fragment"] = True
             return _cell_fragment(request, project, params, context)

@@ -47,6 +47,12 @@ TABS = {"pr": "Pull requests", "nightly": "Nightly", "periodic": "Periodic"}
 """The pages' tabs of runs (relay.runkinds.tab_of: `pr` is every kind but the self-reported ones)."""
 DEFAULT_TAB = "pr"
 
+
+def default_tab(project) -> str:
+    """The tab a backend's page opens on: a nightly-only backend has no PR runs to show."""
+    return "nightly" if project.nightly_only else DEFAULT_TAB
+
+
 NIGHTLY_STALE_AFTER = timedelta(hours=26)
 """Nightly and periodic backends report about once a day; a day and a bit of silence is stale."""
 

@@ -87,6 +87,16 @@ def test_it_answers_an_unknown_backend_with_a_404_page(client):
     assert "No backend called" in response.content.decode() and "nobody/nothing" in response.content.decode()
 
 
+def test_a_nightly_only_backend_s_page_opens_on_its_nightly_runs(client):
+    backend = project("TorchedHat/pytorch-redhat-ci", events=["nightly"])
+    job(backend, "failure", at=recent(), sha="d" * 40, event_type="nightly")
+    page = client.get("/crcr/TorchedHat/pytorch-redhat-ci").content.decode()
+    assert re.search(r'<a href="[^"]*event=nightly[^"]*" aria-current="page">Nightly</a>', page)
+    assert "d" * 10 in page, "its nightly head is listed"
+    page = client.get("/crcr/TorchedHat/pytorch-redhat-ci?event=pr").content.decode()
+    assert re.search(r'aria-current="page">Pull requests</a>', page), "an explicit tab is kept"
+
+
 def test_it_renders_the_backend_dashboard_with_matrix_links_and_readiness(client):
     backend = project("Intel/torch-xpu-ops", level="L3")
     job(
