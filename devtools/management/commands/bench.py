@@ -5,6 +5,7 @@ It never touches the development database: it creates a benchmark database next 
 file under var/bench/, or `crcr_bench` on the configured PostgreSQL server; Redis db 15 when
 REDIS_URL is set) and runs itself again against that (see bench.harness)."""
 
+import json
 import os
 import signal
 import time
@@ -28,7 +29,10 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection")
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection", "cost")
+PARENT_FIGURES = {"cost"}
+"""Measured by this process before any configuration's run: the regression guard (bench.cost)
+serves each revision from a probe of its own, on a SQLite store of its own."""
 
 
 class Command(BaseCommand):
@@ -70,6 +74,14 @@ class Command(BaseCommand):
             help="time each step of a callback inside the web server (devtools/bench/stages.py) and print where "
             "its milliseconds go",
         )
+        parser.add_argument(
+            "--against",
+            default=None,
+            help="the regression guard (figure `cost`): the git revision whose callback CPU is measured alternately "
+            "with this tree's (default: the newest tag, else devtools.bench.cost.BASELINE_REV)",
+        )
+        parser.add_argument("--cost-rounds", type=int, default=8, help="the guard's rounds (each revision asked once)")
+        parser.add_argument("--cost-pairs", type=int, default=100, help="callback pairs per revision per round")
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
     def handle(self, *args, **options):
@@ -88,6 +100,11 @@ class Command(BaseCommand):
     # --- parent: prepare the benchmark database, run the child against it ---------------------------------
 
     def parent(self, options) -> None:
+        if "cost" in options["only"] or options["against"]:
+            self.cost(options)
+        options["only"] = [name for name in options["only"] if name not in PARENT_FIGURES]
+        if not options["only"]:
+            return
         if not options["both"]:
             self.run_against(target_for(os.environ, options["db_name"]), options)
             return
@@ -105,6 +122,20 @@ class Command(BaseCommand):
         self.stdout.write("\n" + side_by_side(documents))
         if failed:
             raise CommandError("; ".join(failed))
+
+    def cost(self, options) -> None:
+        """The callback's CPU per request, this tree's and another revision's, in turn (bench.cost)."""
+        from devtools.bench import cost
+
+        # tiny (the smoke test): the guard's machinery against this very commit, whatever history the clone has
+        against = options["against"] or ("HEAD" if options["tiny"] else cost.against_default(cost.git))
+        self.stdout.write(f"bench: the callback's CPU, this tree against {against} (in process, alternately)")
+        rounds, pairs = (2, 10) if options["tiny"] else (options["cost_rounds"], options["cost_pairs"])
+        summaries = cost.compare(against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write)
+        out = Path(options["out"]).with_name("cost.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"against": against, "rounds": rounds, "pairs": pairs, **summaries}, indent=2))
+        self.stdout.write(f"wrote {out}\n")
 
     def run_against(self, target, options) -> None:
         self.stdout.write(f"bench: {target.label}; figures: {', '.join(options['only'])}; profile: {_profile(options)}")
