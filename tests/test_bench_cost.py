@@ -44,6 +44,7 @@ def test_the_ratio_is_the_median_of_each_rounds_ratio():
     costs.add({"callback_ns": [4_000_000] * 3, "floor_ns": [1_000_000] * 3, "errors": 0})
     summary = costs.summary()
     assert summary["round_ratios"] == [3.0, 2.0, 4.0]
+    assert summary["pair_ratio"] == 3.0  # each request's callback over the empty view's right after it
     assert summary["ratio_to_floor"] == 3.0
     assert summary["callback_cpu_ms"] == 3.0 and summary["floor_cpu_ms"] == 1.0
     assert (summary["requests"], summary["errors"]) == (9, 1)

@@ -113,6 +113,7 @@ class Costs:
         cb = median(self.callback_ns) / 1e6 if self.callback_ns else None
         fl = median(self.floor_ns) / 1e6 if self.floor_ns else None
         ratio = median(self.round_ratios) if self.round_ratios else None
+        pairs = [c / f for c, f in zip(self.callback_ns, self.floor_ns, strict=True) if f]
         return {
             "rev": self.rev,
             "requests": len(self.callback_ns),
@@ -120,6 +121,7 @@ class Costs:
             "floor_cpu_ms": round(fl, 4) if fl is not None else None,
             "ratio_to_floor": round(ratio, 3) if ratio is not None else None,
             "round_ratios": [round(r, 3) for r in self.round_ratios],
+            "pair_ratio": round(median(pairs), 3) if pairs else None,
             "errors": self.errors,
         }
 
