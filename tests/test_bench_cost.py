@@ -77,7 +77,7 @@ def test_an_answer_is_read_from_the_probe_line_by_line(tmp_path):
     )
     probe = cost.Probe("this", tmp_path, tmp_path / "store", script=script)
     try:
-        assert probe.ready == {"ready": True}
+        assert probe.wait_ready() == {"ready": True}
         assert probe.ask(3)["callback_ns"] == [1, 1, 1]
     finally:
         probe.close()
@@ -87,8 +87,10 @@ def test_an_answer_is_read_from_the_probe_line_by_line(tmp_path):
 def test_a_probe_that_dies_is_an_error_not_a_hang(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text("import sys; sys.exit(3)\n")
+    probe = cost.Probe("against", tmp_path, tmp_path / "store", script=script)
     with pytest.raises(RuntimeError, match="did not answer"):
-        cost.Probe("against", tmp_path, tmp_path / "store", script=script)
+        probe.wait_ready()
+    assert probe.proc.returncode == 3 and probe.log.closed
 
 
 def test_an_unknown_revision_is_refused(tmp_path):

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_SCRIPT = Path(__file__).resolve()
@@ -166,17 +167,18 @@ def git(*args: str, cwd: Path = ROOT) -> str | None:
 class Probe:
     """One revision's probe process; `ask` sends a round and waits (with a timeout) for its answer."""
 
-    def __init__(self, label: str, tree: Path, store: Path, script: Path = PROBE_SCRIPT):
+    def __init__(self, label: str, tree: Path, store: Path, script: Path = PROBE_SCRIPT, database_url: str = ""):
         from devtools.bench.harness import SECRET_KEY  # absolute: the probe runs this file as a script
 
         shutil.rmtree(store, ignore_errors=True)  # a fresh store, migrated by this revision
         store.mkdir(parents=True)
+        database_url = database_url or f"sqlite:///{store.resolve() / 'cost.sqlite3'}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CRCR_", "REDIS_URL", "DATABASE_"))}
         env.update(
             {
                 "PYTHONPATH": str(Path(tree).resolve()),
                 "DJANGO_SETTINGS_MODULE": "devtools.bench.settings",
-                "DATABASE_URL": f"sqlite:///{store.resolve() / 'cost.sqlite3'}",
+                "DATABASE_URL": database_url,
                 "CRCR_VAR_DIR": str(store.resolve()),
                 "SECRET_KEY": SECRET_KEY,
                 "DEBUG": "0",
@@ -195,11 +197,16 @@ class Probe:
             stderr=self.log,
             start_new_session=True,
         )
+        self.ready: dict | None = None
+
+    def wait_ready(self) -> dict:
+        """The probe's first line, once its store is migrated (probes start side by side)."""
         try:
             self.ready = self._read()
         except Exception:
             self.close()
             raise
+        return self.ready
 
     def ask(self, pairs: int) -> dict:
         self.proc.stdin.write((json.dumps({"pairs": pairs}) + "\n").encode())
@@ -233,6 +240,9 @@ def worktree(rev: str, base: Path) -> tuple[Path, str]:
         raise ValueError(f"no such revision: {rev}")
     sha = sha.strip()
     tree = base / f"tree-{sha[:12]}"
+    for stale in base.glob("tree-*"):  # one worktree kept: each guarded commit would add one
+        if stale != tree:
+            git("worktree", "remove", "--force", str(stale.resolve()))
     if not (tree / "manage.py").exists():
         git("worktree", "prune")
         if git("worktree", "add", "--detach", "--force", str(tree), sha) is None:
@@ -240,8 +250,20 @@ def worktree(rev: str, base: Path) -> tuple[Path, str]:
     return tree, sha
 
 
-def compare(against: str | None, rounds: int, pairs: int, base: Path, log=print) -> dict:
-    """This tree's callback cost and `against`'s (None: this tree alone), alternately; the summaries."""
+def pg_database(server_url: str, name: str) -> str:
+    """A fresh PostgreSQL database `name` on the server of `server_url` (dropped first); its URL."""
+    from devtools.bench.harness import Target, _pg_admin
+
+    url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
+    target = Target(name, url, "postgresql", None, "")
+    _pg_admin(target, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+    return url
+
+
+def compare(against: str | None, rounds: int, pairs: int, base: Path, log=print, postgres: str = "") -> dict:
+    """This tree's callback cost and `against`'s (None: this tree alone), alternately; the summaries.
+    With `postgres` (a server's URL) each probe gets a database of its own there, crcr_cost_<label>,
+    instead of a SQLite file."""
     labels = {
         "this": (ROOT, (git("rev-parse", "HEAD") or "?").strip() + ("+" if git("diff", "--quiet") is None else ""))
     }
@@ -251,10 +273,13 @@ def compare(against: str | None, rounds: int, pairs: int, base: Path, log=print)
     try:
         for label, (tree, rev) in labels.items():
             log(f"cost: starting the {label} probe ({rev[:12]}, {tree})")
-            probes[label] = Probe(label, tree, base / f"store-{label}")
+            database = pg_database(postgres, f"crcr_cost_{label}") if postgres else ""
+            probes[label] = Probe(label, tree, base / f"store-{label}", database_url=database)
             costs[label] = Costs(label, rev)
-        probes_warm = [probes[label].ask(pairs) for label in probes]  # first requests: imports, keys, caches
-        del probes_warm
+        for probe in probes.values():
+            probe.wait_ready()
+        for probe in probes.values():
+            probe.ask(pairs)  # untimed warm-up: the first requests' imports, keys and caches
         for label in schedule(list(probes), rounds):
             costs[label].add(probes[label].ask(pairs))
     finally:

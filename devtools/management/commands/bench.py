@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from devtools.bench.harness import (
     BENCH_DIR,
     CHILD_FLAG,
+    LOCAL_POSTGRES,
     STAGES_ENV,
     TARGET_ENV,
     both_targets,
@@ -82,6 +83,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--cost-rounds", type=int, default=8, help="the guard's rounds (each revision asked once)")
         parser.add_argument("--cost-pairs", type=int, default=100, help="callback pairs per revision per round")
+        parser.add_argument(
+            "--cost-postgres",
+            action="store_true",
+            help="the guard's probes on PostgreSQL (DATABASE_URL's server, else the local one), each with a "
+            "database of its own, instead of SQLite",
+        )
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
     def handle(self, *args, **options):
@@ -131,10 +138,16 @@ class Command(BaseCommand):
         against = options["against"] or ("HEAD" if options["tiny"] else cost.against_default(cost.git))
         self.stdout.write(f"bench: the callback's CPU, this tree against {against} (in process, alternately)")
         rounds, pairs = (2, 10) if options["tiny"] else (options["cost_rounds"], options["cost_pairs"])
-        summaries = cost.compare(against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write)
+        postgres = ""
+        if options["cost_postgres"]:
+            configured = os.environ.get("DATABASE_URL", "")
+            postgres = configured if configured.startswith("postgres") else LOCAL_POSTGRES
+        summaries = cost.compare(against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write, postgres=postgres)
         out = Path(options["out"]).with_name("cost.json")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"against": against, "rounds": rounds, "pairs": pairs, **summaries}, indent=2))
+        store = "postgresql" if postgres else "sqlite"
+        document = {"against": against, "rounds": rounds, "pairs": pairs, "store": store, **summaries}
+        out.write_text(json.dumps(document, indent=2))
         self.stdout.write(f"wrote {out}\n")
 
     def run_against(self, target, options) -> None:
