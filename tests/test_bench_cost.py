@@ -96,3 +96,19 @@ def test_a_probe_that_dies_is_an_error_not_a_hang(tmp_path):
 def test_an_unknown_revision_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no such revision"):
         cost.worktree("no-such-rev-" + json.dumps(1), tmp_path)
+
+
+def test_the_guard_runs_in_the_parent_and_never_reaches_a_configurations_run(monkeypatch):
+    from django.core.management import call_command
+
+    from devtools.management.commands import bench
+
+    guarded, children = [], []
+    monkeypatch.setattr(bench.Command, "cost", lambda self, options: guarded.append(options["against"]))
+    monkeypatch.setattr(bench.Command, "run_against", lambda self, target, options: children.append(options["only"]))
+    call_command("bench", "--only", "cost", "--against", "v1")
+    assert (guarded, children) == (["v1"], [])
+    call_command("bench", "--only", "callbacks,cost")
+    assert (guarded, children) == (["v1", None], [["callbacks"]])
+    call_command("bench", "--only", "callbacks")
+    assert (guarded, children) == (["v1", None], [["callbacks"], ["callbacks"]])
