@@ -41,7 +41,7 @@ def loads(raw, *, what: str = "body", max_depth: int = MAX_DEPTH):
         value = _parsed(raw, what)
     except RecursionError:
         raise NotStorable(f"{what} is nested deeper than {max_depth} levels") from None
-    if _openers(raw) > max_depth and isinstance(value, dict | list) and _depth_over(value, max_depth):
+    if isinstance(value, dict | list) and _openers_over(raw, max_depth) and _depth_over(value, max_depth):
         raise NotStorable(f"{what} is nested deeper than {max_depth} levels")
     return value
 
@@ -91,15 +91,37 @@ def _may_hide_unstorable_text(raw) -> bool:
     "surrogatepass") or, in text, as itself; UTF-16/32 bodies contain zero bytes. A body with
     none of these (most callbacks) needs no walk over its strings."""
     if isinstance(raw, str):
-        return "\\u" in raw or "\x00" in raw or not _encodes(raw)
-    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw
+        return "\x00" in raw or _escaped_u(raw, "\\", "u") or not _encodes(raw)
+    return b"\xed" in raw or b"\x00" in raw or _escaped_u(raw, b"\\", b"u")
 
 
-def _openers(raw) -> int:
-    """An upper bound of the nesting depth, counted in C: most bodies need no walk."""
-    if isinstance(raw, str):
-        return raw.count("[") + raw.count("{")
-    return bytes(raw).count(b"[") + bytes(raw).count(b"{")
+def _escaped_u(raw, backslash, u) -> bool:
+    """`backslash + "u" in raw`, found by the backslashes (a memchr each): CPython searches a
+    two-character needle a byte at a time, 55 us in a 21 KB callback against 1 us this way.
+    Bounded: past 64 backslashes the plain search finishes the job."""
+    at = raw.find(backslash)
+    for _ in range(64):
+        if at == -1:
+            return False
+        if raw[at + 1 : at + 2] == u:
+            return True
+        at = raw.find(backslash, at + 1)
+    return backslash + u in raw[at:]
+
+
+def _openers_over(raw, limit: int) -> bool:
+    """Whether the text holds more than `limit` openers (`[`, `{`), an upper bound of its nesting
+    depth, so most bodies need no walk. Found one by one (a memchr each) and only up to `limit`:
+    counting them all read a 21 KB callback byte by byte twice (37 us, against 15)."""
+    found = 0
+    for opener in ("[", "{") if isinstance(raw, str) else (b"[", b"{"):
+        at = raw.find(opener)
+        while at != -1:
+            found += 1
+            if found > limit:
+                return True
+            at = raw.find(opener, at + 1)
+    return False
 
 
 def _depth_over(value, levels_left: int) -> bool:

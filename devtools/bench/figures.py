@@ -12,6 +12,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from .cost import FLOOR_GOAL
 from .harness import STAGES_ENV, WEBHOOK_SECRET, MachineWatch, Services, peak_rss_mb, rss_mb
 from .load import (
     UPSTREAM,
@@ -897,6 +898,8 @@ def callback_floor(b: Bench, jobs: list[CallbackJob], callback_cpu: dict) -> flo
         "callback web CPU / empty view web CPU",
         round(ratio, 2) if ratio else None,
         "×",
+        f"≤ {FLOOR_GOAL:g}",
+        _le(ratio, FLOOR_GOAL),
         callback_web_ms=callback_cpu.get("web"),
         floor_web_ms=per.get("web"),
     )

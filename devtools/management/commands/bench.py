@@ -5,6 +5,7 @@ It never touches the development database: it creates a benchmark database next 
 file under var/bench/, or `crcr_bench` on the configured PostgreSQL server; Redis db 15 when
 REDIS_URL is set) and runs itself again against that (see bench.harness)."""
 
+import json
 import os
 import signal
 import time
@@ -18,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from devtools.bench.harness import (
     BENCH_DIR,
     CHILD_FLAG,
+    LOCAL_POSTGRES,
     STAGES_ENV,
     TARGET_ENV,
     both_targets,
@@ -28,7 +30,10 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection")
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection", "cost")
+PARENT_FIGURES = {"cost"}
+"""Measured by this process before any configuration's run: the regression guard (bench.cost)
+serves each revision from a probe of its own, on a SQLite store of its own."""
 
 
 class Command(BaseCommand):
@@ -70,6 +75,20 @@ class Command(BaseCommand):
             help="time each step of a callback inside the web server (devtools/bench/stages.py) and print where "
             "its milliseconds go",
         )
+        parser.add_argument(
+            "--against",
+            default=None,
+            help="the regression guard (figure `cost`): the git revision whose callback CPU is measured alternately "
+            "with this tree's (default: the newest tag, else devtools.bench.cost.BASELINE_REV)",
+        )
+        parser.add_argument("--cost-rounds", type=int, default=8, help="the guard's rounds (each revision asked once)")
+        parser.add_argument("--cost-pairs", type=int, default=100, help="callback pairs per revision per round")
+        parser.add_argument(
+            "--cost-postgres",
+            action="store_true",
+            help="the guard's probes on PostgreSQL (DATABASE_URL's server, else the local one), each with a "
+            "database of its own, instead of SQLite",
+        )
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
     def handle(self, *args, **options):
@@ -88,6 +107,11 @@ class Command(BaseCommand):
     # --- parent: prepare the benchmark database, run the child against it ---------------------------------
 
     def parent(self, options) -> None:
+        if "cost" in options["only"] or options["against"]:
+            self.cost(options)
+        options["only"] = [name for name in options["only"] if name not in PARENT_FIGURES]
+        if not options["only"]:
+            return
         if not options["both"]:
             self.run_against(target_for(os.environ, options["db_name"]), options)
             return
@@ -105,6 +129,26 @@ class Command(BaseCommand):
         self.stdout.write("\n" + side_by_side(documents))
         if failed:
             raise CommandError("; ".join(failed))
+
+    def cost(self, options) -> None:
+        """The callback's CPU per request, this tree's and another revision's, in turn (bench.cost)."""
+        from devtools.bench import cost
+
+        # tiny (the smoke test): the guard's machinery against this very commit, whatever history the clone has
+        against = options["against"] or ("HEAD" if options["tiny"] else cost.against_default(cost.git))
+        self.stdout.write(f"bench: the callback's CPU, this tree against {against} (in process, alternately)")
+        rounds, pairs = (2, 10) if options["tiny"] else (options["cost_rounds"], options["cost_pairs"])
+        postgres = ""
+        if options["cost_postgres"]:
+            configured = os.environ.get("DATABASE_URL", "")
+            postgres = configured if configured.startswith("postgres") else LOCAL_POSTGRES
+        summaries = cost.compare(against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write, postgres=postgres)
+        out = Path(options["out"]).with_name("cost.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        store = "postgresql" if postgres else "sqlite"
+        document = {"against": against, "rounds": rounds, "pairs": pairs, "store": store, **summaries}
+        out.write_text(json.dumps(document, indent=2))
+        self.stdout.write(f"wrote {out}\n")
 
     def run_against(self, target, options) -> None:
         self.stdout.write(f"bench: {target.label}; figures: {', '.join(options['only'])}; profile: {_profile(options)}")
