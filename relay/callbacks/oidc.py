@@ -9,7 +9,6 @@ caller's (401) — and its failure is remembered for a while (a negative cache),
 issuer costs one fetch per backoff window, not one per unauthenticated request."""
 
 import base64
-import json
 import threading
 import time
 from dataclasses import dataclass, field
