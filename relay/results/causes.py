@@ -11,7 +11,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from relay.causes.state import read_version
-from relay.models import CauseHit, FailureCause, Project, UpstreamCommit
+from relay.models import CauseHit, FailureCause, Project
+from relay.runkinds import trunk_commits
 
 DEFAULT_DAYS = 7
 NEW_WITHIN = timedelta(days=2)
@@ -294,7 +295,7 @@ def backend_impacts(project: Project, since) -> dict[int, Impact]:
     (upstream commits the relay knows as trunk) and the first of them."""
     hits = CauseHit.objects.filter(project=project, version=read_version(), created_at__gte=since)
     tests = dict(hits.values("cause_id").annotate(n=Count("identity_id", distinct=True)).values_list("cause_id", "n"))
-    trunk = hits.filter(sha__in=UpstreamCommit.objects.filter(is_trunk=True).values("sha"))
+    trunk = hits.filter(sha__in=trunk_commits().values("sha"))
     firsts: dict[int, tuple] = {}
     commits: dict[int, set[str]] = {}
     for cause_id, sha, at in (

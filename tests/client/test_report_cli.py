@@ -6,6 +6,7 @@ import ast
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -145,7 +146,11 @@ COLLECTION_ERROR = (
     "reference_conclusion, summary",
     [
         ("success", "1/2 backends passed, 1 failing (backend-specific)"),
-        ("failure", "0/2 backends passed, 2 failing (1 the reference, 1 shared (upstream))"),
+        # no base result shows the reference failing before: the PR broke it (issue 50 item 2)
+        (
+            "failure",
+            "0/2 backends passed, 2 failing (1 the reference, 1 shared with the reference, which this PR broke)",
+        ),
     ],
 )
 def test_a_collection_error_reported_by_the_client_is_the_jobs_own_failure_on_the_pr_page(
@@ -169,7 +174,7 @@ def test_a_collection_error_reported_by_the_client_is_the_jobs_own_failure_on_th
     assert (job.tests_total, job.tests_error, job.failed_tests.count()) == (1, 1, 0)
     page = client.get("/pr/2")
     assert page.status_code == 200 and client.get("/api/v1/prs/2").status_code == 200
-    assert summary in page.content.decode()
+    assert summary in page.content.decode(), re.findall(r"[0-9]/2 backends passed[^<]*", page.content.decode())
 
 
 def test_a_passing_job_reports_success_with_no_failed_tests(github_job, tmp_path):

@@ -51,6 +51,10 @@ AUDITED = {
     ("api/views_hud.py", "'[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}'"): FIXED,
     ("api/views_hud.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
     ("api/views_bisections.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
+    # Buildkite's shortcodes in a job's name: a run of one class between colons it excludes (the
+    # one-character lookarounds are fixed-width), so a run is tried once from its opening colon.
+    ("relay/verdicts.py", "'(?<![\\\\w:]):[a-z0-9_+\\\\-]+:(?![\\\\w:])'"): ANCHORED_FORMAT,
+    ("relay/verdicts.py", "'[\U0001f000-\\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f]'"): SINGLE_CLASS + " (no repeat)",
 }
 """(path, pattern source): a None pattern audits every pattern of that file."""
 
