@@ -47,14 +47,14 @@ crawl: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -x -q -m "not browser and not slow and not worker"
 
-## Remake tests/fixtures/pytorch-reports and relay/torch_device_types.py with the real producers: torch's own test machinery,
+## Remake tests/fixtures/pytorch-reports and relay/policy/torch_device_types.py with the real producers: torch's own test machinery,
 ## pytest and unittest-xml-reporting, in a venv of their own (torch is never a project dependency).
 TORCH_VENV ?= /tmp/crcr-torch-venv
 pytorch-fixtures:
 	test -x $(TORCH_VENV)/bin/python || python3 -m venv $(TORCH_VENV)
 	$(TORCH_VENV)/bin/pip install -q torch==2.13.0 pytest unittest-xml-reporting expecttest numpy
 	$(TORCH_VENV)/bin/python devtools/pytorch_reports/make_fixtures.py
-	$(TORCH_VENV)/bin/python devtools/pytorch_reports/device_types.py > relay/torch_device_types.py
+	$(TORCH_VENV)/bin/python devtools/pytorch_reports/device_types.py > relay/policy/torch_device_types.py
 
 ## Lint and formatting check (ruff, configured in pyproject.toml); changes nothing.
 lint: $(STAMP)

@@ -8,7 +8,7 @@ from rest_framework import exceptions, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.views import exception_handler
 
-from relay.params import int_param
+from relay.inputs.params import int_param
 
 
 class Cursor(CursorPagination):
@@ -21,7 +21,7 @@ class Cursor(CursorPagination):
     ordering = "-id"
 
     def get_page_size(self, request):
-        """`page_size` in ASCII digits (relay.params), at most max_page_size; else the default."""
+        """`page_size` in ASCII digits (relay.inputs.params), at most max_page_size; else the default."""
         asked = int_param(request.query_params.get(self.page_size_query_param), low=1)
         return min(asked, self.max_page_size) if asked is not None else self.page_size
 

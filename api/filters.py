@@ -6,12 +6,12 @@ import django_filters
 from django import forms
 from django_filters.fields import IsoDateTimeField
 
+from relay.inputs.params import int_param
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
-from relay.params import int_param
 
 
 class AsciiIntegerField(forms.IntegerField):
-    """1–18 ASCII digits (relay.params): django-filter's NumberFilter reads `١٢` as 12."""
+    """1–18 ASCII digits (relay.inputs.params): django-filter's NumberFilter reads `١٢` as 12."""
 
     def to_python(self, value):
         if value in self.empty_values:

@@ -1,12 +1,12 @@
-"""The API's JSON bodies, read by the one reader of JSON from outside (relay.jsonin): nesting
-capped at relay.jsonin.MAX_DEPTH, NaN/±Infinity, numbers no double holds, a NUL and a lone
+"""The API's JSON bodies, read by the one reader of JSON from outside (relay.inputs.jsonin): nesting
+capped at relay.inputs.jsonin.MAX_DEPTH, NaN/±Infinity, numbers no double holds, a NUL and a lone
 surrogate refused, each as a 400 naming what is wrong. DRF's own parser recursed once per level:
 a write 5,000 levels deep was a RecursionError, a 500, for any token holder."""
 
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
-from relay import jsonin
+from relay.inputs import jsonin
 
 
 class JSONParser(parsers.JSONParser):

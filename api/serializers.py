@@ -4,8 +4,8 @@ the views hand validated data to services."""
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from relay.allowlist import oncall_list, oncall_problems, repo_name_problem
 from relay.callbacks.triage_verdict import CATEGORIES, CONFIDENCES
+from relay.inputs.params import aware_datetime, int_param
 from relay.models import (
     VARIANT_KEYS,
     CIProvider,
@@ -21,7 +21,7 @@ from relay.models import (
     Project,
     UpstreamCommit,
 )
-from relay.params import aware_datetime, int_param
+from relay.registry.allowlist import oncall_list, oncall_problems, repo_name_problem
 
 
 class LevelChangeOut(serializers.ModelSerializer):
@@ -48,7 +48,7 @@ class OncallsField(serializers.Field):
 
 
 class AsciiIntegerField(serializers.IntegerField):
-    """A JSON integer, or its ASCII digits as a string (relay.params): DRF's own reads `"١٢٣"`
+    """A JSON integer, or its ASCII digits as a string (relay.inputs.params): DRF's own reads `"١٢٣"`
     as 123 and `123.0` as 123."""
 
     def to_internal_value(self, data):
@@ -63,7 +63,7 @@ class AsciiIntegerField(serializers.IntegerField):
 
 class AsciiDateTimeField(serializers.DateTimeField):
     """An ISO-8601 time with its time zone, in ASCII digits, within the calendar once in UTC
-    (relay.params.aware_datetime): DRF's own reads `٢٠٢٦-…` as a date."""
+    (relay.inputs.params.aware_datetime): DRF's own reads `٢٠٢٦-…` as a date."""
 
     def to_internal_value(self, value):
         parsed = aware_datetime(value)

@@ -2,7 +2,7 @@
 
 from rest_framework.throttling import SimpleRateThrottle
 
-from relay.cache import cache_failed, cache_paused
+from relay.ops.cache import cache_failed, cache_paused
 
 from .models import ApiToken
 

@@ -8,9 +8,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relay import registry
-from relay.allowlist import AllowlistError
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
+from relay.registry import service as registry
+from relay.registry.allowlist import AllowlistError
 from relay.results.heads import sha_resolve
 from relay.selectors import installed_names
 

@@ -9,9 +9,9 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relay.links import pr_path
+from relay.inputs.params import int_param
 from relay.models import Bisection
-from relay.params import int_param
+from relay.policy.links import pr_path
 from relay.results.bisections import bisection_found, bisections_listed
 
 FILTERS = ("state", "backend", "culprit", "limit")

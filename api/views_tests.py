@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hud.selectors_tests import DEFAULT_WINDOW, WINDOWS, quality_rows, test_page
-from relay.links import commit_path
-from relay.params import int_param
+from relay.inputs.params import int_param
+from relay.policy.links import commit_path
 from relay.results.tests import PAGE, BadCursor
 
 

@@ -4,7 +4,7 @@ gunicorn's gthread worker reads a body with blocking receives and no deadline, s
 sends a byte now and then holds a thread for as long as it likes. This WSGI wrapper gives every
 request with a body a deadline. One watchdog thread keeps the deadlines; at one, it shuts the
 socket's reading side, which ends the blocked receive at once, and the next read of the body
-raises relay.bodies.BodyTooSlow (a 408). The answer still goes out (only reading was shut), and
+raises relay.inputs.bodies.BodyTooSlow (a 408). The answer still goes out (only reading was shut), and
 the connection closes after it. Outside gunicorn (no `gunicorn.socket`) nothing changes."""
 
 import heapq
@@ -15,7 +15,7 @@ import time
 
 from django.conf import settings
 
-from relay.bodies import BodyTooSlow
+from relay.inputs.bodies import BodyTooSlow
 
 
 class _Watch:

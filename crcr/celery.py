@@ -7,6 +7,8 @@ from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 from kombu import Queue
 
+from relay.queues import DISPATCH, FOLLOW_UP
+
 from . import broker  # noqa: F401 - registers the embedded crcrfs:// transport
 from .env import env
 
@@ -16,39 +18,20 @@ app = Celery("crcr")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-DISPATCH_QUEUE = "celery"
-"""The send path: a delivery's fan-out and its repository dispatches (and the worker heartbeat)."""
-FOLLOW_UP_QUEUE = "follow_up"
-"""What follows a record (reactions, upstream writes, triage, notifications) and housekeeping
-sweeps that may run long: on their own queue and worker, so a dispatch send never waits behind
-them for a thread or a prefetch slot (docs/performance.md, fan-out)."""
-FOLLOW_UP_TASKS = (
-    "relay.delivery_react",
-    "relay.dispatch_react",
-    "relay.job_react",
-    "relay.upstream_react",
-    "relay.upstream_write_send",
-    "relay.upstream_write_sweep",
-    "relay.issue_occurrences_record",
-    "relay.notification_send",
-    "relay.notification_sweep",
-    "relay.notification_digests",
-    "hud.notification_events_detect",
-    "hud.demotion_prs_reconcile",
-    "relay.results_sweep",
-    "relay.reference_import_sweep",
-    "relay.retention_sweep",
-    "relay.installations_sync",
-    "relay.alerts_evaluate",
-    "relay.test_store_sweep",
-    "relay.module_counts_sweep",
-    "relay.bisection_consider",
-    "relay.bisection_job_react",
-    "relay.bisections_sweep",
-)
+DISPATCH_QUEUE, FOLLOW_UP_QUEUE = DISPATCH, FOLLOW_UP
+
+
+def route_to_declared_queue(name, args, kwargs, options, task=None, **kw):
+    """Each task runs on the queue it declares beside its code (relay.queues.relay_task), also
+    when it is sent by its registered name alone (the outbox kicks a send that way)."""
+    task = task or app.tasks.get(name)
+    queue = getattr(task, "queue", None)
+    return {"queue": queue} if queue else None
+
+
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
-app.conf.task_routes = {name: {"queue": FOLLOW_UP_QUEUE} for name in FOLLOW_UP_TASKS}
+app.conf.task_routes = (route_to_declared_queue,)
 WORKERS = {DISPATCH_QUEUE: 16, FOLLOW_UP_QUEUE: 8}
 """Thread count of the worker consuming each queue: the sends are I/O-bound (GitHub's latency)."""
 
@@ -63,7 +46,7 @@ def worker_command(queue: str, concurrency: int | None = None) -> list[str]:
 
 
 DEMOTION_EVERY_SECONDS = float(env("CRCR_DEMOTION_EVERY_SECONDS", "900"))
-"""How often the demotion loop decides (hud.demotion_prs_reconcile); the sandbox sets a minute."""
+"""How often the demotion loop decides (relay.demotion_prs_reconcile); the sandbox sets a minute."""
 
 app.conf.beat_schedule = {
     "every-minute-sweep-dispatches": {
@@ -117,12 +100,17 @@ app.conf.beat_schedule = {
         "options": {"expires": 55},
     },
     "every-minute-refresh-hud-rollups": {
-        "task": "hud.rollups_refresh",
+        "task": "relay.rollups_refresh",
         "schedule": 60.0,
         "options": {"expires": 55},
     },
     "every-minute-detect-notification-events": {
-        "task": "hud.notification_events_detect",
+        "task": "relay.trunk_events_detect",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "every-minute-detect-level-events": {
+        "task": "relay.level_events_detect",
         "schedule": 60.0,
         "options": {"expires": 55},
     },
@@ -132,7 +120,7 @@ app.conf.beat_schedule = {
         "options": {"expires": 55},
     },
     "every-15-minutes-reconcile-demotion-prs": {
-        "task": "hud.demotion_prs_reconcile",
+        "task": "relay.demotion_prs_reconcile",
         "schedule": DEMOTION_EVERY_SECONDS,
         "options": {"expires": max(30.0, DEMOTION_EVERY_SECONDS - 5)},
     },

@@ -12,7 +12,7 @@ web tier. What bounds them here:
 Production still belongs behind a buffering reverse proxy (docs/admins.md, "Reverse proxy"),
 which reads whole requests before gunicorn sees them; these bounds are the fallback.
 
-Prometheus: every worker process counts its callbacks' answers (relay/metrics.py) in
+Prometheus: every worker process counts its callbacks' answers (relay/health/metrics.py) in
 prometheus_client's multiprocess mode, in PROMETHEUS_MULTIPROC_DIR (a fresh directory for this
 server unless one is given; emptied when the server starts, so counters start from zero as
 Prometheus expects after a restart), and /metrics adds them up."""

@@ -278,7 +278,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ScopedWrite"],
-    # JSON through relay.jsonin's one reader (its depth rule); forms as DRF reads them.
+    # JSON through relay.inputs.jsonin's one reader (its depth rule); forms as DRF reads them.
     "DEFAULT_PARSER_CLASSES": [
         "api.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
@@ -403,14 +403,14 @@ CRCR_UPSTREAM_WRITE_LEASE_SECONDS = env_int("CRCR_UPSTREAM_WRITE_LEASE_SECONDS",
 CRCR_SWEEP_BATCH = env_int("CRCR_SWEEP_BATCH", 500)
 CRCR_SWEEP_GRACE_SECONDS = env_int("CRCR_SWEEP_GRACE_SECONDS", 20)
 
-# Retention (relay/retention.py, every 6 h): webhook payloads and stored callback bodies are cut
+# Retention (relay/ops/retention.py, every 6 h): webhook payloads and stored callback bodies are cut
 # after this many days (0: kept forever); deliveries, dispatches, attempts and results stay.
 CRCR_RETENTION_PAYLOAD_DAYS = env_int("CRCR_RETENTION_PAYLOAD_DAYS", 30)
 CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS", 30)
 CRCR_RETENTION_TEST_DAYS = env_int("CRCR_RETENTION_TEST_DAYS", 90)
-"""The test store (relay/models/testlevel.py): outcomes and tested commits older than this go (0: kept forever)."""
+"""The test store (relay/models/teststore.py): outcomes and tested commits older than this go (0: kept forever)."""
 
-# --- the test store's flakiness machine (relay/testlevel/machine.py) --------------------------------
+# --- the test store's flakiness machine (relay/teststore/machine.py) --------------------------------
 CRCR_TEST_BROKEN_AFTER = env_int("CRCR_TEST_BROKEN_AFTER", 3)
 """A test failing on this many consecutive upstream commits of a backend is broken there."""
 CRCR_TEST_HEALED_AFTER = env_int("CRCR_TEST_HEALED_AFTER", 10)
@@ -439,7 +439,7 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "crcr-hud@localhost")
 
-# --- the relay's own health: alerts (relay/alerts.py) and /metrics (relay/levels/metrics.py) ----------------
+# --- the relay's own health: alerts (relay/health/alerts.py) and /metrics (relay/health/exposition.py) ----------------
 # Upstream's dashboard rules over the health probe, its defaults; docs/admins.md, "Alerts and metrics".
 CRCR_ALERT_NIGHTLY_HOURS = float(env("CRCR_ALERT_NIGHTLY_HOURS", "24"))
 CRCR_ALERT_UNEXPECTED_MAX = env_int("CRCR_ALERT_UNEXPECTED_MAX", 0)

@@ -5,7 +5,7 @@ own registry services so every level is audited like any other."""
 from django.db import transaction
 
 from relay.models import CIProvider, HardwareKind, Project
-from relay.registry import project_create, project_update
+from relay.registry.service import project_create, project_update
 
 SANDBOX_SEED_BY = "sandbox-seed"
 REASON = "sandbox registry"

@@ -10,13 +10,13 @@ from django.db.models import Count
 from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, duration, percent
-from relay.cache import soft_get, soft_set
-from relay.health import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
-from relay.levels.windows import TABS, Window, stale_after
-from relay.links import backend_path
+from relay.health.healthz import HEARTBEAT_KEY, HEARTBEAT_STALE_AFTER
+from relay.health.probe import probe_heads, stuck_after
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
-from relay.probe import probe_heads, stuck_after
+from relay.ops.cache import soft_get, soft_set
+from relay.policy.links import backend_path
 from relay.results.overdue import running_jobs_overdue
+from relay.stats.windows import TABS, Window, stale_after
 
 
 @dataclass
@@ -45,7 +45,7 @@ def health_cards(
     tallies: dict, probe: Project | None, window: Window, tab: str, since: datetime, now: datetime
 ) -> list[HealthCard]:
     """The relay's health alerts have their own panel on /crcr, each over its own window, so no
-    card restates them (relay.alerts.alert_statuses)."""
+    card restates them (relay.health.alerts.alert_statuses)."""
     return [
         probe_card(probe, tab, stale_after(window, tab), now),
         deliveries_card(since, window, now),
@@ -172,7 +172,7 @@ def overdue_jobs(project: Project | None = None):
 
 
 def probe_card(probe: Project | None, tab: str, stale: timedelta, now: datetime) -> HealthCard:
-    """One window, one state: the probe's latest few heads of this kind (relay.probe.probe_heads)
+    """One window, one state: the probe's latest few heads of this kind (relay.health.probe.probe_heads)
     and its jobs stuck now. The health alerts, each over its own window, have their own panel:
     a card reading "Degraded · Alert firing · 3/3 recent heads passed" answered two windows at
     once. Heads still running, with none decided yet, are no data, not a failure."""

@@ -2,7 +2,7 @@
 linked, with "P/N jobs passed", and only the jobs that need attention, each "job: state · time"
 linked to its log ("overdue in progress" for a job running past its expected duration). The
 probe's runs are judged by the probe rule; retries count by their latest attempt per run and job
-(relay/probe.py), as upstream's health views count them."""
+(relay/health/probe.py), as upstream's health views count them."""
 
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, job_log_url
-from relay import probe as figures
-from relay.links import pr_path
+from relay.health import probe as figures
 from relay.models import Delivery, Dispatch, JobRun, Project
+from relay.policy.links import pr_path
+from relay.policy.run_links import run_host_trusted
+from relay.policy.verdicts import FAILING, STATES, State, conclusion_state, job_label, probe_state
 from relay.results.overdue import running_jobs_overdue
-from relay.run_links import run_host_trusted
-from relay.verdicts import FAILING, STATES, State, conclusion_state, job_label, probe_state
 
 RUNS_SHOWN = 10
 ATTENTION_SHOWN = 25
@@ -36,7 +36,7 @@ class Line:
     url: str = ""
     detail: str = ""
     state: str = ""
-    """A state name for the glyph and colour class (relay.verdicts.State values), or ""."""
+    """A state name for the glyph and colour class (relay.policy.verdicts.State values), or ""."""
 
 
 @dataclass

@@ -3,12 +3,12 @@
 Names, messages and titles come from downstream CI and webhooks; Django escapes their markup,
 but a bidi override or an ESC is not markup: it would reach the browser as is and reorder or
 hide the text around it (`test\u202egnp.exe`). Every HTML answer (HUD, operator pages, admin) has
-each such character (relay.text) replaced by `⟨U+202E⟩`, whichever template or field it came
+each such character (relay.inputs.text) replaced by `⟨U+202E⟩`, whichever template or field it came
 through. Our own templates contain none, so a page without odd data is passed through untouched."""
 
 import re
 
-from relay.text import CONTROLS_BUT_LAYOUT, visible
+from relay.inputs.text import CONTROLS_BUT_LAYOUT, visible
 
 _INVISIBLE = re.compile(f"[{CONTROLS_BUT_LAYOUT}]")
 

@@ -4,7 +4,7 @@ so a link or a refresh keeps it) turns every list of the page to its N-th slice.
 
 from urllib.parse import urlencode
 
-from relay.params import int_param
+from relay.inputs.params import int_param
 
 TESTS_PER_PAGE = 50
 PARAM = "tests"

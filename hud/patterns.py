@@ -1,12 +1,12 @@
 """User-supplied name patterns, matched in linear time.
 
-A regular expression from a query string runs on RE2 (relay.linear): no backtracking, so no
+A regular expression from a query string runs on RE2 (relay.inputs.linear): no backtracking, so no
 pattern can take more than time proportional to the text it scans, and a memory cap bounds what
 compiling it may build. Backreferences and lookarounds, which need backtracking, are refused as
 invalid."""
 
-from relay.linear import PatternError as LinearPatternError
-from relay.linear import linear
+from relay.inputs.linear import PatternError as LinearPatternError
+from relay.inputs.linear import linear
 
 MAX_PATTERN_CHARS = 200
 

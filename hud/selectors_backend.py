@@ -1,7 +1,7 @@
 """/crcr/<org>/<repo>: one backend's cards, its matrix of head SHAs × jobs, a cell's drill-down,
 the environment it reported and its level readiness.
 
-The cards and readiness come from the cached windowed tallies (relay.levels.tallies); the matrix
+The cards and readiness come from the cached windowed tallies (relay.stats.tallies); the matrix
 loads only the rows of one page of head SHAs (≤ 50) and judges them with relay.results.status directly."""
 
 import re
@@ -13,16 +13,22 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from hud.templatetags.hud_tags import ago, duration, percent
-from relay.checks.demotion import demotion_pr_active
+from relay.inputs.linear import linear
+from relay.inputs.params import int_param
 from relay.levels import criteria as readiness_rules
-from relay.levels.inputs import LevelHistory, backend_readiness, level_history
-from relay.levels.tallies.buckets import window_buckets
-from relay.levels.tallies.rollups import window_tallies
-from relay.levels.tallies.tally import Tally
-from relay.levels.windows import WINDOWS
-from relay.linear import linear
+from relay.levels.demotion import demotion_pr_active
+from relay.levels.readiness import LevelHistory, backend_readiness, level_history
 from relay.models import FailedTest, JobRun, Project, UpstreamCommit
-from relay.params import int_param
+from relay.policy.run_links import github_job_id
+from relay.policy.verdicts import (
+    STATES,
+    State,
+    attempts_in_order,
+    conclusion_state,
+    job_verdicts,
+    probe_state,
+    shown_state,
+)
 from relay.results.advice import Advice, advice_from
 from relay.results.baseline import MARK_LABELS, backend_baseline
 from relay.results.cells import combined_state, reference_backend, registered_backends
@@ -32,10 +38,12 @@ from relay.results.overdue import overdue_job_ids
 from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
 from relay.results.tests import flaky_tests, mutes_listed
-from relay.run_links import github_job_id
-from relay.runkinds import Figure, counted_q, tab_of, tab_q
+from relay.stats.runkinds import Figure, counted_q, tab_of, tab_q
+from relay.stats.tallies.buckets import window_buckets
+from relay.stats.tallies.rollups import window_tallies
+from relay.stats.tallies.tally import Tally
+from relay.stats.windows import WINDOWS
 from relay.triage.mutes import Muted
-from relay.verdicts import STATES, State, attempts_in_order, conclusion_state, job_verdicts, probe_state, shown_state
 
 from .selectors_baseline_history import baseline_history
 from .selectors_commit import commit_pr_number
@@ -92,7 +100,7 @@ def upstream_pr_url(number: int) -> str:
 
 
 def run_url(job: JobRun, project: Project) -> str:
-    """GitHub Actions job pages are <run url>/job/<job id> (relay.run_links.github_job_id); other
+    """GitHub Actions job pages are <run url>/job/<job id> (relay.policy.run_links.github_job_id); other
     providers get the run URL they reported, as they reported it."""
     job_id = github_job_id(job)
     if job.workflow_url and project.ci_provider == "github" and job_id:
@@ -104,7 +112,7 @@ def run_url(job: JobRun, project: Project) -> str:
 
 _PARENS = linear(r"^(?P<base>.*?) \((?P<inner>[^()]*)\)$")
 _SUFFIX = linear(r"^(?P<base>.+?)[-_](?P<index>[0-9]{1,9})$")
-"""Both run on job labels from downstream: RE2 (relay.linear), as `.*?` before a suffix backtracks."""
+"""Both run on job labels from downstream: RE2 (relay.inputs.linear), as `.*?` before a suffix backtracks."""
 
 
 def shard_of(label: str) -> tuple[str, int] | None:
@@ -222,7 +230,7 @@ def matrix_label(job) -> str:
 
 
 def _page_rows(tab: str):
-    """The rows the page counts in this tab, as the tallies count them (relay.runkinds)."""
+    """The rows the page counts in this tab, as the tallies count them (relay.stats.runkinds)."""
     return counted_q(Figure.BACKEND_PAGE) & tab_q(tab)
 
 
@@ -536,7 +544,7 @@ class Dashboard:
     """PR/push tab: the window's failed jobs excused as upstream's, for the adjusted pass rate."""
     history: LevelHistory | None = None
     demotion_pr: object = None
-    """The backend's active demotion pull request (relay.checks.demotion), or None."""
+    """The backend's active demotion pull request (relay.levels.demotion), or None."""
     quality: Quality | None = None
     """Coverage, flaky share and time to recover over the window (relay.results.quality)."""
     flaky: list = field(default_factory=list)

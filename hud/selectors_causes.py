@@ -4,9 +4,9 @@ cause and the trend figure."""
 
 from dataclasses import dataclass
 
-from relay.linear import linear
+from relay.inputs.linear import linear
+from relay.inputs.params import int_param
 from relay.models import FailureCause, KnownIssue, Project
-from relay.params import int_param
 from relay.results.causes import (
     DEFAULT_DAYS,
     KINDS,

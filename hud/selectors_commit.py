@@ -4,6 +4,10 @@ and job, read through the cell engine (relay.results.cells)."""
 from dataclasses import dataclass
 
 from relay.models import JobRun, Project, UpstreamCommit
+from relay.policy.verdicts import (
+    JobVerdict,
+    State,
+)
 from relay.results.baseline import failures_load
 from relay.results.cells import (
     Cell,
@@ -13,10 +17,6 @@ from relay.results.cells import (
 from relay.results.heads import commit_pr_number
 from relay.results.status import TESTS_SOURCES
 from relay.results.variants import only_variant, variant_of
-from relay.verdicts import (
-    JobVerdict,
-    State,
-)
 
 from .paging import page_of
 from .selectors_tests import failed_test_dicts_states

@@ -9,8 +9,9 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
+from relay.inputs.params import int_param
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
-from relay.params import int_param
+from relay.policy.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, failures_load, grid_baseline
 from relay.results.blame import BackendBlame, reference_broken_by
 from relay.results.cells import (
@@ -25,8 +26,7 @@ from relay.results.grid import CommitCells, commit_cells
 from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
-from relay.runkinds import pr_heads, trunk_commits
-from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
+from relay.stats.runkinds import pr_heads, trunk_commits
 
 from .patterns import PatternError, pattern_matcher
 from .selectors_commit import commit_pr_number

@@ -7,14 +7,14 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
-from relay.levels.tallies.buckets import Bucket, window_buckets
-from relay.levels.tallies.rollups import bucket_tallies
-from relay.levels.tallies.tally import Tally, tallies_merge, tally_sum
-from relay.levels.windows import WINDOWS
 from relay.models import Level, Project
+from relay.stats.tallies.buckets import Bucket, window_buckets
+from relay.stats.tallies.rollups import bucket_tallies
+from relay.stats.tallies.tally import Tally, tallies_merge, tally_sum
+from relay.stats.windows import WINDOWS
 
 HOURLY_WINDOWS = {"24h": 24}
-"""Ranges charted by the hour; the others (relay.levels.windows.WINDOWS, the same on every page) by the day."""
+"""Ranges charted by the hour; the others (relay.stats.windows.WINDOWS, the same on every page) by the day."""
 """Ranges drawn hour by hour (the value: how many hours)."""
 LEVEL_FILTERS = {"all": "All levels", Level.L4: "L4", Level.L3: "L3", Level.L2: "L2"}
 """L1 is not offered: L1 backends have no results to chart."""

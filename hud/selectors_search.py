@@ -5,12 +5,12 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from relay.linear import linear
-from relay.links import backend_path, commit_path, pr_path, test_path
+from relay.inputs.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, Project, PullRequest, UpstreamCommit
+from relay.policy.links import backend_path, commit_path, pr_path, test_path
 from relay.results.heads import CANDIDATES, commits_by_prefix
 from relay.results.tests import identities_matching
-from relay.runkinds import trunk_commits
+from relay.stats.runkinds import trunk_commits
 
 MAX_QUERY = 140
 MIN_SHA_PREFIX = 4
@@ -18,7 +18,7 @@ MIN_TITLE_WORDS = 3
 """Characters a title search needs: fewer match nearly everything."""
 TITLE_HITS = 25
 PR_NUMBER = linear(r"^(?:#|pr\s*#?\s*)?([0-9]{1,9})$", case_sensitive=False)
-"""RE2 (relay.linear): the spaces around `#` can be split two ways, which backtracks."""
+"""RE2 (relay.inputs.linear): the spaces around `#` can be split two ways, which backtracks."""
 SHA_PREFIX = linear(rf"^[0-9a-f]{{{MIN_SHA_PREFIX},40}}$", case_sensitive=False)
 
 

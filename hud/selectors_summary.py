@@ -1,4 +1,4 @@
-"""/crcr, the global summary: backends by level with their windowed tallies (relay.levels.tallies), and
+"""/crcr, the global summary: backends by level with their windowed tallies (relay.stats.tallies), and
 the relay's health cards (hud.health)."""
 
 from collections import Counter
@@ -9,18 +9,18 @@ from django.utils import timezone
 
 from hud.health import dispatch_states, health_cards
 from hud.templatetags.hud_tags import ago, duration, percent
-from relay.alerts import AlertStatus, alert_statuses
-from relay.cache import soft_get, soft_set
+from relay.health.alerts import AlertStatus, alert_statuses
 from relay.levels.criteria import pass_rate_met
 from relay.levels.status import repo_status
-from relay.levels.tallies.buckets import window_buckets
-from relay.levels.tallies.excused import window_excused
-from relay.levels.tallies.rollups import rollups_state, window_tallies
-from relay.levels.tallies.tally import Tally
-from relay.levels.windows import WINDOWS, Window, stale_after
 from relay.models import Level, Project
+from relay.ops.cache import soft_get, soft_set
+from relay.policy.verdicts import Rates
 from relay.results.excused import AdjustedRates
-from relay.verdicts import Rates
+from relay.stats.tallies.buckets import window_buckets
+from relay.stats.tallies.excused import window_excused
+from relay.stats.tallies.rollups import rollups_state, window_tallies
+from relay.stats.tallies.tally import Tally
+from relay.stats.windows import WINDOWS, Window, stale_after
 
 # --- the summary page ---------------------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ class BackendRow:
     """The level criteria at a glance (L2: promotion, L3/L4: demotion)."""
     adjusted: AdjustedRates | None = None
     """The upstream-adjusted pass rate on the PR tab (the rule judges PR and push jobs only): the
-    excused count from stored rollups (relay.levels.tallies.excused); the list is on the backend page."""
+    excused count from stored rollups (relay.stats.tallies.excused); the list is on the backend page."""
 
     @property
     def rates(self) -> Rates:
@@ -158,7 +158,7 @@ class Summary:
     registered: Counter
     probe: Project | None
     alerts: list[AlertStatus] = field(default_factory=list)
-    """The relay's health alerts as their last evaluation left them (relay/alerts.py)."""
+    """The relay's health alerts as their last evaluation left them (relay/health/alerts.py)."""
 
     @property
     def alerts_firing(self) -> int:

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from relay.cache import soft_get, soft_set
-from relay.levels.windows import DEFAULT_WINDOW, WINDOWS
 from relay.models import Level
+from relay.ops.cache import soft_get, soft_set
+from relay.policy.testids import report_ids
 from relay.results.cells import reference_backend, registered_backends, reported_environment
 from relay.results.quality import Quality, quality_of
 from relay.results.tests import (
@@ -19,7 +19,7 @@ from relay.results.tests import (
     states_for,
     test_history,
 )
-from relay.testids import report_ids
+from relay.stats.windows import DEFAULT_WINDOW, WINDOWS
 
 
 @dataclass

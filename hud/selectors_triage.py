@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Min
 
 from relay.models import Expectation, IssueOccurrence, KnownIssue, Level, Project, UpstreamCommit
+from relay.policy.testids import TestId
 from relay.results.baseline import failures_load
 from relay.results.cells import (
     cells_for_commits,
@@ -18,7 +19,6 @@ from relay.results.cells import (
 )
 from relay.results.culprits import Streak, history_load, streaks, trunk_chain
 from relay.results.triage import cells_triage
-from relay.testids import TestId
 from relay.triage.expectations import FAIL, PASS, UNKNOWN, passing_streak
 from relay.triage.issues import still_occurring
 from relay.triage.matching import id_matches

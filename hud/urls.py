@@ -20,7 +20,7 @@ urlpatterns = [
     re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("search", views_search.search_view, name="hud-search"),
     path("metrics", views_metrics.metrics, name="prometheus-metrics"),
-    # any character: a name stored before relay.text.escaped was the rule may hold a newline
+    # any character: a name stored before relay.inputs.text.escaped was the rule may hold a newline
     re_path(r"^test/(?P<identity>(?s:.+))$", views_tests.test_view, name="hud-test"),
     path("crcr", views_summary.summary, name="hud-summary"),
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),

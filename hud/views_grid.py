@@ -7,12 +7,12 @@ from django.db import DatabaseError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from relay.params import int_list_param
+from relay.inputs.params import int_list_param
+from relay.policy.run_links import run_host, run_host_trusted
 from relay.results.baseline import commit_baseline
 from relay.results.bisections import bisections_of_commit, culprits_landed_by, probes_on_commit
 from relay.results.culprits import commit_streaks
 from relay.results.heads import sha_resolve
-from relay.run_links import run_host, run_host_trusted
 
 from .paging import tests_page
 from .rendering import page, unavailable

@@ -1,4 +1,4 @@
-"""GET /metrics: the Prometheus exposition (relay/levels/metrics.py), behind a bearer token. Without
+"""GET /metrics: the Prometheus exposition (relay/health/exposition.py), behind a bearer token. Without
 CRCR_METRICS_TOKEN the main server does not serve it (404), so a deployment exposes nothing by
 accident; `manage.py metrics_serve` serves the same text on a separate bind address instead
 (docs/admins.md, "Alerts and metrics")."""
@@ -11,7 +11,7 @@ from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from relay.levels.metrics import CONTENT_TYPE, exposition
+from relay.health.exposition import CONTENT_TYPE, exposition
 
 logger = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from hud.selectors_enablement import enabled_history_page
 from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
 from hud.selectors_summary import summary_build
 from hud.selectors_tests import quality_rows
-from relay.levels.tallies.buckets import TalliesPending
-from relay.levels.windows import DEFAULT_TAB, TABS, WINDOWS, default_tab, window_key
-from relay.params import int_param
+from relay.inputs.params import int_param
+from relay.policy.verdicts import STATES, State
 from relay.results.bisections import bisections_of_backend
 from relay.results.status import LEGEND
-from relay.verdicts import STATES, State
+from relay.stats.tallies.buckets import TalliesPending
+from relay.stats.windows import DEFAULT_TAB, TABS, WINDOWS, default_tab, window_key
 
 COUNTS_TEXT = {
     "pass": "counts as a pass",

@@ -1,5 +1,5 @@
 """`/test/<identity>`: one test's history across upstream commits and backends (the identity
-URL-encoded, as relay.testids gives it; the page's cursor in the query string)."""
+URL-encoded, as relay.policy.testids gives it; the page's cursor in the query string)."""
 
 from django.db import DatabaseError
 from django.views.decorators.http import require_GET

@@ -8,7 +8,7 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from relay.params import int_param
+from relay.inputs.params import int_param
 from relay.results.cells import registered_backends
 from relay.triage import issues as issue_services
 

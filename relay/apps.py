@@ -6,7 +6,5 @@ class RelayConfig(AppConfig):
     verbose_name = "Relay"
 
     def ready(self):
-        from . import (
-            deploy_checks,  # noqa: F401 - start-up checks (SECRET_KEY, credentials)
-            tasks,  # noqa: F401 - every task registered in every process
-        )
+        from relay import tasks  # noqa: F401 - every task registered in every process
+        from relay.ops import deploy_checks  # noqa: F401 - start-up checks (SECRET_KEY, credentials)

@@ -5,12 +5,13 @@ broker cannot take them), so "find callers" leads from every reaction back to it
 
 from dataclasses import dataclass
 
+from relay.policy.verdicts import FAILING, conclusion_state
+
 from .bisect.tasks import bisection_job_react, bisection_start
 from .checks.reactions import upstream_wants_job
 from .checks.tasks import delivery_react, dispatch_react, job_react, react_on_commit
 from .models import BISECT_EVENT
 from .notify.tasks import issue_occurrences_record
-from .verdicts import FAILING, conclusion_state
 
 
 @dataclass(frozen=True)

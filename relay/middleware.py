@@ -6,7 +6,7 @@ import logging
 from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 
-from .bodies import BodyTooSlow
+from relay.inputs.bodies import BodyTooSlow
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class NulInUrlMiddleware:
 
 
 class SlowBodyMiddleware:
-    """408, as JSON, for a request whose body did not arrive in time (relay.bodies.BodyTooSlow)."""
+    """408, as JSON, for a request whose body did not arrive in time (relay.inputs.bodies.BodyTooSlow)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from relay.params import int_param
+from relay.inputs.params import int_param
 
 from .checks.outbox import writes_recent
 from .selectors import STATUS_FILTERS, DeliveryFilters, deliveries_page, delivery_event_choices

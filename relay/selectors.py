@@ -5,9 +5,10 @@ from dataclasses import dataclass
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, Q
 
+from relay.stats.runkinds import trunk_commits
+
 from .github.installations import installed_names
 from .models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
-from .runkinds import trunk_commits
 
 __all__ = [
     "STATUS_FILTERS",

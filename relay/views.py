@@ -8,12 +8,13 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from .bodies import body_within
+from relay.health.healthz import health_report
+from relay.health.metrics import callback_answered
+from relay.inputs.bodies import body_within
+
 from .callbacks.receive import callback_receive
-from .health import health_report
 from .intake.deliveries import webhook_intake
 from .intake.webhooks import MAX_BODY_BYTES, WebhookRejected, webhook_read
-from .metrics import callback_answered
 
 logger = logging.getLogger(__name__)
 

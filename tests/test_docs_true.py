@@ -17,7 +17,7 @@ TOP = ("relay", "hud", "api", "crcr", "devtools", "client", "tests", "docs", "st
 PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(TOP)})/[\w./*-]*\w)(?:::(\w+))?")
 """relay/checks/gate.py, tests/security/, hud/templates/hud/commit.html, path.py::name."""
 DOTTED = re.compile(rf"(?<![\w./-])((?:{'|'.join(PACKAGES[:4])})\.[a-z_][\w.]*[a-zA-Z0-9_])")
-"""relay.verdicts.job_verdicts, hud.selectors_grid: a module, or an attribute of one."""
+"""relay.policy.verdicts.job_verdicts, hud.selectors_grid: a module, or an attribute of one."""
 ROUTE = re.compile(r"`((?:GET |POST |PUT |PATCH |DELETE )?/[\w/<>{}.:?=&%-]*)`")
 """`/github/callback`, `GET /api/v1/prs/<n>/gate`: a route in backticks."""
 PLACEHOLDER = re.compile(r"<[^>]+>|\{[^}]+\}")
@@ -148,18 +148,18 @@ def test_every_path_reference_and_route_named_in_docs_and_docstrings_exists(chec
 
 
 def test_a_removed_path_and_a_removed_function_are_found():
-    assert missing_paths("see `relay/nowhere.py` and relay/verdicts.py::no_such_rule") == [
+    assert missing_paths("see `relay/nowhere.py` and relay/policy/verdicts.py::no_such_rule") == [
         "relay/nowhere.py",
-        "relay/verdicts.py::no_such_rule",
+        "relay/policy/verdicts.py::no_such_rule",
     ]
-    assert missing_paths("relay/verdicts.py::job_verdicts, tests/security/ and docs/security.md.") == []
+    assert missing_paths("relay/policy/verdicts.py::job_verdicts, tests/security/ and docs/security.md.") == []
     assert missing_paths("hud/selectors_*.py, api/views*.py and hud/views_") == []
     assert missing_paths("hud/nothing_*.py") == ["hud/nothing_*.py"]
 
 
 def test_a_reference_to_a_moved_module_is_found():
     assert dangling_references("the rule in hud.status.probe_state") == ["hud.status.probe_state"]
-    assert dangling_references("relay.verdicts.probe_state and relay.models.JobRun.Status") == []
+    assert dangling_references("relay.policy.verdicts.probe_state and relay.models.JobRun.Status") == []
 
 
 def test_a_route_that_does_not_exist_is_found():

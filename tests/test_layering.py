@@ -175,7 +175,7 @@ UNITS = (
     "relay.checks",
     "relay.triage",
     "relay.notify",
-    "relay.levels.tallies",
+    "relay.stats.tallies",
     "relay.bisect",
 )
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
@@ -268,7 +268,7 @@ def test_the_relay_hud_and_api_never_import_the_project_package():
 # --- only the results read model computes results ------------------------------------------------
 
 CELL_POLICY = {"cell_state", "reference_state", "awaiting_results_state", "dispatch_cell_state"}
-"""relay.verdicts' rules that make a cell of jobs and dispatches: applied only in relay/results."""
+"""relay.policy.verdicts' rules that make a cell of jobs and dispatches: applied only in relay/results."""
 ENGINE = {
     "cells_for_commits",
     "cell_for",
@@ -296,10 +296,10 @@ relay/results/baseline.py (issue 43: the PR page had a second rule for a job's k
 def results_offences(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
     offences = [
-        f"imports {alias.name} from relay.verdicts"
+        f"imports {alias.name} from relay.policy.verdicts"
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
-        and node.module == "relay.verdicts"
+        and node.module == "relay.policy.verdicts"
         or (isinstance(node, ast.ImportFrom) and node.level and node.module == "verdicts")
         for alias in node.names
         if alias.name in CELL_POLICY
@@ -375,8 +375,8 @@ def test_a_page_deciding_a_jobs_kind_itself_is_caught(tmp_path):
 
 def test_a_page_combining_job_states_itself_is_caught(tmp_path):
     page = tmp_path / "selectors_x.py"
-    page.write_text("from relay.verdicts import cell_state\n\ndef streaks(project):\n    return []\n")
-    assert results_offences(page) == ["imports cell_state from relay.verdicts", "defines streaks"]
+    page.write_text("from relay.policy.verdicts import cell_state\n\ndef streaks(project):\n    return []\n")
+    assert results_offences(page) == ["imports cell_state from relay.policy.verdicts", "defines streaks"]
 
 
 def test_a_deferred_import_back_into_another_package_is_a_circle():
@@ -401,12 +401,18 @@ def test_a_deferred_import_back_into_another_package_is_a_circle():
 
 HUD_ENTRY_POINTS = ("hud.views", "hud.templatetags", "hud.urls", "hud.rendering")
 """Modules that answer requests or format values: they hold no query."""
-PURE_RELAY = ("relay.verdicts", "relay.testids", "relay.params", "relay.run_links", "relay.links")
+PURE_RELAY = (
+    "relay.policy.verdicts",
+    "relay.policy.testids",
+    "relay.inputs.params",
+    "relay.policy.run_links",
+    "relay.policy.links",
+)
 """The status policy, test identity, the reading of numbers in URLs, the hosts a CI provider
 owns and the HUD's own addresses: functions over rows or values already read, no database."""
 RELAY_SERVICES = (
-    "relay.registry",
-    "relay.allowlist",
+    "relay.registry.service",
+    "relay.registry.allowlist",
     "relay.triage.issues",
     "relay.triage.expectations",
     "relay.triage.matching",
@@ -417,16 +423,15 @@ RELAY_SERVICES = (
 may change the relay's facts only through these."""
 RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors")
 """The relay's reads for the API (the merge gate's verdict is one)."""
-RESULTS_READ_MODEL = "relay.results"
-LEVELS_READ_MODEL = "relay.levels"
-"""Cells, the baseline, culprits, the known-issue join and how states show: the read model every
-page, the API, the gate and the notifications read results through."""
+READ_MODELS = ("relay.results", "relay.levels", "relay.stats", "relay.health.exposition")
+"""Cells, the baseline, culprits, the known-issue join and how states show (results); level
+criteria and status (levels); the tallies and their windows (stats); the /metrics text: the read
+models every page, the API, the gate and the notifications read through."""
 
 
 def is_results_read_model(module: str) -> bool:
-    """The read models pages and the API may import: results (cells, baseline, culprits, …) and
-    levels (tallies, criteria, level status)."""
-    return any(module == model or module.startswith(model + ".") for model in (RESULTS_READ_MODEL, LEVELS_READ_MODEL))
+    """The read models pages and the API may import."""
+    return any(module == model or module.startswith(model + ".") for model in READ_MODELS)
 
 
 def is_hud_entry_point(module: str) -> bool:
@@ -481,9 +486,9 @@ def test_a_view_that_queries_a_model_is_caught():
         "hud.views_x": (None, False),
         "relay": (None, True),
         "relay.models": (None, True),
-        "relay.verdicts": (None, False),
+        "relay.policy.verdicts": (None, False),
     }
-    source = "from relay.models import JobRun\nfrom relay.verdicts import State\n\ndef v(request):\n    return JobRun.objects.count()\n"
+    source = "from relay.models import JobRun\nfrom relay.policy.verdicts import State\n\ndef v(request):\n    return JobRun.objects.count()\n"
     assert entry_point_offences("hud.views_x", source, modules) == ["imports relay.models", "line 5: .objects"]
 
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from hud.management.commands.metrics_serve import application
-from relay.health import HEARTBEAT_KEY
+from relay.health.healthz import HEARTBEAT_KEY
 from relay.models import Dispatch, Project, RelayState
 from tests.factories import DispatchFactory
 from tests.hud.test_selectors_summary import job, project
@@ -136,7 +136,7 @@ def test_callback_answers_add_up_across_processes_in_multiprocess_mode(tmp_path)
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "crcr.settings"}
     code = (
         "import django; django.setup()\n"
-        "from relay.metrics import callback_answered\n"
+        "from relay.health.metrics import callback_answered\n"
         "for _ in range({n}): callback_answered(200, 'completed')\n"
         "callback_answered(429)\n"
     )

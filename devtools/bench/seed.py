@@ -945,7 +945,7 @@ class Generator:
         analyze()
         result.seconds["analyze"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
-        from relay.levels.tallies.rollups import rollups_refresh
+        from relay.stats.tallies.rollups import rollups_refresh
 
         report = rollups_refresh()  # what beat does every minute in production: here every hour at once
         result.rollup_hours = report.recomputed if report else 0
@@ -1151,12 +1151,12 @@ def sequences_reset() -> None:
 def analyze() -> None:
     """PostgreSQL's autovacuum would analyze these tables within a minute of such a load; do it now
     so the first measurement does not race it. SQLite gets its statistics from the HUD's periodic
-    task (relay.levels.maintenance), run here as it would run after such a load."""
+    task (relay.ops.statistics), run here as it would run after such a load."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
     else:
-        from relay.levels.maintenance import statistics_refresh
+        from relay.ops.statistics import statistics_refresh
 
         statistics_refresh(force=True)
 

@@ -9,7 +9,7 @@ rows; the profiles seed a fraction of the tests per commit (the commits and back
 Measured in process against the benchmark database (no HTTP): one test's 90-day history
 (relay.results.tests.test_history: its first page and every backend's "since when", the
 chronic test's), a backend's flaky list, and recording one commit whose job failed 1,000 tests
-(relay.testlevel.store.commit_record: what the minute sweep does; the callback itself writes
+(relay.teststore.store.commit_record: what the minute sweep does; the callback itself writes
 nothing of the store, so its cost is unchanged by construction: the callback figures show it)."""
 
 import random
@@ -30,9 +30,9 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
+from relay.policy.testids import TestId
 from relay.results.tests import flaky_tests, test_history
-from relay.testids import TestId
-from relay.testlevel.store import commit_record
+from relay.teststore.store import commit_record
 
 from .load import median, ms
 

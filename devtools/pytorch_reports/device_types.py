@@ -1,10 +1,10 @@
 """Print every device type PyTorch knows, as `instantiate_device_type_tests` spells it in test
 names: c10's `DeviceType` names (`torch._C._autograd.DeviceType`, the binding of c10::DeviceType),
-lower-cased, in c10's order, as the Python module relay/torch_device_types.py: that module is
+lower-cased, in c10's order, as the Python module relay/policy/torch_device_types.py: that module is
 this script's output, checked in (torch is no dependency of the project), and
 tests/relay/test_torch_device_types.py compares the two when a Python with torch is at hand.
 
-    /tmp/crcr-torch-venv/bin/python devtools/pytorch_reports/device_types.py > relay/torch_device_types.py
+    /tmp/crcr-torch-venv/bin/python devtools/pytorch_reports/device_types.py > relay/policy/torch_device_types.py
 
 (`make pytorch-fixtures` does that too, in its torch venv.)"""
 

@@ -15,13 +15,13 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from hud import paging
-from relay import links
+from relay.policy import links
+from relay.policy.run_links import github_job_id
+from relay.policy.verdicts import STATES, State, conclusion_state, name_shown
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
 from relay.results.status import LEGEND, TESTS_SOURCES
 from relay.results.tests import heals_after
-from relay.run_links import github_job_id
-from relay.verdicts import STATES, State, conclusion_state, name_shown
 
 register = template.Library()
 COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
@@ -233,14 +233,14 @@ def state_label(state) -> str:
 
 @register.filter
 def test_url(test_id) -> str:
-    """The test page of a test id (relay.testids' identity), URL-encoded whole (its brackets,
+    """The test page of a test id (relay.policy.testids' identity), URL-encoded whole (its brackets,
     slashes and spaces included)."""
     return links.test_path(str(test_id or "").strip())
 
 
 @register.filter
 def shown(name) -> str:
-    """A job's or workflow's name without Buildkite's `:emoji:` shortcodes (relay.verdicts.name_shown)."""
+    """A job's or workflow's name without Buildkite's `:emoji:` shortcodes (relay.policy.verdicts.name_shown)."""
     return name_shown(name)
 
 
@@ -252,7 +252,7 @@ def healed_after() -> int:
 
 @register.filter
 def short_sha(sha) -> str:
-    """A commit named short, at the one length (relay.links.SHORT_SHA)."""
+    """A commit named short, at the one length (relay.policy.links.SHORT_SHA)."""
     return links.short_sha(str(sha or ""))
 
 

@@ -12,6 +12,8 @@ from datetime import UTC, datetime, time, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from relay.policy.testids import report_ids
+
 from ..models import (
     BISECT_EVENT,
     PROBE_KEY_PREFIX,
@@ -25,7 +27,6 @@ from ..models import (
 )
 from ..outbox.engine import row_kick
 from ..results.cells import failed_tests_for_jobs, reported_environment
-from ..testids import report_ids
 
 logger = logging.getLogger(__name__)
 Outcome = BisectProbe.Outcome

@@ -6,9 +6,10 @@ first parents from head keeps only the commits that landed on the branch one by 
 
 from django.conf import settings
 
+from relay.policy.links import short_sha
+
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
-from ..links import short_sha
 
 PER_PAGE = 100
 """A page of a comparison's commits, as GitHub pages one when asked to (per_page, page)."""

@@ -15,7 +15,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ..links import commit_path, pr_path, public_url, short_sha
+from relay.policy.links import commit_path, pr_path, public_url, short_sha
+
 from ..models import Bisection, BisectProbe, NotificationEvent
 from ..notify.events import event_emit
 from ..results.bisections import read

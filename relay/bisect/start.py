@@ -12,11 +12,12 @@ from collections import defaultdict
 
 from django.db import IntegrityError, transaction
 
-from ..links import short_sha
+from relay.policy.links import short_sha
+from relay.stats.runkinds import on_trunk, trunk_commits
+
 from ..models import Bisection, HealthState, Project, UpstreamCommit
 from ..results.baseline import commit_baseline
 from ..results.tests import health_of, identity_find, streaks_of
-from ..runkinds import on_trunk, trunk_commits
 from .probes import budget_left
 from .ranges import RangeUnavailable, first_parent_range
 

@@ -1,13 +1,13 @@
 """Thin Celery tasks for bisection: ids in, rows re-read, one service called."""
 
-from celery import shared_task
+from relay.queues import FOLLOW_UP, relay_task
 
 from ..models import BISECT_EVENT, Bisection, BisectProbe, JobRun
 from .search import bisection_advance
 from .start import bisection_consider
 
 
-@shared_task(name="relay.bisection_consider", acks_late=True, soft_time_limit=120, time_limit=150)
+@relay_task("relay.bisection_consider", FOLLOW_UP, acks_late=True, soft_time_limit=120, time_limit=150)
 def bisection_start(project_id: int, sha: str) -> int | None:
     """A backend's tests were stepped on `sha`: the bisection they start, and its first probe."""
     bisection = bisection_consider(project_id, sha)
@@ -17,7 +17,7 @@ def bisection_start(project_id: int, sha: str) -> int | None:
     return bisection.pk
 
 
-@shared_task(name="relay.bisection_job_react", acks_late=True)
+@relay_task("relay.bisection_job_react", FOLLOW_UP, acks_late=True)
 def bisection_job_react(job_run_id: int) -> str | None:
     """A job answering a probe changed: the bisection takes its step if the probe is decided."""
     job = JobRun.objects.filter(pk=job_run_id, event_type=BISECT_EVENT).only("dispatch_id").first()
@@ -25,7 +25,7 @@ def bisection_job_react(job_run_id: int) -> str | None:
     return bisection_advance(probe.bisection_id) if probe is not None else None
 
 
-@shared_task(name="relay.bisections_sweep", acks_late=True, soft_time_limit=240, time_limit=290)
+@relay_task("relay.bisections_sweep", FOLLOW_UP, acks_late=True, soft_time_limit=240, time_limit=290)
 def bisections_sweep() -> int:
     """Every running bisection one step further where it can move: what resumes a bisection after
     a restart, a lost message or a probe the results sweeper timed out."""

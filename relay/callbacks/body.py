@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from relay import jsonin
-from relay.params import aware_datetime, int_param
+from relay.inputs import jsonin
+from relay.inputs.params import aware_datetime, int_param
 
 from ..models import MAX_FAILED_TESTS, NEVER_STARTED_RUN_ID, SELF_REPORT_EVENTS, Conclusion
 from .triage_verdict import triage_verdict_read
@@ -102,7 +102,7 @@ TEST_OUTCOMES = ("failed", "error", "xpassed")
 
 def body_parse(raw: bytes) -> dict:
     """The body as a JSON object, refusing what no database can store or encode again (NUL,
-    lone surrogates, NaN/Infinity, nesting past relay.jsonin.MAX_DEPTH), each as a 400."""
+    lone surrogates, NaN/Infinity, nesting past relay.inputs.jsonin.MAX_DEPTH), each as a 400."""
     body = json_read(raw or b"{}", "body")
     if not isinstance(body, dict):
         raise BadCallback("body must be a JSON object")
@@ -301,7 +301,7 @@ MODULE_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 def module_counts_read(value) -> dict[str, dict[str, int]]:
     """`workflow.module_counts`: {module: {outcome: count}} as the client sends it (a module as
-    reported: `test/test_nn.py`, `test.test_nn`, …; relay.testids.module_of reads it), each
+    reported: `test/test_nn.py`, `test.test_nn`, …; relay.policy.testids.module_of reads it), each
     count as in test_results (`errors` read as `error`; other keys ignored). Also the reader of
     a stored body's counts (relay.enablement.counts)."""
     if value in (None, ""):

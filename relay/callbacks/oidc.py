@@ -17,7 +17,7 @@ import httpx
 import jwt
 from django.conf import settings
 
-from relay import jsonin
+from relay.inputs import jsonin
 
 ALLOWED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 FETCH_TIMEOUT = httpx.Timeout(3.0, connect=2.0)
@@ -115,7 +115,7 @@ def token_verify(token: str) -> VerifiedToken:
 
 def _parts(token: str) -> tuple[dict, dict, bytes, bytes]:
     """(header, claims, signing input, signature), or TokenRejected for anything that is not a
-    compact JWS of two JSON objects. Each is read as a body is (relay.jsonin.checked: orjson
+    compact JWS of two JSON objects. Each is read as a body is (relay.inputs.jsonin.checked: orjson
     first, nesting capped, and no NUL or lone surrogate, since the jti is stored and the identity
     claims are looked up and no text column holds those), so a deep one is a 401, not a 500."""
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import cache
 
-from ..cache import redis_of
+from relay.ops.cache import redis_of
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60

@@ -9,10 +9,12 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from relay.policy.links import short_sha
+from relay.stats.runkinds import on_trunk, pr_heads
+
 from .. import follow_up
 from ..github import upstream
 from ..github.repo_ids import GitHubUnreachable
-from ..links import short_sha
 from ..models import (
     BISECT_EVENT,
     Delivery,
@@ -23,7 +25,6 @@ from ..models import (
     UsedToken,
     is_probe_key,
 )
-from ..runkinds import on_trunk, pr_heads
 from . import job_rows
 from .body import BadCallback, Report, body_parse, report_read
 from .identity import IdentityForbidden, project_for_token
@@ -420,7 +421,7 @@ def _report_fields(report: Report) -> dict:
 
 
 def pr_head_only(sha: str) -> bool:
-    """The relay knows `sha` as a PR head and not as a trunk commit (relay.runkinds.on_trunk)."""
+    """The relay knows `sha` as a PR head and not as a trunk commit (relay.stats.runkinds.on_trunk)."""
     if on_trunk(sha):
         return False
     known_head = pr_heads().filter(sha=sha).exists()

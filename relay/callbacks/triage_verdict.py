@@ -11,8 +11,8 @@ import json
 import re
 from urllib.parse import urlsplit
 
-from relay import jsonin
-from relay.params import aware_datetime, int_param
+from relay.inputs import jsonin
+from relay.inputs.params import aware_datetime, int_param
 
 SCHEMA_VERSION = 1
 CATEGORIES = ("upstream", "backend", "infra", "flake", "unknown")
@@ -42,7 +42,7 @@ def triage_verdict_read(raw) -> tuple[dict | None, str]:
 
 def _parsed(raw):
     """The action sends the input parsed; a verdict that arrives as its JSON text reads the same,
-    and passes every check the callback body passed (relay.jsonin.checked: no NUL, no lone
+    and passes every check the callback body passed (relay.inputs.jsonin.checked: no NUL, no lone
     surrogate, no NaN, no nesting past the body's limit counted from `workflow.triage_verdict`)."""
     if not isinstance(raw, str):
         return raw
@@ -89,7 +89,7 @@ def _verdict(raw) -> dict:
 
 
 def _version(value) -> int | None:
-    """An integer, or its ASCII digits as a string (relay.params: `¹` and `١` are no numbers)."""
+    """An integer, or its ASCII digits as a string (relay.inputs.params: `¹` and `١` are no numbers)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return int_param(value)
@@ -174,7 +174,7 @@ def _analyzer(value) -> dict:
 
 
 def _when(value) -> str | None:
-    """In UTC, read as every timestamp from outside is (relay.params.aware_datetime): one that
+    """In UTC, read as every timestamp from outside is (relay.inputs.params.aware_datetime): one that
     names no date or leaves the calendar once in UTC would break every page that shows it. One
     without a zone is UTC, as before."""
     if value is None:

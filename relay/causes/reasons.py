@@ -6,7 +6,7 @@ paths, shapes, dtypes, device words), so the same bug on 40 tests and three back
 line. PyTorch's own words for an operator a backend lacks become a reason of their own that names
 the operator (`MISSING_OPERATOR`).
 
-Every pattern runs in RE2 (relay.linear) over a bounded input: the message and stack tail the
+Every pattern runs in RE2 (relay.inputs.linear) over a bounded input: the message and stack tail the
 callback stored are already capped (relay/callbacks/body.py), and this reads at most `MAX_INPUT`
 characters of each. `VERSION` names the algorithm: change anything here that moves a failure to
 another cluster and bump it; the sweep (relay/causes/sweep.py) then clusters every stored
@@ -16,8 +16,8 @@ import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 
-from relay.linear import linear
-from relay.testids import DEVICES
+from relay.inputs.linear import linear
+from relay.policy.testids import DEVICES
 
 VERSION = 1
 MAX_INPUT = 2000

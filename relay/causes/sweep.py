@@ -19,8 +19,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Right
 
 from relay.models import CauseHit, FailedTest, FailureCause, JobRun, TestIdentity, TestRun
-from relay.models.testlevel import rows_insert
-from relay.testlevel.store import job_identities
+from relay.models.teststore import rows_insert
+from relay.teststore.store import job_identities
 
 from .reasons import MAX_INPUT, VERSION, Reason, reason_of
 from .state import state, state_set

@@ -1,13 +1,13 @@
 """Issues filed in a backend's own repository for the failure causes that matter (opt-in per
 backend, relay.models.CauseIssuePolicy), through the App and the outbox like every other write.
 
-Once a minute, after the causes are clustered (relay/testlevel/tasks.py), each opted-in backend's
+Once a minute, after the causes are clustered (relay/teststore/tasks.py), each opted-in backend's
 causes are measured over its window (relay.results.causes.backend_impacts): one that fails on
 enough trunk commits or tests opens an issue (or reopens its closed one); an open one is updated
 when it grows (more tests or trunk commits); it closes only after it has stayed off trunk for
 `close_after_days` days in a row, a lower threshold than the one that opened it, so an issue does
 not flap. The issue's text is computed when the write is sent, from the row as it is then; every
-piece of it that comes from a report is an inline code span (relay.checks.markdown), so no
+piece of it that comes from a report is an inline code span (relay.github.markdown), so no
 @-mention, link or HTML in a failure message reaches GitHub live."""
 
 import logging
@@ -17,12 +17,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from relay.github.markdown import md_code, md_link
+from relay.github.writes import Plan, Skip, tried_before, write_enqueue
 from relay.results.causes import backend_cause_tests, backend_impacts
 
 from ..github.installations import installation_id_for
 from ..models import CauseIssue, CauseIssuePolicy, FailureCause, UpstreamWrite
-from .markdown import md_code, md_link
-from .writes import Plan, Skip, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
 OFF_TRUNK_WINDOW = timedelta(days=1)

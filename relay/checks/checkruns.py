@@ -9,19 +9,28 @@ import logging
 from urllib.parse import quote
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from relay.run_links import github_job_id, run_host_trusted
+from relay.github.markdown import md_code, md_link, plain_line
+from relay.github.writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
+from relay.policy.links import pr_path, public_url, short_sha
+from relay.policy.run_links import github_job_id, run_host_trusted
+from relay.policy.verdicts import latest_attempt
 
 from ..github.upstream import upstream_installation_id
-from ..links import pr_path, public_url, short_sha
-from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Project, UpstreamCheckRun, UpstreamWrite
+from ..models import (
+    NEVER_STARTED_RUN_ID,
+    DemotionDecision,
+    DemotionPullRequest,
+    Dispatch,
+    JobRun,
+    Project,
+    UpstreamCheckRun,
+    UpstreamWrite,
+)
 from ..results import gate as gate_verdicts
-from ..verdicts import latest_attempt
 from . import gate
-from .demotion import check_runs_suppressed, suppression_record
-from .markdown import md_code, md_link, plain_line
-from .writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
 
 logger = logging.getLogger(__name__)
 Kind = UpstreamCheckRun.Kind
@@ -38,7 +47,7 @@ GITHUB_CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "suc
 
 
 def job_check_run_name(project: Project, workflow_name: str, job_name: str) -> str:
-    """Plain text (relay.text.plain_line): the name is stored as it is sent."""
+    """Plain text (relay.inputs.text.plain_line): the name is stored as it is sent."""
     return plain_line(f"{NAME_PREFIX}{project.full_name}/{workflow_name}/{job_name or workflow_name}")[:500]
 
 
@@ -115,7 +124,7 @@ def backend_check_run_refresh(project: Project, pr_number: int, head_sha: str) -
 
 
 def creation_suppressed(project: Project, pr_number: int, head_sha: str, name: str) -> bool:
-    """While the repo's demotion PR is open (relay.checks.demotion) no new check run is created
+    """While the repo's demotion PR is open (relay.levels.demotion) no new check run is created
     for it; one the relay already decided to create is still sent, updated and finished."""
     demotion_pr = check_runs_suppressed(project)
     if demotion_pr is None or UpstreamCheckRun.objects.filter(head_sha=head_sha, name=name).exists():
@@ -254,7 +263,7 @@ def _result_title(job: JobRun, conclusion: str) -> str:
 
 def job_summary(job: JobRun, limit: int = SUMMARY_LIMIT) -> str:
     """Markdown: where the job ran, its test counts and failed tests, within GitHub's cap. Every
-    reported string is a code span (relay.checks.markdown)."""
+    reported string is a code span (relay.github.markdown)."""
     run = md_link(md_code(job.run_id), run_url_trusted(job))
     lines = [
         f"**{md_code(job.project.full_name)}** · workflow {md_code(job.workflow_name)} · job {md_code(job.job_name or job.workflow_name)} · run {run}, attempt {job.run_attempt}"
@@ -297,7 +306,7 @@ def fit_lines(lines: list[str], limit: int) -> str:
 
 def job_details_url(job: JobRun) -> str:
     """The job's own page: `<workflow_url>/job/<check_run_id>` when the id is GitHub's numeric one;
-    "" when the reported run is not on a host the project's CI provider owns (relay.run_links):
+    "" when the reported run is not on a host the project's CI provider owns (relay.policy.run_links):
     GitHub's Details button and our comments never send reviewers to an arbitrary site."""
     url = run_url_trusted(job)
     job_id = github_job_id(job)
@@ -386,3 +395,31 @@ def open_check_runs(pr_number: int, project: Project):
     """The backend's check runs on this PR that have not (as far as GitHub was told) completed."""
     rows = UpstreamCheckRun.objects.filter(pr_number=pr_number, project=project, kind__in=[Kind.BACKEND, Kind.JOB])
     return rows.filter(~Q(last_status="completed") | Q(github_id__isnull=True))
+
+
+# --- while a demotion PR is open (relay.levels.demotion opens it) ---------------------------------
+
+
+def check_runs_suppressed(project: Project) -> DemotionPullRequest | None:
+    """The open demotion PR that stops new check runs for this L3 repo, or None."""
+    if project.level not in DemotionPullRequest.DEMOTED_LEVELS:
+        return None
+    return DemotionPullRequest.objects.filter(
+        project=project, state=DemotionPullRequest.State.OPEN, number__isnull=False
+    ).first()
+
+
+def suppression_record(row: DemotionPullRequest, pr_number: int) -> None:
+    """Audit once per (demotion PR, upstream PR): the unique constraint drops repeats."""
+    try:
+        with transaction.atomic():
+            DemotionDecision.objects.create(
+                project_id=row.project_id,
+                demotion_pr=row,
+                kind=DemotionDecision.Kind.SUPPRESSED,
+                decided_by=DemotionPullRequest.DECIDED_BY,
+                upstream_pr=pr_number,
+                note=f"no new check runs on PR #{pr_number} while demotion PR #{row.number} is open",
+            )
+    except IntegrityError:
+        pass

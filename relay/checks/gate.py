@@ -4,10 +4,11 @@ and the HUD's PR page give the same); this module writes it upstream: its body a
 
 from django.conf import settings
 
-from ..links import pr_path, public_url, short_sha
+from relay.github.markdown import md_code
+from relay.policy.links import pr_path, public_url, short_sha
+from relay.policy.verdicts import PASSING, Gate, State
+
 from ..results.gate import GATE_NAME, gate_verdict
-from ..verdicts import PASSING, Gate, State
-from .markdown import md_code
 
 __all__ = ["GATE_NAME", "gate_body", "gate_summary"]
 GLYPHS = {Gate.SUCCESS: "✅", Gate.FAILURE: "❌", Gate.PENDING: "⏳", Gate.SKIPPED: "⚪"}

@@ -8,17 +8,18 @@ import logging
 
 from django.conf import settings
 
-from ..allowlist import oncall_list
+from relay.github.markdown import md_code, md_link
+from relay.github.writes import Plan, Skip, body_digest, tried_before, write_enqueue
+from relay.policy.links import pr_path, public_url, short_sha
+from relay.policy.verdicts import FAILING, PASSING
+from relay.registry.allowlist import oncall_list
+
 from ..github.upstream import upstream_installation_id
-from ..links import pr_path, public_url, short_sha
 from ..models import OncallComment, Project, UpstreamWrite
 from ..results import gate
 from ..results.advice import advice_for
 from ..results.heads import pr_head
-from ..verdicts import FAILING, PASSING
 from .checkruns import failed_test_line, fit_lines, job_details_url
-from .markdown import md_code, md_link
-from .writes import Plan, Skip, body_digest, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
 COMMENT_LIMIT = 65536

@@ -7,12 +7,15 @@ import logging
 
 from django.db.models import Prefetch
 
+from relay.github import writes
+from relay.github.markdown import upstream_body
+from relay.github.writes import Plan, Skip
+from relay.levels import demotion_sync
+
 from ..github import client as github
 from ..models import UpstreamWrite, UpstreamWriteAttempt
 from ..outbox.engine import Outbox, Result, retry_countdown
-from . import cause_issues, checkruns, demotion_sync, oncall, reruns, writes
-from .markdown import upstream_body
-from .writes import Plan, Skip
+from . import cause_issues, checkruns, oncall, reruns
 
 logger = logging.getLogger(__name__)
 Kind, State, Outcome = UpstreamWrite.Kind, UpstreamWrite.State, UpstreamWriteAttempt.Outcome

@@ -8,8 +8,9 @@ import logging
 
 from django.db import transaction
 
+from relay.stats.runkinds import Figure, counts_run
+
 from ..models import Delivery, Dispatch, JobRun, Level
-from ..runkinds import Figure, counts_run
 from . import labels, reruns
 from .checkruns import backend_check_run_refresh, gate_check_run_refresh, job_check_run_refresh
 from .oncall import oncall_refresh
@@ -77,7 +78,7 @@ def upstream_wants_job(level: str, event_type: str, pr_number: int | None) -> bo
 
 
 def job_shows_on_pr(job: JobRun) -> bool:
-    """A job of a PR head the gate counts (relay.runkinds), not a closing clean-up, on L3/L4."""
+    """A job of a PR head the gate counts (relay.stats.runkinds), not a closing clean-up, on L3/L4."""
     closing = job.dispatch is not None and job.dispatch.delivery.is_closing
     return upstream_wants_job(job.project.level, job.event_type, job.pr_number) and counts_run(
         Figure.GATE, job.event_type, closing

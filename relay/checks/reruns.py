@@ -9,13 +9,13 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from relay.params import int_param
+from relay.github.writes import Plan, Skip, write_enqueue
+from relay.inputs.params import int_param
 
 from ..github import client as github
 from ..github.installations import installation_id_for
 from ..github.upstream import upstream_installation_id
 from ..models import CIProvider, Delivery, Level, Project, RerunRequest, UpstreamCheckRun, UpstreamWrite
-from .writes import Plan, Skip, write_enqueue
 
 logger = logging.getLogger(__name__)
 ALREADY_RUNNING = "already running"

@@ -4,22 +4,23 @@ want, so "find callers" leads from each writer to its reaction and back."""
 
 import logging
 
-from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
-from . import demotion, outbox, reactions
-from .writes import SEND_TASK
+from relay.checks import outbox, reactions
+from relay.github.writes import SEND_TASK
+from relay.levels import demotion
+from relay.queues import FOLLOW_UP, relay_task
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task(SEND_TASK, FOLLOW_UP, acks_late=True, soft_time_limit=60, time_limit=72)
 def upstream_write_send(write_pk: int) -> str | None:
     return outbox.write_send(write_pk)
 
 
-@shared_task(name="relay.upstream_write_sweep", acks_late=True)
+@relay_task("relay.upstream_write_sweep", FOLLOW_UP, acks_late=True)
 def upstream_write_sweep() -> int:
     ids = outbox.writes_due(settings.CRCR_SWEEP_BATCH)
     for pk in ids:
@@ -34,22 +35,22 @@ def upstream_write_sweep() -> int:
 # --- reactions ------------------------------------------------------------------------------------
 
 
-@shared_task(name="relay.dispatch_react", acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task("relay.dispatch_react", FOLLOW_UP, acks_late=True, soft_time_limit=60, time_limit=72)
 def dispatch_react(dispatch_id: int) -> None:
     reactions.dispatch_reacted(dispatch_id)
 
 
-@shared_task(name="relay.job_react", acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task("relay.job_react", FOLLOW_UP, acks_late=True, soft_time_limit=60, time_limit=72)
 def job_react(job_run_id: int) -> None:
     reactions.job_reacted(job_run_id)
 
 
-@shared_task(name="relay.delivery_react", acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task("relay.delivery_react", FOLLOW_UP, acks_late=True, soft_time_limit=60, time_limit=72)
 def delivery_react(delivery_pk: int, event: str, action: str, outcome: str) -> None:
     reactions.delivery_reacted(delivery_pk, event, action, outcome)
 
 
-@shared_task(name="relay.upstream_react", acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task("relay.upstream_react", FOLLOW_UP, acks_late=True, soft_time_limit=60, time_limit=72)
 def upstream_react(kind: str, ids: dict) -> None:
     """The single reaction task of earlier releases: messages already queued under its name
     still run (kind "dispatch", "job" or "delivery")."""

@@ -8,8 +8,9 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from relay.policy.links import short_sha
+
 from ..github import installations
-from ..links import short_sha
 from ..models import BISECT_EVENT, Delivery, Dispatch, Project
 from .tasks import delivery_fan_out
 

@@ -2,8 +2,9 @@
 
 import logging
 
-from celery import shared_task
 from django.conf import settings
+
+from relay.queues import DISPATCH, FOLLOW_UP, relay_task
 
 from ..models import Dispatch
 from . import results_sweep as sweeper
@@ -12,7 +13,7 @@ from . import sending
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="relay.delivery_fan_out", acks_late=True)
+@relay_task("relay.delivery_fan_out", DISPATCH, acks_late=True)
 def delivery_fan_out(delivery_pk: int) -> int:
     """One send task per pending dispatch row of a delivery; intake publishes only this one."""
     ids = list(
@@ -23,13 +24,13 @@ def delivery_fan_out(delivery_pk: int) -> int:
     return len(ids)
 
 
-@shared_task(name=Dispatch.SEND_TASK, acks_late=True, soft_time_limit=60, time_limit=72)
+@relay_task(Dispatch.SEND_TASK, DISPATCH, acks_late=True, soft_time_limit=60, time_limit=72)
 def dispatch_send_task(dispatch_pk: int) -> str | None:
     """A short retry is kicked again by the outbox once the attempt is recorded."""
     return sending.dispatch_send(dispatch_pk)
 
 
-@shared_task(name="relay.dispatch_sweep", acks_late=True)
+@relay_task("relay.dispatch_sweep", DISPATCH, acks_late=True)
 def dispatch_sweep() -> int:
     ids = sending.dispatches_due(settings.CRCR_SWEEP_BATCH)
     for pk in ids:
@@ -39,6 +40,6 @@ def dispatch_sweep() -> int:
     return len(ids)
 
 
-@shared_task(name="relay.results_sweep", acks_late=True)
+@relay_task("relay.results_sweep", FOLLOW_UP, acks_late=True)
 def results_sweep_task() -> dict:
     return vars(sweeper.results_sweep(limit=settings.CRCR_SWEEP_BATCH))

@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime
 from django.utils import timezone
 
 from relay.models import Project, TestOutcome
+from relay.policy.testids import report_ids
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
-from relay.testids import report_ids
 
 from .paths import PATHS, rules
 from .table import (

@@ -4,7 +4,7 @@ A callback's `workflow.module_counts` is checked where the body is read (relay.c
 a bad one is a 400) and stored with the body as before; this module's minute sweep writes the
 rows from the stored bodies, so the callback costs what it cost without them (issue 55). The
 reference import has its counts in hand and writes them at once (`counts_write`). Modules are
-named by the identity rule (relay.testids.module_of), so a backend's `test/test_nn.py` and the
+named by the identity rule (relay.policy.testids.module_of), so a backend's `test/test_nn.py` and the
 reference's `test_nn.TestNNDeviceTypePRIVATEUSE1` are one module, and several names reaching
 one module are summed."""
 
@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from relay.callbacks.body import BadCallback, module_counts_read
 from relay.models import JobRun, ModuleCount
-from relay.models.testlevel import rows_insert
-from relay.testids import module_of
-from relay.watermarks import watermark_move, watermark_read
+from relay.models.teststore import rows_insert
+from relay.ops.watermarks import watermark_move, watermark_read
+from relay.policy.testids import module_of
 
 logger = logging.getLogger(__name__)
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")

@@ -1,7 +1,7 @@
 """Which integration path (eager ops, autograd, … compile/inductor, other) an upstream test
 module belongs to: the admins' rules (PathRule, edited in the admin) first, then the defaults
 shipped beside this module (paths.yml, from PyTorch's test/ layout, edited by pull request).
-Patterns are RE2 (relay.linear), searched in the module name; the first that matches decides,
+Patterns are RE2 (relay.inputs.linear), searched in the module name; the first that matches decides,
 so an admin's rule overrides a default for the modules it matches."""
 
 from dataclasses import dataclass
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from relay.linear import Linear, PatternError, linear
+from relay.inputs.linear import Linear, PatternError, linear
 from relay.models import IntegrationPath, PathRule
 
 DEFAULTS_FILE = Path(__file__).with_name("paths.yml")

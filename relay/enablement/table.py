@@ -21,7 +21,7 @@ from django.utils import timezone
 from relay.models import Level, ModuleCount, Project
 from relay.results.cells import cells_for_commits, registered_backends
 from relay.results.variants import job_variants
-from relay.runkinds import trunk_commits
+from relay.stats.runkinds import trunk_commits
 
 from .counts import OUTCOMES
 from .paths import PATHS, path_of, rules

@@ -16,9 +16,9 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
 
-from relay.params import int_param
+from relay.inputs.params import int_param
+from relay.ops.cache import soft_delete, soft_get, soft_set
 
-from ..cache import soft_delete, soft_get, soft_set
 from .ratelimit import write_budget_check
 
 logger = logging.getLogger(__name__)

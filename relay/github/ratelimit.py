@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from ..cache import cache_failed, cache_paused, redis_of
+from relay.ops.cache import cache_failed, cache_paused, redis_of
+
 from ..outbox.engine import Deferred
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})

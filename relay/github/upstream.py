@@ -4,7 +4,8 @@ import logging
 
 from django.conf import settings
 
-from ..cache import soft_get, soft_set
+from relay.ops.cache import soft_get, soft_set
+
 from . import client as github
 from .installations import installation_id_for
 

@@ -3,7 +3,7 @@ the default branch, with first parents from the push's order) and PR heads."""
 
 from datetime import timedelta
 
-from relay.params import aware_datetime
+from relay.inputs.params import aware_datetime
 
 from ..models import PullRequest, UpstreamCommit
 

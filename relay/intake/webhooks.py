@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from relay import jsonin
+from relay.inputs import jsonin
 
 from .payload_shape import ShapeError, payload_shape_check
 

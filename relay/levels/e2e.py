@@ -3,7 +3,7 @@ upstream-changes.md, "Level criteria, in detail"): per **run**, one sample each,
 
     max queue time over the run's jobs + (last completion − first start over its jobs),
 
-over the backend's completed PR jobs (relay.runkinds: PR heads only; pushes, nightlies and a PR's
+over the backend's completed PR jobs (relay.stats.runkinds: PR heads only; pushes, nightlies and a PR's
 closing clean-up left out), each job's latest attempt per (repo, run_id, job_name) — run_id is unique only within a repo, so
 runs are the backend's own. Starts and completions are the times the CI reported, else the relay's
 clock; a job the relay ended (timed out, never started, superseded) did not complete. The median
@@ -12,10 +12,10 @@ of the samples (the mean of the middle two for an even count); no run, no data."
 import statistics
 from datetime import datetime
 
-from relay.cache import soft_get, soft_set
 from relay.models import JobRun, Project
-from relay.runkinds import Figure, jobs_counted
-from relay.verdicts import latest_attempt
+from relay.ops.cache import soft_get, soft_set
+from relay.policy.verdicts import latest_attempt
+from relay.stats.runkinds import Figure, jobs_counted
 
 CACHE_SECONDS = 120
 FIELDS = (

@@ -1,6 +1,6 @@
 """The events subscribers hear about, detected every minute by a beat task: those about results
 on trunk (relay.notify.trunk), and the two only the HUD can detect, because they need what only the
-HUD computes (readiness). The relay's health alerts are the relay's own (relay/alerts.py, beat
+HUD computes (readiness). The relay's health alerts are the relay's own (relay/health/alerts.py, beat
 task relay.alerts_evaluate). Each is recorded once (by key) through
 relay.notify.events.event_emit, which owes each matching subscription one notification.
 
@@ -15,8 +15,7 @@ from django.utils.dateparse import parse_datetime
 from relay.models import Level, NotificationEvent, Project, RelayState
 from relay.notify.events import event_emit
 from relay.notify.trunk import trunk_events_detect
-
-from ..links import backend_path, public_url
+from relay.policy.links import backend_path, public_url
 
 Kind = NotificationEvent.Kind
 OUTLOOK_KEY = "notify-readiness-outlooks"
@@ -37,8 +36,8 @@ def readiness_events(now) -> list[NotificationEvent]:
     checked = state.value.get("_checked_at")
     if checked and now - parse_datetime(checked) < READINESS_EVERY:
         return []
-    from .inputs import backend_readiness
-    from .tallies.buckets import TalliesPending
+    from relay.levels.readiness import backend_readiness
+    from relay.stats.tallies.buckets import TalliesPending
 
     outlooks, events = dict(state.value), []
     for project in Project.objects.filter(active=True, is_health_probe=False, level__in=[Level.L3, Level.L4]):

@@ -10,12 +10,11 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from relay.checks.demotion import demotion_pr_summary
 from relay.levels import criteria as rules
+from relay.levels.demotion import demotion_pr_summary
+from relay.levels.readiness import LevelHistory, backend_readiness, level_history, readiness_inputs
 from relay.models import Level, Project
 from relay.results.excused import AdjustedRates
-
-from .inputs import LevelHistory, backend_readiness, level_history, readiness_inputs
 
 CRITERION_NAMES = {
     "e2e": "e2e_p50",

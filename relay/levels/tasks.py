@@ -1,41 +1,29 @@
-"""The level loop's periodic tasks (registered under their old "hud." names): detect the events
-subscribers hear about (relay.levels.events), keep the summary pages' stored tallies fresh
-(relay.levels.tallies.rollups), and hand each backend's level decision (relay.levels.status) to the
-demotion loop (relay.checks.demotion)."""
+"""The level loop's periodic tasks: hand each backend's level decision (relay.levels.status) to the
+demotion loop (relay.levels.demotion) and detect the at-risk events subscribers hear about (relay.levels.events). Each ran under a "hud." name once,
+still accepted."""
 
 import logging
 
-from celery import shared_task
+from relay.queues import FOLLOW_UP, relay_task
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="hud.notification_events_detect", acks_late=True, soft_time_limit=50, time_limit=60)
-def notification_events_detect() -> int:
-    from .events import events_detect
-
-    return len(events_detect())
-
-
-@shared_task(name="hud.rollups_refresh", acks_late=True, soft_time_limit=600, time_limit=720)
-def rollups_refresh_task() -> int:
-    """Every minute: the hours changed since the last refresh; then the database's statistics."""
-    from .maintenance import statistics_refresh
-    from .tallies.rollups import rollups_refresh
-
-    report = rollups_refresh()
-    statistics_refresh()
-    return report.recomputed if report else 0
-
-
-@shared_task(name="hud.demotion_prs_reconcile", acks_late=True, soft_time_limit=240, time_limit=290)
+@relay_task(
+    "relay.demotion_prs_reconcile",
+    FOLLOW_UP,
+    former=("hud.demotion_prs_reconcile",),
+    acks_late=True,
+    soft_time_limit=240,
+    time_limit=290,
+)
 def demotion_prs_reconcile() -> int:
     """The demotion loop's decisions: every backend's level-status entry (upstream's shape) goes to
-    the relay, which opens, refreshes or closes its demotion PR (relay.checks.demotion)."""
-    from relay.checks.demotion import demotion_decide
+    the relay, which opens, refreshes or closes its demotion PR (relay.levels.demotion)."""
+    from relay.stats.tallies.buckets import TalliesPending
 
+    from .demotion import demotion_decide
     from .status import level_status
-    from .tallies.buckets import TalliesPending
 
     try:
         statuses = level_status()
@@ -47,3 +35,21 @@ def demotion_prs_reconcile() -> int:
         entry = {k: v for k, v in status.as_dict().items() if k != "demotionPr"}
         decided += demotion_decide(status.project.pk, entry) is not None
     return decided
+
+
+@relay_task("relay.level_events_detect", FOLLOW_UP, acks_late=True, soft_time_limit=50, time_limit=60)
+def level_events_detect() -> int:
+    from django.utils import timezone
+
+    from .events import readiness_events
+
+    return len(readiness_events(timezone.now()))
+
+
+@relay_task("hud.notification_events_detect", FOLLOW_UP, acks_late=True, soft_time_limit=50, time_limit=60)
+def notification_events_detect() -> int:
+    """An earlier release's one beat entry for trunk and level events: messages and beat rows
+    written before the upgrade still run both."""
+    from .events import events_detect
+
+    return len(events_detect())

@@ -16,6 +16,17 @@
 
 Everything is re-exported here, so callers (and Django) say `from relay.models import X`."""
 
+from relay.models.teststore import (
+    HealthState,
+    TestedCommit,
+    TestHealth,
+    TestIdentity,
+    TestMute,
+    TestMuteEvent,
+    TestRun,
+    identity_digest,
+)
+
 from .alerts import AlertEpisode
 from .bisection import BISECT_EVENT, Bisection, BisectProbe
 from .causes import CauseHit, CauseIssue, CauseIssuePolicy, FailureCause
@@ -49,16 +60,6 @@ from .results import (
     UsedToken,
 )
 from .rollups import ExcusedRollup, RollupState, TallyRollup
-from .testlevel import (
-    HealthState,
-    TestedCommit,
-    TestHealth,
-    TestIdentity,
-    TestMute,
-    TestMuteEvent,
-    TestRun,
-    identity_digest,
-)
 from .triage import (
     Expectation,
     IssueOccurrence,

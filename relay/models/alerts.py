@@ -1,4 +1,4 @@
-"""The relay's own alerts on its health (relay/alerts.py): one row per episode of a rule firing,
+"""The relay's own alerts on its health (relay/health/alerts.py): one row per episode of a rule firing,
 from the evaluation that first saw it firing to the one that saw it clear. At most one episode
 of a rule is open at a time (a partial unique constraint), so two evaluations running at once
 open it once, and closing it is a conditional UPDATE only one of them wins."""

@@ -11,10 +11,10 @@ from django.db import models
 from django.utils import timezone
 
 from relay.causes.reasons import rule_text
+from relay.models.teststore import TestIdentity
 
 from .registry import Project
 from .results import JobRun
-from .testlevel import TestIdentity
 
 
 class FailureCause(models.Model):

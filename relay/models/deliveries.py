@@ -10,7 +10,7 @@ from .registry import Project
 BISECT_EVENT = "bisect"
 """The event of a bisection probe's Delivery, Dispatch and job rows (relay.models.bisection): a
 probe asks a question of ours about a commit and runs only the tests asked about, so no cell,
-count or tally takes it as the commit's result (relay.runkinds, the `counted`
+count or tally takes it as the commit's result (relay.stats.runkinds, the `counted`
 querysets here, the level tallies' SQL)."""
 PROBE_KEY_PREFIX = "bisect-"
 """A probe's delivery id starts so (`bisect-<bisection>-<probe>`): a GitHub delivery GUID never
@@ -19,7 +19,7 @@ does, so a callback naming one answers a probe, whatever event type it reports."
 
 CLOSING = {"event": "pull_request", "action": "closed"}
 """A PR's closing delivery (the one definition: DeliveryQuerySet.closings, Delivery.is_closing,
-and the SQL of relay.runkinds): its dispatches are a clean-up downstream, not a test of the head."""
+and the SQL of relay.stats.runkinds): its dispatches are a clean-up downstream, not a test of the head."""
 
 
 def is_probe_key(delivery_id: str) -> bool:

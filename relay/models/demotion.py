@@ -22,6 +22,10 @@ class DemotionPullRequest(models.Model):
         MERGED = "merged", "merged by a person"
 
     ACTIVE_STATES = (State.OPEN, State.CLOSING)
+    DECIDED_BY = "crcr-demotion-loop"
+    """Who the demotion loop's decisions are recorded as."""
+    DEMOTED_LEVELS = ("L3",)
+    """The levels the loop demotes from: an L3 repo's check runs stop while its demotion PR is open."""
 
     project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="demotion_prs")
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)

@@ -21,7 +21,7 @@ MAX_CAUSE_CHARS = 520
 
 class KnownIssue(models.Model):
     """A failure the maintainers know about. Its matchers are normalised test-id globs
-    (relay.testids identities: `module.Class.method`, or `Class.method` for any module), a
+    (relay.policy.testids identities: `module.Class.method`, or `Class.method` for any module), a
     failure-message substring and/or a failure cause (relay/causes/); all given must hold."""
 
     class Kind(models.TextChoices):

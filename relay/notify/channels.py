@@ -18,7 +18,7 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 
-from relay.params import int_param
+from relay.inputs.params import int_param
 
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 

@@ -4,7 +4,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Prefetch, Q
 
-from ..links import backend_path, commit_path, known_issue_path
+from relay.policy.links import backend_path, commit_path, known_issue_path
+
 from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
 from .targets import target_shown
 

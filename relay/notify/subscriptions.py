@@ -14,7 +14,8 @@ from django.core.validators import EmailValidator, URLValidator
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from ..allowlist import oncall_list
+from relay.registry.allowlist import oncall_list
+
 from ..models import Project
 from ..models.triage import NotificationEvent, Subscription
 from ..triage.matching import id_matches

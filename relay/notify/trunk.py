@@ -18,15 +18,16 @@ from datetime import timedelta
 from django.db.models import Max
 from django.utils import timezone
 
-from ..links import commit_path, public_url, short_sha
+from relay.ops.watermarks import watermark_move, watermark_read
+from relay.policy.links import commit_path, public_url, short_sha
+from relay.policy.verdicts import PASSING
+from relay.stats.runkinds import trunk_commits
+
 from ..models import JobRun, Level, NotificationEvent, Project, UpstreamCommit
 from ..results.baseline import BACKEND, MIXED, commit_baseline
 from ..results.cells import cells_for_commits, reference_backend, registered_backends
 from ..results.culprits import streaks, trunk_chain
 from ..results.tests import states_for
-from ..runkinds import trunk_commits
-from ..verdicts import PASSING
-from ..watermarks import watermark_move, watermark_read
 from .events import event_emit
 
 Kind = NotificationEvent.Kind

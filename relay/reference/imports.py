@@ -17,14 +17,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from relay.inputs.linear import linear
+from relay.inputs.params import aware_datetime
+from relay.policy.links import short_sha
+
 from .. import follow_up
 from ..enablement.counts import counts_write
 from ..github import client as github
 from ..github.upstream import upstream_installation_id
-from ..linear import linear
-from ..links import short_sha
 from ..models import Conclusion, FailedTest, JobRun, Project, UpstreamCommit
-from ..params import aware_datetime
 from .reports import Found, find_reports, retrying
 
 logger = logging.getLogger(__name__)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
+from relay.policy.testids import module_of
+
 from ..callbacks.body import (
     MAX_FAILED_TESTS,
     MAX_MESSAGE_BYTES,
@@ -14,7 +16,6 @@ from ..callbacks.body import (
     FailedTestReport,
     text_cap,
 )
-from ..testids import module_of
 
 
 class MalformedReport(Exception):
@@ -44,7 +45,7 @@ class TestReport:
     failed_tests: list[FailedTestReport] = field(default_factory=list)
     truncated: bool = False
     modules: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Counts per upstream test module (relay.testids.module_of), as a callback's
+    """Counts per upstream test module (relay.policy.testids.module_of), as a callback's
     `workflow.module_counts` carries them; past MAX_MODULES, under the unknown module ""."""
 
     def module_add(self, module: str, outcome: str, count: int = 1) -> None:

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import httpx
 from django.conf import settings
 
+from relay.inputs.linear import linear
+
 from ..github import client as github
-from ..linear import linear
 from ..models import JobRun
 from .junit import MalformedReport, TestReport, junit_parse
 from .unittest_log import IncompleteLog, unittest_log_parse

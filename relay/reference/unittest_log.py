@@ -26,9 +26,10 @@ than a report that would read the missing tests as passed."""
 import re
 from dataclasses import dataclass, field
 
+from relay.inputs.linear import linear
+from relay.policy.testids import module_of
+
 from ..callbacks.body import MAX_MESSAGE_BYTES, MAX_STACK_BYTES, FailedTestReport, text_cap
-from ..linear import linear
-from ..testids import module_of
 from .junit import FAILING, OUTCOMES, TestReport
 
 WORST_FIRST = ("error", "failed", "xpassed", "passed", "xfailed", "skipped")
@@ -40,7 +41,7 @@ MAX_LINE_CHARS = 10_000
 _PREFIX = re.compile(r"^\ufeff?(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)?Z )?")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 """These two run on every line, and stay on Python's engine for its speed (RE2's `sub` is written
-in Python): each has one way to match any text (relay/linear.py, "one way")."""
+in Python): each has one way to match any text (relay/inputs/linear.py, "one way")."""
 _WORD = r"[\pL\pN_]"
 """A letter, digit or underscore of any script, as in a Python name."""
 _DESCRIPTION = rf"(?P<name>test{_WORD}*|runTest) \((?P<where>[\pL_][\pL\pN_.]*)\)(?P<params>(?: [\[(].*?[\])])*)"

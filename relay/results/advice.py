@@ -7,9 +7,8 @@ the job ran for."""
 from dataclasses import dataclass
 from datetime import datetime
 
-from relay.params import aware_datetime
-
-from ..links import short_sha
+from relay.inputs.params import aware_datetime
+from relay.policy.links import short_sha
 
 CATEGORY_LABELS = {
     "upstream": "Upstream",

@@ -1,7 +1,7 @@
 """The baseline comparison: each backend's failures on a commit against the OpenReg reference's.
 
 For backend b on commit C, each failing test of b (latest attempts only, identities from
-relay.testids, a missing module filled in from the commit's other reports) is
+relay.policy.testids, a missing module filled in from the commit's other reports) is
 
 * **shared**: the reference failed it too on C, so it is likely an upstream problem;
 * **backend only**: the reference ran it and passed, a backend regression. "Ran it" can only be
@@ -21,7 +21,7 @@ errors alone (pytest's collection error: the backend's extension no longer impor
 upstream API changes cause most. **Infrastructure** is only the CI failing to run the job: it
 timed out, never started or was cancelled, and sent no report (`infrastructure_failure`). The reference's build or tests failing (its latest attempt concluded `failure`) marks the
 commit **upstream-broken**. A reference job that timed out, never started or was cancelled says
-nothing about upstream (relay.verdicts, rule 8): like no reference result at all, it means
+nothing about upstream (relay.policy.verdicts, rule 8): like no reference result at all, it means
 "no baseline", never a guess."""
 
 from collections import Counter
@@ -29,10 +29,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 
 from relay.models import Level, UpstreamCommit
-from relay.testids import TestId, TestIdResolver, TestTable, report_ids
+from relay.policy.testids import TestId, TestIdResolver, TestTable, report_ids
+from relay.policy.verdicts import FAILING, NO_BASELINE_STATES, State, job_label
 from relay.triage.classify import triager_load
 from relay.triage.mutes import Mutes
-from relay.verdicts import FAILING, NO_BASELINE_STATES, State, job_label
 
 from .cells import (
     Cell,
@@ -180,7 +180,7 @@ def failures_load(cells: dict, with_messages: bool = False, name_contains: str =
 
 
 def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
-    """Fill in missing modules from the other reports on the same commit (relay.testids)."""
+    """Fill in missing modules from the other reports on the same commit (relay.policy.testids)."""
     by_sha: dict[str, list[CellFailures]] = {}
     for item in failures:
         by_sha.setdefault(item.cell.sha, []).append(item)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from relay.links import bisection_api_path, commit_path
 from relay.models import Bisection, BisectProbe, Level, UpstreamCommit
 from relay.models.bisection import levels_prime
+from relay.policy.links import bisection_api_path, commit_path
 
 from .heads import landed_commits, landed_pr
 

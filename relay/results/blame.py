@@ -1,6 +1,6 @@
 """Did this PR break it, and does that block the merge? One answer, the PR's verdict, which the
 PR page's verdict table shows and the merge gate enforces (relay.results.gate reads `jobs` here).
-For each backend failing on a PR head (the reference too), each failing test (by relay.testids
+For each backend failing on a PR head (the reference too), each failing test (by relay.policy.testids
 identity) and each failing job without a test is
 
 * **muted**: the backend muted the test (relay.triage.mutes; a mute covers a test, never a job);
@@ -31,11 +31,11 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest
-from relay.runkinds import trunk_commits
-from relay.testids import TestId, TestIdResolver, report_ids
+from relay.policy.testids import TestId, TestIdResolver, report_ids
+from relay.policy.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
+from relay.stats.runkinds import trunk_commits
 from relay.triage.classify import EXPECTED
 from relay.triage.mutes import Mutes
-from relay.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
 
 from .baseline import CellFailures, failure_kind, failures_load
 from .cells import (

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from relay.causes.state import read_version
 from relay.models import CauseHit, FailureCause, Project
-from relay.runkinds import trunk_commits
+from relay.stats.runkinds import trunk_commits
 
 DEFAULT_DAYS = 7
 NEW_WITHIN = timedelta(days=2)

@@ -1,5 +1,5 @@
 """The cell engine: what the store says about given upstream commits: job attempts and dispatches per (commit,
-backend), one cell per pair under the status policy (relay.verdicts). Every page reads its cells
+backend), one cell per pair under the status policy (relay.policy.verdicts). Every page reads its cells
 here (grid, commit, PR, backend, culprits).
 
 Every loader takes the page's SHAs and answers with one indexed query (JobRun on
@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from django.db.models.fields.json import KeyTextTransform
 
 from relay.models import Delivery, Dispatch, FailedTest, Level, Project
-from relay.runkinds import Figure, jobs_counted
-from relay.verdicts import (
+from relay.policy.verdicts import (
     FAILING,
     STATES,
     Counts,
@@ -26,6 +25,7 @@ from relay.verdicts import (
     job_verdicts,
     reference_state,
 )
+from relay.stats.runkinds import Figure, jobs_counted
 
 from .status import StateShown
 
@@ -129,7 +129,7 @@ def dispatch_states_for_commits(shas: list[str], project_ids: list[int]) -> dict
 
 def failed_tests_for_jobs(job_ids: list[int], with_messages: bool = False, name_contains: str = "") -> dict[int, list]:
     """Failed tests of the given attempts, by attempt id (one query); each row carries its
-    job's `environment.device` as `env_device`, a device-word hint for relay.testids.
+    job's `environment.device` as `env_device`, a device-word hint for relay.policy.testids.
     `name_contains`: only the rows whose reported name holds it (one test's method: the test
     page reads one test among a page of failing cells)."""
     fields = ["job_run_id", "name", "classname", "file", "hw_classification", "outcome", "env_device"] + (

@@ -8,7 +8,7 @@ the streak: it stays among the suspects when it lies between the last pass and t
 failure. Nightly reporters test a few trunk SHAs a day; their results sit on those SHAs, so the
 range between two nightly SHAs falls out of the same walk.
 
-Tests are matched across commits by relay.testids identity (a missing module is filled in from
+Tests are matched across commits by relay.policy.testids identity (a missing module is filled in from
 the same commit's other reports first). The cost is two or three indexed queries over at most
 `CRCR_CULPRIT_WINDOW` commits, whatever the store's size, and two more for the open known issues
 and expectations that mark a streak known (the baseline's triage of the start commit).
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from relay.models import Bisection, Project, UpstreamCommit
-from relay.runkinds import trunk_commits
-from relay.testids import TestId
+from relay.policy.testids import TestId
+from relay.policy.verdicts import FAILING, PASSING, job_key_label
+from relay.stats.runkinds import trunk_commits
 from relay.triage.classify import Match, triager_load
-from relay.verdicts import FAILING, PASSING, job_key_label
 
 from .baseline import CellFailures, failure_kind, failures_load, reference_failures
 from .bisections import Since, since_which

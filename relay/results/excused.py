@@ -1,6 +1,6 @@
 """The upstream-adjusted pass rate: which failed jobs are upstream's to answer for, not the backend's.
 
-A job counts as failed when its latest attempt failed (relay.verdicts, Counts.FAIL). It is
+A job counts as failed when its latest attempt failed (relay.policy.verdicts, Counts.FAIL). It is
 **excused** only when it shows what it failed and every failure it shows is accounted for as
 upstream's:
 
@@ -32,8 +32,6 @@ from datetime import datetime
 from django.db.models import Count, Max
 from django.urls import reverse
 
-from relay.cache import soft_get, soft_set
-from relay.links import test_path
 from relay.models import (
     FAILING_OUTCOMES,
     MAX_FAILED_TESTS,
@@ -43,12 +41,14 @@ from relay.models import (
     Project,
     TestMuteEvent,
 )
-from relay.runkinds import Figure, counts, jobs_counted, kind_of, trunk_shas
-from relay.testids import TestIdResolver, report_ids
+from relay.ops.cache import soft_get, soft_set
+from relay.policy.links import test_path
+from relay.policy.testids import TestIdResolver, report_ids
+from relay.policy.verdicts import Rates, State, job_label
+from relay.stats.runkinds import Figure, counts, jobs_counted, kind_of, trunk_shas
 from relay.triage.classify import triager_load
 from relay.triage.matching import Failure
 from relay.triage.mutes import Mutes
-from relay.verdicts import Rates, State, job_label
 
 from .baseline import CellFailures, failures_load, has_baseline
 from .cells import (
@@ -95,7 +95,7 @@ class AdjustedRates:
     raw: Rates
     excused: list[ExcusedJob] = field(default_factory=list)
     stored: int | None = None
-    """The excused count read from stored rollups (relay.levels.tallies.excused) when the list itself was not
+    """The excused count read from stored rollups (relay.stats.tallies.excused) when the list itself was not
     computed: then `excused` is empty and `listed` is False."""
 
     @property
@@ -259,7 +259,7 @@ def _failing_rows(since: datetime, until: datetime | None):
 def _counted_failure(verdict, mine: CellFailures, since: datetime, until: datetime | None, trunk: bool) -> bool:
     """A failed PR/push job the window's tally counts that can be excused: latest attempt failed
     (not cancelled: that counts as a failure too, but tested nothing), first attempt dated in it.
-    A cell holds no closing dispatch's job (relay.runkinds)."""
+    A cell holds no closing dispatch's job (relay.stats.runkinds)."""
     kind = kind_of(verdict.job.event_type, closing=False, trunk=trunk)
     if verdict.state != State.FAILURE or not counts(Figure.EXCUSED, kind, trunk):
         return False
@@ -286,7 +286,7 @@ def _version(project: Project) -> str:
 def adjusted_rates(project: Project, raw: Rates, since: datetime, until: datetime | None = None) -> AdjustedRates:
     facts = f"{project.excuse_triage_verdicts:d}:{since.isoformat()}:{until or ''}:{_version(project)}"
     key = f"crcr:excused:{project.pk}:{hashlib.sha256(facts.encode()).hexdigest()[:32]}"
-    excused = soft_get(key)  # the cache may be down: then every page computes it (relay.cache)
+    excused = soft_get(key)  # the cache may be down: then every page computes it (relay.ops.cache)
     if excused is None:
         excused = excused_jobs(project, since, until)
         soft_set(key, excused, CACHE_SECONDS)

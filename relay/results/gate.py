@@ -2,7 +2,7 @@
 and the overall `crcr/gate` state — the one verdict the check run (relay.checks.gate writes it),
 GET /api/v1/prs/<number>/gate and the HUD's PR page (`gate_shown`) all give.
 
-The policy lives in relay.verdicts (`gate_backend`, `gate_overall`), with the job states the
+The policy lives in relay.policy.verdicts (`gate_backend`, `gate_overall`), with the job states the
 HUD's cells use: only L4 backends count; the latest attempt of each job decides; failure,
 cancelled, timed out and never started block; work without a result keeps the gate pending;
 superseded work and backends that could not be asked count nowhere. A failing job blocks only as
@@ -20,9 +20,7 @@ failures; this gate settles on one rule for both."""
 
 from django.db.models import Exists, OuterRef
 
-from .. import runkinds
-from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project, PullRequest
-from ..verdicts import (
+from relay.policy.verdicts import (
     FAILING,
     PENDING,
     Gate,
@@ -33,6 +31,9 @@ from ..verdicts import (
     job_key_label,
     job_verdicts,
 )
+from relay.stats import runkinds
+
+from ..models import NEVER_STARTED_RUN_ID, Dispatch, JobRun, Level, Project, PullRequest
 from .blame import BackendBlame, Finding, pr_blame
 from .cells import registered_backends
 from .heads import pr_head
@@ -47,7 +48,7 @@ STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SK
 
 def jobs_counted(project: Project, head_sha: str):
     """Every attempt of every job of `project` that counts for this head, as the pages count them
-    (relay.runkinds): a `ciflow/trunk` merge run's jobs are later attempts of the same
+    (relay.stats.runkinds): a `ciflow/trunk` merge run's jobs are later attempts of the same
     jobs. A push run nobody started is left out: a backend that takes no push events must not
     fail the PR for it."""
     jobs = runkinds.jobs_counted(runkinds.Figure.GATE, [head_sha]).filter(project=project)
@@ -55,7 +56,7 @@ def jobs_counted(project: Project, head_sha: str):
 
 
 def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:
-    """The health probe's L4 check is judged by the probe rule (relay.verdicts, rule 7), as its
+    """The health probe's L4 check is judged by the probe rule (relay.policy.verdicts, rule 7), as its
     cells are: an xfail job that failed passes, a plainly named one that failed blocks."""
     verdicts = job_verdicts(jobs_counted(project, head_sha), probe=project.is_health_probe)
     return sorted(verdicts, key=lambda v: (v.job.workflow_name, v.job.job_name))
@@ -69,7 +70,7 @@ def head_dispatches(project: Project, pr_number: int, head_sha: str):
 def backend_state(
     project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
 ) -> tuple[Gate, str, list[JobVerdict], dict]:
-    """(state, reason, job verdicts, excused) of one backend on one head, under relay.verdicts,
+    """(state, reason, job verdicts, excused) of one backend on one head, under relay.policy.verdicts,
     with the failing jobs the PR's verdict (relay.results.blame; `pr_verdict` shares its load
     across backends) clears left out: `excused` is job id → that job's findings, named in the reason."""
     verdicts = backend_verdicts(project, pr_number, head_sha)

@@ -6,7 +6,7 @@ from a fixed handful of queries whatever the page's size."""
 from dataclasses import dataclass
 
 from relay.models import Project
-from relay.verdicts import State, shown_state
+from relay.policy.verdicts import State, shown_state
 
 from .baseline import grid_baseline
 from .cells import Cell, CellKey, cells_for_commits, reference_backend

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import Min, Q
 
-from relay.linear import linear
+from relay.inputs.linear import linear
 from relay.models import Delivery, Dispatch, JobRun, PullRequest, UpstreamCommit
-from relay.runkinds import trunk_commits
+from relay.stats.runkinds import trunk_commits
 
 CANDIDATES = 12
 """At most this many commits are listed for a prefix (two already make it ambiguous)."""

@@ -23,9 +23,9 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from relay.cache import soft_get_many, soft_set_many
 from relay.models import JobRun
-from relay.verdicts import State
+from relay.ops.cache import soft_get_many, soft_set_many
+from relay.policy.verdicts import State
 
 SAMPLE_SIZE = 20
 MIN_SAMPLES = 5

@@ -1,6 +1,6 @@
 """The quality figures a backend is judged by (the accelerator group's criteria, as torch-spyre's
 CI plan quotes them), over a window, each with its trend (the window's first half against its
-second), from the test store (relay/models/testlevel.py):
+second), from the test store (relay/models/teststore.py):
 
 * **coverage**: of the tests the reference ran on the commits both ran, the share this backend
   ran (tests reported minus skipped, latest attempts; capped at 100 % per commit). Where both
@@ -8,7 +8,7 @@ second), from the test store (relay/models/testlevel.py):
   reference import as `accelerator_ran`), a commit counts over the ACCELERATOR-classified tests
   only, the in-scope suite; elsewhere over everything the reference ran, and the detail says how
   many commits were counted which way. Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
-* **flaky share**: the backend's tests in state *flaky* now (relay.testlevel.machine) over the
+* **flaky share**: the backend's tests in state *flaky* now (relay.teststore.machine) over the
   tests it ran on its newest commit in the window; the trend counts the tests that *became*
   flaky in each half. The count shows beside the share: 2 of 5,421 is not "0.0 %". Target: under 5 %.
 * **time to recover**: for each red streak of the backend's tested commits (in the order it ran
@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 from statistics import median
 
 from relay.models import HealthState, TestedCommit, TestHealth
-from relay.runkinds import Figure as RunFigure
-from relay.runkinds import commits_q
+from relay.stats.runkinds import Figure as RunFigure
+from relay.stats.runkinds import commits_q
 
 COVERAGE_TARGET = 0.80
 FLAKY_TARGET = 0.05
@@ -127,7 +127,7 @@ Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran"
 
 
 def _commits(project, since: datetime, until: datetime) -> list[Tested]:
-    """The backend's finished tested commits, oldest first (relay.runkinds: trunk commits)."""
+    """The backend's finished tested commits, oldest first (relay.stats.runkinds: trunk commits)."""
     rows = TestedCommit.objects.filter(commits_q(RunFigure.QUALITY), project=project, created_at__gte=since)
     rows = rows.filter(created_at__lt=until)
     rows = rows.exclude(stepped_jobs=[]).order_by("created_at", "id")

@@ -1,8 +1,8 @@
-"""How the verdict policy (relay.verdicts) is shown: each state's glyph and label on a cell,
+"""How the verdict policy (relay.policy.verdicts) is shown: each state's glyph and label on a cell,
 and the legend every page carries; and where a job's per-test results came from."""
 
 from relay.models import JobRun
-from relay.verdicts import STATES
+from relay.policy.verdicts import STATES
 
 
 class StateShown:

@@ -1,4 +1,4 @@
-"""One test's truth, read from the test store (relay/models/testlevel.py): its history across
+"""One test's truth, read from the test store (relay/models/teststore.py): its history across
 upstream commits × backends, the reference's first; its flakiness state and mutes per backend;
 and the selectors bisection builds on (`last_pass_before`, `health_of`).
 
@@ -40,8 +40,8 @@ from relay.models import (
     UpstreamCommit,
     identity_digest,
 )
-from relay.runkinds import trunk_commits
-from relay.testids import TestId, id_parts, parse_test_id
+from relay.policy.testids import TestId, id_parts, parse_test_id
+from relay.stats.runkinds import trunk_commits
 from relay.triage.mutes import active_filter
 
 from .baseline import failures_load, has_baseline, test_kind
@@ -79,7 +79,7 @@ def identity_find(text: str) -> TestIdentity | None:
 
 UNSTORED = timedelta(hours=30)
 """How long a failure may sit in a job row before the test store writes it: the store's sweep
-takes a minute, and looks back as far for a job that finishes late (relay.testlevel.store.LOOKBACK)."""
+takes a minute, and looks back as far for a job that finishes late (relay.teststore.store.LOOKBACK)."""
 
 
 def identity_unstored(text: str) -> TestIdentity | None:
@@ -184,7 +184,7 @@ def mute_found(pk: int) -> TestMute | None:
 
 def heals_after() -> int:
     """Clean passes in a row that make a flaky or broken test healthy: the deployment's setting,
-    which the machine's step reads too (relay.testlevel.store), never a number in a template."""
+    which the machine's step reads too (relay.teststore.store), never a number in a template."""
     return settings.CRCR_TEST_HEALED_AFTER
 
 

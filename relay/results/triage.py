@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from relay.testids import TestId, TestTable, report_ids, test_id
+from relay.policy.testids import TestId, TestTable, report_ids, test_id
 from relay.triage.classify import EXPECTED, KNOWN, Match, Triager, triager_load
 from relay.triage.matching import Failure
 

@@ -1,9 +1,9 @@
 """Filters for the operators' pages (relay/templates): the few they share with the HUD's come from
-the same rule (relay.links)."""
+the same rule (relay.policy.links)."""
 
 from django import template
 
-from relay import links
+from relay.policy import links
 
 register = template.Library()
 

@@ -9,11 +9,12 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from relay.policy.testids import report_ids
+from relay.policy.verdicts import FAILING, conclusion_state
+from relay.stats.runkinds import Figure, jobs_counted
+
 from ..models import FailedTest, JobRun, Project
 from ..models.triage import IssueOccurrence, KnownIssue
-from ..runkinds import Figure, jobs_counted
-from ..testids import report_ids
-from ..verdicts import FAILING, conclusion_state
 from .classify import issues_load, triager_for
 from .matching import Failure, cause_check, message_check, patterns_check
 
@@ -105,7 +106,7 @@ def still_occurring(issue: KnownIssue) -> int:
 
 
 def job_failures(job: JobRun, tests: list, device_type: str = "") -> list[Failure]:
-    """What a failing attempt reports: its tests (identities as relay.testids gives them, with
+    """What a failing attempt reports: its tests (identities as relay.policy.testids gives them, with
     the backend's `device_type` as a hint), or the job itself when it reported none."""
     if conclusion_state(job) not in FAILING:
         return []

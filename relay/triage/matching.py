@@ -1,21 +1,22 @@
 """The one matching rule for known issues, expectations and subscriptions' test patterns.
 
 A pattern is an fnmatch-style glob (`*`, `?`, `[…]`) over a normalised test identity
-(relay.testids): it matches the full id `module.Class.method` or the module-less key
+(relay.policy.testids): it matches the full id `module.Class.method` or the module-less key
 `Class.method`, so `TestCommon.test_addmm*` matches in whatever module. A failing job that
 reported no test is matched by its label, `workflow / job`. Never a user regex: globs are
 translated by fnmatch into patterns without backtracking traps, and their length and number are
-capped, and they run on RE2 (relay.linear). A message matcher is a plain substring test over the first MESSAGE_SCAN characters."""
+capped, and they run on RE2 (relay.inputs.linear). A message matcher is a plain substring test over the first MESSAGE_SCAN characters."""
 
 import fnmatch
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from relay.inputs.linear import linear
+from relay.policy.testids import TestId
+
 from ..causes.reasons import reason_of
-from ..linear import linear
 from ..models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
-from ..testids import TestId
 
 MESSAGE_SCAN = 4000
 _ALLOWED = re.compile(r"^[\w.\-\[\]*?/ ,:()=+!#@]+$")
@@ -63,7 +64,7 @@ def message_check(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _compiled(pattern: str):
-    """fnmatch's own translation, run on RE2 (relay.linear): its atomic groups `(?>.*?x)` keep
+    """fnmatch's own translation, run on RE2 (relay.inputs.linear): its atomic groups `(?>.*?x)` keep
     Python's engine from backtracking, and RE2, which never backtracks, reads them as plain
     groups with the same matches."""
     translated = fnmatch.translate(pattern)

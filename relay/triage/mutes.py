@@ -5,7 +5,7 @@ left out of the backend's (upstream-adjusted) pass rate (relay/results/excused.p
 gate (the PR's verdict, relay/results/blame.py) and so of the demotion criteria, until it expires or
 is lifted. A mute covers one test, never a job (`mutable`, which every reader asks through `Mutes.of`). Every mute, extension and lift is an audit row (TestMuteEvent) naming who and when.
 
-Mutes name tests by the device-agnostic id the pages show (relay.testids): a backend may mute a
+Mutes name tests by the device-agnostic id the pages show (relay.policy.testids): a backend may mute a
 test before the store has seen it fail."""
 
 from dataclasses import dataclass
@@ -16,9 +16,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from relay.inputs.text import holds_controls
+from relay.policy.testids import TestId, parse_test_id
+
 from ..models import Project, TestIdentity, TestMute, TestMuteEvent, identity_digest
-from ..testids import TestId, parse_test_id
-from ..text import holds_controls
 
 MAX_DAYS = 90
 """A mute longer than the store's retention would outlive the evidence for it."""
@@ -67,7 +68,7 @@ def mutable(subject) -> bool:
         return False
     method = subject.key.split("[", 1)[0].rpartition(".")[2]
     # A job's label is words around " / "; a test's method is one word, which may hold the escapes
-    # a stored name is written with (relay.text.escaped: `\n`), so not only identifier characters.
+    # a stored name is written with (relay.inputs.text.escaped: `\n`), so not only identifier characters.
     return method.startswith("test") and method.isprintable() and not any(c.isspace() or c == "/" for c in method)
 
 

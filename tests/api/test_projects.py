@@ -2,8 +2,8 @@
 
 import pytest
 
-from relay import registry
 from relay.models import LevelChange, Project
+from relay.registry import service as registry
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -236,7 +236,7 @@ def _seed_bisections(commits, test_id: str) -> None:
 def _test_store_record() -> str:
     """The test store, as the minute sweep would have written it; the shared test's id."""
     from relay.models import JobRun, Project, TestIdentity
-    from relay.testlevel.store import commit_record
+    from relay.teststore.store import commit_record
 
     projects = {p.pk: p for p in Project.objects.all()}
     for sha, pid in JobRun.objects.values_list("head_sha", "project_id").distinct():

@@ -5,7 +5,7 @@ to 106 px at 390 px (found by the crawl on the sandbox)."""
 import pytest
 
 from relay.models import KnownIssue, UpstreamCommit
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.relay.testlevel.conftest import named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

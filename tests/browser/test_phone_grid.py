@@ -1,10 +1,10 @@
 """The grid on a 390 px phone: every tap target at least 24 px each way (WCAG 2.2's minimum
 target size), a pinned tooltip about as wide as the screen (not a column of one character a line),
-and SHAs named at the project's one short length (relay.links.short_sha), whole, not clipped."""
+and SHAs named at the project's one short length (relay.policy.links.short_sha), whole, not clipped."""
 
 import pytest
 
-from relay.links import short_sha
+from relay.policy.links import short_sha
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,11 +10,11 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from relay.allowlist import parse_allowlist
-from relay.levels.tallies.rollups import rollups_refresh
 from relay.levels.tasks import demotion_prs_reconcile
 from relay.models import DemotionDecision, DemotionPullRequest, FailedTest, JobRun, Project, UpstreamCheckRun
-from relay.registry import allowlist_export
+from relay.registry.allowlist import parse_allowlist
+from relay.registry.service import allowlist_export
+from relay.stats.tallies.rollups import rollups_refresh
 from tests.conftest import UPSTREAM
 from tests.hud.test_selectors_summary import job, project
 
@@ -240,7 +240,7 @@ def test_the_open_pr_shows_on_level_status_and_the_backend_page(relay, world, cl
 
 
 def test_the_sweeper_notices_a_pr_closed_by_hand_without_waiting_for_the_next_decision(relay, world):
-    from relay.checks.demotion import demotions_sync_stale
+    from relay.levels.demotion import demotions_sync_stale
 
     decide(relay)
     relay.gh.close_pull(UPSTREAM, pulls(relay)[0]["number"])
@@ -268,7 +268,7 @@ def test_a_pr_for_a_backend_the_registry_moved_meanwhile_is_closed_as_moot(relay
 
 
 def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(relay, world):
-    from relay.allowlist_moves import allowlist_demoted
+    from relay.levels.allowlist_moves import allowlist_demoted
 
     decide(relay)
     moved_main = relay.gh.file_text(UPSTREAM, PATH).replace("L1: []", "L1:\n  - newcomer/ci")
@@ -282,7 +282,7 @@ def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(r
 
 def test_before_the_tallies_are_ready_the_loop_decides_nothing_and_says_why(relay, world, monkeypatch, caplog):
     from relay.levels import status as selectors_levels
-    from relay.levels.tallies.buckets import TalliesPending
+    from relay.stats.tallies.buckets import TalliesPending
 
     def pending(*args, **kwargs):
         raise TalliesPending(0, 1)

@@ -213,7 +213,7 @@ def muted(project, tests):
     from django.utils import timezone
 
     from relay.models import TestIdentity, TestMute
-    from relay.testids import test_id
+    from relay.policy.testids import test_id
 
     ids = TestIdentity.objects.ids_for({test_id(t["name"], t["classname"], t["file"]) for t in tests})
     until = timezone.now() + timedelta(days=7)

@@ -7,8 +7,8 @@ version passes once it has. Twenty relayed PRs with two failing raise the pass-r
 import pytest
 
 from devtools.standin.sandbox import PROBE_L4_LABEL, JobPlan, probe_l4_naming
-from relay.alerts import alerts_evaluate
 from relay.dispatch.sending import dispatch_client_payload
+from relay.health.alerts import alerts_evaluate
 from relay.models import AlertEpisode, Dispatch, NotificationEvent
 from relay.results.gate import gate_verdict
 

@@ -88,7 +88,7 @@ def test_the_nightly_tab_says_the_adjusted_rate_covers_pr_and_push_runs_only(cli
 
 def test_the_backend_page_shows_its_level_history_and_tenure_not_reset_by_promotion(client):
     from relay.models import LevelChange
-    from relay.registry import project_create, project_update
+    from relay.registry.service import project_create, project_update
 
     backend = project_create("Ascend/pytorch", "L2", by="admin", reason="first results")
     LevelChange.objects.filter(project=backend).update(changed_at=timezone.now() - timedelta(days=40))
@@ -102,9 +102,9 @@ def test_the_backend_page_shows_its_level_history_and_tenure_not_reset_by_promot
 
 
 def test_tenure_at_l2_or_above_restarts_only_after_a_stay_at_l1():
-    from relay.levels.inputs import level_history
+    from relay.levels.readiness import level_history
     from relay.models import LevelChange
-    from relay.registry import project_create, project_update
+    from relay.registry.service import project_create, project_update
 
     backend = project_create("vendor/ci", "L2", by="admin", reason="")
     project_update(backend, {"level": "L1"}, by="admin", reason="broke")

@@ -7,7 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from relay.models import Bisection
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.relay.bisect.conftest import run_to_the_end
 from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
 

@@ -4,7 +4,7 @@ stored name (what known issues match, what the API answers) stays as reported.""
 
 import pytest
 
-from relay.verdicts import name_shown
+from relay.policy.verdicts import name_shown
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ page's since-which-commit list, never as the backend's regression, and /api/v1/c
 import pytest
 
 from relay.models import KnownIssue, UpstreamCommit
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.api.conftest import api  # noqa: F401 - the fixture
 from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
 

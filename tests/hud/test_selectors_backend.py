@@ -17,7 +17,7 @@ from hud.selectors_backend import (
     shard_of,
 )
 from relay.models import FailedTest, LevelChange, UpstreamCommit
-from relay.verdicts import State
+from relay.policy.verdicts import State
 from tests.hud.test_selectors_summary import NOW, job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]

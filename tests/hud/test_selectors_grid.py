@@ -7,11 +7,11 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from hud.selectors_grid import GridFilters, commit_pr_number, grid_page, pr_page
+from relay.policy.verdicts import State, awaiting_results_state
 from relay.results.baseline import MARK_LABELS
 from relay.results.cells import cells_for_commits, registered_backends
 from relay.results.gate import gate_shown
 from relay.results.heads import sha_resolve
-from relay.verdicts import State, awaiting_results_state
 from tests.factories import (
     DeliveryFactory,
     DispatchFactory,

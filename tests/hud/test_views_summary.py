@@ -10,8 +10,8 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from hud import views_summary
-from relay.levels.tallies import buckets
 from relay.models import FailedTest
+from relay.stats.tallies import buckets
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
@@ -227,7 +227,7 @@ def test_one_day_is_read_as_24_hours_and_an_unknown_range_says_what_is_shown(cli
 
 
 def test_the_summary_shows_each_relay_alert_with_since_when_it_fires(client):
-    from relay.alerts import alerts_evaluate
+    from relay.health.alerts import alerts_evaluate
     from relay.models import Project
 
     Project.objects.create(full_name="pytorch/crcr-test", level="L2", is_health_probe=True, hardware_kind="probe")

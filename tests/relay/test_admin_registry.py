@@ -3,7 +3,7 @@ from django.test import Client
 from django.urls import reverse
 
 from relay.models import LevelChange, Project
-from relay.registry import project_create
+from relay.registry.service import project_create
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The relay's health alerts (relay/alerts.py) over the probe's figures (relay/probe.py): each of
+"""The relay's health alerts (relay/health/alerts.py) over the probe's figures (relay/health/probe.py): each of
 upstream's three rules at its boundary, retries deduplicated by the latest attempt per (run_id,
 job_name), one episode per firing with one event each way, and the state /crcr shows."""
 
@@ -8,8 +8,8 @@ import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from relay import probe as figures
-from relay.alerts import alert_statuses, alerts_evaluate, episode_fire, readings
+from relay.health import probe as figures
+from relay.health.alerts import alert_statuses, alerts_evaluate, episode_fire, readings
 from relay.models import AlertEpisode, JobRun, NotificationEvent, Project
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relay.allowlist import AllowlistError, Entry, parse_allowlist, render_allowlist
+from relay.registry.allowlist import AllowlistError, Entry, parse_allowlist, render_allowlist
 
 SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml").read_text()
 EVERY_SHAPE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist_every_shape.yml").read_text()
@@ -441,7 +441,7 @@ L4:
 
 
 def test_demoting_moves_only_that_entry_to_the_end_of_the_level_below_and_keeps_the_header():
-    from relay.allowlist_moves import allowlist_demoted
+    from relay.levels.allowlist_moves import allowlist_demoted
 
     moved = allowlist_demoted(DEMOTION_FILE, "rocm/PyTorch", "L3")
     assert moved.startswith("# upstream's own header\n# kept as it is\n\nL1: []\nL2:\n  - a/b\n  - ROCm/pytorch: r\n")
@@ -449,8 +449,8 @@ def test_demoting_moves_only_that_entry_to_the_end_of_the_level_below_and_keeps_
 
 
 def test_demoting_an_entry_not_at_that_level_is_none_and_l4_to_l3_needs_a_device():
-    from relay.allowlist import AllowlistError
-    from relay.allowlist_moves import allowlist_demoted
+    from relay.levels.allowlist_moves import allowlist_demoted
+    from relay.registry.allowlist import AllowlistError
 
     assert allowlist_demoted(DEMOTION_FILE, "a/b", "L3") is None
     assert allowlist_demoted(DEMOTION_FILE, "nobody/here", "L3") is None

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from relay.allowlist import parse_allowlist
 from relay.management.commands.allowlist_import import raw_url
 from relay.models import LevelChange, Project
+from relay.registry.allowlist import parse_allowlist
 
 pytestmark = pytest.mark.django_db
 

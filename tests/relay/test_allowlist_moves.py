@@ -1,4 +1,4 @@
-"""The demotion PR's edit of upstream's allowlist (relay/allowlist_moves.py): one entry's lines
+"""The demotion PR's edit of upstream's allowlist (relay/levels/allowlist_moves.py): one entry's lines
 move down a level and nothing else of the file changes — comments, anchors, blank lines, both
 `oncalls` shapes and every other entry stay as upstream wrote them (issue 45, item 5)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from relay.allowlist import LEVEL_BELOW, AllowlistError, parse_allowlist
-from relay.allowlist_moves import allowlist_demoted
+from relay.levels.allowlist_moves import allowlist_demoted
+from relay.registry.allowlist import LEVEL_BELOW, AllowlistError, parse_allowlist
 
 COMMENTED = (Path(__file__).resolve().parents[1] / "fixtures" / "allowlist_commented.yml").read_text()
 EVERY_SHAPE = (Path(__file__).resolve().parents[1] / "fixtures" / "allowlist_every_shape.yml").read_text()

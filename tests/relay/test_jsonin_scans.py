@@ -1,4 +1,4 @@
-"""relay.jsonin's two scans of the raw text before a body is walked — whether a `\\u` escape, a
+"""relay.inputs.jsonin's two scans of the raw text before a body is walked — whether a `\\u` escape, a
 0xED byte or a NUL could hide unstorable text, and whether the text holds more openers than the
 depth limit — found by memchr instead of CPython's byte-by-byte search (docs/performance.md,
 issue 55): they must answer exactly what the plain search and count answered, for bytes, text and
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from relay import jsonin
+from relay.inputs import jsonin
 
 
 def _plain_may_hide(raw) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from relay.models import Project
-from relay.providers import PipelineMapping, ProvidersError, parse_providers, render_providers
+from relay.registry.providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 from tests.factories import ProjectFactory
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ci_providers.yml"

@@ -4,10 +4,10 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from devtools.sandbox_registry import SANDBOX_PROJECTS, seed_sandbox_registry
-from relay import registry
-from relay.allowlist import AllowlistError, parse_allowlist
 from relay.models import CIProvider, HardwareKind, LevelChange, Project
-from relay.registry import (
+from relay.registry import service as registry
+from relay.registry.allowlist import AllowlistError, parse_allowlist
+from relay.registry.service import (
     allowlist_export,
     allowlist_import,
     project_create,

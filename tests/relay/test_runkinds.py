@@ -1,5 +1,5 @@
 """One store with a run of every kind and a row of every state, and every surface asked the same
-two questions of it: which job rows count (relay.runkinds' table) and which commits are trunk (the
+two questions of it: which job rows count (relay.stats.runkinds' table) and which commits are trunk (the
 one trunk rule). Each surface reads through its own code path (the cells' loader, the gate, the
 tallies' SQL, the backend page's window, the E2E p50, the test store, the pages and the API); each
 must give the table's answer."""
@@ -14,12 +14,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from hud.selectors_backend import heads_in_window, jobs_by_head
-from relay import runkinds
 from relay.callbacks.receive import pr_head_only
 from relay.checks.reactions import job_shows_on_pr
 from relay.levels.e2e import e2e_p50
-from relay.levels.inputs import first_result_at
-from relay.levels.tallies.rollups import window_tallies
+from relay.levels.readiness import first_result_at
 from relay.models import (
     BISECT_EVENT,
     Bisection,
@@ -33,8 +31,10 @@ from relay.models import (
 )
 from relay.results.cells import cells_for_commits
 from relay.results.gate import gate_verdict
-from relay.runkinds import COUNTS, Figure, Kind, counts, kind_of
-from relay.testlevel.store import commit_record, on_trunk
+from relay.stats import runkinds
+from relay.stats.runkinds import COUNTS, Figure, Kind, counts, kind_of
+from relay.stats.tallies.rollups import window_tallies
+from relay.teststore.store import commit_record, on_trunk
 from relay.triage.issues import occurrences_record
 from relay.triage.mutes import mute_create
 from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, ProjectFactory
@@ -168,7 +168,7 @@ def test_every_row_has_the_kind_its_facts_give(store):
 
 
 def test_only_the_trunk_rule_asks_the_trunk_record():
-    """One trunk rule: every reader asks relay.runkinds (`trunk_commits`, `on_trunk`, `pr_heads`)
+    """One trunk rule: every reader asks relay.stats.runkinds (`trunk_commits`, `on_trunk`, `pr_heads`)
     rather than filtering commits by their flag itself (the intake writes the flag, never filters)."""
     root = Path(__file__).resolve().parents[2]
     asking = re.compile(r"is_trunk\s*=\s*(True|False)")
@@ -178,7 +178,7 @@ def test_only_the_trunk_rule_asks_the_trunk_record():
         for path in (root / top).rglob("*.py")
         if "migrations" not in path.parts and asking.search(path.read_text())
     }
-    assert offenders == {"relay/runkinds.py"}
+    assert offenders == {"relay/stats/runkinds.py"}
 
 
 def test_probes_closings_and_unplaced_self_reports_count_for_no_commit():

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from devtools.sandbox_registry import seed_sandbox_registry
 from devtools.standin.sandbox import Nightlies, NotificationSink, Runners
-from relay.alerts import alert_statuses, alerts_evaluate
+from relay.health.alerts import alert_statuses, alerts_evaluate
 from relay.models import AlertEpisode, JobRun, Notification, Project, Subscription
 from relay.notify.delivery import NOTIFICATIONS
 from tests.conftest import UPSTREAM, UPSTREAM_ID

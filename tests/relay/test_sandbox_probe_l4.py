@@ -13,7 +13,7 @@ from devtools.standin.sandbox import (
 )
 from relay.callbacks.triage_verdict import triage_verdict_read
 from relay.intake.deliveries import event_route, trunk_tag_pr
-from relay.verdicts import PROBE_EXPECTED
+from relay.policy.verdicts import PROBE_EXPECTED
 
 PROBE = {"full_name": "pytorch/crcr-test", "is_health_probe": True, "github_repo_id": 1}
 BACKEND = {"full_name": "intel/torch-xpu-ops", "device": "xpu", "github_repo_id": 2}

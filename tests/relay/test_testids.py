@@ -2,7 +2,7 @@
 
 import pytest
 
-from relay.testids import test_id
+from relay.policy.testids import test_id
 
 
 def normalize_test_id(name, classname="", file="", devices=()):
@@ -82,7 +82,7 @@ def test_a_bare_method_name_is_normalised_on_its_own():
 
 # --- one identity, whichever producer reported the test ------------------------------------------
 
-from relay.testids import TestId, TestIdResolver, TestTable  # noqa: E402
+from relay.policy.testids import TestId, TestIdResolver, TestTable  # noqa: E402
 
 CONV = TestId("test_nn", "TestNNDeviceType.test_conv2d_backward_bfloat16")
 

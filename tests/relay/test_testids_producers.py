@@ -9,8 +9,8 @@ from defusedxml import ElementTree
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relay.testids import _DTYPE_TOKEN, DEVICES, TestId, device_words, report_ids, test_id
-from relay.torch_device_types import DEVICE_TYPES as TORCH_DEVICE_TYPES
+from relay.policy.testids import _DTYPE_TOKEN, DEVICES, TestId, device_words, report_ids, test_id
+from relay.policy.torch_device_types import DEVICE_TYPES as TORCH_DEVICE_TYPES
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
 PRIVATEUSE1_NAMES = ("openreg", "npu", "spyre", "rbln")

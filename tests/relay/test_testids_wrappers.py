@@ -1,4 +1,4 @@
-"""Out-of-tree runners' wrapper modules read as upstream's module (relay.testids, issue 53 item 6).
+"""Out-of-tree runners' wrapper modules read as upstream's module (relay.policy.testids, issue 53 item 6).
 
 The names are the ones torch-spyre's runner (the run_test.sh of its OOT test framework) makes: it writes
 `<stem>__oot_wrapper.py` beside upstream's `<stem>.py`, instantiates the classes for PrivateUse1
@@ -7,7 +7,7 @@ The names are the ones torch-spyre's runner (the run_test.sh of its OOT test fra
 
 import pytest
 
-from relay.testids import TestId, module_of, report_ids, test_id
+from relay.policy.testids import TestId, module_of, report_ids, test_id
 
 REFERENCE = {
     "name": "test_scalar_support_openreg_float32",

@@ -1,4 +1,4 @@
-"""relay/torch_device_types.py is what devtools/pytorch_reports/device_types.py prints from the
+"""relay/policy/torch_device_types.py is what devtools/pytorch_reports/device_types.py prints from the
 real torch: checked whenever a Python with torch is at hand (CRCR_TORCH_PYTHON, or the venv
 `make pytorch-fixtures` makes), skipped otherwise — torch is no dependency of the project."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from relay import torch_device_types
+from relay.policy import torch_device_types
 
 REPO = Path(__file__).parents[2]
 SCRIPT = REPO / "devtools" / "pytorch_reports" / "device_types.py"

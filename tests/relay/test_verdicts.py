@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from relay.verdicts import State, cell_state, dispatch_cell_state, job_verdicts, rates
+from relay.policy.verdicts import State, cell_state, dispatch_cell_state, job_verdicts, rates
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from schemathesis import checks
 
-from relay.allowlist import AllowlistError, Entry, parse_allowlist
 from relay.callbacks.body import BadCallback, Report, body_parse, report_read
 from relay.intake.webhooks import WebhookRejected, WebhookRequest, signature_expected, webhook_read
+from relay.registry.allowlist import AllowlistError, Entry, parse_allowlist
 from tests.security.hostile_values import (
     FEW_DIGITS,
     INVISIBLE,

@@ -279,7 +279,7 @@ def test_artifact_and_log_urls_are_never_fetched_by_the_server(
     assert all(code < 500 for code in statuses.values()), statuses
     assert listener.connections == [], f"the server fetched a reported URL: {listener.connections[:3]}"
     # The check runs written upstream never link a reported run on a host the project's CI
-    # provider does not own (relay.run_links): the listener's URL is nowhere in them.
+    # provider does not own (relay.policy.run_links): the listener's URL is nowhere in them.
     writes = standin.requests("POST", r"/repos/pytorch/pytorch/check-runs.*") + standin.requests(
         "PATCH", r"/repos/pytorch/pytorch/check-runs.*"
     )

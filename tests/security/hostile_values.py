@@ -5,7 +5,7 @@ past the body's checks, and nesting at and past the one depth limit."""
 import sys
 import unicodedata
 
-from relay.jsonin import MAX_DEPTH
+from relay.inputs.jsonin import MAX_DEPTH
 
 
 def _digits(category: str) -> list[str]:
@@ -76,5 +76,5 @@ def nested(depth: int) -> bytes:
 
 
 CONTROL_CHARS = ["\n", "\r", "\t", "\x1b", "\x7f", "\x85", "\u2028", "\u202e", "\u2066", "\u200b", "\ufeff"]
-"""A character of each kind relay.text.CONTROLS holds (C0 with the layout ones, DEL, C1, the line
+"""A character of each kind relay.inputs.text.CONTROLS holds (C0 with the layout ones, DEL, C1, the line
 separator, bidi override and isolate, invisible): what a stored name may not hold."""

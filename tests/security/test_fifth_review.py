@@ -67,8 +67,8 @@ def maintainer_of(project) -> APIClient:
 
 
 def test_a_muted_test_whose_name_holds_a_newline_takes_no_page_down(client, trunk_with_a_newline):
-    from relay import links
-    from relay.testids import report_ids
+    from relay.policy import links
+    from relay.policy.testids import report_ids
 
     xpu, trunk = trunk_with_a_newline
     (shown,) = report_ids([XPU_NEWLINE], xpu.device_type)
@@ -86,9 +86,9 @@ def test_every_identity_is_built_without_control_characters_and_links_to_its_pag
 
     from django.urls import resolve
 
-    from relay import links
-    from relay.testids import parse_test_id, report_ids, test_id
-    from relay.text import holds_controls
+    from relay.inputs.text import holds_controls
+    from relay.policy import links
+    from relay.policy.testids import parse_test_id, report_ids, test_id
 
     name = f"test_add{char}x_xpu_float32"
     ids = [
@@ -112,8 +112,8 @@ def test_the_mutes_api_refuses_a_test_id_holding_a_control_character_with_a_400(
 def test_a_name_stored_before_the_rule_takes_no_page_down(client, trunk_with_a_newline):
     from django.utils import timezone
 
-    from relay import links
     from relay.models import TestIdentity
+    from relay.policy import links
 
     xpu, trunk = trunk_with_a_newline
     raw = "test_ops.TestCommon.test_addmm_float32\nx"
@@ -134,14 +134,14 @@ def test_a_name_stored_before_the_rule_takes_no_page_down(client, trunk_with_a_n
 
 def _as_stored(text: str):
     """A TestId holding `text` as it is, newline and all: what the store wrote before the rule."""
-    from relay.testids import TestId
+    from relay.policy.testids import TestId
 
     module, _, key = text.partition(".")
     return TestId(module, key.replace("\\n", "\n"))
 
 
 def test_links_to_a_test_are_built_one_way():
-    """Only relay.links.test_path builds a test's address (quoted, it never raises): reverse()
+    """Only relay.policy.links.test_path builds a test's address (quoted, it never raises): reverse()
     raised on a newline and answered 500 for three pages."""
     from pathlib import Path
 

@@ -165,7 +165,7 @@ def test_a_signed_webhook_nested_past_the_limit_is_a_400(post_webhook, depth):
 def test_one_depth_limit_sits_below_every_encoder_the_value_meets():
     import sys
 
-    from relay import jsonin
+    from relay.inputs import jsonin
 
     value = jsonin.loads(nested(jsonin.MAX_DEPTH))
     json.loads(json.dumps(value))  # what the save and a later read do, far from the recursion limit
@@ -297,7 +297,7 @@ L2:
 
 @pytest.mark.parametrize("where", ["[*d,*d,*d,*d,*d,*d,*d,*d,*d]", "*e", "[*e]"])
 def test_an_alias_bomb_is_refused_within_a_small_budget_with_a_short_message(where):
-    from relay.allowlist import MAX_ALIAS_NODES, AllowlistError, parse_allowlist
+    from relay.registry.allowlist import MAX_ALIAS_NODES, AllowlistError, parse_allowlist
 
     with pytest.raises(AllowlistError) as refused:
         parse_allowlist(LAUGHS.format(where=where))
@@ -305,14 +305,14 @@ def test_an_alias_bomb_is_refused_within_a_small_budget_with_a_short_message(whe
 
 
 def test_a_self_referencing_alias_is_refused():
-    from relay.allowlist import AllowlistError, parse_allowlist
+    from relay.registry.allowlist import AllowlistError, parse_allowlist
 
     with pytest.raises(AllowlistError, match="alias"):
         parse_allowlist("L1: &a [*a]")
 
 
 def test_anchors_within_the_budget_are_read_as_upstream_writes_them():
-    from relay.allowlist import parse_allowlist
+    from relay.registry.allowlist import parse_allowlist
 
     text = "L2:\n  - a/one: &team [x-ci, y-ci]\n  - a/two:\n      oncalls: *team\n  - a/three: *team\n"
     assert [e.oncalls for e in parse_allowlist(text)] == [("x-ci", "y-ci")] * 3
@@ -329,7 +329,7 @@ def test_anchors_within_the_budget_are_read_as_upstream_writes_them():
     ],
 )
 def test_every_allowlist_error_text_is_capped(text):
-    from relay.allowlist import MAX_ERRORS, AllowlistError, parse_allowlist
+    from relay.registry.allowlist import MAX_ERRORS, AllowlistError, parse_allowlist
 
     with pytest.raises(AllowlistError) as refused:
         parse_allowlist(text)
@@ -346,7 +346,7 @@ VISIBLE_FORMAT = set("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u08
 @pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: unicodedata.name(c, f"U+{ord(c):04X}"))
 def test_an_invisible_character_never_reaches_a_check_run_name_a_code_span_or_a_body(char):
     from relay.checks.checkruns import job_check_run_name
-    from relay.checks.markdown import md_code, upstream_body
+    from relay.github.markdown import md_code, upstream_body
 
     project = ProjectFactory(full_name="intel/torch-xpu-ops")
     assert job_check_run_name(project, f"ci{char}", f"test{char}add") == "crcr/intel/torch-xpu-ops/ci /test add"
@@ -368,7 +368,7 @@ def test_every_invisible_format_character_unicode_knows_is_in_the_one_class():
     import re
     import sys
 
-    from relay.text import CONTROLS
+    from relay.inputs.text import CONTROLS
 
     every = re.compile(f"[{CONTROLS}]")
     formats = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")

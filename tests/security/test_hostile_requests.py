@@ -11,8 +11,8 @@ import pytest
 from django.db import OperationalError
 from rest_framework.test import APIClient
 
-from relay.cache import pause_reset
 from relay.intake.payload_shape import BY_EVENT, COMMON
+from relay.ops.cache import pause_reset
 from tests.conftest import fixture_payload
 from tests.factories import DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
@@ -257,7 +257,7 @@ def test_a_database_error_on_a_hud_page_says_so_without_its_text(client, world, 
 
 
 def test_healthz_names_the_failing_dependency_but_not_its_error(client, monkeypatch):
-    from relay import health
+    from relay.health.healthz import healthz as health
 
     monkeypatch.setattr(health, "_database", broken)
     monkeypatch.setattr(health, "_broker", broken)

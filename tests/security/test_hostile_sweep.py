@@ -171,14 +171,14 @@ def world(django_user_model):
 
 
 def _muted_as_stored_before_the_rule(project, raw: str):
-    """A test identity holding a newline, as the store wrote it before relay.text.escaped, with
+    """A test identity holding a newline, as the store wrote it before relay.inputs.text.escaped, with
     an active mute: every page that joins mutes meets it (issue 52, item 1)."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from relay.models import TestIdentity, TestMute
-    from relay.testids import TestId
+    from relay.policy.testids import TestId
 
     module, _, key = raw.partition(".")
     tid = TestId(module, key)
@@ -435,8 +435,8 @@ def number_readers():
     from hud.selectors_search import PR_NUMBER
     from relay.callbacks.body import BadCallback, _attempt
     from relay.callbacks.triage_verdict import _version
+    from relay.inputs.params import aware_datetime, int_list_param, int_param
     from relay.intake.deliveries import TRUNK_TAG_RE
-    from relay.params import aware_datetime, int_list_param, int_param
     from relay.reference import unittest_log
 
     def raises(call, *errors):

@@ -1,5 +1,5 @@
 """No pattern run on text from outside can backtrack (issue 45, item 3): every regular expression
-of the product runs on RE2 (relay.linear), or is one of the few below that stay on Python's engine
+of the product runs on RE2 (relay.inputs.linear), or is one of the few below that stay on Python's engine
 for speed, each with the reason it has only one way to match any text. And every parser of outside
 text is fed adversarial lines of growing length, in a child process, with the time per length
 printed: a backtracking pattern would not finish (a 190-byte line of bracketed groups took the
@@ -23,26 +23,26 @@ ALTERNATIVES = "alternatives of literal words (no repeat): at most (words × len
 
 AUDITED = {
     # path, the pattern's source: why Python's engine cannot backtrack on it
-    ("relay/allowlist.py", "f'{_OWNER}/[A-Za-z0-9._-]{{1,100}}'"): FIXED,
-    ("relay/allowlist.py", "_OWNER"): FIXED,
-    ("relay/allowlist.py", "'[A-Za-z0-9][A-Za-z0-9._-]{0,37}'"): FIXED,
-    ("relay/allowlist.py", "'[A-Za-z0-9][A-Za-z0-9._/, -]*'"): FIXED + " (fullmatch only)",
+    ("relay/registry/allowlist.py", "f'{_OWNER}/[A-Za-z0-9._-]{{1,100}}'"): FIXED,
+    ("relay/registry/allowlist.py", "_OWNER"): FIXED,
+    ("relay/registry/allowlist.py", "'[A-Za-z0-9][A-Za-z0-9._-]{0,37}'"): FIXED,
+    ("relay/registry/allowlist.py", "'[A-Za-z0-9][A-Za-z0-9._/, -]*'"): FIXED + " (fullmatch only)",
     ("relay/callbacks/receive.py", "'^[0-9a-f]{40}$'"): FIXED,
     ("relay/callbacks/triage_verdict.py", "'[0-9a-fA-F]{7,40}'"): FIXED + " (fullmatch only)",
     ("relay/callbacks/triage_verdict.py", "'[\\\\s\\\\x00-\\\\x1f\\\\x7f]'"): SINGLE_CLASS,
     ("relay/reference/unittest_log.py", None): ANCHORED_FORMAT + " (the timestamp prefix, the ANSI colour codes)",
-    ("relay/checks/markdown.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
-    ("relay/checks/markdown.py", "f'[\\\\r{CONTROLS_BUT_LAYOUT}]+'"): SINGLE_CLASS,
-    ("relay/checks/markdown.py", "'`+'"): SINGLE_CLASS,
+    ("relay/github/markdown.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
+    ("relay/github/markdown.py", "f'[\\\\r{CONTROLS_BUT_LAYOUT}]+'"): SINGLE_CLASS,
+    ("relay/github/markdown.py", "'`+'"): SINGLE_CLASS,
     ("relay/intake/deliveries.py", "'refs/tags/ciflow/trunk/([1-9][0-9]{0,8})'"): FIXED,
     ("relay/intake/payload_shape.py", "'[0-9a-f]{40}'"): FIXED,
     ("relay/management/commands/allowlist_import.py", None): ANCHORED_FORMAT + " (an operator's command-line URL)",
-    ("relay/params.py", "f'[0-9]{{1,{MAX_DIGITS}}}'"): FIXED,
-    ("relay/providers.py", None): FIXED,
-    ("relay/results/rematch.py", None): ALTERNATIVES,
-    ("relay/testids.py", None): ALTERNATIVES + "; tokens are fullmatched, ≤ 31 characters",
-    ("relay/text.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
-    ("relay/text.py", "f'[{CONTROLS}]'"): SINGLE_CLASS,
+    ("relay/inputs/params.py", "f'[0-9]{{1,{MAX_DIGITS}}}'"): FIXED,
+    ("relay/registry/providers.py", None): FIXED,
+    ("relay/teststore/rematch.py", None): ALTERNATIVES,
+    ("relay/policy/testids.py", None): ALTERNATIVES + "; tokens are fullmatched, ≤ 31 characters",
+    ("relay/inputs/text.py", "f'[{CONTROLS}]+'"): SINGLE_CLASS,
+    ("relay/inputs/text.py", "f'[{CONTROLS}]'"): SINGLE_CLASS,
     ("relay/triage/matching.py", "'^[\\\\w.\\\\-\\\\[\\\\]*?/ ,:()=+!#@]+$'"): SINGLE_CLASS,
     ("hud/middleware.py", "f'[{CONTROLS_BUT_LAYOUT}]'"): SINGLE_CLASS,
     ("hud/selectors_backend.py", "'([0-9]+)'"): SINGLE_CLASS,
@@ -53,8 +53,9 @@ AUDITED = {
     ("api/views_bisections.py", "'[0-9a-fA-F]{7,40}'"): FIXED,
     # Buildkite's shortcodes in a job's name: a run of one class between colons it excludes (the
     # one-character lookarounds are fixed-width), so a run is tried once from its opening colon.
-    ("relay/verdicts.py", "'(?<![\\\\w:]):[a-z0-9_+\\\\-]+:(?![\\\\w:])'"): ANCHORED_FORMAT,
-    ("relay/verdicts.py", "'[\U0001f000-\\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f]'"): SINGLE_CLASS + " (no repeat)",
+    ("relay/policy/verdicts.py", "'(?<![\\\\w:]):[a-z0-9_+\\\\-]+:(?![\\\\w:])'"): ANCHORED_FORMAT,
+    ("relay/policy/verdicts.py", "'[\U0001f000-\\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f]'"): SINGLE_CLASS
+    + " (no repeat)",
 }
 """(path, pattern source): a None pattern audits every pattern of that file."""
 
@@ -75,7 +76,7 @@ def python_patterns() -> set[tuple[str, str]]:
 
 def test_every_pattern_on_pythons_engine_is_audited_as_one_way_and_the_rest_run_on_re2():
     unaudited = {(p, s) for p, s in python_patterns() if (p, s) not in AUDITED and (p, None) not in AUDITED}
-    assert unaudited == set(), "run these through relay.linear.linear (RE2), or audit them here"
+    assert unaudited == set(), "run these through relay.inputs.linear.linear (RE2), or audit them here"
 
 
 def test_no_product_module_imports_another_regex_engine_under_another_name():
@@ -88,7 +89,7 @@ def test_no_product_module_imports_another_regex_engine_under_another_name():
 
 def test_the_parsers_patterns_are_re2():
     from hud import selectors_backend, selectors_search
-    from relay.linear import is_linear
+    from relay.inputs.linear import is_linear
     from relay.reference import reports as reference_reports
     from relay.reference import unittest_log
     from relay.results import heads
@@ -132,7 +133,7 @@ def test_every_parser_reads_adversarial_lines_of_growing_length_in_linear_time()
         from relay.reference import unittest_log
         from relay.reference.junit import MalformedReport, junit_parse
         from relay.reference.reports import _SHARD
-        from relay.testids import report_ids
+        from relay.policy.testids import report_ids
         from relay.triage.matching import glob_matches
 
         def unittest(line):
@@ -182,7 +183,7 @@ def test_every_parser_reads_adversarial_lines_of_growing_length_in_linear_time()
 
 @pytest.mark.parametrize("pattern", ["(a", "(?=a)b", "(a)\\1"])
 def test_a_pattern_re2_will_not_run_is_a_pattern_error(pattern):
-    from relay.linear import PatternError, linear
+    from relay.inputs.linear import PatternError, linear
 
     with pytest.raises(PatternError):
         linear(pattern)
@@ -190,7 +191,7 @@ def test_a_pattern_re2_will_not_run_is_a_pattern_error(pattern):
 
 def test_text_with_a_lone_surrogate_is_matched_not_an_error():
     """Python's engine takes any str; RE2 reads UTF-8, which a lone surrogate is not."""
-    from relay.linear import linear
+    from relay.inputs.linear import linear
 
     pattern = linear(r"(?P<word>b+)")
     assert pattern.search("a\ud800bb")["word"] == "bb" and pattern.search("a\ud800bb").span() == (2, 4)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from relay.bodies import DRAIN_MAX_BYTES
+from relay.inputs.bodies import DRAIN_MAX_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(120)

@@ -13,8 +13,8 @@ from relay.dispatch.fan_out import ResendRefused, dispatches_resend
 from relay.dispatch.sending import dispatch_client_payload
 from relay.intake.commits import commits_record
 from relay.models import Delivery, DispatchAttempt, FailedTest, JobRun
+from relay.ops.retention import retention_sweep
 from relay.results.heads import pr_labels
-from relay.retention import retention_sweep
 from tests.conftest import action_body
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
 

@@ -141,7 +141,7 @@ def test_a_number_that_is_not_ascii_digits_is_never_a_500(client, pages, digit, 
 
 
 def test_numbers_are_read_from_ascii_digits_only():
-    from relay.params import int_list_param, int_param
+    from relay.inputs.params import int_list_param, int_param
 
     assert [int_param(v) for v in ("7", "0007", "²", "١", " 7", "+7", "7_0", "", None, "9" * 19)] == [
         7,
@@ -412,7 +412,7 @@ def test_a_check_run_name_and_external_id_are_plain_lines():
 
 
 def test_every_body_sent_upstream_loses_controls_and_bidi_but_markdown_keeps_its_lines():
-    from relay.checks.markdown import upstream_body
+    from relay.github.markdown import upstream_body
 
     body = upstream_body(
         {"name": SNEAKY, "output": {"title": SNEAKY, "summary": "line 1\n" + SNEAKY}, "body": SNEAKY, "n": 3}
@@ -424,7 +424,7 @@ def test_every_body_sent_upstream_loses_controls_and_bidi_but_markdown_keeps_its
 
 def test_the_outbox_sends_what_upstream_body_makes_of_a_plan(monkeypatch):
     from relay.checks import outbox
-    from relay.checks.writes import Plan
+    from relay.github.writes import Plan
 
     sent = []
     monkeypatch.setattr(outbox.github, "as_installation", lambda *args, json=None: sent.append(json))

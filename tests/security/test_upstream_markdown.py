@@ -13,8 +13,8 @@ from markdown_it import MarkdownIt
 
 from relay.checks.checkruns import job_summary
 from relay.checks.gate import gate_summary
-from relay.checks.markdown import md_code, md_link
 from relay.checks.oncall import failing_body, head_outcome
+from relay.github.markdown import md_code, md_link
 from relay.models import FailedTest, JobRun
 from relay.results.gate import gate_verdict
 from tests.factories import DispatchFactory, ProjectFactory
@@ -146,7 +146,7 @@ def test_no_invisible_character_reaches_any_text_written_upstream(db, settings, 
     """Check-run names, external ids, summaries, the oncall comment and the gate, as built and as
     the outbox sends them (upstream_body)."""
     from relay.checks.checkruns import external_id, job_check_run_name
-    from relay.checks.markdown import upstream_body
+    from relay.github.markdown import upstream_body
 
     project, dispatch = l4_with_a_dispatch(settings)
     sneaky = f"test{char}add"

@@ -6,7 +6,7 @@ import pytest
 
 from devtools.standin import bisect_sim
 from devtools.standin.sandbox import BISECT_FLAKY, BISECT_NIGHTLY, BISECT_PUSH, JobPlan, Nightlies, shaped_test
-from relay.testids import report_ids
+from relay.policy.testids import report_ids
 
 ASCEND = {"full_name": "Ascend/pytorch", "level": "L3"}
 REDHAT = {"full_name": "TorchedHat/pytorch-redhat-ci", "level": "L2", "events": ["nightly"]}

@@ -6,8 +6,8 @@ import pytest
 
 from devtools.standin.sandbox import PRODUCERS, TEST_POOL, JobPlan, reference_junit
 from devtools.standin.sandbox_enablement import SUITE
+from relay.policy.testids import report_ids
 from relay.reference.junit import junit_parse
-from relay.testids import report_ids
 
 BROKEN_SHA = next(
     f"{n:040x}" for n in range(1000) if JobPlan({"full_name": "x"}, {"payload": {"after": f"{n:040x}"}}).upstream_broken

@@ -2,7 +2,7 @@
 
 import pytest
 
-from relay.testids import test_id
+from relay.policy.testids import test_id
 from relay.triage.expectations import ExpectationsError, expectations_parse, passing_streak
 from relay.triage.matching import Failure, PatternError, failure_matches, id_matches, pattern_check, patterns_check
 

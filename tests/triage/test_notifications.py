@@ -239,13 +239,13 @@ def test_readiness_turning_to_at_risk_is_an_event_once_and_no_data_alone_is_not(
 
 
 def test_a_relay_health_alert_firing_is_one_event_and_staying_on_is_not(backends, settings):
-    """The relay's health alerts (relay/alerts.py) reach subscribers of health_degraded once per
+    """The relay's health alerts (relay/health/alerts.py) reach subscribers of health_degraded once per
     episode; their clearing is health_recovered."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from relay.alerts import alerts_evaluate
+    from relay.health.alerts import alerts_evaluate
     from relay.models import JobRun, Project
 
     probe = Project.objects.create(
@@ -303,7 +303,7 @@ def test_a_flaky_test_s_failure_is_never_announced_as_a_new_regression(backends,
     failure at trunk[3] is a flake, not a new backend-specific failure."""
     from relay.levels.events import events_detect
     from relay.models import JobRun
-    from relay.testlevel.store import store_sweep
+    from relay.teststore.store import store_sweep
 
     for i, commit in enumerate(trunk[:3]):
         result(backends["ref"], commit.sha)

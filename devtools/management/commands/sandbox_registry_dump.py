@@ -6,7 +6,7 @@ import json
 from django.core.management import BaseCommand
 
 from relay.models import Project
-from relay.registry import allowlist_export
+from relay.registry.service import allowlist_export
 
 FIELDS = (
     "full_name",

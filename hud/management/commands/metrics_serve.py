@@ -17,8 +17,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
 
-from relay.levels.metrics import CONTENT_TYPE, exposition
-from relay.params import int_param
+from relay.health.exposition import CONTENT_TYPE, exposition
+from relay.inputs.params import int_param
 
 READ_SECONDS = 10
 """How long a connection may take to send its request (and to read the answer) before it is closed."""

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from relay.registry import allowlist_export
+from relay.registry.service import allowlist_export
 
 
 class Command(BaseCommand):

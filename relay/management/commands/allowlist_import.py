@@ -9,8 +9,8 @@ import httpx
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from relay.allowlist import AllowlistError
-from relay.registry import allowlist_import
+from relay.registry.allowlist import AllowlistError
+from relay.registry.service import allowlist_import
 
 FETCH_TIMEOUT_SECONDS = 20
 _BLOB_URL_RE = re.compile(r"https?://github\.com/([^/]+)/([^/]+)/blob/(.+)")

@@ -1,10 +1,10 @@
 """`manage.py partition_by_month [--apply] [--ahead N]`: job runs and dispatches as monthly
-partitions (PostgreSQL only; relay/partitions.py, docs/scaling.md). Without --apply it prints
+partitions (PostgreSQL only; relay/ops/partitions.py, docs/scaling.md). Without --apply it prints
 what it would run. Run it again each month (or from cron): it then only adds the months ahead."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from relay import partitions
+from relay.ops import partitions
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ config/ci_providers.yml."""
 
 from django.core.management.base import BaseCommand
 
-from relay.registry import providers_export
+from relay.registry.service import providers_export
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from relay.management.commands.allowlist_import import read_source
-from relay.providers import ProvidersError
-from relay.registry import providers_import
+from relay.registry.providers import ProvidersError
+from relay.registry.service import providers_import
 
 
 class Command(BaseCommand):

@@ -1,11 +1,11 @@
 """`manage.py rematch_test_ids [--dry-run]`: recompute every stored failed test's identity under
-relay.testids' current rule and say how many rows it re-matched (relay.results.rematch), and
-re-key the test store's rows with them (relay.testlevel.store.store_rematch)."""
+relay.policy.testids' current rule and say how many rows it re-matched (relay.teststore.rematch), and
+re-key the test store's rows with them (relay.teststore.store.store_rematch)."""
 
 from django.core.management.base import BaseCommand
 
-from relay.results.rematch import rematch
-from relay.testlevel.store import store_rematch
+from relay.teststore.rematch import rematch
+from relay.teststore.store import store_rematch
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ from relay.bisect.search import bisection_advance, bisection_claim
 from relay.bisect.start import probes_needed
 from relay.dispatch.results_sweep import results_sweep
 from relay.models import BISECT_EVENT, Bisection, BisectProbe, Delivery, Dispatch
-from relay.runkinds import Figure, jobs_counted
+from relay.stats.runkinds import Figure, jobs_counted
 from tests.factories import JobRunFactory, ProjectFactory
 
 from .conftest import answer, bisection_of, open_probes, run_to_the_end, sha_of
@@ -229,8 +229,8 @@ def test_a_probe_cannot_be_re_dispatched_by_hand_past_the_budget(xpu):
 
 
 def test_a_probe_s_jobs_count_in_no_level_tally(xpu, fresh_tallies):
-    from relay.levels.tallies.buckets import bucket_compute, window_buckets
-    from relay.levels.tallies.tally import tallies_merge
+    from relay.stats.tallies.buckets import bucket_compute, window_buckets
+    from relay.stats.tallies.tally import tallies_merge
 
     bisection = bisection_of(xpu, 4)
     bisection_advance(bisection.pk)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from relay.bisect.ranges import RangeUnavailable, first_parent_range
 from relay.bisect.start import bisection_consider
 from relay.models import Bisection, BisectProbe, HealthState, TestHealth, TestIdentity
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.factories import ProjectFactory, UpstreamCommitFactory
 from tests.relay.testlevel.conftest import named, ran
 

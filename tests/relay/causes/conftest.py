@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from relay.causes.sweep import causes_sweep
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 FFT = (

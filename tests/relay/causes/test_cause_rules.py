@@ -4,7 +4,7 @@ reason, on any test and backend, beside (or instead of) test globs and message s
 import pytest
 
 from relay.models import KnownIssue
-from relay.testids import TestId
+from relay.policy.testids import TestId
 from relay.triage import issues as issue_services
 from relay.triage.classify import triager_for
 from relay.triage.issues import IssueError

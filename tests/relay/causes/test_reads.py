@@ -9,8 +9,8 @@ from django.utils import timezone
 from relay.causes.sweep import causes_sweep
 from relay.models import FailureCause
 from relay.results.causes import CauseQuery, cause_found, causes_listed, missing_operators
-from relay.testlevel import tasks
-from relay.testlevel.store import store_sweep
+from relay.teststore import tasks
+from relay.teststore.store import store_sweep
 from tests.factories import UpstreamCommitFactory
 
 from .conftest import FFT, failing, ran

@@ -10,7 +10,7 @@ from relay.causes import reasons, sweep
 from relay.causes.state import read_version
 from relay.causes.sweep import causes_sweep
 from relay.models import CauseHit, FailureCause, TestRun
-from relay.testlevel import tasks
+from relay.teststore import tasks
 
 from .conftest import FFT, failing, ran
 
@@ -70,7 +70,7 @@ def test_a_failure_whose_message_is_beyond_the_bound_is_clustered_on_what_was_re
 
 
 def test_retention_drops_causes_with_the_test_store_rows_they_were_made_of(world, settings):
-    from relay.retention import retention_sweep
+    from relay.ops.retention import retention_sweep
 
     settings.CRCR_RETENTION_TEST_DAYS = 1
     retention_sweep(now=timezone.now() + timedelta(days=2))

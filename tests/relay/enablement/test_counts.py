@@ -151,7 +151,7 @@ def test_counts_are_pruned_with_the_test_store_and_newer_ones_kept(settings):
     from datetime import timedelta
 
     from relay.enablement.counts import counts_write
-    from relay.retention import retention_sweep
+    from relay.ops.retention import retention_sweep
     from tests.factories import JobRunFactory
 
     settings.CRCR_RETENTION_TEST_DAYS = 90

@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from relay.enablement.paths import default_rules, path_of, rule_check, rules
-from relay.linear import PatternError, is_linear
+from relay.inputs.linear import PatternError, is_linear
 from relay.models import PathRule
-from relay.testids import module_of
+from relay.policy.testids import module_of
 
 pytestmark = pytest.mark.django_db
 

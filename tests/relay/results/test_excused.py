@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from relay.models import MAX_FAILED_TESTS, FailedTest, KnownIssue
+from relay.policy.verdicts import Rates
 from relay.results.excused import AdjustedRates, excused_jobs
-from relay.verdicts import Rates
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db

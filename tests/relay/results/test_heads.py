@@ -11,7 +11,7 @@ from relay.models import Level
 from relay.results.cells import cells_for_commits
 from relay.results.gate import gate_verdict
 from relay.results.heads import pr_head, sha_resolve
-from relay.runkinds import Figure, jobs_counted
+from relay.stats.runkinds import Figure, jobs_counted
 from tests.factories import DeliveryFactory, DispatchFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -126,8 +126,8 @@ def test_a_prs_closing_dispatch_is_waited_on_nowhere():
     """The closing clean-up is sent, the head's real dispatch never reached the backend: the cell
     says not installed (as the gate counts it), never 'dispatched, not started'."""
     from relay.models import Dispatch
+    from relay.policy.verdicts import State
     from relay.results.cells import cells_for_commits
-    from relay.verdicts import State
 
     xpu = ProjectFactory(level=Level.L2)
     opened = DeliveryFactory(pr_number=7, head_sha=A, action="opened")

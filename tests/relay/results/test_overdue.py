@@ -10,10 +10,10 @@ from django.utils import timezone
 from hud.selectors_backend import dashboard_build
 from hud.selectors_grid import GridFilters, grid_page
 from hud.selectors_summary import summary_build
-from relay.health import HEARTBEAT_KEY
+from relay.health.healthz import HEARTBEAT_KEY
 from relay.models import RelayState
+from relay.policy.verdicts import STATES, Counts, State
 from relay.results.overdue import expected_durations, expected_from, overdue_job_ids, running_jobs_overdue
-from relay.verdicts import STATES, Counts, State
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db

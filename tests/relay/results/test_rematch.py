@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 
 from relay.models.triage import IssueOccurrence, KnownIssue
-from relay.results.rematch import old_test_id, rematch
+from relay.teststore.rematch import old_test_id, rematch
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 ADD = "test_ops.TestFoo.test_add_float32"

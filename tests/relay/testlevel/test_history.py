@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from relay.models import TestIdentity, UpstreamCommit
 from relay.results.tests import BadCursor, identities_matching, last_pass_before, states_for, test_history
-from relay.testlevel.store import store_sweep
+from relay.teststore.store import store_sweep
 
 from .conftest import ADD, MUL, named, ran
 
@@ -82,7 +82,7 @@ def test_search_finds_a_test_by_its_id_or_its_name(world):
 
 
 def test_a_failure_the_minute_sweep_has_not_stored_yet_reads_failed_never_passed(world):
-    from relay.testlevel.store import commit_record
+    from relay.teststore.store import commit_record
 
     newest = UpstreamCommit.objects.create(sha="f" * 40, is_trunk=True, landed_at=timezone.now())
     ran(world["reference"], newest, "failure", [named("PRIVATEUSE1", "openreg")])

@@ -1,6 +1,6 @@
 """Flakiness as a state machine per (test, backend): what one run says, and the one step it takes."""
 
-from relay.testlevel.machine import (
+from relay.teststore.machine import (
     BROKEN,
     FAILED,
     FLAKY,

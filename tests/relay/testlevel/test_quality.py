@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from relay.results.quality import quality_of
-from relay.testlevel.store import commit_record, store_sweep
+from relay.teststore.store import commit_record, store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db

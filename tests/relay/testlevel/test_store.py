@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from relay.models import JobRun, TestedCommit, TestHealth, TestIdentity, TestRun, UpstreamCommit
-from relay.retention import retention_sweep
-from relay.testlevel.store import commit_record, store_rematch, store_sweep
+from relay.ops.retention import retention_sweep
+from relay.teststore.store import commit_record, store_rematch, store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
