@@ -156,7 +156,7 @@ def _family_labels(labels, base: str) -> list[str]:
 
 
 @dataclass
-class Column:
+class MatrixColumn:
     key: str
     title: str
     members: list
@@ -165,7 +165,7 @@ class Column:
 
 @dataclass
 class MatrixCell(StateShown):
-    column: Column
+    column: MatrixColumn
     state: State
     verdicts: list
 
@@ -264,13 +264,13 @@ def head_verdicts(project: Project, jobs: list) -> dict[str, object]:
     return {matrix_label(v.job): v for v in job_verdicts(jobs, probe=project.is_health_probe)}
 
 
-def columns_build(labels, grouped: bool) -> list[Column]:
+def columns_build(labels, grouped: bool) -> list[MatrixColumn]:
     groups = shard_groups(labels) if grouped else {}
-    columns: dict[str, Column] = {}
+    columns: dict[str, MatrixColumn] = {}
     for label in sorted(labels, key=_natural):
         base = groups.get(label)
         key = f"group:{base}" if base else label
-        column = columns.setdefault(key, Column(key, base or label, [], grouped=bool(base)))
+        column = columns.setdefault(key, MatrixColumn(key, base or label, [], grouped=bool(base)))
         column.members.append(label)
     return sorted(columns.values(), key=lambda c: _natural(c.title))
 

@@ -133,7 +133,7 @@ def name_matcher(filters: GridFilters):
 
 
 @dataclass
-class Column:
+class GridColumn:
     project: Project
     job: tuple[str, str] | None = None
     expanded: bool = False
@@ -190,7 +190,7 @@ def _job_keys(project: Project, cells: dict[CellKey, Cell], shas: list[str]) -> 
     return sorted(keys)
 
 
-def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Column]:
+def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[GridColumn]:
     """The backend's column, then its job columns when expanded. With a name filter a backend
     stays when its own name or any of its jobs' names matches (as the HUD keeps groups)."""
     own_match = matches is None or matches(project.full_name) or matches(project.label)
@@ -199,12 +199,12 @@ def _columns_for(project, cells, shas, filters: GridFilters, matches) -> list[Co
     matching_keys = keys if own_match else [k for k in keys if matches(job_key_label(k))]
     if not (own_match or matching_keys or project.is_reference):
         return []
-    column = Column(
+    column = GridColumn(
         project,
         expanded=expanded,
         toggle_query=filters.query(expand=filters.toggled_expand(project.full_name), page=filters.page),
     )
-    return [column] + ([Column(project, job=k) for k in matching_keys] if expanded else [])
+    return [column] + ([GridColumn(project, job=k) for k in matching_keys] if expanded else [])
 
 
 # --- rows ---------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ class GridRow:
         return any(cell.failing for cell in self.cells)
 
 
-def _grid_cell(shown: CommitCells, sha: str, column: Column) -> GridCell:
+def _grid_cell(shown: CommitCells, sha: str, column: GridColumn) -> GridCell:
     pid = column.project.id
     if column.job is None:
         return GridCell(sha, pid, shown.state(sha, pid), shown.mark(sha, pid))
@@ -255,7 +255,7 @@ def _grid_cell(shown: CommitCells, sha: str, column: Column) -> GridCell:
 @dataclass
 class Grid:
     filters: GridFilters
-    columns: list[Column]
+    columns: list[GridColumn]
     rows: list[GridRow]
     commits_on_page: int
     name_error: str = ""
@@ -311,7 +311,7 @@ def _matcher_or_error(filters: GridFilters):
         return None, str(exc)
 
 
-def _hide_green(columns: list[Column], rows: list[GridRow]) -> tuple[list[Column], list[GridRow]]:
+def _hide_green(columns: list[GridColumn], rows: list[GridRow]) -> tuple[list[GridColumn], list[GridRow]]:
     """Drop columns with no failure anywhere on the page, as the HUD does; the reference stays."""
     keep = [
         i
@@ -323,7 +323,7 @@ def _hide_green(columns: list[Column], rows: list[GridRow]) -> tuple[list[Column
     return [columns[i] for i in keep], rows
 
 
-def column_groups(columns: list[Column]) -> list[ColumnGroup]:
+def column_groups(columns: list[GridColumn]) -> list[ColumnGroup]:
     groups: list[ColumnGroup] = []
     for column in columns:
         if groups and groups[-1].key == column.group:
@@ -432,7 +432,7 @@ def cell_log_job(sha: str, project_id: int, job: str = ""):
 class PrPage:
     number: int
     heads: list[PrHead]
-    columns: list[Column]
+    columns: list[GridColumn]
     groups: list[ColumnGroup]
     summary: str
     gate: dict | None
@@ -485,7 +485,9 @@ def pr_page(number: int) -> PrPage:
     )
 
 
-def head_summary(row: GridRow, columns: list[Column], gate: dict | None = None, broke_reference: bool = False) -> str:
+def head_summary(
+    row: GridRow, columns: list[GridColumn], gate: dict | None = None, broke_reference: bool = False
+) -> str:
     """ "5/7 backends passed, 1 running, 1 failing (backend-specific)" over the backends that
     report results and have something for this head; with none, whether the gate still judges
     something (the relay's health probe, which has no column). When the PR broke the reference

@@ -7,7 +7,7 @@ from . import (
     views_causes,
     views_enablement,
     views_grid,
-    views_metrics,
+    views_prometheus,
     views_search,
     views_summary,
     views_tests,
@@ -19,7 +19,7 @@ urlpatterns = [
     re_path(r"^commit/(?P<sha>[0-9a-fA-F]{7,40})/?$", views_grid.commit, name="hud-commit"),
     re_path(r"^pr/(?P<number>[0-9]{1,9})/?$", views_grid.pull_request, name="hud-pr"),
     path("search", views_search.search_view, name="hud-search"),
-    path("metrics", views_metrics.metrics, name="prometheus-metrics"),
+    path("metrics", views_prometheus.prometheus_metrics, name="prometheus-metrics"),
     # any character: a name stored before relay.inputs.text.escaped was the rule may hold a newline
     re_path(r"^test/(?P<identity>(?s:.+))$", views_tests.test_view, name="hud-test"),
     path("crcr", views_summary.summary, name="hud-summary"),

@@ -48,7 +48,7 @@ def _query_without_page(request) -> str:
 def notifications(request):
     """Signed-in only: a subscription is its owner's (names, scopes, what its sink answered);
     staff see every one, as on the deliveries page, and everyone else only their own."""
-    from .models.triage import Notification
+    from .models.notify import Notification
     from .notify.selectors import events_recent, notifications_log, subscriptions_visible
 
     subscription_id = int_param(request.GET.get("subscription"))

@@ -4,16 +4,9 @@ admins (superusers) may turn an issue's gate blocking off."""
 from django import forms
 from django.contrib import admin
 
+from relay.models.notify import Notification, NotificationAttempt, NotificationEvent, Subscription
 from relay.models.teststore import TestMute, TestMuteEvent
-from relay.models.triage import (
-    Expectation,
-    IssueOccurrence,
-    KnownIssue,
-    Notification,
-    NotificationAttempt,
-    NotificationEvent,
-    Subscription,
-)
+from relay.models.triage import Expectation, IssueOccurrence, KnownIssue
 from relay.triage import issues as issue_services
 from relay.triage import mutes as mute_services
 from relay.triage.matching import PatternError, cause_check, message_check, patterns_check

@@ -47,13 +47,13 @@ def bisection_advance(pk: int) -> str | None:
     try:
         with transaction.atomic():
             bisection = Bisection.objects.select_for_update().select_related("project").get(pk=pk)
-            step(bisection)
+            search_step(bisection)
             return bisection.state
     finally:
         Bisection.objects.filter(pk=pk).update(lease_expires_at=None)
 
 
-def step(bisection: Bisection) -> None:
+def search_step(bisection: Bisection) -> None:
     """Decide the open probes; once none is pending, move the search or the verification on."""
     if any(_decided(probe) == Outcome.PENDING for probe in bisection.probes.filter(outcome=Outcome.PENDING)):
         return

@@ -17,7 +17,8 @@ MAX_PROGRAM_BYTES = 1 << 20
 
 
 class PatternError(ValueError):
-    """RE2 will not run the pattern; the message says why."""
+    """A pattern we will not run: RE2 refuses it, or it breaks the rule of the matcher it was
+    given to (relay.triage.matching, hud.patterns); the message says why."""
 
 
 class Linear(re2._Regexp):

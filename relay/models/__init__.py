@@ -6,7 +6,8 @@
 - upstream: the upstream repository's commits and pull requests;
 - checks: what the relay writes back upstream (check runs, the oncall comment, the write outbox);
 - demotion: the demotion loop's pull requests against the allowlist and its audit of decisions;
-- triage: known issues and their occurrences, expectations, subscriptions and notifications;
+- triage: known issues and their occurrences, expectations;
+- notify: subscriptions, notification events and the notifications sent for them;
 - alerts: episodes of the relay's own health alerts;
 - rollups: the level criteria's stored tallies per hour and day, and their refresh's watermark;
 - bisection: bisections of a backend's new failure over upstream commits, and their probes;
@@ -34,6 +35,7 @@ from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWrit
 from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
 from .enablement import IntegrationPath, ModuleCount, PathRule
+from .notify import Notification, NotificationAttempt, NotificationEvent, Subscription
 from .registry import (
     VARIANT_KEYS,
     CIProvider,
@@ -60,15 +62,7 @@ from .results import (
     UsedToken,
 )
 from .rollups import ExcusedRollup, RollupState, TallyRollup
-from .triage import (
-    Expectation,
-    IssueOccurrence,
-    KnownIssue,
-    Notification,
-    NotificationAttempt,
-    NotificationEvent,
-    Subscription,
-)
+from .triage import Expectation, IssueOccurrence, KnownIssue
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [

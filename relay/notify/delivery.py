@@ -4,7 +4,7 @@ back off (CRCR_NOTIFY_* settings), permanent ones stop and stay visible on /noti
 
 from django.conf import settings
 
-from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
+from ..models.notify import Notification, NotificationAttempt, NotificationEvent, Subscription
 from ..outbox.engine import Outbox, Result
 from . import channels
 from .targets import target_scrubbed

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import IntegrityError, transaction
 
-from ..models.triage import Notification
+from ..models.notify import Notification
 
 
 def digests_build(day: date) -> list[int]:

@@ -12,7 +12,8 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from ..models.triage import IssueOccurrence, KnownIssue, Notification, NotificationEvent
+from ..models.notify import Notification, NotificationEvent
+from ..models.triage import IssueOccurrence, KnownIssue
 from .subscriptions import subscriptions_for
 
 logger = logging.getLogger(__name__)

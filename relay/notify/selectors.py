@@ -6,7 +6,7 @@ from django.db.models import Count, Prefetch, Q
 
 from relay.policy.links import backend_path, commit_path, known_issue_path
 
-from ..models.triage import Notification, NotificationAttempt, NotificationEvent, Subscription
+from ..models.notify import Notification, NotificationAttempt, NotificationEvent, Subscription
 from .targets import target_shown
 
 SHOWN_PER_SUBSCRIPTION = 50

@@ -17,7 +17,7 @@ from django.db.models import Q
 from relay.registry.allowlist import oncall_list
 
 from ..models import Project
-from ..models.triage import NotificationEvent, Subscription
+from ..models.notify import NotificationEvent, Subscription
 from ..triage.matching import id_matches
 
 FIELDS = ("name", "project", "level", "issue", "test_pattern", "events", "channel", "target", "digest", "active")

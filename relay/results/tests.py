@@ -203,7 +203,7 @@ def flaky_tests(project_id: int, states=(HealthState.FLAKY,), limit: int = 200) 
 
 
 @dataclass
-class Streak:
+class OutcomeStreak:
     first_failing: str | None = None
     last_passing: str | None = None
 
@@ -238,7 +238,7 @@ def _passed_on(project_ids, shas, since=None) -> set[tuple[int, str]]:
     return {(pid, sha) for pid, sha, stepped in rows.values_list("project_id", "sha", "stepped_jobs") if stepped}
 
 
-def streaks_of(identity: TestIdentity, project_ids, before: UpstreamCommit | None = None) -> dict[int, Streak]:
+def streaks_of(identity: TestIdentity, project_ids, before: UpstreamCommit | None = None) -> dict[int, OutcomeStreak]:
     """Per backend: the first failing commit of its newest streak (at or before `before`) and
     the last passing commit before it (None: none in the window)."""
     commits = trunk_commits()
@@ -258,8 +258,8 @@ def _chain(commits) -> tuple[list[str], datetime | None]:
     return [sha for sha, _ in rows], (rows[-1][1] if rows else None)
 
 
-def _walk(chain: list[str], failing: set[str], passed: set[str]) -> Streak:
-    streak = Streak()
+def _walk(chain: list[str], failing: set[str], passed: set[str]) -> OutcomeStreak:
+    streak = OutcomeStreak()
     for sha in chain:
         if sha in failing:
             streak.first_failing = sha
@@ -358,11 +358,11 @@ class HistoryRow:
 
 
 @dataclass
-class Column:
+class BackendTestColumn:
     project: object
     health: TestHealth | None
     mute: TestMute | None
-    streak: Streak
+    streak: OutcomeStreak
     since: Since | None = None
     """Since which commit (relay.results.bisections.since_which): its verified culprit, else the
     streak's first failing commit; None when it is not failing."""
@@ -373,7 +373,7 @@ class TestHistory:
     __test__ = False
 
     identity: TestIdentity
-    columns: list[Column]
+    columns: list[BackendTestColumn]
     rows: list[HistoryRow]
     next_cursor: str | None = None
     bisections: list = field(default_factory=list)
@@ -410,7 +410,9 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
             cell.last_passing = bool(streak) and streak.last_passing == row.sha
             cell.muted = cell.project_id in mutes
             cell.flaky = cell.project_id in health and health[cell.project_id].state == HealthState.FLAKY
-    columns = [Column(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, Streak())) for p in backends]
+    columns = [
+        BackendTestColumn(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, OutcomeStreak())) for p in backends
+    ]
     for column in columns:
         column.since = _since(column, bisections)
     return TestHistory(identity, columns, rows, _cursor(commits[-1]) if more and commits else None, bisections)
@@ -437,7 +439,7 @@ def _probes_fill(rows: list, evidence: dict[tuple[str, int], Probed]) -> None:
                 cell.outcome, cell.probe = ("failed" if probed.outcome == "fail" else "passed"), probed
 
 
-def _since(column: Column, bisections) -> Since | None:
+def _since(column: BackendTestColumn, bisections) -> Since | None:
     """The column's answer: the verified bisection of this streak (from its last pass), else the range."""
     streak = column.streak
     if not streak.first_failing:

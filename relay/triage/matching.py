@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from relay.inputs.linear import linear
+from relay.inputs.linear import PatternError, linear
 from relay.policy.testids import TestId
 
 from ..causes.reasons import reason_of
@@ -20,10 +20,6 @@ from ..models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHAR
 
 MESSAGE_SCAN = 4000
 _ALLOWED = re.compile(r"^[\w.\-\[\]*?/ ,:()=+!#@]+$")
-
-
-class PatternError(ValueError):
-    pass
 
 
 def pattern_check(pattern: str) -> str:

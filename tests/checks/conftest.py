@@ -161,8 +161,8 @@ class Relay:
 @pytest.fixture
 def relay(client, standin, oidc, post_webhook, django_capture_on_commit_callbacks, monkeypatch, settings):
     """The relay, the stand-in with the App installed on the upstream, and no Celery: tests drain."""
-    from relay.checks import writes
     from relay.dispatch import fan_out
+    from relay.github import writes
 
     standin.add_installation(installation_id=UPSTREAM_INSTALLATION, account="pytorch")
     standin.add_repo(UPSTREAM, repo_id=65600975, installation_id=UPSTREAM_INSTALLATION)

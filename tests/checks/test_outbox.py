@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.checks import checkruns, outbox, writes
+from relay.checks import checkruns, outbox
 from relay.checks.checkruns import gate_check_run_refresh
+from relay.github import writes
 from relay.models import UpstreamCheckRun, UpstreamWrite
 
 from .conftest import HEAD

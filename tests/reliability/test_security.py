@@ -173,9 +173,9 @@ def listener():
 def relayed(db, standin, oidc, post_webhook, relay_settings, django_capture_on_commit_callbacks, monkeypatch):
     """The relay against the stand-in with Celery kicks replaced by direct calls: a PR delivery
     dispatched to an L4 and an L2 backend, and the upstream installed for check runs."""
-    from relay.checks import writes
     from relay.dispatch import fan_out
     from relay.dispatch import sending as dispatching
+    from relay.github import writes
     from relay.models import Delivery, Dispatch
     from tests.factories import ProjectFactory
 

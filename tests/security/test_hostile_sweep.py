@@ -21,7 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework import serializers
 
 from relay.models import PullRequest
-from relay.models.triage import Subscription
+from relay.models.notify import Subscription
 from tests.factories import (
     DeliveryFactory,
     DispatchFactory,

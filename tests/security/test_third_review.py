@@ -6,7 +6,7 @@ and parameter is test_hostile_sweep.py; slow clients are test_slow_clients.py.)"
 
 import pytest
 
-from relay.models.triage import Notification, NotificationEvent, Subscription
+from relay.models.notify import Notification, NotificationEvent, Subscription
 from relay.notify.targets import target_scrubbed, target_shown
 from tests.factories import JobRunFactory, ProjectFactory, UpstreamCommitFactory
 

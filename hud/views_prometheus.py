@@ -22,7 +22,7 @@ def token_ok(authorization: str, token: str) -> bool:
 
 
 @require_GET
-def metrics(request):
+def prometheus_metrics(request):
     token = settings.CRCR_METRICS_TOKEN
     if not token:
         return JsonResponse({"detail": "metrics are not served here (set CRCR_METRICS_TOKEN)"}, status=404)
