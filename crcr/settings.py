@@ -410,7 +410,7 @@ CRCR_RETENTION_CALLBACK_BODY_DAYS = env_int("CRCR_RETENTION_CALLBACK_BODY_DAYS",
 CRCR_RETENTION_TEST_DAYS = env_int("CRCR_RETENTION_TEST_DAYS", 90)
 """The test store (relay/models/teststore.py): outcomes and tested commits older than this go (0: kept forever)."""
 
-# --- the test store's flakiness machine (relay/teststore/machine.py) --------------------------------
+# --- the test store's flakiness machine (relay/policy/flakiness.py) --------------------------------
 CRCR_TEST_BROKEN_AFTER = env_int("CRCR_TEST_BROKEN_AFTER", 3)
 """A test failing on this many consecutive upstream commits of a backend is broken there."""
 CRCR_TEST_HEALED_AFTER = env_int("CRCR_TEST_HEALED_AFTER", 10)

@@ -57,7 +57,7 @@ CAUSE_RULE_ISSUE = {
     "cause": "NotImplementedError: aten::_linalg_eigvals",
     "url": "https://github.com/pytorch/pytorch/issues/141287",
 }
-"""A known issue that matches by cause (relay/causes/): every backend's tests failing for the
+"""A known issue that matches by cause (relay/teststore/causes.py): every backend's tests failing for the
 missing operator read as known, whatever the test."""
 MPS_EXPECTATIONS = """# Apple MPS: known gaps of the MPS backend (DRM-CI style: pattern,Kind)
 TestBinaryUfuncs.test_pow_scalar_overflow_int64,Fail   # int64 pow overflows differently on MPS

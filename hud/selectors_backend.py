@@ -1,7 +1,7 @@
 """/crcr/<org>/<repo>: one backend's cards, its matrix of head SHAs × jobs, a cell's drill-down,
 the environment it reported and its level readiness.
 
-The cards and readiness come from the cached windowed tallies (relay.stats.tallies); the matrix
+The cards and readiness come from the cached windowed tallies (relay.tallies); the matrix
 loads only the rows of one page of head SHAs (≤ 50) and judges them with relay.results.status directly."""
 
 import re
@@ -39,10 +39,10 @@ from relay.results.quality import Quality, quality_of
 from relay.results.status import StateShown
 from relay.results.tests import flaky_tests, mutes_listed
 from relay.stats.runkinds import Figure, counted_q, tab_of, tab_q
-from relay.stats.tallies.buckets import window_buckets
-from relay.stats.tallies.rollups import window_tallies
-from relay.stats.tallies.tally import Tally
 from relay.stats.windows import WINDOWS
+from relay.tallies.buckets import window_buckets
+from relay.tallies.rollups import window_tallies
+from relay.tallies.tally import Tally
 from relay.triage.mutes import Muted
 
 from .selectors_baseline_history import baseline_history

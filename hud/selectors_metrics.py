@@ -8,10 +8,10 @@ from datetime import UTC, date, datetime, timedelta
 from django.utils import timezone
 
 from relay.models import Level, Project
-from relay.stats.tallies.buckets import Bucket, window_buckets
-from relay.stats.tallies.rollups import bucket_tallies
-from relay.stats.tallies.tally import Tally, tallies_merge, tally_sum
 from relay.stats.windows import WINDOWS
+from relay.tallies.buckets import Bucket, window_buckets
+from relay.tallies.rollups import bucket_tallies
+from relay.tallies.tally import Tally, tallies_merge, tally_sum
 
 HOURLY_WINDOWS = {"24h": 24}
 """Ranges charted by the hour; the others (relay.stats.windows.WINDOWS, the same on every page) by the day."""

@@ -1,4 +1,4 @@
-"""/crcr, the global summary: backends by level with their windowed tallies (relay.stats.tallies), and
+"""/crcr, the global summary: backends by level with their windowed tallies (relay.tallies), and
 the relay's health cards (hud.health)."""
 
 from collections import Counter
@@ -16,11 +16,11 @@ from relay.models import Level, Project
 from relay.ops.cache import soft_get, soft_set
 from relay.policy.verdicts import Rates
 from relay.results.excused import AdjustedRates
-from relay.stats.tallies.buckets import window_buckets
-from relay.stats.tallies.excused import window_excused
-from relay.stats.tallies.rollups import rollups_state, window_tallies
-from relay.stats.tallies.tally import Tally
 from relay.stats.windows import WINDOWS, Window, stale_after
+from relay.tallies.buckets import window_buckets
+from relay.tallies.excused import window_excused
+from relay.tallies.rollups import rollups_state, window_tallies
+from relay.tallies.tally import Tally
 
 # --- the summary page ---------------------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ class BackendRow:
     """The level criteria at a glance (L2: promotion, L3/L4: demotion)."""
     adjusted: AdjustedRates | None = None
     """The upstream-adjusted pass rate on the PR tab (the rule judges PR and push jobs only): the
-    excused count from stored rollups (relay.stats.tallies.excused); the list is on the backend page."""
+    excused count from stored rollups (relay.tallies.excused); the list is on the backend page."""
 
     @property
     def rates(self) -> Rates:

@@ -25,8 +25,8 @@ from relay.inputs.params import int_param
 from relay.policy.verdicts import STATES, State
 from relay.results.bisections import bisections_of_backend
 from relay.results.status import LEGEND
-from relay.stats.tallies.buckets import TalliesPending
 from relay.stats.windows import DEFAULT_TAB, TABS, WINDOWS, default_tab, window_key
+from relay.tallies.buckets import TalliesPending
 
 COUNTS_TEXT = {
     "pass": "counts as a pass",

@@ -30,7 +30,7 @@ from .notify.tasks import (
 )
 from .ops.tasks import retention_sweep_task
 from .reference.tasks import reference_import_sweep_task
-from .stats.tasks import rollups_refresh_task
+from .tallies.tasks import rollups_refresh_task
 from .teststore.tasks import test_store_sweep
 
 __all__ = [

@@ -218,7 +218,7 @@ def fresh_tallies(monkeypatch):
     enough to fill a cold window (the loading state that a spent budget gives is tested on its own)."""
     from django.core.cache import cache
 
-    from relay.stats.tallies import buckets
+    from relay.tallies import buckets
 
     monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60)
     cache.clear()

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from relay.levels.criteria import PASS_RATE_MIN, pass_rate_criterion
-from relay.stats.tallies.tally import Tally
+from relay.tallies.tally import Tally
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "maintainers.md"
 

@@ -165,21 +165,15 @@ def test_a_deferred_import_does_not_make_a_module_level_circle():
 
 # --- packages depend one way, deferred imports included --------------------------------------------
 
-UNITS = (
-    "relay.models",
-    "relay.outbox",
-    "relay.github",
-    "relay.intake",
-    "relay.dispatch",
-    "relay.callbacks",
-    "relay.checks",
-    "relay.triage",
-    "relay.notify",
-    "relay.stats.tallies",
-    "relay.bisect",
-)
+def relay_wings() -> tuple[str, ...]:
+    """Each package of relay (a folder with a front door, relay/<wing>/__init__.py) is one unit."""
+    return tuple(sorted(f"relay.{path.parent.name}" for path in (ROOT / "relay").glob("*/__init__.py")))
+
+
+UNITS = relay_wings()
 """Packages that count as one unit: within a unit, a task and the service it runs may name each
-other in a deferred import (the service kicks the task); between units, the flow goes one way."""
+other in a deferred import (the service kicks the task); between units, the flow goes one way, so
+no two wings of relay import each other, however far round."""
 
 
 def imports_in(name: str, source: str, modules: dict, deferred: bool = True) -> set[str]:
@@ -423,9 +417,9 @@ RELAY_SERVICES = (
 may change the relay's facts only through these."""
 RELAY_SELECTORS = ("relay.selectors", "relay.notify.selectors")
 """The relay's reads for the API (the merge gate's verdict is one)."""
-READ_MODELS = ("relay.results", "relay.levels", "relay.stats", "relay.health.exposition")
+READ_MODELS = ("relay.results", "relay.levels", "relay.stats", "relay.tallies", "relay.health.exposition")
 """Cells, the baseline, culprits, the known-issue join and how states show (results); level
-criteria and status (levels); the tallies and their windows (stats); the /metrics text: the read
+criteria and status (levels); what counts and its windows (stats); the tallies; the /metrics text: the read
 models every page, the API, the gate and the notifications read through."""
 
 
@@ -598,3 +592,23 @@ def test_a_signal_receiver_is_caught():
         "django.dispatch: a Django signal",
         "django.utils.module_loading: a call by dotted name (import_string)",
     ]
+
+
+# --- the hallway and the wings ----------------------------------------------------------------------
+
+HALLWAY_MODULES = 14
+"""relay's top level holds the app's own files (apps, urls, views, tasks, …), not concerns."""
+
+
+def test_relay_s_top_level_holds_at_most_a_handful_of_modules():
+    assert len(list((ROOT / "relay").glob("*.py"))) <= HALLWAY_MODULES
+
+
+def test_every_relay_wing_has_a_front_door_that_says_what_it_holds():
+    silent = [
+        wing
+        for wing in relay_wings()
+        if wing not in ("relay.migrations", "relay.management", "relay.templatetags")
+        and not ast.get_docstring(ast.parse((ROOT / wing.replace(".", "/") / "__init__.py").read_text()))
+    ]
+    assert silent == []

@@ -945,7 +945,7 @@ class Generator:
         analyze()
         result.seconds["analyze"] = round(time.monotonic() - mark, 2)
         mark = time.monotonic()
-        from relay.stats.tallies.rollups import rollups_refresh
+        from relay.tallies.rollups import rollups_refresh
 
         report = rollups_refresh()  # what beat does every minute in production: here every hour at once
         result.rollup_hours = report.recomputed if report else 0

@@ -1,5 +1,5 @@
 """The sandbox's failure causes: what a backend's own failures are made of, so the HUD's causes
-pages have something to cluster (relay/causes/). Three kinds of cause meet in the sandbox:
+pages have something to cluster (relay/teststore/causes.py). Three kinds of cause meet in the sandbox:
 
 - a missing operator on two backends: Apple MPS and Qualcomm's PrivateUse1 backend lack
   `aten::_linalg_eigvals`, each said in PyTorch's own words (MPS's "not currently implemented for

@@ -9,9 +9,9 @@ from functools import lru_cache
 from django.conf import settings
 from django.core import signing
 
+from relay.models.deliveries import CALLBACK_TOKEN_MAX_AGE_SECONDS
+
 SALT = "crcr.callback-token.v1"
-MAX_AGE_SECONDS = 7 * 24 * 3600
-"""A dispatch may wait days for a runner; re-runs reuse the original payload for as long."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def callback_token_read(token: str) -> CallbackBinding:
     its jobs), so its signature check is remembered (`_signed`), keyed by the signing keys too;
     its age is checked every time."""
     binding, signed_at = _signed(token, settings.SECRET_KEY, tuple(settings.SECRET_KEY_FALLBACKS))
-    if time.time() - signed_at > MAX_AGE_SECONDS:
+    if time.time() - signed_at > CALLBACK_TOKEN_MAX_AGE_SECONDS:
         raise InvalidCallbackToken("callback_token has expired")
     return binding
 
@@ -47,7 +47,7 @@ def _signed(token: str, key: str, fallbacks: tuple) -> tuple[CallbackBinding, fl
     """The binding and when it was signed, for a token the relay signed (`key` and `fallbacks`
     key the cache: Django's signer reads them from settings); a refusal is not remembered."""
     try:
-        data = signing.loads(token, salt=SALT, max_age=MAX_AGE_SECONDS)
+        data = signing.loads(token, salt=SALT, max_age=CALLBACK_TOKEN_MAX_AGE_SECONDS)
     except signing.SignatureExpired as exc:
         raise InvalidCallbackToken("callback_token has expired") from exc
     except signing.BadSignature as exc:

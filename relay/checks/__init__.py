@@ -1,2 +1,4 @@
-"""The upstream PR integration: check runs for L3/L4 backends, the merge gate, oncall comments
-and re-runs, all written through one durable outbox (see outbox.py)."""
+"""The upstream PR integration: check runs for L3/L4 backends, the merge gate, oncall comments,
+re-runs, labels and the issues filed for failure causes, each an upstream write sent through one
+durable outbox (`outbox.write_prepare` picks each kind's code, the level loop's demotion PRs
+among them); `reactions` decides what a record asks for and `tasks` runs it."""

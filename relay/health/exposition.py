@@ -10,7 +10,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from relay.health.metrics import CALLBACK_ANSWERS, RelayCollector, multiprocess
 from relay.levels.status import CRITERION_NAMES, level_status
 from relay.ops.cache import soft_get, soft_set
-from relay.stats.tallies.buckets import TalliesPending
+from relay.tallies.buckets import TalliesPending
 
 CACHE_KEY = "hud:metrics:v1"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

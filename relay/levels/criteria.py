@@ -1,7 +1,7 @@
 """Level readiness: the L3 criteria ratified in pytorch/rfcs#102 (reference/relay.md §9.2), checked
 over 14 days for promotion and 7 days for demotion, one verdict per criterion.
 
-Pure functions over tallies (relay.stats.tallies.tally.Tally) and a few dates, so every threshold is
+Pure functions over tallies (relay.tallies.tally.Tally) and a few dates, so every threshold is
 tested without a database."""
 
 from dataclasses import dataclass, replace

@@ -37,7 +37,7 @@ def readiness_events(now) -> list[NotificationEvent]:
     if checked and now - parse_datetime(checked) < READINESS_EVERY:
         return []
     from relay.levels.readiness import backend_readiness
-    from relay.stats.tallies.buckets import TalliesPending
+    from relay.tallies.buckets import TalliesPending
 
     outlooks, events = dict(state.value), []
     for project in Project.objects.filter(active=True, is_health_probe=False, level__in=[Level.L3, Level.L4]):

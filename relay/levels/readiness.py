@@ -1,4 +1,4 @@
-"""What a backend's level criteria read: its windowed tallies (relay.stats.tallies) and excused
+"""What a backend's level criteria read: its windowed tallies (relay.tallies) and excused
 failures over 14 and 7 days, upstream's per-run E2E P50, when it reached its level and first
 reported; and the criteria judged on them (relay.levels.criteria). The backend page, /crcr's
 chips, /api/v1/level-status, the at-risk notification and the demotion loop all start here."""
@@ -9,9 +9,9 @@ from datetime import datetime
 from relay.models import JobRun, Level, LevelChange, Project
 from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.stats.runkinds import Figure, jobs_counted
-from relay.stats.tallies.buckets import window_buckets
-from relay.stats.tallies.rollups import window_tallies
-from relay.stats.tallies.tally import Tally
+from relay.tallies.buckets import window_buckets
+from relay.tallies.rollups import window_tallies
+from relay.tallies.tally import Tally
 
 from . import criteria as readiness_rules
 from .e2e import e2e_p50

@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 def demotion_prs_reconcile() -> int:
     """The demotion loop's decisions: every backend's level-status entry (upstream's shape) goes to
     the relay, which opens, refreshes or closes its demotion PR (relay.levels.demotion)."""
-    from relay.stats.tallies.buckets import TalliesPending
+    from relay.tallies.buckets import TalliesPending
 
     from .demotion import demotion_decide
     from .status import level_status

@@ -1,17 +1,17 @@
-"""Failure causes: each stored failure's reason cluster (relay/causes/reasons.py), under the
+"""Failure causes: each stored failure's reason cluster (relay/policy/reasons.py), under the
 version of the algorithm that made it.
 
 A `FailureCause` is one cluster of one version; a `CauseHit` puts one failed test of one job
 attempt (a TestRun row: its job and identity) in one cluster. Both are written by the test
-store's minute sweep (relay/causes/sweep.py), never by the callback; a new version's rows are
+store's minute sweep (relay/teststore/causes.py), never by the callback; a new version's rows are
 written beside the old ones, and the old ones are deleted once every stored failure has a hit
 under the new version (until then the pages read the old, complete version)."""
 
 from django.db import models
 from django.utils import timezone
 
-from relay.causes.reasons import rule_text
 from relay.models.teststore import TestIdentity
+from relay.policy.reasons import rule_text
 
 from .registry import Project
 from .results import JobRun
@@ -43,7 +43,7 @@ class FailureCause(models.Model):
 
     @property
     def rule(self) -> str:
-        """Its name in a known issue's cause rule (relay.causes.reasons.rule_text)."""
+        """Its name in a known issue's cause rule (relay.policy.reasons.rule_text)."""
         return rule_text(self.exception, self.signature)
 
     @property

@@ -7,6 +7,11 @@ from django.utils import timezone
 from ..outbox.models import OutboxAttempt, OutboxRow
 from .registry import Project
 
+CALLBACK_TOKEN_MAX_AGE_SECONDS = 7 * 24 * 3600
+"""How long a dispatch's signed callback token lives (relay.callbacks.tokens): a dispatch may wait
+days for a runner, and re-runs reuse the original payload for as long. So a callback can change a
+job row only this long after its dispatch (the tallies' refresh scans no further back)."""
+
 BISECT_EVENT = "bisect"
 """The event of a bisection probe's Delivery, Dispatch and job rows (relay.models.bisection): a
 probe asks a question of ours about a commit and runs only the tests asked about, so no cell,

@@ -1,5 +1,5 @@
 """The level criteria's derived read model: tallies rolled up per hour and per day
-(relay.stats.tallies.rollups), a copy of what the relay recorded shaped for windowed counts,
+(relay.tallies.rollups), a copy of what the relay recorded shaped for windowed counts,
 written only by the periodic refresh and read by relay.levels (the criteria, the summary pages
 through it). Callbacks never write them. The tables keep the names they had when the HUD owned
 them (`hud_…`): the move to relay.levels changed Django's state only (migration 0022)."""
@@ -8,8 +8,8 @@ from django.db import models
 
 
 class TallyRollup(models.Model):
-    """One bucket's Tally (relay.stats.tallies.tally) for one backend and kind of run, as
-    relay.stats.tallies.buckets computes it: size `h` is one UTC hour, `d` the merge of a UTC day's hours."""
+    """One bucket's Tally (relay.tallies.tally) for one backend and kind of run, as
+    relay.tallies.buckets computes it: size `h` is one UTC hour, `d` the merge of a UTC day's hours."""
 
     size = models.CharField(max_length=1, choices=[("h", "hour"), ("d", "day")])
     start = models.DateTimeField()
@@ -29,7 +29,7 @@ class TallyRollup(models.Model):
 
 class ExcusedRollup(models.Model):
     """How many of one backend's failed PR/push jobs dated in one UTC hour the excused-jobs rule
-    (relay.results.excused) excuses as upstream's; hours with none have no row (relay.stats.tallies.excused)."""
+    (relay.results.excused) excuses as upstream's; hours with none have no row (relay.tallies.excused)."""
 
     start = models.DateTimeField()
     project_id = models.IntegerField(help_text="relay.Project id (no foreign key: a derived copy)")

@@ -10,8 +10,8 @@ import hashlib
 from django.db import connection, models
 from django.utils import timezone
 
+from relay.policy.flakiness import HealthState  # the states' one definition
 from relay.policy.testids import TestId, id_parts
-from relay.teststore.machine import HealthState  # the states' one definition
 
 from .registry import Project
 from .results import JobRun, TestOutcome
@@ -162,7 +162,7 @@ class TestedCommit(models.Model):
 
 
 class TestHealth(models.Model):
-    """One (test, backend)'s flakiness state (relay/teststore/machine.py): a row exists once the
+    """One (test, backend)'s flakiness state (relay/policy/flakiness.py): a row exists once the
     test has failed there; a test without one is healthy."""
 
     __test__ = False

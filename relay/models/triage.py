@@ -12,13 +12,13 @@ MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 200
 MAX_MESSAGE_CHARS = 200
 MAX_CAUSE_CHARS = 520
-"""A cause rule: `Type: normalised line` (relay.causes.reasons.rule_text), at most 200 + 300."""
+"""A cause rule: `Type: normalised line` (relay.policy.reasons.rule_text), at most 200 + 300."""
 
 
 class KnownIssue(models.Model):
     """A failure the maintainers know about. Its matchers are normalised test-id globs
     (relay.policy.testids identities: `module.Class.method`, or `Class.method` for any module), a
-    failure-message substring and/or a failure cause (relay/causes/); all given must hold."""
+    failure-message substring and/or a failure cause (relay/policy/reasons.py); all given must hold."""
 
     class Kind(models.TextChoices):
         PRODUCT = "product", "product bug (the backend)"

@@ -7,7 +7,7 @@ the merge gate — so a rule changes here or nowhere.
    of attempt 1 that lands after attempt 2 does not make attempt 1 the latest.
 2. A latest attempt that passed after an earlier failed one **passed on retry**: it counts as a pass.
    (Its state keeps the value `flaky` the API has always answered; pages and labels say "passed
-   on retry", since *flaky* is a test's state alone: relay.teststore.machine.HealthState.)
+   on retry", since *flaky* is a test's state alone: relay.policy.flakiness.HealthState.)
 3. `cancelled` because a newer head was pushed is **superseded** and counts nowhere.
 4. `timed_out` and "never started" are failures of the backend's **infrastructure**, counted
    apart from test failures; a cancelled job tested nothing and counts as a failure. A dispatch

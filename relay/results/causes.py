@@ -1,7 +1,7 @@
 """Failure causes as the pages and the API read them: clusters of failures by reason
-(relay/causes/), each with its impact over a window (tests, backends, commits, runs), whether
+(relay/teststore/causes.py), each with its impact over a window (tests, backends, commits, runs), whether
 the reference fails through it too, and each backend's missing operators ranked by the tests
-they fail. Reads only the version whose clustering is complete (relay.causes.state)."""
+they fail. Reads only the version whose clustering is complete (`read_version`)."""
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -10,13 +10,31 @@ from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from relay.causes.state import read_version
-from relay.models import CauseHit, FailureCause, Project
+from relay.models import CauseHit, FailureCause, Project, RelayState
+from relay.policy.reasons import VERSION
 from relay.stats.runkinds import trunk_commits
 
 DEFAULT_DAYS = 7
 NEW_WITHIN = timedelta(days=2)
 """A cause first seen (on the backends asked about) this recently is new."""
+
+STATE_KEY = "causes"
+"""Where the clustering stands, in one RelayState row: each version's watermark over TestRun ids
+(`v<N>`) and the newest version whose clustering of every stored failure is done (`complete`, the
+one the pages read). Written by the test store's sweep (relay.teststore.causes)."""
+
+
+def clustering_state() -> dict:
+    row = RelayState.objects.filter(key=STATE_KEY).first()
+    return dict(row.value) if row else {}
+
+
+def read_version() -> int:
+    """The version the pages read: the newest whose clustering of every stored failure is done
+    (the current one on a store that never had another)."""
+    return clustering_state().get("complete", VERSION)
+
+
 MAX_DAYS = 90
 KINDS = tuple(FailureCause.Kind.values)
 

@@ -95,7 +95,7 @@ class AdjustedRates:
     raw: Rates
     excused: list[ExcusedJob] = field(default_factory=list)
     stored: int | None = None
-    """The excused count read from stored rollups (relay.stats.tallies.excused) when the list itself was not
+    """The excused count read from stored rollups (relay.tallies.excused) when the list itself was not
     computed: then `excused` is empty and `listed` is False."""
 
     @property

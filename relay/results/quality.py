@@ -8,7 +8,7 @@ second), from the test store (relay/models/teststore.py):
   reference import as `accelerator_ran`), a commit counts over the ACCELERATOR-classified tests
   only, the in-scope suite; elsewhere over everything the reference ran, and the detail says how
   many commits were counted which way. Target: 80 % (the plan's path is 5 % → 80 % of in-scope tests).
-* **flaky share**: the backend's tests in state *flaky* now (relay.teststore.machine) over the
+* **flaky share**: the backend's tests in state *flaky* now (relay.policy.flakiness) over the
   tests it ran on its newest commit in the window; the trend counts the tests that *became*
   flaky in each half. The count shows beside the share: 2 of 5,421 is not "0.0 %". Target: under 5 %.
 * **time to recover**: for each red streak of the backend's tested commits (in the order it ran

@@ -1,6 +1,6 @@
 """Writing the test store from what the callbacks stored: each (backend, upstream commit)'s job
 attempts become TestRun rows (one per identity and attempt that did not pass), and, once nothing
-there is still running, one step of each concerned test's flakiness state (relay.teststore.machine).
+there is still running, one step of each concerned test's flakiness state (relay.policy.flakiness).
 
 The callback never writes here: a beat task (`store_sweep`, every minute) takes the commits whose
 jobs finished since its last run, so a callback costs exactly what it cost before the store
@@ -31,13 +31,12 @@ from relay.models import (
 )
 from relay.models.teststore import rows_insert
 from relay.ops.watermarks import watermark_move, watermark_read
+from relay.policy import flakiness as machine
 from relay.policy.testids import TestId, TestIdResolver, report_ids
 from relay.policy.verdicts import attempts_in_order
 from relay.results.baseline import cell_failures
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
 from relay.stats import runkinds
-
-from . import machine
 
 logger = logging.getLogger(__name__)
 WATERMARK_KEY = "test-store-watermark"

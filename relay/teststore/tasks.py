@@ -1,10 +1,10 @@
 """The test store's beat task (relay.teststore.store.store_sweep), then the clustering of the
-failures it stored by reason (relay.causes.sweep) and the issues filed for the causes that
+failures it stored by reason (relay.teststore.causes) and the issues filed for the causes that
 matter (relay.checks.cause_issues)."""
 
-from relay.causes.sweep import causes_sweep
 from relay.checks.cause_issues import cause_issues_sweep
 from relay.queues import FOLLOW_UP, relay_task
+from relay.teststore.causes import causes_sweep
 
 from .store import store_sweep
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from relay.inputs.linear import PatternError, linear
+from relay.policy.reasons import reason_of
 from relay.policy.testids import TestId
 
-from ..causes.reasons import reason_of
 from ..models.triage import MAX_CAUSE_CHARS, MAX_MESSAGE_CHARS, MAX_PATTERN_CHARS, MAX_PATTERNS
 
 MESSAGE_SCAN = 4000
@@ -100,7 +100,7 @@ def rule_of(message: str) -> str:
 
 def failure_matches(patterns, message_contains: str, failure: Failure, cause: str = "") -> bool:
     """Every matcher that is given must hold; with none nothing matches. A cause is the
-    failure's reason (relay.causes.reasons), read from its message as the sweep reads it."""
+    failure's reason (relay.policy.reasons), read from its message as the sweep reads it."""
     if not patterns and not message_contains and not cause:
         return False
     if patterns and not any(id_matches(p, failure.subject) for p in patterns):

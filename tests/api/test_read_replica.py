@@ -74,7 +74,7 @@ def history():
     """One backend, one trunk commit with a finished job: enough for every HUD page to show it.
     The summary's rollups are fresh, as beat keeps them (a page that finds them stale refreshes
     them itself: a write, which goes to the primary)."""
-    from relay.stats.tallies.rollups import rollups_refresh
+    from relay.tallies.rollups import rollups_refresh
 
     project = ProjectFactory(full_name=REPO, github_repo_id=REPO_ID, level="L2")
     commit = UpstreamCommitFactory(is_trunk=True, branch="main")

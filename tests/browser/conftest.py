@@ -135,8 +135,8 @@ def _seed_commits(rng: random.Random) -> dict:
     test_id = _test_store_record()
     _seed_bisections(commits, test_id)
     _seed_module_counts(commits[:3])
-    from relay.causes.sweep import causes_sweep
     from relay.models import FailureCause
+    from relay.teststore.causes import causes_sweep
 
     causes_sweep()
     return {

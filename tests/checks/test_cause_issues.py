@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.causes.sweep import causes_sweep
 from relay.checks.cause_issues import cause_issues_sweep
 from relay.models import CauseIssue, CauseIssuePolicy, UpstreamWrite
+from relay.teststore.causes import causes_sweep
 from relay.teststore.store import store_sweep
 from tests.factories import UpstreamCommitFactory
 from tests.relay.causes.conftest import FFT, failing, ran

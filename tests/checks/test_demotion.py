@@ -14,7 +14,7 @@ from relay.levels.tasks import demotion_prs_reconcile
 from relay.models import DemotionDecision, DemotionPullRequest, FailedTest, JobRun, Project, UpstreamCheckRun
 from relay.registry.allowlist import parse_allowlist
 from relay.registry.service import allowlist_export
-from relay.stats.tallies.rollups import rollups_refresh
+from relay.tallies.rollups import rollups_refresh
 from tests.conftest import UPSTREAM
 from tests.hud.test_selectors_summary import job, project
 
@@ -282,7 +282,7 @@ def test_when_mains_allowlist_moves_the_branch_is_committed_again_on_top_of_it(r
 
 def test_before_the_tallies_are_ready_the_loop_decides_nothing_and_says_why(relay, world, monkeypatch, caplog):
     from relay.levels import status as selectors_levels
-    from relay.stats.tallies.buckets import TalliesPending
+    from relay.tallies.buckets import TalliesPending
 
     def pending(*args, **kwargs):
         raise TalliesPending(0, 1)

@@ -9,7 +9,7 @@ from hud import charts
 from hud.selectors_metrics import BackendSeries, Metrics
 from relay.models import Project
 from relay.policy.verdicts import State
-from relay.stats.tallies.tally import Tally
+from relay.tallies.tally import Tally
 
 DAYS = [date(2026, 11, 28) + timedelta(days=i) for i in range(3)]
 

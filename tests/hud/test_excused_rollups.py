@@ -1,4 +1,4 @@
-"""The stored excused counts (relay.stats.tallies.excused) give /crcr the excused-jobs rule's own answer for
+"""The stored excused counts (relay.tallies.excused) give /crcr the excused-jobs rule's own answer for
 every range, on real producers' reports, and the refresh notices a reference result or a known
 issue that arrives after the backend's failure."""
 
@@ -15,9 +15,9 @@ from relay.levels.readiness import readiness_inputs
 from relay.models import ExcusedRollup, FailedTest, KnownIssue
 from relay.reference.junit import junit_parse
 from relay.results.excused import excused_jobs
-from relay.stats.tallies.buckets import window_buckets
-from relay.stats.tallies.excused import window_excused
-from relay.stats.tallies.rollups import rollups_refresh, rollups_state
+from relay.tallies.buckets import window_buckets
+from relay.tallies.excused import window_excused
+from relay.tallies.rollups import rollups_refresh, rollups_state
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]

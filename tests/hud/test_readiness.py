@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 from relay.levels import criteria as rules
 from relay.policy.verdicts import State
 from relay.results.excused import AdjustedRates, Evidence, ExcusedJob
-from relay.stats.tallies.histograms import EDGES
-from relay.stats.tallies.tally import Tally
+from relay.tallies.histograms import EDGES
+from relay.tallies.tally import Tally
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=60)

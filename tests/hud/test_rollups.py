@@ -10,10 +10,10 @@ from django.utils import timezone
 from hud.selectors_summary import summary_build
 from relay.callbacks import job_rows
 from relay.models import JobRun, RollupState, TallyRollup
-from relay.stats.tallies import rollups
-from relay.stats.tallies.buckets import bucket_compute, window_buckets
-from relay.stats.tallies.rollups import rollups_refresh, tally_dump, window_tallies
-from relay.stats.tallies.tally import tallies_merge
+from relay.tallies import rollups
+from relay.tallies.buckets import bucket_compute, window_buckets
+from relay.tallies.rollups import rollups_refresh, tally_dump, window_tallies
+from relay.tallies.tally import tallies_merge
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]

@@ -12,12 +12,12 @@ from hud.selectors_summary import summary_build
 from relay.health.healthz import HEARTBEAT_KEY
 from relay.models import Delivery, Dispatch, JobRun, Project, RelayState
 from relay.policy.verdicts import State, job_verdicts, rates
-from relay.stats.tallies import buckets, histograms
-from relay.stats.tallies.buckets import Bucket, TalliesPending, bucket_compute
-from relay.stats.tallies.histograms import Histogram
-from relay.stats.tallies.rollups import window_tallies
-from relay.stats.tallies.tally import Tally
 from relay.stats.windows import WINDOWS
+from relay.tallies import buckets, histograms
+from relay.tallies.buckets import Bucket, TalliesPending, bucket_compute
+from relay.tallies.histograms import Histogram
+from relay.tallies.rollups import window_tallies
+from relay.tallies.tally import Tally
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 NOW = timezone.now().replace(minute=30, second=0, microsecond=0)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from hud import views_summary
 from relay.models import FailedTest
-from relay.stats.tallies import buckets
+from relay.tallies import buckets
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]

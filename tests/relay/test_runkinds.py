@@ -33,7 +33,7 @@ from relay.results.cells import cells_for_commits
 from relay.results.gate import gate_verdict
 from relay.stats import runkinds
 from relay.stats.runkinds import COUNTS, Figure, Kind, counts, kind_of
-from relay.stats.tallies.rollups import window_tallies
+from relay.tallies.rollups import window_tallies
 from relay.teststore.store import commit_record, on_trunk
 from relay.triage.issues import occurrences_record
 from relay.triage.mutes import mute_create

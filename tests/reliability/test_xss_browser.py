@@ -86,7 +86,7 @@ def hostile_store(transactional_db, monkeypatch):
     )
 
     try:
-        from relay.stats.tallies import buckets
+        from relay.tallies import buckets
 
         monkeypatch.setattr(buckets, "COMPUTE_BUDGET_SECONDS", 60, raising=False)
     except ImportError:

@@ -5,7 +5,7 @@ and one backend's own numerical mismatch."""
 import random
 
 from devtools.standin.sandbox import JobPlan, reference_junit
-from relay.causes.reasons import MISSING_OPERATOR, reason_of
+from relay.policy.reasons import MISSING_OPERATOR, reason_of
 from relay.reference.junit import junit_parse
 
 QNN, MPS, XPU = "quic/ai-engine-direct-torch", "pytorch-mps/mps-ci", "intel/torch-xpu-ops"

@@ -2,7 +2,7 @@
 the layering that docs/architecture.md describes, for before/after figures of a move.
 
 * **graph**: PACKAGE's import graph (default `hud`), subpackages collapsed into one module each
-  (`relay.stats.tallies.*` is `relay.stats.tallies`): the modules that import or are imported by another one of
+  (`relay.tallies.*` is `relay.tallies`): the modules that import or are imported by another one of
   the package, the layers (the longest import chain) and the edges (imports deferred into
   functions count; an import of a module's member counts as one of the module).
 * **crossings**: one GET of PATH in this process, on the configured database, under

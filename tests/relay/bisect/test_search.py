@@ -229,8 +229,8 @@ def test_a_probe_cannot_be_re_dispatched_by_hand_past_the_budget(xpu):
 
 
 def test_a_probe_s_jobs_count_in_no_level_tally(xpu, fresh_tallies):
-    from relay.stats.tallies.buckets import bucket_compute, window_buckets
-    from relay.stats.tallies.tally import tallies_merge
+    from relay.tallies.buckets import bucket_compute, window_buckets
+    from relay.tallies.tally import tallies_merge
 
     bisection = bisection_of(xpu, 4)
     bisection_advance(bisection.pk)

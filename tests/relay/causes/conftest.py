@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.causes.sweep import causes_sweep
+from relay.teststore.causes import causes_sweep
 from relay.teststore.store import store_sweep
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 

@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.causes.sweep import causes_sweep
 from relay.models import FailureCause
 from relay.results.causes import CauseQuery, cause_found, causes_listed, missing_operators
 from relay.teststore import tasks
+from relay.teststore.causes import causes_sweep
 from relay.teststore.store import store_sweep
 from tests.factories import UpstreamCommitFactory
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from relay.causes.reasons import MISSING_OPERATOR, REASON, normalise, reason_of
+from relay.policy.reasons import MISSING_OPERATOR, REASON, normalise, reason_of
 
 # PyTorch's own texts (c10 dispatcher, MPS, the CPU fallback's warning as torch prints them).
 COULD_NOT_RUN = (

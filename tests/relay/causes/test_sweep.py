@@ -6,11 +6,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from relay.causes import reasons, sweep
-from relay.causes.state import read_version
-from relay.causes.sweep import causes_sweep
 from relay.models import CauseHit, FailureCause, TestRun
+from relay.policy import reasons
+from relay.results.causes import read_version
+from relay.teststore import causes as sweep
 from relay.teststore import tasks
+from relay.teststore.causes import causes_sweep
 
 from .conftest import FFT, failing, ran
 

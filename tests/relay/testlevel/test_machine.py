@@ -1,6 +1,6 @@
 """Flakiness as a state machine per (test, backend): what one run says, and the one step it takes."""
 
-from relay.teststore.machine import (
+from relay.policy.flakiness import (
     BROKEN,
     FAILED,
     FLAKY,

@@ -1,4 +1,4 @@
-"""*Flaky* means one thing: a test's state on a backend (relay.teststore.machine.HealthState,
+"""*Flaky* means one thing: a test's state on a backend (relay.policy.flakiness.HealthState,
 defined once). A job's pass on retry, a declared expectation, a known issue's kind, the triage
 advice's category and a bisection that did not reproduce are each named otherwise on pages and
 in the API's display text; the flaky badge's tooltip reads the healing threshold the machine uses."""
@@ -10,9 +10,9 @@ from django.template.loader import render_to_string
 
 from relay import models
 from relay.models import Expectation, KnownIssue
+from relay.policy import flakiness as machine
 from relay.policy.verdicts import STATES, State
 from relay.results.advice import CATEGORY_LABELS
-from relay.teststore import machine
 
 
 def test_the_state_names_are_defined_once():

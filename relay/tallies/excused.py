@@ -4,7 +4,7 @@ every range without running the rule over 90 days on a request.
 
 The counts are the rule's own answer: an hour's count is the number of jobs `excused_jobs` returns
 for a span of hours, bucketed by the hour of each job's first attempt (the hour the tallies count it
-in). The tally refresh (relay.stats.tallies.rollups) recounts every hour it recomputes, in the same run, so
+in). The tally refresh (relay.tallies.rollups) recounts every hour it recomputes, in the same run, so
 tallies and counts never describe different data. What else can change a job's excuse, and how the
 refresh notices it:
 
@@ -31,7 +31,7 @@ from django.db.models import Count, Max, Sum
 from relay.models import ExcusedRollup, KnownIssue, Level, Project, TestMuteEvent
 from relay.ops.cache import soft_get, soft_set
 from relay.results.excused import excused_jobs, projects_with_failures
-from relay.stats.tallies.buckets import _floor_hour
+from relay.tallies.buckets import _floor_hour
 
 HOUR = timedelta(hours=1)
 HORIZON = timedelta(days=90)

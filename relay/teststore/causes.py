@@ -1,10 +1,10 @@
 """Clustering stored failures by reason, in the test store's minute sweep (never the callback).
 
 Every TestRun row (one failed test of one job attempt) gets a CauseHit under the current
-algorithm version (relay.causes.reasons.VERSION), in TestRun id order from a watermark kept
+algorithm version (relay.policy.reasons.VERSION), in TestRun id order from a watermark kept
 per version: new rows are the ones past it, and a new version starts from zero, so the same
 walk that clusters new failures re-clusters the old ones. Until the new version's walk has
-caught up, the pages read the last version that had (relay.causes.state.read_version); then the older
+caught up, the pages read the last version that had (relay.results.causes.read_version); then the older
 versions' clusters are deleted.
 
 The sweep is the store's only writer of TestRun rows besides the backfill and rematch
@@ -18,12 +18,12 @@ from django.db import transaction
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Right
 
-from relay.models import CauseHit, FailedTest, FailureCause, JobRun, TestIdentity, TestRun
+from relay.models import CauseHit, FailedTest, FailureCause, JobRun, RelayState, TestIdentity, TestRun
 from relay.models.teststore import rows_insert
-from relay.teststore.store import job_identities
+from relay.policy.reasons import MAX_INPUT, VERSION, Reason, reason_of
+from relay.results.causes import STATE_KEY, clustering_state
 
-from .reasons import MAX_INPUT, VERSION, Reason, reason_of
-from .state import state, state_set
+from .store import job_identities
 
 logger = logging.getLogger(__name__)
 BATCH = 2000
@@ -43,14 +43,14 @@ def causes_sweep(limit: int = 10_000) -> int:
     retire the older versions. Returns how many failures were clustered."""
     done = 0
     while done < limit:
-        last = state().get(f"v{VERSION}", 0)
+        last = clustering_state().get(f"v{VERSION}", 0)
         rows = list(TestRun.objects.filter(id__gt=last).order_by("id").values_list("id", "job_run_id")[:BATCH])
         if not rows:
             _caught_up()
             break
         with transaction.atomic():
             hits_write(sorted({job_id for _, job_id in rows}))
-            state_set(**{f"v{VERSION}": rows[-1][0]})
+            clustering_state_set(**{f"v{VERSION}": rows[-1][0]})
         done += len(rows)
     return done
 
@@ -135,9 +135,13 @@ def _cause_row(one: Seen) -> dict:
 
 def _caught_up() -> None:
     """Every stored failure has its cluster under VERSION: read it, and drop the older ones."""
-    if state().get("complete") == VERSION:
+    if clustering_state().get("complete") == VERSION:
         return
     with transaction.atomic():
-        state_set(complete=VERSION)
+        clustering_state_set(complete=VERSION)
         retired = FailureCause.objects.filter(version__lt=VERSION).delete()[0]
     logger.info("causes: version %s complete, %s older rows retired", VERSION, retired)
+
+
+def clustering_state_set(**values) -> None:
+    RelayState.objects.update_or_create(key=STATE_KEY, defaults={"value": {**clustering_state(), **values}})

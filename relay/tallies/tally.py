@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from relay.policy.verdicts import NOT_A_JOB, STATES, Counts, Rates, State
-from relay.stats.tallies.histograms import Histogram
+from relay.tallies.histograms import Histogram
 
 # --- tallies ------------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Persisted hourly and daily tallies: a cold summary page reads rows instead of scanning jobs.
 
-Each hour's tallies are computed by the very statement relay.stats.tallies.buckets runs on demand
+Each hour's tallies are computed by the very statement relay.tallies.buckets runs on demand
 (`_hour_compute`), stored per (hour, backend, kind of run) as TallyRollup rows, and merged into
 day rows; a page merges a window's day and hour rows (cached per refresh generation) with the
 current hour, which it computes itself. So the numbers are the on-demand ones, by construction.
@@ -23,7 +23,7 @@ write. What can change an hour's tallies, and how the refresh notices it:
 * A refresh that runs out of time (a page filling a cold store) keeps the hours it did not reach
   as pending, so nothing is lost between refreshes.
 
-Every hour recomputed here also gets its excused counts recounted (relay.stats.tallies.excused, which says
+Every hour recomputed here also gets its excused counts recounted (relay.tallies.excused, which says
 what else can change them): a reference row that changed counts as a change to every backend's
 rows on its commit, and a change of known issues or registry recomputes the longest range.
 """
@@ -37,12 +37,12 @@ from django.db import transaction
 from django.db.models import Max, Min, Q
 from django.utils import timezone
 
-from relay.callbacks.tokens import MAX_AGE_SECONDS as CALLBACK_TOKEN_MAX_AGE
 from relay.models import JobRun, Project, RollupState, TallyRollup
+from relay.models.deliveries import CALLBACK_TOKEN_MAX_AGE_SECONDS
 from relay.ops.cache import soft_get, soft_set
 from relay.policy.verdicts import State
-from relay.stats.tallies import buckets as on_demand
-from relay.stats.tallies.buckets import (
+from relay.tallies import buckets as on_demand
+from relay.tallies.buckets import (
     Bucket,
     TalliesPending,
     _created_within,
@@ -53,15 +53,15 @@ from relay.stats.tallies.buckets import (
     buckets_computed,
     window_buckets,
 )
-from relay.stats.tallies.excused import HORIZON as EXCUSED_HORIZON
-from relay.stats.tallies.excused import excused_facts, excused_hours_store
-from relay.stats.tallies.histograms import Histogram
-from relay.stats.tallies.tally import Tally, tallies_merge
+from relay.tallies.excused import HORIZON as EXCUSED_HORIZON
+from relay.tallies.excused import excused_facts, excused_hours_store
+from relay.tallies.histograms import Histogram
+from relay.tallies.tally import Tally, tallies_merge
 
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)
 LATE_COMMIT_MARGIN = timedelta(minutes=5)
 """A row is stamped before its transaction commits; a refresh looks this far behind its last start."""
-CHANGE_HORIZON = timedelta(seconds=CALLBACK_TOKEN_MAX_AGE) + DAY
+CHANGE_HORIZON = timedelta(seconds=CALLBACK_TOKEN_MAX_AGE_SECONDS) + DAY
 """Rows created longer ago than this can no longer be updated by a callback (their token expired)."""
 STALE_AFTER = timedelta(seconds=150)
 """Beat refreshes every minute; a page refreshes itself only when that has not happened for this long."""

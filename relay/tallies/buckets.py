@@ -8,7 +8,7 @@ decides, a pass after a failed attempt passed on retry, superseded work counts n
 `conclusion_state` itself), so there is still one policy; the SQL is its translation, and a test
 checks both agree on random data.
 
-The summary pages read these tallies from stored hourly rollups (relay.stats.tallies.rollups), which run
+The summary pages read these tallies from stored hourly rollups (relay.tallies.rollups), which run
 the hour statement below from a periodic refresh; only the current hour is computed on a request.
 
 Scanning a 30-day window per request is too slow: a million JobRun rows are ~1.4 GB in SQLite,
@@ -55,9 +55,9 @@ from relay.models import JobRun
 from relay.ops.cache import soft_get_many, soft_set
 from relay.policy.verdicts import STATES, Counts, State, first_attempt_passed, retried_state
 from relay.stats.runkinds import Figure, counted_sql
-from relay.stats.tallies.histograms import bin_case_sql
-from relay.stats.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
-from relay.stats.tallies.tally import Tally, latest_of, tallies_merge
+from relay.tallies.histograms import bin_case_sql
+from relay.tallies.sql import FAILING_NUMS, KIND_SQL, NUM_STATE, ORDER_SQL, STATE_SLOTS, state_case_sql
+from relay.tallies.tally import Tally, latest_of, tallies_merge
 
 # --- buckets ------------------------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ cold 30-day window over a million jobs takes ~10 s on SQLite; this keeps every a
 
 def buckets_computed(buckets: list[Bucket], now: datetime | None = None) -> list[dict]:
     """One {(project_id, kind): Tally} per bucket, computed on demand and cached for as long as it
-    can still change (the summary pages read stored rollups, relay.stats.tallies.rollups; they compute
+    can still change (the summary pages read stored rollups, relay.tallies.rollups; they compute
     only the current hour this way). Missing ones are computed newest first until the time budget
     runs out."""
     now = now or timezone.now()

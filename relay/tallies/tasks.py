@@ -1,4 +1,4 @@
-"""The summary pages' stored tallies kept fresh (relay.stats.tallies.rollups), then the database's
+"""The summary pages' stored tallies kept fresh (relay.tallies.rollups), then the database's
 planner statistics (relay.ops.statistics). Registered as "hud.rollups_refresh" once, still accepted."""
 
 from relay.queues import FOLLOW_UP, relay_task
@@ -15,8 +15,7 @@ from relay.queues import FOLLOW_UP, relay_task
 def rollups_refresh_task() -> int:
     """Every minute: the hours changed since the last refresh; then the database's statistics."""
     from relay.ops.statistics import statistics_refresh
-
-    from .tallies.rollups import rollups_refresh
+    from relay.tallies.rollups import rollups_refresh
 
     report = rollups_refresh()
     statistics_refresh()

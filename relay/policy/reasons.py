@@ -9,7 +9,7 @@ the operator (`MISSING_OPERATOR`).
 Every pattern runs in RE2 (relay.inputs.linear) over a bounded input: the message and stack tail the
 callback stored are already capped (relay/callbacks/body.py), and this reads at most `MAX_INPUT`
 characters of each. `VERSION` names the algorithm: change anything here that moves a failure to
-another cluster and bump it; the sweep (relay/causes/sweep.py) then clusters every stored
+another cluster and bump it; the sweep (relay/teststore/causes.py) then clusters every stored
 failure again and keeps the old clusters until it is done."""
 
 import hashlib
