@@ -5,7 +5,7 @@ when the repo is back within target, and open a new one after a person closed it
 still misses. Merging stays a person's call; a repo with no jobs in the window never gets one.
 
 Deciding is here and writes rows only: `demotion_decide` takes one repo's level-status entry
-(upstream's shape, computed by the HUD's beat task, relay.levels.tasks) and sets what the relay wants; a
+(upstream's shape, computed by the level loop's beat task, relay.levels.tasks) and sets what the relay wants; a
 DEMOTION_SYNC upstream write (relay.levels.demotion_sync, sent by the outbox engine with its
 retries and backoff) makes GitHub agree. Every decision leaves a DemotionDecision row.
 

@@ -1,6 +1,7 @@
-"""The events subscribers hear about, detected every minute by a beat task: those about results
-on trunk (relay.notify.trunk), and the two only the HUD can detect, because they need what only the
-HUD computes (readiness). The relay's health alerts are the relay's own (relay/health/alerts.py, beat
+"""The level loop's events, detected every minute by its beat task (relay.level_events_detect):
+those that need what only the level loop computes (readiness). The events about results on trunk
+are relay.notify.trunk's (beat task relay.trunk_events_detect); `events_detect` runs both, for
+an earlier release's one beat entry. The relay's health alerts are relay/health/alerts.py's (beat
 task relay.alerts_evaluate). Each is recorded once (by key) through
 relay.notify.events.event_emit, which owes each matching subscription one notification.
 

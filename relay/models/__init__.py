@@ -11,7 +11,7 @@
 - alerts: episodes of the relay's own health alerts;
 - rollups: the level criteria's stored tallies per hour and day, and their refresh's watermark;
 - bisection: bisections of a backend's new failure over upstream commits, and their probes;
-- testlevel: test identities, each backend's non-passing outcomes per commit and attempt, the
+- teststore: test identities, each backend's non-passing outcomes per commit and attempt, the
   commits the store took, flakiness states, mutes and their audit;
 - enablement: each job's counts per upstream test module, the module → integration path rules.
 
