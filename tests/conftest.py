@@ -207,7 +207,7 @@ def upstream_reactions_inline(settings):
 @pytest.fixture(autouse=True)
 def level_sample_of_one(settings):
     """Most tests judge level criteria on a handful of jobs made a moment ago: they test the
-    criteria, not the minimum sample, which tests/hud/test_readiness_sample.py sets back to
+    criteria, not the minimum sample, which tests/relay/levels/test_criteria_sample.py sets back to
     production's 20 jobs over 3 days."""
     settings.CRCR_LEVEL_MIN_JOBS, settings.CRCR_LEVEL_MIN_DATA_HOURS = 1, 0
 

@@ -165,6 +165,7 @@ def test_a_deferred_import_does_not_make_a_module_level_circle():
 
 # --- packages depend one way, deferred imports included --------------------------------------------
 
+
 def relay_wings() -> tuple[str, ...]:
     """Each package of relay (a folder with a front door, relay/<wing>/__init__.py) is one unit."""
     return tuple(sorted(f"relay.{path.parent.name}" for path in (ROOT / "relay").glob("*/__init__.py")))

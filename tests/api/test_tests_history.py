@@ -4,7 +4,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.relay.testlevel.conftest import ADD, MUL, named, ran, world  # noqa: F401 - the fixture
+from tests.relay.teststore.conftest import ADD, MUL, named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 

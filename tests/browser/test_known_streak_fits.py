@@ -6,7 +6,7 @@ import pytest
 
 from relay.models import KnownIssue, UpstreamCommit
 from relay.teststore.store import store_sweep
-from tests.relay.testlevel.conftest import named, ran, world  # noqa: F401 - the fixture
+from tests.relay.teststore.conftest import named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

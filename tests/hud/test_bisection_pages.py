@@ -9,7 +9,7 @@ import pytest
 from relay.models import Bisection
 from relay.teststore.store import store_sweep
 from tests.relay.bisect.conftest import run_to_the_end
-from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
+from tests.relay.teststore.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 

@@ -6,7 +6,7 @@ import pytest
 from relay.models import KnownIssue, UpstreamCommit
 from relay.teststore.store import store_sweep
 from tests.api.conftest import api  # noqa: F401 - the fixture
-from tests.relay.testlevel.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
+from tests.relay.teststore.conftest import ADD, named, ran, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 

@@ -11,7 +11,7 @@ from relay.models import Bisection
 from tests.api.conftest import api  # noqa: F401 - the fixture
 from tests.factories import UpstreamCommitFactory
 from tests.relay.bisect.conftest import run_to_the_end
-from tests.relay.testlevel.conftest import ADD, world  # noqa: F401 - the fixture
+from tests.relay.teststore.conftest import ADD, world  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
 

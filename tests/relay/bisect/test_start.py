@@ -12,7 +12,7 @@ from relay.bisect.start import bisection_consider
 from relay.models import Bisection, BisectProbe, HealthState, TestHealth, TestIdentity
 from relay.teststore.store import store_sweep
 from tests.factories import ProjectFactory, UpstreamCommitFactory
-from tests.relay.testlevel.conftest import named, ran
+from tests.relay.teststore.conftest import named, ran
 
 from .conftest import ADD, sha_of
 

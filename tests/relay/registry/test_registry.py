@@ -17,7 +17,7 @@ from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml").read_text()
+SAMPLE = (Path(__file__).resolve().parents[2] / "fixtures" / "allowlist.yml").read_text()
 MISSION_SYSTEMS = {
     "intel/torch-xpu-ops",
     "ROCm/pytorch",

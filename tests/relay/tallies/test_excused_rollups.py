@@ -21,7 +21,7 @@ from relay.tallies.rollups import rollups_refresh, rollups_state
 from tests.hud.test_selectors_summary import job, project  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_tallies")]
-REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
+REPORTS = Path(__file__).parents[2] / "fixtures" / "pytorch-reports"
 RANGES = {"24h": 1, "7d": 7, "14d": 14, "30d": 30, "90d": 90}
 BACKENDS = [
     # (repo, device folder, report shape)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from relay.registry.allowlist import AllowlistError, Entry, parse_allowlist, render_allowlist
 
-SAMPLE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml").read_text()
-EVERY_SHAPE = (Path(__file__).resolve().parent.parent / "fixtures" / "allowlist_every_shape.yml").read_text()
+SAMPLE = (Path(__file__).resolve().parents[2] / "fixtures" / "allowlist.yml").read_text()
+EVERY_SHAPE = (Path(__file__).resolve().parents[2] / "fixtures" / "allowlist_every_shape.yml").read_text()
 
 
 def hud_read(text: str) -> dict[str, tuple[str, str, list[str], list[str]]]:

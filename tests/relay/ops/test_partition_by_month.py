@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TABLES = ("relay_jobrun", "relay_dispatch", "relay_failedtest", "relay_delivery")
 
 postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="partitioning is PostgreSQL's")

@@ -10,7 +10,7 @@ import pytest
 
 from relay.policy import torch_device_types
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 SCRIPT = REPO / "devtools" / "pytorch_reports" / "device_types.py"
 TORCH_VENV_PYTHON = Path(os.environ.get("TORCH_VENV", "/tmp/crcr-torch-venv")) / "bin" / "python"
 

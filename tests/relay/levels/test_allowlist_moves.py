@@ -12,8 +12,8 @@ import pytest
 from relay.levels.allowlist_moves import allowlist_demoted
 from relay.registry.allowlist import LEVEL_BELOW, AllowlistError, parse_allowlist
 
-COMMENTED = (Path(__file__).resolve().parents[1] / "fixtures" / "allowlist_commented.yml").read_text()
-EVERY_SHAPE = (Path(__file__).resolve().parents[1] / "fixtures" / "allowlist_every_shape.yml").read_text()
+COMMENTED = (Path(__file__).resolve().parents[2] / "fixtures" / "allowlist_commented.yml").read_text()
+EVERY_SHAPE = (Path(__file__).resolve().parents[2] / "fixtures" / "allowlist_every_shape.yml").read_text()
 KEY_LINE = re.compile(r"^\s*[A-Za-z0-9._-]+:(\s*(\[\]|\{\}))?(\s+#.*)?$")
 """A level's or a device's own key line, which a move may add, empty or fill."""
 

@@ -12,7 +12,7 @@ from relay.registry.allowlist import parse_allowlist
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "allowlist.yml"
+SAMPLE_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "allowlist.yml"
 SAMPLE = SAMPLE_PATH.read_text()
 
 

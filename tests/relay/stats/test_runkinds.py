@@ -170,7 +170,7 @@ def test_every_row_has_the_kind_its_facts_give(store):
 def test_only_the_trunk_rule_asks_the_trunk_record():
     """One trunk rule: every reader asks relay.stats.runkinds (`trunk_commits`, `on_trunk`, `pr_heads`)
     rather than filtering commits by their flag itself (the intake writes the flag, never filters)."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     asking = re.compile(r"is_trunk\s*=\s*(True|False)")
     offenders = {
         str(path.relative_to(root))

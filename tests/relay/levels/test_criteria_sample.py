@@ -10,8 +10,8 @@ from django.utils import timezone
 from relay.levels.criteria import Sample, level_change, readiness
 from relay.levels.events import readiness_events
 from relay.models import NotificationEvent
-from tests.hud.test_readiness import LONG_AGO, NOW, criteria, tally
 from tests.hud.test_selectors_summary import job, project
+from tests.relay.levels.test_criteria import LONG_AGO, NOW, criteria, tally
 
 pytestmark = pytest.mark.usefixtures("production_sample")
 

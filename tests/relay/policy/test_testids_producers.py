@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from relay.policy.testids import _DTYPE_TOKEN, DEVICES, TestId, device_words, report_ids, test_id
 from relay.policy.torch_device_types import DEVICE_TYPES as TORCH_DEVICE_TYPES
 
-REPORTS = Path(__file__).parents[1] / "fixtures" / "pytorch-reports"
+REPORTS = Path(__file__).parents[2] / "fixtures" / "pytorch-reports"
 PRIVATEUSE1_NAMES = ("openreg", "npu", "spyre", "rbln")
 DEVICE_TYPES = ("xpu", "cuda", "mps", "cpu")
 SHAPES = ("pytest-test-dir.xml", "pytest-root.xml", "unittest")

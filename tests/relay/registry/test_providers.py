@@ -12,7 +12,7 @@ from relay.models import Project
 from relay.registry.providers import PipelineMapping, ProvidersError, parse_providers, render_providers
 from tests.factories import ProjectFactory
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ci_providers.yml"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "ci_providers.yml"
 SHIPPED = FIXTURE.read_text()
 VLLM_KEY = "018b5ec5-5a2e-4b8c-9d61-0c3f1a7e2b10/018cdabc-7f41-4e0d-8a93-6b2d5c1e9f20"
 ORG, PIPE = VLLM_KEY.split("/")
