@@ -257,7 +257,7 @@ def test_a_database_error_on_a_hud_page_says_so_without_its_text(client, world, 
 
 
 def test_healthz_names_the_failing_dependency_but_not_its_error(client, monkeypatch):
-    from relay.health.healthz import healthz as health
+    from relay.health import healthz as health
 
     monkeypatch.setattr(health, "_database", broken)
     monkeypatch.setattr(health, "_broker", broken)
