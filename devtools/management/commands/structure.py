@@ -172,7 +172,7 @@ def answers_write(outdir: Path, at: str | None, out) -> None:
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.glob("*.txt"):
         old.unlink()
-    with _frozen_clock(moment), _quiet_refusals(), transaction.atomic():
+    with _frozen_clock(moment), _plain_static(), _quiet_refusals(), transaction.atomic():
         answers = _Answers(outdir)
         _ask_every_route(answers.get, moment)
         transaction.set_rollback(True)  # the readers' tokens and whatever a GET fills lazily: the store stays
@@ -234,6 +234,15 @@ def _frozen_clock(moment):
         _swap(frozen, real)
         for module, budget in budgets.items():
             module.COMPUTE_BUDGET_SECONDS = budget
+
+
+def _plain_static():
+    """Static files by their plain names: the docs page's links do not depend on whether, and
+    with which packages, collectstatic ran in this tree."""
+    from django.test.utils import override_settings
+
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    return override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain})
 
 
 @contextmanager
