@@ -32,17 +32,13 @@ from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest
 from relay.runkinds import trunk_commits
-from relay.testids import TestId, TestIdResolver, report_ids
+from relay.testids import TestId
 from relay.triage.classify import EXPECTED
 from relay.triage.mutes import Mutes
 from relay.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
 
 from .baseline import CellFailures, failure_kind, failures_load
-from .cells import (
-    cells_for_commits,
-    reference_backend,
-    reported_environment,
-)
+from .cells import cells_for_commits, reference_backend
 from .excused import listed_completely
 from .tests import states_for
 from .triage import cells_triage
@@ -175,13 +171,11 @@ class _Judge:
         blame = BackendBlame(project)
         if not head.cell.failing:
             return blame
-        resolver = TestIdResolver(head.tests)
         for verdict in head.cell.verdicts:
             if verdict.state not in FAILING:
                 continue
             key, reported = job_key(verdict.job), head.tests_of.get(verdict.job.id, [])
-            ids = report_ids(reported, project.device_type, reported_environment(reported))
-            for tid in dict.fromkeys(resolver.resolve(t) for t in ids):
+            for tid in dict.fromkeys(head.ids_of.get(verdict.job.id, [])):
                 blame._add(key, self.test(project, head, tid, before))
             if verdict.state in NO_BASELINE_STATES or not reported or not listed_completely(verdict.job, reported):
                 blame._add(key, self.job(project, head, verdict, before))
