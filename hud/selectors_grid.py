@@ -402,14 +402,16 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     pair = [project] + ([reference] if reference and reference is not project else [])
     cells = cells_for_commits([sha], pair, detail=True)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
-    tests = failures_load({(sha, project_id): cells[(sha, project_id)]}, with_messages=True)[(sha, project_id)].tests_of
+    failures = failures_load(cells, with_messages=True)
+    tests = failures[(sha, project_id)].tests_of
+    against = failures[(sha, reference.id)] if reference and reference is not project else None
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     cell = cells[(sha, project_id)]
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
     if cell.failing and not project.is_reference:
         annotate_failures(cell, tests)
     for job_tests in tests.values():
-        failed_test_dicts_states(project, job_tests)
+        failed_test_dicts_states(project, job_tests, against)
     return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
 
 

@@ -5,7 +5,7 @@ import pytest
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
 from relay.results.baseline import failures_load
-from relay.results.blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
+from relay.results.blame import ALREADY, BACKEND_ONLY, FLAKY, NEW, pr_blame
 from relay.results.cells import cells_for_commits, registered_backends
 from tests.factories import DeliveryFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
@@ -91,6 +91,37 @@ def test_blame_names_each_failing_test_as_the_one_loader_of_a_cells_failures_doe
         "test_nn.TestNNDeviceType.test_conv2d_float32",
         "TestNNDeviceType.test_conv2d_float32",
     }
+
+
+def flaky_on(project, test_id: str) -> None:
+    from relay.models import TestHealth, TestIdentity
+    from relay.testids import test_id as parse
+
+    classname, method = test_id.rsplit(".", 1)
+    (pk,) = TestIdentity.objects.ids_for({parse(method, classname)}).values()
+    TestHealth.objects.create(identity_id=pk, project=project, state="flaky")
+
+
+def test_a_flaky_tests_failure_the_reference_shares_reads_shared_and_is_the_prs(world):
+    """The flaky excuse is the backend's own (relay.results.tests.reads_flaky): a failure the
+    reference fails too on the head, and not on trunk, is this PR's break for everyone."""
+    reference, xpu, pr = world
+    flaky_on(xpu, "test_nn.TestNNDeviceType.test_conv2d_float32")
+    result(reference, BASE, "success")
+    result(xpu, BASE, "success")
+    result(reference, HEAD, "failure", [REF_CONV], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    (blame,) = [b for b in pr_blame(HEAD, pr, registered_backends()) if b.project == xpu]
+    assert verdicts([blame]) == {"test_nn.TestNNDeviceType.test_conv2d_float32": NEW}
+
+
+def test_a_flaky_tests_backend_only_failure_is_excused_as_flaky(world):
+    reference, xpu, pr = world
+    flaky_on(xpu, "test_ops.TestCommon.test_addmm_float32")
+    result(reference, HEAD, "success", pr_number=42)
+    result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
+    (blame,) = pr_blame(HEAD, pr, registered_backends())
+    assert verdicts([blame]) == {"test_ops.TestCommon.test_addmm_float32": FLAKY} and not blame.blocks
 
 
 def test_the_pr_page_shows_author_labels_base_and_the_l3_backends_the_labels_select(world):
