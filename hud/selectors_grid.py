@@ -12,6 +12,7 @@ from django.conf import settings
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.params import int_param
 from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, failures_load, grid_baseline
+from relay.results.bisections import probes_on_commit, probes_reading, probes_said
 from relay.results.blame import BackendBlame, reference_broken_by
 from relay.results.cells import (
     Cell,
@@ -217,6 +218,10 @@ class GridCell(StateShown):
     state: State
     mark: str | None = None
     job: tuple[str, str] | None = None
+    probe: str = ""
+    """Where no counted run tested the backend: its bisection probes' reading there (fail or pass,
+    relay.results.bisections.probes_reading), said in full by `probes_said`."""
+    probes_said: str = ""
 
     @property
     def failing(self) -> bool:
@@ -245,7 +250,15 @@ class GridRow:
 def _grid_cell(shown: CommitCells, sha: str, column: Column) -> GridCell:
     pid = column.project.id
     if column.job is None:
-        return GridCell(sha, pid, shown.state(sha, pid), shown.mark(sha, pid))
+        probes = shown.probes_only(sha, pid)
+        return GridCell(
+            sha,
+            pid,
+            shown.state(sha, pid),
+            shown.mark(sha, pid),
+            probe=probes_reading(probes),
+            probes_said=probes_said(probes),
+        )
     return GridCell(sha, pid, shown.state(sha, pid, column.job), job=column.job)
 
 
@@ -353,6 +366,8 @@ class CellTooltip:
     upstream_broken: bool = False
     streaks: list[Streak] = field(default_factory=list)
     """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+    probes: list = field(default_factory=list)
+    """Where no counted run tested the backend: the bisection probes run there (as on its cell)."""
 
     @property
     def window(self) -> int:
@@ -412,7 +427,8 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
         annotate_failures(cell, tests)
     for job_tests in tests.values():
         failed_test_dicts_states(project, job_tests, against)
-    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
+    probes = probes_on_commit(sha).get(project_id, []) if cell.state == State.NO_RESULT else []
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since, probes)
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):
