@@ -303,8 +303,9 @@ def grid_page(filters: GridFilters) -> Grid:
 
 
 def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], filters: GridFilters) -> Grid:
-    """Rows for the commits, columns for the backends that survive the filters: four queries
-    (jobs, dispatches, failing attempts' tests, running jobs' start times) whatever the page's size."""
+    """Rows for the commits, columns for the backends that survive the filters: five queries
+    (jobs, dispatches, failing attempts' tests, running jobs' start times, bisection probes)
+    whatever the page's size."""
     shas = [c.sha for c in commits]
     shown = commit_cells(shas, projects)
     matches, name_error = _matcher_or_error(filters)

@@ -29,9 +29,10 @@ COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
 
 
 @register.inclusion_tag("hud/_legend.html")
-def hud_legend(show_marks: bool = True):
+def hud_legend(show_marks: bool = True, show_probes: bool = False):
+    """The cells' legend; `show_probes` where grid cells can show bisection probes (the grids)."""
     marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
-    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED}
+    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED, "probes": show_probes}
 
 
 OUTCOME_LABELS = {"failed": "failed", "error": "error", "xpassed": "unexpected success", "xfailed": "expected failure"}
