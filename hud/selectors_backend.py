@@ -30,7 +30,7 @@ from relay.policy.verdicts import (
     shown_state,
 )
 from relay.results.advice import Advice, advice_from
-from relay.results.baseline import MARK_LABELS, backend_baseline
+from relay.results.baseline import MARK_LABELS, backend_baseline, reference_failures
 from relay.results.cells import combined_state, reference_backend, registered_backends
 from relay.results.culprits import streaks
 from relay.results.excused import AdjustedRates, adjusted_rates
@@ -400,7 +400,8 @@ def _member_detail(project: Project, label: str, verdict, jobs: list, pr_number:
     ]
     latest = verdict.job
     failed = list(FailedTest.objects.filter(job_run_id=latest.pk)[:FAILED_TESTS_SHOWN])
-    failed_test_dicts_states(project, failed)
+    against = reference_failures(latest.head_sha) if failed and not project.is_reference else None
+    failed_test_dicts_states(project, failed, against)
     return MemberDetail(label, verdict.state, attempts, failed, _tests_text(latest))
 
 

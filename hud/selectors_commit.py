@@ -8,10 +8,11 @@ from relay.policy.verdicts import (
     JobVerdict,
     State,
 )
-from relay.results.baseline import failures_load
+from relay.results.baseline import CellFailures, failures_load
 from relay.results.cells import (
     Cell,
     cells_for_commits,
+    reference_backend,
     registered_backends,
 )
 from relay.results.heads import commit_pr_number
@@ -75,18 +76,28 @@ def commit_detail(sha: str, commit: UpstreamCommit | None, page: int = 1) -> Com
     projects = registered_backends()
     cells = cells_for_commits([sha], projects, detail=True)
     failures = failures_load(cells, with_messages=True)
+    reference = reference_backend(projects)
     backends = [
-        BackendDetail(cells[(sha, p.id)], _job_details(cells[(sha, p.id)], failures[(sha, p.id)].tests_of, page))
+        BackendDetail(
+            cells[(sha, p.id)],
+            _job_details(
+                cells[(sha, p.id)],
+                failures[(sha, p.id)].tests_of,
+                page,
+                failures[(sha, reference.id)] if reference and reference is not p else None,
+            ),
+        )
         for p in projects
     ]
     return CommitDetail(sha, commit, backends)
 
 
-def _job_details(cell: Cell, tests: dict[int, list], page: int) -> list[JobDetail]:
+def _job_details(cell: Cell, tests: dict[int, list], page: int, reference: CellFailures | None) -> list[JobDetail]:
+    """Each job's attempts and failed tests, each test's state beside the `reference`'s failures."""
     details = []
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
-        failed_test_dicts_states(cell.project, failed)
+        failed_test_dicts_states(cell.project, failed, reference)
         variant = variant_of(verdict.job.environment, cell.project.variant_keys)
         groups = group_failed_tests(page_of(failed, page))
         details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, groups, variant))

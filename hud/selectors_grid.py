@@ -13,6 +13,7 @@ from relay.inputs.params import int_param
 from relay.models import HardwareKind, Level, Project, PullRequest, UpstreamCommit
 from relay.policy.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 from relay.results.baseline import MARK_LABELS, MARK_SHORT, SHARED, failures_load, grid_baseline
+from relay.results.bisections import probes_on_commit, probes_reading, probes_said
 from relay.results.blame import BackendBlame, reference_broken_by
 from relay.results.cells import (
     Cell,
@@ -217,6 +218,10 @@ class GridCell(StateShown):
     state: State
     mark: str | None = None
     job: tuple[str, str] | None = None
+    probe: str = ""
+    """Where no counted run tested the backend: its bisection probes' reading there (fail or pass,
+    relay.results.bisections.probes_reading), said in full by `probes_said`."""
+    probes_said: str = ""
 
     @property
     def failing(self) -> bool:
@@ -245,7 +250,15 @@ class GridRow:
 def _grid_cell(shown: CommitCells, sha: str, column: GridColumn) -> GridCell:
     pid = column.project.id
     if column.job is None:
-        return GridCell(sha, pid, shown.state(sha, pid), shown.mark(sha, pid))
+        probes = shown.probes_only(sha, pid)
+        return GridCell(
+            sha,
+            pid,
+            shown.state(sha, pid),
+            shown.mark(sha, pid),
+            probe=probes_reading(probes),
+            probes_said=probes_said(probes),
+        )
     return GridCell(sha, pid, shown.state(sha, pid, column.job), job=column.job)
 
 
@@ -290,8 +303,9 @@ def grid_page(filters: GridFilters) -> Grid:
 
 
 def grid_for_commits(commits: list[UpstreamCommit], projects: list[Project], filters: GridFilters) -> Grid:
-    """Rows for the commits, columns for the backends that survive the filters: four queries
-    (jobs, dispatches, failing attempts' tests, running jobs' start times) whatever the page's size."""
+    """Rows for the commits, columns for the backends that survive the filters: five queries
+    (jobs, dispatches, failing attempts' tests, running jobs' start times, bisection probes)
+    whatever the page's size."""
     shas = [c.sha for c in commits]
     shown = commit_cells(shas, projects)
     matches, name_error = _matcher_or_error(filters)
@@ -353,6 +367,8 @@ class CellTooltip:
     upstream_broken: bool = False
     streaks: list[Streak] = field(default_factory=list)
     """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+    probes: list = field(default_factory=list)
+    """Where no counted run tested the backend: the bisection probes run there (as on its cell)."""
 
     @property
     def window(self) -> int:
@@ -402,15 +418,18 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
     pair = [project] + ([reference] if reference and reference is not project else [])
     cells = cells_for_commits([sha], pair, detail=True)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
-    tests = failures_load({(sha, project_id): cells[(sha, project_id)]}, with_messages=True)[(sha, project_id)].tests_of
+    failures = failures_load(cells, with_messages=True)
+    tests = failures[(sha, project_id)].tests_of
+    against = failures[(sha, reference.id)] if reference and reference is not project else None
     commit = UpstreamCommit.objects.filter(sha=sha).first()
     cell = cells[(sha, project_id)]
     since = streaks(project, start=commit) if cell.failing and commit is not None and commit.is_trunk else []
     if cell.failing and not project.is_reference:
         annotate_failures(cell, tests)
     for job_tests in tests.values():
-        failed_test_dicts_states(project, job_tests)
-    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
+        failed_test_dicts_states(project, job_tests, against)
+    probes = probes_on_commit(sha).get(project_id, []) if cell.state == State.NO_RESULT else []
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since, probes)
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):

@@ -9,6 +9,7 @@ from django.utils import timezone
 from relay.models import Level
 from relay.ops.cache import soft_get, soft_set
 from relay.policy.testids import report_ids
+from relay.results.baseline import CellFailures, failure_kind
 from relay.results.cells import reference_backend, registered_backends, reported_environment
 from relay.results.quality import Quality, quality_of
 from relay.results.tests import (
@@ -46,31 +47,36 @@ test_page.__test__ = False
 
 def baseline_states(baseline) -> None:
     """Each test of a commit's comparison (relay.results.baseline.CommitBaseline) gets `state`:
-    its TestState on that backend (flaky, broken, muted), three queries for the whole page."""
+    its TestState on that backend (flaky, broken, muted) beside its kind, three queries for the
+    whole page."""
     lists = [(b.project_id, t) for b in baseline.backends for t in _tests_of(b)]
     reference = reference_backend(registered_backends()) if baseline.reference else None
     if reference is not None:
         lists += [(reference.id, t) for t in baseline.reference_failures]
     states = states_for({(pid, t.test_id) for pid, t in lists})
     for pid, test in lists:
-        test.state = states.get((pid, test.test_id))
+        state = states.get((pid, test.test_id))
+        test.state = state.beside(test.kind) if state else None
 
 
 def _tests_of(comparison) -> list:
     return [*comparison.shared, *comparison.backend_only, *comparison.not_comparable, *comparison.known]
 
 
-def failed_test_dicts_states(project, tests: list) -> None:
+def failed_test_dicts_states(project, tests: list, reference: CellFailures | None = None) -> None:
     """Failed tests of one job as the pages read them (rows as dicts, with `identity` where the
-    page computed it, or FailedTest instances) get `test_id` and `state`."""
+    page computed it, or FailedTest instances) get `test_id` and `state`, beside what the
+    reference's failures on the same commit (`reference`; None: none loaded) make of each."""
     plain = [t if isinstance(t, dict) else {"name": t.name, "classname": t.classname, "file": t.file} for t in tests]
     missing = [t for t in plain if not t.get("identity")]
     for test, tid in zip(missing, report_ids(missing, project.device_type, reported_environment(missing)), strict=True):
         test["identity"] = tid
     states = states_for({(project.id, t["identity"].full) for t in plain})
     for test, read in zip(tests, plain, strict=True):
-        _put(test, "test_id", read["identity"].full)
-        _put(test, "state", states.get((project.id, read["identity"].full)))
+        tid = read["identity"]
+        state = states.get((project.id, tid.full))
+        _put(test, "test_id", tid.full)
+        _put(test, "state", state.beside(failure_kind(tid, reference)) if state else None)
 
 
 def _put(test, name: str, value) -> None:

@@ -139,6 +139,25 @@ def action_body(
     return {**client_payload, "workflow": workflow}
 
 
+def callback_post(client, body: dict, token: str):
+    """POST a body to /github/callback as the callback action does: JSON, the OIDC token as bearer."""
+    return client.post(
+        "/github/callback", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+
+
+def callback_sender(client, oidc, repository: str, repository_id: int):
+    """`send(body, token=None, **claims)`: a callback from `repository`'s GitHub Actions job, with a
+    fresh OIDC token each time unless `token` is given (`claims` override the token's)."""
+
+    def send(body: dict, token: str | None = None, **claims):
+        claims = {"repository": repository, "repository_id": repository_id, **claims}
+        claims["repository_id"] = str(claims["repository_id"])
+        return callback_post(client, body, token or oidc.mint(**claims))
+
+    return send
+
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless=new",

@@ -20,6 +20,7 @@ from relay.policy.run_links import github_job_id
 from relay.policy.verdicts import STATES, State, conclusion_state, name_shown
 from relay.results.advice import advice_for
 from relay.results.baseline import EXPECTED, MARK_GLYPHS, MARK_LABELS, MARK_SHORT
+from relay.results.bisections import probes_said
 from relay.results.status import LEGEND, TESTS_SOURCES
 from relay.results.tests import heals_after
 
@@ -28,9 +29,10 @@ COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
 
 
 @register.inclusion_tag("hud/_legend.html")
-def hud_legend(show_marks: bool = True):
+def hud_legend(show_marks: bool = True, show_probes: bool = False):
+    """The cells' legend; `show_probes` where grid cells can show bisection probes (the grids)."""
     marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
-    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED}
+    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED, "probes": show_probes}
 
 
 OUTCOME_LABELS = {"failed": "failed", "error": "error", "xpassed": "unexpected success", "xfailed": "expected failure"}
@@ -185,11 +187,17 @@ def grid_cells(row) -> str:
     """A row's cells. The densest markup on the page, built in Python from internal values only
     (state names, glyphs, ids); a cache keyed on what varies keeps a 2,000-cell page cheap."""
     return mark_safe(
-        "".join(_cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None) for cell in row.cells)
+        "".join(
+            _cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None)
+            if not cell.probe
+            else _probed_cell_html(cell)
+            for cell in row.cells
+        )
     )
 
 
 _CELL_CACHE: dict[tuple, str] = {}
+PROBE_GLYPHS = {"fail": "✗", "pass": "✓"}
 
 
 def _cell_html(state, mark, project_id: int, is_job: bool) -> str:
@@ -198,6 +206,17 @@ def _cell_html(state, mark, project_id: int, is_job: bool) -> str:
     if html is None:
         html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job)
     return html
+
+
+def _probed_cell_html(cell) -> str:
+    """A cell no counted run tested where bisection probes ran: their reading as its mark, their
+    words (relay.results.bisections.probes_said) as its title. Rare: built each time."""
+    title = f"{STATES[cell.state].label} · bisection probes only: {cell.probes_said}"
+    mark = f'<i class="mk mk-probe_{escape(cell.probe)}" aria-hidden="true">{PROBE_GLYPHS[cell.probe]}</i>'
+    return (
+        f'<td class="c s-{escape(cell.state.value)} probed" data-p="{int(cell.project_id)}" tabindex="-1" '
+        f'title="{escape(title)}" aria-label="{escape(title)}"><b>{escape(STATES[cell.state].glyph)}</b>{mark}</td>'
+    )
 
 
 def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
@@ -209,6 +228,12 @@ def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
         f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'
         f"<b>{escape(info.glyph)}</b>{mark_html}</td>"
     )
+
+
+@register.filter(name="probes_said")
+def probes_said_filter(probes) -> str:
+    """A backend's bisection probes on one commit in words (relay.results.bisections.probes_said)."""
+    return probes_said(probes)
 
 
 @register.filter

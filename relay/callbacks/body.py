@@ -271,15 +271,20 @@ def _upstream_context(report: Report, body: dict) -> None:
         report.head_sha = report.pytorch_head_sha or report.delivery_key.lower()
 
 
+def _json_field(value, name: str, kind: type, must: str):
+    """`workflow.<name>`, which the action may send as JSON text as well as in place: the value,
+    of `kind`, or a 400 saying what it must be."""
+    if isinstance(value, str):
+        value = json_read(value, f"'workflow.{name}' (JSON text)", 2, f"'workflow.{name}' must be {must}")
+    if not isinstance(value, kind):
+        raise BadCallback(f"'workflow.{name}' must be {must}")
+    return value
+
+
 def _test_counts(value) -> dict:
     if value in (None, ""):
         return {}
-    if isinstance(value, str):
-        value = json_read(
-            value, "'workflow.test_results' (JSON text)", 2, "'workflow.test_results' must be an object of counts"
-        )
-    if not isinstance(value, dict):
-        raise BadCallback("'workflow.test_results' must be an object of counts")
+    value = _json_field(value, "test_results", dict, "an object of counts")
     counts = {}
     for key in COUNT_KEYS:
         if value.get(key) is None:
@@ -306,12 +311,7 @@ def module_counts_read(value) -> dict[str, dict[str, int]]:
     a stored body's counts (relay.enablement.counts)."""
     if value in (None, ""):
         return {}
-    if isinstance(value, str):
-        value = json_read(
-            value, "'workflow.module_counts' (JSON text)", 2, "'workflow.module_counts' must be an object"
-        )
-    if not isinstance(value, dict):
-        raise BadCallback("'workflow.module_counts' must be an object of {module: {outcome: count}}")
+    value = _json_field(value, "module_counts", dict, "an object of {module: {outcome: count}}")
     if len(value) > MAX_MODULES:
         raise BadCallback(f"'workflow.module_counts' counts more than {MAX_MODULES} modules")
     return {_module_name(name): _module_outcomes(name, counts) for name, counts in value.items()}
@@ -341,10 +341,7 @@ def _module_outcomes(name: str, counts) -> dict[str, int]:
 def _failed_tests(value) -> tuple[list[FailedTestReport], bool]:
     if value is None:
         return [], False
-    if isinstance(value, str):  # the action's failed-tests-detail, should it arrive unparsed
-        value = json_read(value, "'workflow.failed_tests' (JSON text)", 2, "'workflow.failed_tests' must be a list")
-    if not isinstance(value, list):
-        raise BadCallback("'workflow.failed_tests' must be a list")
+    value = _json_field(value, "failed_tests", list, "a list")  # the action's failed-tests-detail may arrive unparsed
     tests = [_failed_test(item, index) for index, item in enumerate(value[:MAX_FAILED_TESTS])]
     return tests, len(value) > MAX_FAILED_TESTS
 

@@ -43,7 +43,7 @@ def head_outcome(project: Project, pr_number: int, head_sha: str) -> tuple[str, 
     """("failing", the failing verdicts the PR's verdict blames) | ("passing", []) once every job
     passed | ("open", []). A failure the verdict clears (already failing on trunk, muted, known,
     expected, flaky: relay.results.blame, the rule the gate enforces) pings nobody."""
-    _, _, verdicts, cleared = gate.backend_state(project, pr_number, head_sha)
+    verdicts, cleared = gate.backend_jobs(project, pr_number, head_sha)
     verdicts = [v for v in verdicts if v.state != "superseded"]
     failing = [v for v in verdicts if v.state in FAILING and v.job.pk not in cleared]
     if failing:

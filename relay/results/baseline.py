@@ -126,6 +126,9 @@ class CellFailures:
     """Attempt id → the failed tests it reported."""
     infra: list[str] = field(default_factory=list)
     """Failing jobs the CI did not run to a report (infrastructure_failure): compared with nothing."""
+    ids_of: dict = field(default_factory=dict)
+    """Attempt id → the identities of the failed tests it reported, as `tests` holds them: what a
+    reader judging job by job (the merge gate) names them by."""
 
     @property
     def infra_only(self) -> bool:
@@ -142,12 +145,12 @@ class CellFailures:
 
 def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
     tests = TestTable()
-    job_level, infra = [], []
+    job_level, infra, ids_of = [], [], {}
     for verdict in cell.verdicts:
         if verdict.state not in FAILING:
             continue
         reported = tests_by_job.get(verdict.job.id, [])
-        ids = report_ids(reported, cell.project.device_type, reported_environment(reported))
+        ids = ids_of[verdict.job.id] = report_ids(reported, cell.project.device_type, reported_environment(reported))
         for test, tid in zip(reported, ids, strict=True):
             tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid})
         if infrastructure_failure(verdict, reported):
@@ -156,7 +159,7 @@ def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
             job_level.append(job_label(verdict.job))
     per_test = any(v.job.tests_total is not None for v in cell.verdicts)
     tests_of = {v.job.id: tests_by_job.get(v.job.id, []) for v in cell.verdicts}
-    return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of, infra)
+    return CellFailures(cell, tests, per_test, not cell.pending, job_level, tests_of, infra, ids_of)
 
 
 def infrastructure_failure(verdict, reported: list) -> bool:
@@ -191,6 +194,7 @@ def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
             for tid, record in item.tests.items():
                 resolved.setdefault(resolver.resolve(tid), record)
             item.tests = resolved
+            item.ids_of = {job: [resolver.resolve(tid) for tid in ids] for job, ids in item.ids_of.items()}
 
 
 def upstream_broken(reference: CellFailures | None, triage: CellTriage | None = None) -> bool:

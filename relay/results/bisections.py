@@ -18,6 +18,10 @@ RECENT = 200
 NAMING = (Bisection.State.VERIFIED,)
 """The one ending that names a commit: verified (fails with it, passes on its parent). A suspect
 that did not reproduce is named nowhere as a culprit."""
+PROBES_READ = 200
+"""Probes read for one commit at the most (a commit is tried once a search, twice to verify)."""
+PROBE_OUTCOMES = {BisectProbe.Outcome.FAIL: "✗ failed", BisectProbe.Outcome.PASS: "✓ passed"}
+"""A decided probe's outcome in words, with the glyph that is not its colour alone."""
 UPSTREAM_TRUSTED = (Level.L3, Level.L4)
 """The levels upstream trusts with check runs: only a culprit their probes verified is shown on
 the upstream author's PR page and reaches subscribers beyond the backend's own."""
@@ -200,11 +204,36 @@ def bisections_of_commit(sha: str) -> list[BisectionRead]:
 def probes_on_commit(sha: str) -> dict[int, list[BisectProbe]]:
     """Backend id → the probes bisections ran on this commit, oldest first: a culprit (or any
     commit tried) no trunk run tested still shows what its bisection's runs there said."""
-    rows = BisectProbe.objects.filter(sha=sha).select_related("bisection__project").order_by("created_at", "id")
-    found: dict[int, list[BisectProbe]] = {}
-    for probe in rows[:200]:
-        found.setdefault(probe.project_id, []).append(probe)
+    return {pid: probes for (_, pid), probes in probes_on_commits([sha]).items()}
+
+
+def probes_on_commits(shas: list[str], project_ids=None) -> dict[tuple[str, int], list[BisectProbe]]:
+    """(sha, backend id) → the probes bisections ran there, oldest first (one query; at most
+    PROBES_READ a commit): what a cell no counted run tested shows instead of nothing."""
+    rows = BisectProbe.objects.filter(sha__in=shas).select_related("bisection__project").order_by("created_at", "id")
+    if project_ids is not None:
+        rows = rows.filter(project_id__in=project_ids)
+    found: dict[tuple[str, int], list[BisectProbe]] = {}
+    for probe in rows[: PROBES_READ * len(shas)]:
+        found.setdefault((probe.sha, probe.project_id), []).append(probe)
     return found
+
+
+def probes_said(probes: list[BisectProbe]) -> str:
+    """ "search probe ✗ failed, culprit re-run ✗ failed": what a backend's probes on one commit
+    said, in the words the commit page and the grid's cell give."""
+    return ", ".join(f"{_probe_role(p)} {PROBE_OUTCOMES.get(p.outcome, p.get_outcome_display())}" for p in probes)
+
+
+def probes_reading(probes: list[BisectProbe]) -> str:
+    """The newest decided probe's outcome (fail or pass), or "" while none decided: the one
+    mark a cell no counted run tested shows for its probes."""
+    decided = [p.outcome for p in probes if p.outcome in PROBE_OUTCOMES]
+    return decided[-1] if decided else ""
+
+
+def _probe_role(probe: BisectProbe) -> str:
+    return "search probe" if probe.role == BisectProbe.Role.SEARCH else probe.get_role_display()
 
 
 def bisections_of_backend(project_id: int, limit: int = 10) -> list[BisectionRead]:

@@ -7,7 +7,8 @@ identity) and each failing job without a test is
 * **known or expected (excluded)**: the backend's expectations list it, or an open known issue an
   admin marked as not blocking the gate matches it (an issue that blocks the gate excuses
   nothing here: its failure is judged like any other);
-* **flaky on this backend**: the test store's state for the test (relay.results.tests);
+* **flaky on this backend**: the test store's state for the test, read by the one rule
+  (relay.results.tests.reads_flaky): a failure the reference shares on the head is never flaky;
 * **already failing on trunk**: the same backend fails it on the PR's base commit or on one of
   the newest `RECENT_TRUNK` trunk commits, or the reference shares it on the head and already
   failed it there: not this PR's doing;
@@ -31,20 +32,16 @@ the reference), so the cost does not grow with history."""
 from dataclasses import dataclass, field
 
 from relay.models import Level, Project, PullRequest
-from relay.policy.testids import TestId, TestIdResolver, report_ids
+from relay.policy.testids import TestId
 from relay.policy.verdicts import FAILING, NO_BASELINE_STATES, job_key, job_key_label
 from relay.stats.runkinds import trunk_commits
 from relay.triage.classify import EXPECTED
 from relay.triage.mutes import Mutes
 
 from .baseline import CellFailures, failure_kind, failures_load
-from .cells import (
-    cells_for_commits,
-    reference_backend,
-    reported_environment,
-)
+from .cells import cells_for_commits, reference_backend
 from .excused import listed_completely
-from .tests import states_for
+from .tests import TestState, states_for
 from .triage import cells_triage
 
 RECENT_TRUNK = 10
@@ -142,7 +139,7 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
         cells_triage(on_head, reference.id if reference else None),
         Mutes(p.id for p in backends),
         ref,
-        _flaky(on_head, reference),
+        _states(on_head, reference),
         [failures[(sha, reference.id)] for sha in before] if reference else [],
     )
     blamed = [
@@ -152,12 +149,12 @@ def pr_blame(head_sha: str, pr: PullRequest | None, projects: list[Project]) -> 
     return [b for b in blamed if b.findings]
 
 
-def _flaky(on_head: dict, reference: Project | None) -> set[tuple[int, str]]:
-    """(project id, test id) of the head's failed tests the test store reads as flaky."""
+def _states(on_head: dict, reference: Project | None) -> dict[tuple[int, str], TestState]:
+    """(project id, test id) → the test store's TestState of the head's failed tests."""
     pairs = {
         (pid, t.full) for (_, pid), f in on_head.items() if reference is None or pid != reference.id for t in f.tests
     }
-    return {key for key, state in states_for(pairs).items() if state.flaky}
+    return states_for(pairs)
 
 
 @dataclass
@@ -167,7 +164,8 @@ class _Judge:
     triage: dict
     mutes: Mutes
     ref: CellFailures | None
-    flaky: set = field(default_factory=set)
+    states: dict = field(default_factory=dict)
+    """(project id, test id) → the test store's TestState of each failed test on the head."""
     ref_before: list = field(default_factory=list)
     """The reference on the base and recent trunk: a failure it shares there is upstream's."""
 
@@ -175,13 +173,11 @@ class _Judge:
         blame = BackendBlame(project)
         if not head.cell.failing:
             return blame
-        resolver = TestIdResolver(head.tests)
         for verdict in head.cell.verdicts:
             if verdict.state not in FAILING:
                 continue
             key, reported = job_key(verdict.job), head.tests_of.get(verdict.job.id, [])
-            ids = report_ids(reported, project.device_type, reported_environment(reported))
-            for tid in dict.fromkeys(resolver.resolve(t) for t in ids):
+            for tid in dict.fromkeys(head.ids_of.get(verdict.job.id, [])):
                 blame._add(key, self.test(project, head, tid, before))
             if verdict.state in NO_BASELINE_STATES or not reported or not listed_completely(verdict.job, reported):
                 blame._add(key, self.job(project, head, verdict, before))
@@ -224,7 +220,8 @@ class _Judge:
         match = self._match(project, head, tid)
         if match is not None:
             return KNOWN, match.label
-        return (FLAKY, "") if (project.id, tid.full) in self.flaky else None
+        state = self.states.get((project.id, tid.full))
+        return (FLAKY, "") if state and state.beside(failure_kind(tid, self.ref)).flaky else None
 
     def _match(self, project: Project, head: CellFailures, subject):
         """The triage match that excuses a failure from the merge: the backend's own expectation,

@@ -71,17 +71,13 @@ def backend_state(
     project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
 ) -> tuple[Gate, str, list[JobVerdict], dict]:
     """(state, reason, job verdicts, excused) of one backend on one head, under relay.policy.verdicts,
-    with the failing jobs the PR's verdict (relay.results.blame; `pr_verdict` shares its load
-    across backends) clears left out: `excused` is job id → that job's findings, named in the reason."""
-    verdicts = backend_verdicts(project, pr_number, head_sha)
-    failing = any(v.state in FAILING for v in verdicts)
-    blame = (pr_verdict or _Verdicts(pr_number, head_sha)).of(project) if failing else None
+    with the failing jobs the PR's verdict clears left out (`backend_jobs`), named in the reason."""
+    verdicts, excused = backend_jobs(project, pr_number, head_sha, pr_verdict)
     dispatches = head_dispatches(project, pr_number, head_sha)
     unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
         Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
     )
     states = set(dispatches.values_list("state", flat=True))
-    excused = _cleared(verdicts, blame)
     state, reason = gate_backend(verdicts, states, unanswered.exists(), frozenset(excused))
     if excused:
         reason += "; not blocking: " + ", ".join(
@@ -90,6 +86,19 @@ def backend_state(
             if v.job.pk in excused
         )
     return state, reason, verdicts, excused
+
+
+def backend_jobs(
+    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
+) -> tuple[list[JobVerdict], dict[int, list[Finding]]]:
+    """(job verdicts, excused) of one backend on one head: its jobs' latest attempts, and the
+    failing ones the PR's verdict (relay.results.blame; `pr_verdict` shares its load across
+    backends) clears, job id → that job's findings. What the oncall pings ask; the gate's state
+    adds the head's dispatches to it."""
+    verdicts = backend_verdicts(project, pr_number, head_sha)
+    failing = any(v.state in FAILING for v in verdicts)
+    blame = (pr_verdict or _Verdicts(pr_number, head_sha)).of(project) if failing else None
+    return verdicts, _cleared(verdicts, blame)
 
 
 def _cleared(verdicts: list[JobVerdict], blame: BackendBlame | None) -> dict[int, list[Finding]]:

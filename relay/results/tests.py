@@ -119,6 +119,15 @@ def identities_matching(text: str, limit: int = 20) -> list[TestIdentity]:
 # --- state and mutes beside a failed test -----------------------------------------------------------
 
 
+def reads_flaky(state: str, shared: bool) -> bool:
+    """The one rule for the *flaky* mark beside a backend's failed test, on every page, in the API
+    and in the PR's verdict: its state on the backend (relay.policy.flakiness.HealthState) is
+    flaky, and the reference does not fail it too on that commit. A failure the reference shares
+    reads shared and points upstream (relay.results.baseline): the backend's own flakiness neither
+    explains nor excuses it."""
+    return state == HealthState.FLAKY and not shared
+
+
 @dataclass(frozen=True)
 class TestState:
     """What every page shows beside a failed test: its flakiness state on that backend, its
@@ -132,10 +141,17 @@ class TestState:
     failing_streak: int = 0
     muted_until: datetime | None = None
     mute_reason: str = ""
+    shared: bool = False
+    """The failure it shows beside is shared with the reference (`beside`)."""
 
     @property
     def flaky(self) -> bool:
-        return self.state == HealthState.FLAKY
+        return reads_flaky(self.state, self.shared)
+
+    def beside(self, kind: str) -> "TestState":
+        """This state beside one failure of the backend, of baseline kind `kind`
+        (relay.results.baseline.failure_kind: shared, backend_only, not_comparable)."""
+        return replace(self, shared=kind == "shared")
 
     @property
     def muted(self) -> bool:
@@ -317,7 +333,8 @@ class HistoryCell:
     (the reference's failing cell)."""
     muted: bool = False
     flaky: bool = False
-    """The test is flaky on this backend now: a failure here is no regression."""
+    """The failure here reads flaky (`reads_flaky`): the test is flaky on this backend now and the
+    reference does not share it, so it is no regression."""
     first_failing: bool = False
     last_passing: bool = False
     probe: Probed | None = None
@@ -403,13 +420,15 @@ def test_history(identity: TestIdentity, cursor: str | None = None, limit: int =
     )
     mutes = {m.project_id: m for m in active_mutes().filter(identity=identity, project_id__in=ids)} if stored else {}
     streaks = streaks_of(identity, ids) if stored else {}
+    reference_ids = {p.id for p in backends if p.is_reference}
     for row in rows:
         for cell in row.cells:
             streak = streaks.get(cell.project_id)
             cell.first_failing = bool(streak) and streak.first_failing == row.sha
             cell.last_passing = bool(streak) and streak.last_passing == row.sha
             cell.muted = cell.project_id in mutes
-            cell.flaky = cell.project_id in health and health[cell.project_id].state == HealthState.FLAKY
+            state = health[cell.project_id].state if cell.project_id in health else HealthState.HEALTHY
+            cell.flaky = reads_flaky(state, cell.mark == "shared" and cell.project_id not in reference_ids)
     columns = [
         BackendTestColumn(p, health.get(p.id), mutes.get(p.id), streaks.get(p.id, OutcomeStreak())) for p in backends
     ]

@@ -6,7 +6,7 @@ import pytest
 from relay.checks import outbox
 from relay.models import OncallComment, UpstreamWrite
 
-from .conftest import NEW_HEAD
+from .conftest import HEAD, NEW_HEAD
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +187,15 @@ def test_two_jobs_failing_at_the_same_moment_while_two_workers_send_yield_one_co
     [comment] = comments(relay)
     assert "xpu-ci / build" in comment["body"] and "xpu-ci / test" in comment["body"]
     assert len(relay.writes_to("POST", r"/repos/pytorch/pytorch/issues/2/comments")) == 1
+
+
+def test_deciding_whether_to_ping_reads_the_heads_jobs_and_no_dispatch(relay, xpu, django_assert_num_queries):
+    """Whom to ping is a question of the head's jobs and the PR's verdict on them: whether a
+    dispatch is still unanswered (the gate's pending) changes nothing here."""
+    from relay.checks.oncall import head_outcome
+
+    relay.pr("opened")
+    relay.report(xpu, "completed", "success")
+    relay.drain()
+    with django_assert_num_queries(2):  # the head's attempts, their failed tests
+        assert head_outcome(xpu, 2, HEAD) == ("passing", [])

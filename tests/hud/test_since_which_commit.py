@@ -89,3 +89,23 @@ def test_the_culprit_s_commit_page_shows_the_probes_instead_of_no_result(client,
 def test_the_suggested_issues_page_answers_the_same_since(client, world, culprit):  # noqa: F811
     body = client.get("/known-issues/suggested").content.decode()
     assert f'verified culprit <a class="mono" href="/commit/{culprit["culprit"].sha}"' in body
+
+
+def grid_cell(body: str, sha: str, project_id: int) -> str:
+    row = body[body.index(f'<tr data-sha="{sha}"') :].split("</tr>")[0]
+    return next(td for td in row.split("<td")[1:] if f'data-p="{project_id}"' in td)
+
+
+def test_the_grid_row_of_a_culprit_no_trunk_run_tested_shows_the_probes(client, world, culprit):  # noqa: F811
+    """The culprit landed inside a push no backend tested commit by commit: its row has no counted
+    result anywhere, and the bisecting backend's cell says what its probes said there, in the
+    commit page's words, as does the cell's tooltip."""
+    xpu = world["xpu"].pk
+    body = client.get("/").content.decode()
+    on_culprit, on_parent = grid_cell(body, culprit["culprit"].sha, xpu), grid_cell(body, culprit["parent"].sha, xpu)
+    assert "bisection probes only: search probe ✗ failed, culprit re-run ✗ failed" in on_culprit
+    assert 'class="mk mk-probe_fail"' in on_culprit
+    assert "bisection probes only:" in on_parent and "parent re-run ✓ passed" in on_parent
+    assert "bisection probes only" not in grid_cell(body, culprit["culprit"].sha, world["rocm"].pk)
+    tip = client.get("/", {"tip": f"{culprit['culprit'].sha}.{xpu}"}).content.decode()
+    assert 'data-role="culprit" data-outcome="fail"' in tip and "bisection probes only" in tip

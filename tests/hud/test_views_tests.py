@@ -90,3 +90,47 @@ def test_a_failure_shared_with_the_reference_reads_shared_never_flaky(client, wo
     history = body[body.index('class="data test-history"') :]
     assert history.count('=<span class="sr-only"> shared</span>') == 6
     assert "state-flaky" not in history and "not a regression" not in body
+
+
+def flaky_items(body: str) -> list[str]:
+    """The list items of a page that carry the flaky badge."""
+    items = [item.split("</li>")[0] for item in body.split("<li>")[1:]]
+    return [item for item in items if "state-flaky" in item]
+
+
+def test_every_list_of_failed_tests_reads_a_shared_failure_shared_never_flaky(client, world):  # noqa: F811
+    """The one rule (relay.results.tests.reads_flaky) in every list: the grid's tooltip, the commit
+    page's job lists and the backend page's cell detail. test_add fails with the reference on the
+    newest commit and is flaky on XPU: no flaky badge; test_mul, flaky and failing on XPU alone,
+    keeps it."""
+    from relay.models import TestHealth, identity_digest
+
+    TestHealth.objects.filter(identity__digest=identity_digest(ADD), project=world["xpu"]).update(state="flaky")
+    newest = world["commits"][-1].sha
+    ran(world["xpu"], world["commits"][-1], "failure", [named("XPU", "xpu", "test_mul")], run_id="m", job_name="s2")
+    backend_cell = f"/crcr/intel/torch-xpu-ops?cell={newest}:"
+    pages = {
+        "tooltip": client.get("/", {"tip": f"{newest}.{world['xpu'].id}"}),
+        "commit page": client.get(f"/commit/{newest}"),
+        "backend cell": client.get(backend_cell + "test", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="cell-detail"),
+        "backend cell of test_mul": client.get(
+            backend_cell + "s2", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="cell-detail"
+        ),
+    }
+    flagged = {where: " ".join(flaky_items(response.content.decode())) for where, response in pages.items()}
+    assert not [where for where, items in flagged.items() if "test_add" in items], "a shared failure reads flaky"
+    assert [where for where, items in flagged.items() if "test_mul" in items] == [
+        "tooltip",
+        "commit page",
+        "backend cell of test_mul",
+    ], "a backend-only failure of a flaky test keeps its badge"
+
+
+def test_the_history_api_answers_flaky_as_the_page_shows_it(client, world):  # noqa: F811
+    from relay.models import TestHealth, identity_digest
+
+    TestHealth.objects.filter(identity__digest=identity_digest(ADD), project=world["xpu"]).update(state="flaky")
+    history = client.get(f"/api/v1/tests/{quote(ADD, safe='')}/history").json()
+    xpu = [b["backend"] for b in history["backends"]].index("intel/torch-xpu-ops")
+    cells = [row["cells"][xpu] for row in history["commits"] if row["cells"][xpu]["mark"] == "shared"]
+    assert cells and not any(cell["flaky"] for cell in cells)

@@ -4,7 +4,6 @@ reference/upstream-changes.md): one `completed` callback per script job of a bui
 commit as a top-level `pytorch_head_sha`, an integer `run_id` (the build number), `run_attempt: 1`,
 job labels full of quotes, colons and emoji, and one Buildkite OIDC token for the whole build."""
 
-import json
 import uuid
 from datetime import timedelta
 
@@ -13,7 +12,7 @@ from django.utils import timezone
 
 from hud.selectors_backend import cell_detail, dashboard_build, heads_in_window
 from relay.models import JobRun
-from tests.conftest import UPSTREAM, UPSTREAM_ID
+from tests.conftest import UPSTREAM, UPSTREAM_ID, callback_post
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -101,13 +100,7 @@ def vllm(standin, oidc):
 @pytest.fixture
 def report(client, oidc):
     def post(body: dict, token: str | None = None):
-        token = token or oidc.mint(kind="buildkite", organization_id=ORG, pipeline_id=PIPELINE, build_branch="nightly")
-        return client.post(
-            "/github/callback",
-            data=json.dumps(body),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
+        return callback_post(client, body, token or build_token(oidc))
 
     return post
 

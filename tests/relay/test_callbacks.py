@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from relay.dispatch.sending import dispatch_client_payload
 from relay.models import Dispatch, FailedTest, JobRun, UsedToken
-from tests.conftest import action_body
+from tests.conftest import action_body, callback_sender
 from tests.factories import DispatchFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -34,18 +34,7 @@ def payload(dispatch):
 
 @pytest.fixture
 def call(client, oidc):
-    def send(body, token=None, **claims):
-        token = token or oidc.mint(
-            repository=claims.pop("repository", REPO), repository_id=str(claims.pop("repository_id", REPO_ID)), **claims
-        )
-        return client.post(
-            "/github/callback",
-            data=json.dumps(body),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
-
-    return send
+    return callback_sender(client, oidc, REPO, REPO_ID)
 
 
 def test_it_records_in_progress_then_completed_with_queue_and_execution_time(call, payload, dispatch):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from relay.callbacks.triage_verdict import MAX_BYTES, plain_http_url, triage_verdict_read
 from relay.dispatch.sending import dispatch_client_payload
 from relay.models import JobRun
-from tests.conftest import action_body
+from tests.conftest import action_body, callback_sender
 from tests.factories import DispatchFactory, ProjectFactory
 
 REPO, REPO_ID = "ascend/pytorch", 424242
@@ -176,16 +176,7 @@ def payload(db):
 
 @pytest.fixture
 def call(client, oidc):
-    def send(body):
-        token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
-        return client.post(
-            "/github/callback",
-            data=json.dumps(body),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
-
-    return send
+    return callback_sender(client, oidc, REPO, REPO_ID)
 
 
 def test_a_callback_stores_the_verdict_on_its_attempt_and_the_conclusion_stays_its_own(call, payload):

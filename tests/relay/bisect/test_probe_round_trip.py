@@ -2,14 +2,12 @@
 commit, the bisection and the tests to run; it comes back as ordinary callbacks bound by its
 callback_token, and the callback moves the bisection."""
 
-import json
-
 import pytest
 
 from relay.bisect.search import bisection_advance
 from relay.dispatch.sending import dispatch_send
 from relay.models import BISECT_EVENT, BisectProbe, JobRun
-from tests.conftest import action_body
+from tests.conftest import action_body, callback_sender
 
 from .conftest import ADD, JOB, bisection_of, failed_add, sha_of
 
@@ -32,16 +30,7 @@ def sent(standin, xpu):
 
 @pytest.fixture
 def call(client, oidc):
-    def send(body):
-        token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
-        return client.post(
-            "/github/callback",
-            data=json.dumps(body),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
-
-    return send
+    return callback_sender(client, oidc, REPO, REPO_ID)
 
 
 def test_the_dispatch_names_the_commit_the_bisection_and_the_tests(sent):

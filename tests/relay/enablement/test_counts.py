@@ -12,7 +12,7 @@ from relay.models import Dispatch, JobRun, ModuleCount
 from relay.reference.imports import reference_import
 from tests.client import JUNIT as CLIENT_JUNIT
 from tests.client import client_module
-from tests.conftest import action_body
+from tests.conftest import action_body, callback_sender
 from tests.factories import DispatchFactory, ProjectFactory
 from tests.relay.test_reference_import import SHA, UPSTREAM, openreg_job, reference, upstream, zipped  # noqa: F401
 
@@ -31,16 +31,7 @@ def payload(db):
 
 @pytest.fixture
 def call(client, oidc):
-    def send(body):
-        token = oidc.mint(repository=REPO, repository_id=str(REPO_ID))
-        return client.post(
-            "/github/callback",
-            data=json.dumps(body),
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {token}",
-        )
-
-    return send
+    return callback_sender(client, oidc, REPO, REPO_ID)
 
 
 def stored() -> dict:

@@ -4,8 +4,9 @@ import pytest
 
 from hud.selectors_grid import pr_page
 from relay.models import PullRequest
-from relay.results.blame import ALREADY, BACKEND_ONLY, NEW, pr_blame
-from relay.results.cells import registered_backends
+from relay.results.baseline import failures_load
+from relay.results.blame import ALREADY, BACKEND_ONLY, FLAKY, NEW, pr_blame
+from relay.results.cells import cells_for_commits, registered_backends
 from tests.factories import DeliveryFactory, FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
 pytestmark = pytest.mark.django_db
@@ -71,6 +72,56 @@ def test_a_build_failure_compares_as_a_job(world):
     result(xpu, BASE, "failure", tests_total=None, job_name="build")
     result(xpu, HEAD, "failure", tests_total=None, job_name="build", pr_number=42)
     assert verdicts(pr_blame(HEAD, pr, registered_backends())) == {"ci / build": ALREADY}
+
+
+def test_blame_names_each_failing_test_as_the_one_loader_of_a_cells_failures_does(world):
+    """The module of a test reported without one is filled in from the whole commit (the
+    reference's reports too), never from the backend's head alone: where the commit holds two
+    modules for it, the one the verdict table names is the one every other list names."""
+    reference, xpu, pr = world
+    no_module = ("TestNNDeviceTypeXPU", "test_conv2d_xpu_float32", "")
+    other_module = ("TestNNDeviceTypePRIVATEUSE1", "test_conv2d_privateuse1_float32", "test/nn/test_convolution.py")
+    result(reference, HEAD, "failure", [other_module], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42, job_name="shard 1")
+    result(xpu, HEAD, "failure", [no_module], pr_number=42, job_name="shard 2")
+    loaded = failures_load(cells_for_commits([HEAD], [reference, xpu], detail=True))[(HEAD, xpu.id)]
+    (blame,) = [b for b in pr_blame(HEAD, pr, registered_backends()) if b.project == xpu]
+    assert {f.subject for f in blame.findings if f.kind == "test"} == {tid.full for tid in loaded.tests}
+    assert {tid.full for tid in loaded.tests} == {
+        "test_nn.TestNNDeviceType.test_conv2d_float32",
+        "TestNNDeviceType.test_conv2d_float32",
+    }
+
+
+def flaky_on(project, test_id: str) -> None:
+    from relay.models import TestHealth, TestIdentity
+    from relay.policy.testids import test_id as parse
+
+    classname, method = test_id.rsplit(".", 1)
+    (pk,) = TestIdentity.objects.ids_for({parse(method, classname)}).values()
+    TestHealth.objects.create(identity_id=pk, project=project, state="flaky")
+
+
+def test_a_flaky_tests_failure_the_reference_shares_reads_shared_and_is_the_prs(world):
+    """The flaky excuse is the backend's own (relay.results.tests.reads_flaky): a failure the
+    reference fails too on the head, and not on trunk, is this PR's break for everyone."""
+    reference, xpu, pr = world
+    flaky_on(xpu, "test_nn.TestNNDeviceType.test_conv2d_float32")
+    result(reference, BASE, "success")
+    result(xpu, BASE, "success")
+    result(reference, HEAD, "failure", [REF_CONV], pr_number=42)
+    result(xpu, HEAD, "failure", [CONV], pr_number=42)
+    (blame,) = [b for b in pr_blame(HEAD, pr, registered_backends()) if b.project == xpu]
+    assert verdicts([blame]) == {"test_nn.TestNNDeviceType.test_conv2d_float32": NEW}
+
+
+def test_a_flaky_tests_backend_only_failure_is_excused_as_flaky(world):
+    reference, xpu, pr = world
+    flaky_on(xpu, "test_ops.TestCommon.test_addmm_float32")
+    result(reference, HEAD, "success", pr_number=42)
+    result(xpu, HEAD, "failure", [ADDMM], pr_number=42)
+    (blame,) = pr_blame(HEAD, pr, registered_backends())
+    assert verdicts([blame]) == {"test_ops.TestCommon.test_addmm_float32": FLAKY} and not blame.blocks
 
 
 def test_the_pr_page_shows_author_labels_base_and_the_l3_backends_the_labels_select(world):
