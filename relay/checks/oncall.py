@@ -27,7 +27,7 @@ TESTS_PER_JOB = 10
 COMMENT_PAGES = 10
 
 
-def marker(repo: str) -> str:
+def comment_marker(repo: str) -> str:
     return f"<!-- crcr-oncall:{repo} -->"
 
 
@@ -81,7 +81,7 @@ def failing_body(project: Project, pr_number: int, head: str, failing: list) -> 
     # The registry's oncall handles are the only mentions the relay ever writes.
     mentions = " ".join(f"@{h}" for h in oncall_handles(project))
     lines = [
-        marker(repo),
+        comment_marker(repo),
         f"### ❌ CRCR downstream CI failure: {md_code(repo)}",
         "",
         f"{md_code(repo)} fails on `{short_sha(head)}` (the head of this PR). {mentions} please investigate.",
@@ -141,7 +141,7 @@ def recovered_body(project: Project, head: str, comment: OncallComment) -> str:
     )
     return "\n".join(
         [
-            marker(project.full_name),
+            comment_marker(project.full_name),
             f"### ✅ CRCR downstream CI recovered: {repo}",
             "",
             f"Every job of {repo} passes on `{short_sha(head)}`, the head of this PR{before}. Nothing to do.",
@@ -199,7 +199,7 @@ def _adopt(comment: OncallComment) -> None:
     found = github.paginate(
         path, auth=f"token {github.installation_token(upstream_installation_id())}", max_pages=COMMENT_PAGES
     )
-    mine = [c for c in found if marker(comment.project.full_name) in (c.get("body") or "")]
+    mine = [c for c in found if comment_marker(comment.project.full_name) in (c.get("body") or "")]
     if mine:
         OncallComment.objects.filter(pk=comment.pk).update(comment_id=mine[0]["id"])
         comment.comment_id = mine[0]["id"]

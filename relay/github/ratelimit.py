@@ -33,19 +33,19 @@ class WriteDeferred(Deferred):
 
 
 @dataclass(frozen=True)
-class Bucket:
+class TokenBucket:
     capacity: float
     rate: float
     """points per second"""
     cost: float
 
     @classmethod
-    def from_settings(cls) -> "Bucket":
+    def from_settings(cls) -> "TokenBucket":
         burst, per_minute = settings.GITHUB_WRITE_BURST_POINTS, settings.GITHUB_WRITE_POINTS_PER_MINUTE
         return cls(float(burst), max(per_minute - burst, 1) / 60.0, float(settings.GITHUB_WRITE_POINTS))
 
 
-def bucket_step(bucket: Bucket, state: tuple | None, now: float) -> tuple[tuple, float]:
+def bucket_step(bucket: TokenBucket, state: tuple | None, now: float) -> tuple[tuple, float]:
     """One take: (tokens, queued, stamp) → the new state and the wait (0.0: taken). The Lua
     script below is this function, line for line."""
     tokens, queued, stamp = state or (bucket.capacity, 0.0, now)
@@ -88,7 +88,7 @@ _scripts: dict[int, object] = {}
 def write_take(installation_id: int, now: float | None = None) -> float:
     """Take one write's points from the installation's bucket: 0.0 when taken, else how many
     seconds to wait before trying again."""
-    bucket, now = Bucket.from_settings(), time.time() if now is None else now
+    bucket, now = TokenBucket.from_settings(), time.time() if now is None else now
     key = f"crcr:gh-write-budget:{settings.GITHUB_API_URL}:{installation_id}"
     redis = None if cache_paused() else redis_of()
     if redis is not None:
@@ -101,7 +101,7 @@ def write_take(installation_id: int, now: float | None = None) -> float:
     return wait
 
 
-def _redis_take(redis, bucket: Bucket, key: str, now: float) -> float:
+def _redis_take(redis, bucket: TokenBucket, key: str, now: float) -> float:
     script = _scripts.get(id(redis))
     if script is None:
         script = _scripts[id(redis)] = redis.register_script(BUCKET_LUA)

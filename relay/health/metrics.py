@@ -63,7 +63,7 @@ class RelayCollector:
 
     def collect(self):
         now = timezone.now()
-        yield from deliveries()
+        yield from delivery_figures()
         yield from dispatches()
         yield from outboxes(now)
         yield from workers(now)
@@ -75,7 +75,7 @@ def _seconds(moment: datetime | None) -> float | None:
     return moment.timestamp() if moment else None
 
 
-def deliveries():
+def delivery_figures():
     family = CounterMetricFamily("crcr_webhook_deliveries", "Webhook deliveries stored, by outcome", labels=["outcome"])
     counts = dict(Delivery.objects.order_by().values_list("outcome").annotate(n=Count("id")))
     for outcome in Delivery.Outcome.values:

@@ -34,14 +34,14 @@ class NotPostgres(Exception):
 
 
 @dataclass
-class Plan:
+class PartitionPlan:
     table: str
     convert: bool
     statements: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def plans(ahead: int = AHEAD_MONTHS, now: datetime | None = None) -> list[Plan]:
+def plans(ahead: int = AHEAD_MONTHS, now: datetime | None = None) -> list[PartitionPlan]:
     if connection.vendor != "postgresql":
         raise NotPostgres(
             f"partition_by_month needs PostgreSQL (declarative partitioning); this database is {connection.vendor}. "
@@ -52,7 +52,7 @@ def plans(ahead: int = AHEAD_MONTHS, now: datetime | None = None) -> list[Plan]:
         return [_plan(cursor, table, ahead, now) for table in TABLES]
 
 
-def apply(plan_list: list[Plan]) -> None:
+def apply(plan_list: list[PartitionPlan]) -> None:
     """Every statement of every plan in one transaction: a failure leaves the tables as they were."""
     with transaction.atomic(), connection.cursor() as cursor:
         for plan in plan_list:
@@ -60,9 +60,9 @@ def apply(plan_list: list[Plan]) -> None:
                 cursor.execute(sql)
 
 
-def _plan(cursor, table: str, ahead: int, now: datetime) -> Plan:
+def _plan(cursor, table: str, ahead: int, now: datetime) -> PartitionPlan:
     partitioned = _is_partitioned(cursor, table)
-    plan = Plan(table, convert=not partitioned)
+    plan = PartitionPlan(table, convert=not partitioned)
     this_month = date(now.year, now.month, 1)
     if partitioned:
         existing = _partitions(cursor, table)
@@ -74,7 +74,7 @@ def _plan(cursor, table: str, ahead: int, now: datetime) -> Plan:
     return plan
 
 
-def _convert(cursor, plan: Plan, months: list[date]) -> None:
+def _convert(cursor, plan: PartitionPlan, months: list[date]) -> None:
     table, old = plan.table, f"{plan.table}_unpartitioned"
     constraints, indexes, inbound = _constraints(cursor, table), _plain_indexes(cursor, table), _inbound(cursor, table)
     plan.statements = [

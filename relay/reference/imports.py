@@ -49,7 +49,7 @@ _TEST_FIELDS = (
 
 
 @dataclass
-class ImportResult:
+class ReferenceImport:
     sha: str
     jobs: int = 0
     with_tests: int = 0
@@ -71,9 +71,9 @@ def reference_project() -> Project | None:
     return Project.objects.reference()
 
 
-def reference_import(sha: str) -> ImportResult:
+def reference_import(sha: str) -> ReferenceImport:
     sha = sha.lower()
-    result = ImportResult(sha)
+    result = ReferenceImport(sha)
     project = reference_project()
     if project is None:
         result.notes.append("no active reference project is registered")
@@ -93,7 +93,7 @@ def reference_import(sha: str) -> ImportResult:
     return result
 
 
-def _import_run(project: Project, sha: str, run: dict, auth: str, result: ImportResult) -> None:
+def _import_run(project: Project, sha: str, run: dict, auth: str, result: ReferenceImport) -> None:
     pattern = linear(settings.CRCR_REFERENCE_JOB_PATTERN)
     path = f"/repos/{settings.CRCR_UPSTREAM_REPO}/actions/runs/{run['id']}"
     jobs = [

@@ -46,7 +46,7 @@ STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SK
 # --- one backend on one head ----------------------------------------------------------------------
 
 
-def jobs_counted(project: Project, head_sha: str):
+def gate_jobs(project: Project, head_sha: str):
     """Every attempt of every job of `project` that counts for this head, as the pages count them
     (relay.stats.runkinds): a `ciflow/trunk` merge run's jobs are later attempts of the same
     jobs. A push run nobody started is left out: a backend that takes no push events must not
@@ -58,7 +58,7 @@ def jobs_counted(project: Project, head_sha: str):
 def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:
     """The health probe's L4 check is judged by the probe rule (relay.policy.verdicts, rule 7), as its
     cells are: an xfail job that failed passes, a plainly named one that failed blocks."""
-    verdicts = job_verdicts(jobs_counted(project, head_sha), probe=project.is_health_probe)
+    verdicts = job_verdicts(gate_jobs(project, head_sha), probe=project.is_health_probe)
     return sorted(verdicts, key=lambda v: (v.job.workflow_name, v.job.job_name))
 
 

@@ -39,7 +39,7 @@ class PrFacts:
 
 
 def pr_facts(number: int, projects: list[Project]) -> PrFacts:
-    heads, landed = pr_heads(number), landed_as(number)
+    heads, landed = heads_of_pr(number), landed_as(number)
     if not heads:
         return PrFacts(number, [], title=landed.title if landed else "", landed=landed)
     info = PullRequest.objects.filter(number=number).first()
@@ -57,7 +57,7 @@ def pr_facts(number: int, projects: list[Project]) -> PrFacts:
     )
 
 
-def pr_heads(number: int) -> list[PrHead]:
+def heads_of_pr(number: int) -> list[PrHead]:
     """Every head SHA the PR has had, newest first, the head that counts leading: a PR pushed back
     to an older SHA is judged on that SHA, as the gate judges it."""
     seen = pr_head_shas(number)

@@ -19,7 +19,7 @@ second), from the test store (relay/models/teststore.py):
 
 A figure without data has no verdict (`met` None): "no data" is never a target met.
 
-**Series** (`Figure.series`): each figure's trend as points, one per step of the range (3 hours
+**Series** (`QualityFigure.series`): each figure's trend as points, one per step of the range (3 hours
 in a day, a day up to 30 days, a week beyond), read from the rows the figure was computed from:
 coverage over the commits of each step, the tests that became flaky in it, and the time to
 recover of the streaks that started in it (an open one at its age so far)."""
@@ -30,8 +30,7 @@ from datetime import datetime, timedelta
 from statistics import median
 
 from relay.models import HealthState, TestedCommit, TestHealth
-from relay.stats.runkinds import Figure as RunFigure
-from relay.stats.runkinds import commits_q
+from relay.stats.runkinds import Figure, commits_q
 
 COVERAGE_TARGET = 0.80
 FLAKY_TARGET = 0.05
@@ -39,7 +38,7 @@ RECOVER_TARGET = timedelta(days=3)
 
 
 @dataclass
-class Figure:
+class QualityFigure:
     key: str
     label: str
     value: float | None
@@ -83,9 +82,9 @@ class Figure:
 @dataclass
 class Quality:
     project_id: int
-    figures: list[Figure] = field(default_factory=list)
+    figures: list[QualityFigure] = field(default_factory=list)
 
-    def figure(self, key: str) -> Figure:
+    def figure(self, key: str) -> QualityFigure:
         return next(f for f in self.figures if f.key == key)
 
 
@@ -128,7 +127,7 @@ Tested = namedtuple("Tested", "sha created_at tests_ran failing accelerator_ran"
 
 def _commits(project, since: datetime, until: datetime) -> list[Tested]:
     """The backend's finished tested commits, oldest first (relay.stats.runkinds: trunk commits)."""
-    rows = TestedCommit.objects.filter(commits_q(RunFigure.QUALITY), project=project, created_at__gte=since)
+    rows = TestedCommit.objects.filter(commits_q(Figure.QUALITY), project=project, created_at__gte=since)
     rows = rows.filter(created_at__lt=until)
     rows = rows.exclude(stepped_jobs=[]).order_by("created_at", "id")
     return [Tested._make(values) for values in rows.values_list(*Tested._fields)]
@@ -141,7 +140,9 @@ def _covered(mine: Tested, theirs: Tested) -> tuple[int, int, bool]:
     return min(mine.tests_ran or 0, theirs.tests_ran), theirs.tests_ran, False
 
 
-def coverage(mine: list[Tested], reference: list[Tested], middle: datetime, steps: Steps | None = None) -> Figure:
+def coverage(
+    mine: list[Tested], reference: list[Tested], middle: datetime, steps: Steps | None = None
+) -> QualityFigure:
     theirs = {row.sha: row for row in reference if row.tests_ran}
     counted = [(row.created_at, *_covered(row, theirs[row.sha])) for row in mine if row.sha in theirs]
     pairs = [(when, ran, of) for when, ran, of, _ in counted]
@@ -152,7 +153,7 @@ def coverage(mine: list[Tested], reference: list[Tested], middle: datetime, step
         return sum(b for _, b, _ in items) / total if total else None
 
     value = share(pairs)
-    return Figure(
+    return QualityFigure(
         "coverage",
         "Coverage of the reference's tests",
         value,
@@ -169,13 +170,13 @@ def coverage(mine: list[Tested], reference: list[Tested], middle: datetime, step
 
 def flaky_share(
     project, mine: list[Tested], since: datetime, middle: datetime, until: datetime, steps: Steps | None = None
-) -> Figure:
+) -> QualityFigure:
     flaky = TestHealth.objects.filter(project=project, state=HealthState.FLAKY)
     count = flaky.count()
     ran = next((row.tests_ran for row in reversed(mine) if row.tests_ran), None)
     value = count / ran if ran else None
     became = list(flaky.filter(since__gte=since, since__lt=until).values_list("since", flat=True))
-    return Figure(
+    return QualityFigure(
         "flaky_share",
         "Flaky tests",
         value,
@@ -191,7 +192,7 @@ def flaky_share(
     )
 
 
-def time_to_recover(mine: list[Tested], middle: datetime, until: datetime, steps: Steps | None = None) -> Figure:
+def time_to_recover(mine: list[Tested], middle: datetime, until: datetime, steps: Steps | None = None) -> QualityFigure:
     recovered, red_since = [], None
     for when, failing in ((row.created_at, row.failing) for row in mine):
         if failing and red_since is None:
@@ -211,7 +212,7 @@ def time_to_recover(mine: list[Tested], middle: datetime, until: datetime, steps
     detail = f"{len(recovered)} recovered streak{'s' if len(recovered) != 1 else ''}"
     if open_since is not None:
         detail += f"; red since {open_since:%Y-%m-%d %H:%M} UTC, not recovered yet"
-    return Figure(
+    return QualityFigure(
         "time_to_recover",
         "Time to recover",
         value,

@@ -176,7 +176,7 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
     for start in range(0, len(concerned), BATCH):
         chunk = sorted(concerned)[start : start + BATCH]
         existing.update((r.identity_id, r) for r in TestHealth.objects.filter(project=project, identity_id__in=chunk))
-    changed, trunk = [], on_trunk(sha, done)
+    changed, trunk = [], steps_streaks(sha, done)
     for identity in concerned | set(existing):
         row = existing.get(identity) or TestHealth(identity_id=identity, project=project, since_sha=sha)
         after = machine.observe(_sequences(identity, done, marks), per_test)
@@ -189,7 +189,7 @@ def health_step(project: Project, sha: str, cell, stepped_before: set[int], done
     return len(changed)
 
 
-def on_trunk(sha: str, jobs: list) -> bool:
+def steps_streaks(sha: str, jobs: list) -> bool:
     """Whether these runs step streaks (relay.stats.runkinds, TEST_STREAKS): runs of a commit the relay
     recorded on upstream's trunk, whatever event they name (upstream's own workflows that the
     reference is imported from run on pull_request and on push alike). A PR carries its own
@@ -246,7 +246,7 @@ def _apply(
 ) -> bool:
     """Move `row` by what this run added: its new retries counted, and one step when what the
     commit says of the test changed (a commit's failure is counted once, however many shards
-    re-run); off trunk only a mixed run steps (on_trunk). False when nothing changed."""
+    re-run); off trunk only a mixed run steps (steps_streaks). False when nothing changed."""
     if after.outcome is None or after == earlier:
         return False
     health = _health_of(row)

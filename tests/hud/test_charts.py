@@ -74,7 +74,7 @@ def test_it_only_draws_trace_types_the_vendored_basic_plotly_bundle_has():
 def test_it_plots_each_quality_figure_s_trend_a_trace_per_backend_with_its_target():
     from datetime import UTC, datetime, timedelta
 
-    from relay.results.quality import Figure, Quality
+    from relay.results.quality import Quality, QualityFigure
 
     start = datetime(2026, 12, 1, tzinfo=UTC)
     days = [start + timedelta(days=n) for n in range(3)]
@@ -83,7 +83,7 @@ def test_it_plots_each_quality_figure_s_trend_a_trace_per_backend_with_its_targe
         return Quality(
             1,
             [
-                Figure(key, key, None, "", None, series=list(zip(days, values)), series_label=f"{key} per day")
+                QualityFigure(key, key, None, "", None, series=list(zip(days, values)), series_label=f"{key} per day")
                 for key in ("coverage", "flaky_share", "time_to_recover")
             ],
         )
