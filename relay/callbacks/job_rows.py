@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import BooleanField, CharField, Field, IntegerField, TextField
 from django.utils import timezone
 
 from ..models import Dispatch, FailedTest, JobRun, RerunRequest, UsedToken
@@ -95,9 +97,50 @@ def _fields(model) -> dict:
 
 def _values(model, values: dict, db) -> list:
     """Each value as its field prepares it; None is NULL for every field here (JSONField
-    included: it stores None as SQL NULL), and a job row is mostly None, ~2 µs per field saved."""
-    fields = _fields(model)
-    return [None if value is None else fields[name].get_db_prep_save(value, db) for name, value in values.items()]
+    included: it stores None as SQL NULL), and a job row is mostly None, ~2 µs per field saved;
+    a value its field would store unchanged (`_as_is`) is not passed through the field at all."""
+    fields, as_is = _fields(model), _stored_as_is(model, db.vendor)
+    return [
+        value if value is None or type(value) is as_is.get(name) else fields[name].get_db_prep_save(value, db)
+        for name, value in values.items()
+    ]
+
+
+def _prepared(field, value, db):
+    """`field.get_db_prep_save(value, db)`, skipped where it would answer the value itself."""
+    as_is = _stored_as_is(field.model, db.vendor)
+    return value if value is None or type(value) is as_is.get(field.attname) else field.get_db_prep_save(value, db)
+
+
+@cache
+def _stored_as_is(model, vendor: str) -> dict[str, type]:
+    """{field name: the one type of value the field prepares as the value itself}: Django's own
+    preparation of a str for a CharField or TextField (`to_python` answers it as it is) and of a
+    bool for a BooleanField, and of an int for an integer field where the database's operations
+    adapt no integer (SQLite; PostgreSQL's wrap each in psycopg's sized type). A field that
+    overrides any step of the preparation is not among them. The job row's statements pass ~30
+    values each, most of them strings."""
+    db, plain = _db(), {}
+    base_adapts_ints = type(db.ops).adapt_integerfield_value is BaseDatabaseOperations.adapt_integerfield_value
+    for name, field in _fields(model).items():
+        kind = _AS_IS.get(type(field).get_prep_value)
+        steps_own = type(field).get_db_prep_save is Field.get_db_prep_save
+        steps_own = steps_own and type(field).get_db_prep_value in (
+            Field.get_db_prep_value,
+            *((IntegerField.get_db_prep_value,) if base_adapts_ints else ()),
+        )
+        if kind is not None and steps_own and type(field).to_python is _TO_PYTHON[kind]:
+            plain[name] = kind
+    return plain
+
+
+_AS_IS = {
+    CharField.get_prep_value: str,
+    TextField.get_prep_value: str,
+    BooleanField.get_prep_value: bool,
+    IntegerField.get_prep_value: int,
+}
+_TO_PYTHON = {str: CharField.to_python, bool: BooleanField.to_python, int: IntegerField.to_python}
 
 
 @cache
@@ -359,7 +402,7 @@ def change_with_token(change: Change, token: dict, failed_tests: list[dict]) -> 
 
 def _failed_tests_arrays(tests: list[dict], names: tuple[str, ...], db) -> list[list]:
     fields = _fields(FailedTest)
-    return [[fields[name].get_db_prep_save(test[name], db) for test in tests] for name in names]
+    return [[_prepared(fields[name], test[name], db) for test in tests] for name in names]
 
 
 @cache
@@ -436,7 +479,7 @@ def failed_tests_insert(job_id: int, tests: list[dict]) -> None:
         chunk = tests[start : start + FAILED_TESTS_PER_STATEMENT]
         rows = ", ".join([f"({', '.join(['%s'] * len(names))})"] * len(chunk))
         params = [
-            fields[name].get_db_prep_save(value, db)
+            _prepared(fields[name], value, db)
             for test in chunk
             for name, value in (("job_run_id", job_id), *test.items())
         ]
