@@ -24,6 +24,7 @@ again for every callback (docs/performance.md, "Callbacks, 2026-12-04 (later)").
 
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
@@ -98,12 +99,22 @@ def _fields(model) -> dict:
 def _values(model, values: dict, db) -> list:
     """Each value as its field prepares it; None is NULL for every field here (JSONField
     included: it stores None as SQL NULL), and a job row is mostly None, ~2 µs per field saved;
-    a value its field would store unchanged (`_as_is`) is not passed through the field at all."""
+    a value its field would store unchanged (`_stored_as_is`) is not passed through the field at
+    all, and one datetime in several columns of the same kind (a statement's `now`: created, in
+    progress, updated) is prepared once (~4 µs each on SQLite)."""
     fields, as_is = _fields(model), _stored_as_is(model, db.vendor)
-    return [
-        value if value is None or type(value) is as_is.get(name) else fields[name].get_db_prep_save(value, db)
-        for name, value in values.items()
-    ]
+    prepared, times = [], {}
+    for name, value in values.items():
+        if value is None or type(value) is as_is.get(name):
+            prepared.append(value)
+        elif type(value) is datetime:
+            field = fields[name]
+            if (type(field), value) not in times:
+                times[type(field), value] = field.get_db_prep_save(value, db)
+            prepared.append(times[type(field), value])
+        else:
+            prepared.append(fields[name].get_db_prep_save(value, db))
+    return prepared
 
 
 def _prepared(field, value, db):
@@ -236,8 +247,8 @@ def job_insert_change(values: dict, made_from: "FromDispatch | None" = None) -> 
         return Change(sql, _values(JobRun, row, db), key, inserts=True)
     row = {name: value for name, value in row.items() if name not in FROM_DISPATCH}
     sql = _insert_from_dispatch_sql(tuple(row), conflict, made_from.shape(), db.vendor)
-    params = [*_values(JobRun, row, db), *made_from.params(row["in_progress_at"], db)]
-    return Change(sql, params, key, inserts=True)
+    values = _values(JobRun, row, db)
+    return Change(sql, [*values, *made_from.params(values[list(row).index("in_progress_at")])], key, inserts=True)
 
 
 @dataclass(frozen=True)
@@ -258,10 +269,10 @@ class FromDispatch:
     def shape(self) -> tuple:
         return ("id" if self.id is not None else "bound" if self.bound else "named", self.rerun_of is not None)
 
-    def params(self, in_progress_at, db) -> list:
-        """The statement's parameters after the row's own: its queue time's, then its WHERE's."""
-        queue = [_fields(JobRun)["in_progress_at"].get_db_prep_save(in_progress_at, db)]
-        queue += [self.rerun_of] if self.rerun_of is not None else []
+    def params(self, in_progress_at) -> list:
+        """The statement's parameters after the row's own (`in_progress_at` as prepared among
+        them): its queue time's, then its WHERE's."""
+        queue = [in_progress_at, *([self.rerun_of] if self.rerun_of is not None else [])]
         if self.id is not None:
             return [*queue, self.id]
         return [*queue, self.delivery_guid, self.project_id, *(self.bound or ())]
@@ -312,9 +323,10 @@ def job_complete_change(key: dict, values: dict, kept: tuple[str, ...], now, mad
     db = _db()
     values = {**values, "completed_at": now, "updated_at": now}
     sql = _complete_sql(tuple(values), kept, made_for, tuple(expected), db.vendor)
-    completed_at = _fields(JobRun)["completed_at"].get_db_prep_save(now, db)
+    prepared = _values(JobRun, values, db)
+    completed_at = prepared[list(values).index("completed_at")]
     where = [*(key[name] for name in JOB_KEY), *_values(JobRun, expected, db)]
-    return Change(sql, [*_values(JobRun, values, db), completed_at, *where], tuple(key[n] for n in JOB_KEY), False)
+    return Change(sql, [*prepared, completed_at, *where], tuple(key[n] for n in JOB_KEY), False)
 
 
 MADE_FOR = {"dispatch": "dispatch_id IS NOT NULL", "self-report": "dispatch_id IS NULL"}
