@@ -47,7 +47,11 @@ def test_the_ratio_is_the_median_of_each_rounds_ratio():
     assert summary["pair_ratio"] == 3.0  # each request's callback over the empty view's right after it
     assert summary["ratio_to_floor"] == 3.0
     assert summary["callback_cpu_ms"] == 3.0 and summary["floor_cpu_ms"] == 1.0
+    # the means carry what the medians leave out (the 9 ms callback, the 4 ms empty view)
+    assert (summary["callback_mean_ms"], summary["floor_mean_ms"]) == (3.6667, 1.3333)
     assert (summary["requests"], summary["errors"]) == (9, 1)
+    line = cost.verdicts({"this": summary}, "this", None)[0]
+    assert line.endswith("; means 3.6667 and 1.3333 ms")
 
 
 def test_the_verdict_names_each_cost_and_the_change_against_the_other_revision():
