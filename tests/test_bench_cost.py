@@ -47,7 +47,11 @@ def test_the_ratio_is_the_median_of_each_rounds_ratio():
     assert summary["pair_ratio"] == 3.0  # each request's callback over the empty view's right after it
     assert summary["ratio_to_floor"] == 3.0
     assert summary["callback_cpu_ms"] == 3.0 and summary["floor_cpu_ms"] == 1.0
+    # the means carry what the medians leave out (the 9 ms callback, the 4 ms empty view)
+    assert (summary["callback_mean_ms"], summary["floor_mean_ms"]) == (3.6667, 1.3333)
     assert (summary["requests"], summary["errors"]) == (9, 1)
+    line = cost.verdicts({"this": summary}, "this", None)[0]
+    assert line.endswith("; means 3.6667 and 1.3333 ms")
 
 
 def test_the_verdict_names_each_cost_and_the_change_against_the_other_revision():
@@ -112,3 +116,42 @@ def test_the_guard_runs_in_the_parent_and_never_reaches_a_configurations_run(mon
     assert (guarded, children) == (["v1", None], [["callbacks"]])
     call_command("bench", "--only", "callbacks")
     assert (guarded, children) == (["v1", None], [["callbacks"], ["callbacks"]])
+
+
+class _FakeProbe:
+    """Answers each round as a probe would: in_progress then completion per job, the completion
+    costing 1 ms more when it counts modules."""
+
+    def __init__(self):
+        self.asked = []
+
+    def ask(self, pairs, modules=0):
+        self.asked.append(modules)
+        completion = 2_000_000 + (1_000_000 if modules else 0)
+        return {"callback_ns": [500_000, completion] * pairs, "floor_ns": [100_000] * 2 * pairs, "errors": 0}
+
+
+def test_the_capabilities_ab_compares_completions_with_and_without_module_counts_in_turn():
+    probe = _FakeProbe()
+    result = cost.capabilities(probe, rounds=2, pairs=3, modules=1100)
+    assert probe.asked == [0, 1100, 1100, 0]
+    assert (result["without_ms"], result["with_ms"], result["added_ms"]) == (2.0, 3.0, 1.0)
+    assert result["met"] and result["completions"] == 6
+    line = cost.capabilities_verdict(result, "a388c88e3468aaaa")
+    assert "1,100 modules" in line and "+1.0 ms [met: ≤ 2 ms]" in line and "against a388c88e3468" in line
+
+
+def test_a_capabilities_ab_over_its_goal_is_missed():
+    probe = _FakeProbe()
+    result = cost.capabilities(probe, rounds=1, pairs=2, modules=10)
+    result = {**result, "added_ms": 2.5, "met": False}
+    assert "[missed: ≤ 2 ms]" in cost.capabilities_verdict(result, None)
+
+
+def test_the_ab_jobs_completion_counts_its_modules_and_its_in_progress_none():
+    from devtools.bench.load import CallbackJob, module_counts
+
+    job = CallbackJob(b'{"workflow":', "o/r", "1", "test", "failure", modules=5)
+    completed = json.loads(job.body("completed"))["workflow"]
+    assert completed["module_counts"] == module_counts(5, 3) and len(module_counts(1100, 0)) == 1100
+    assert "module_counts" not in json.loads(job.body("in_progress"))["workflow"]

@@ -75,12 +75,14 @@ class Profile:
     summary_samples: int
     summary_gap: float
     summary_cold_timeout: float
+    fanout_large_n: int = 200
+    """Goal 4's larger fan-out (0: not measured, as in the tiny profile)."""
 
 
 PROFILES = {
     "full": Profile("full", 10_000, 1_000_000, 50, 4, 100, 10, 50, 5, 30.0, 8, 15, 3, 20, 3.5, 300.0),
     "quick": Profile("quick", 10_000, 100_000, 50, 2, 50, 5, 50, 3, 10.0, 8, 8, 2, 8, 1.0, 180.0),
-    "tiny": Profile("tiny", 3_000, 8_000, 15, 1, 20, 3, 50, 1, 3.0, 8, 3, 1, 3, 0.2, 90.0),
+    "tiny": Profile("tiny", 3_000, 8_000, 15, 1, 20, 3, 50, 1, 3.0, 8, 3, 1, 3, 0.2, 90.0, fanout_large_n=0),
 }
 
 
@@ -340,13 +342,7 @@ def fanout(b: Bench) -> None:
     n = p.fanout_n
     b.log(f"fan-out to {n} repos (stand-in latency 100 ms, then 0 ms)")
     upstream_install(standin)
-    # Each backend on its own installation, as different organisations' are: GitHub's write budget is
-    # per installation (relay/github/ratelimit.py), and 50 repos of one installation would spend it
-    # in two deliveries, by design.
-    projects = projects_ensure(
-        "fanout", n, repo_id_base=730_000_000, installation_id=4_200_200, standin=standin, installation_each=True
-    )
-    projects_activate(projects)
+    projects_activate(_fanout_projects(b, n))
     if b.services.worker is None:
         b.services.purge_broker()
         b.services.start_worker()
@@ -361,6 +357,8 @@ def fanout(b: Bench) -> None:
         standin.set_latency(0.0)
         fast = [_fanout_trial(b, client, next(sequence), n) for _ in range(FANOUT_FIRST_TRIALS)]
         _fanout_first_figure(b, fast)
+        if p.fanout_large_n:
+            _fanout_large(b, client, sequence)
     finally:
         standin.set_latency(0.0)
         client.close()
@@ -368,6 +366,44 @@ def fanout(b: Bench) -> None:
 
 FANOUT_FIRST_TRIALS = 7
 """Deliveries for the first-dispatch figure (its median): cheap at 0 ms stand-in latency."""
+FANOUT_LARGE_TRIALS = 3
+PUBLIC_RELAY_FANOUT_S = 5.07
+"""The public relay's webhook → all dispatched for 50 backends in 50 organisations, GitHub answering
+each call in 100 ms, run locally beside this project (issue 55); goal 4 is a tenth of it."""
+FANOUT_SHARE_GOAL = 0.1
+FANOUT_LARGE_GOAL_S = 2.5
+"""Goal 4: 200 backends, GitHub at 100 ms a call, all dispatched within this."""
+
+
+def _fanout_projects(b: Bench, n: int):
+    """The first `n` fan-out backends, each on its own App installation, as different organisations'
+    are: GitHub's write budget is per installation (relay/github/ratelimit.py), and 50 repos of one
+    installation would spend it in two deliveries, by design."""
+    return projects_ensure(
+        "fanout", n, repo_id_base=730_000_000, installation_id=4_200_200, standin=b.standin, installation_each=True
+    )
+
+
+def _fanout_large(b: Bench, client, sequence) -> None:
+    """Goal 4's second half: 200 backends in 200 organisations, each call delayed 100 ms; one
+    warm-up delivery (their installation tokens), then the median of FANOUT_LARGE_TRIALS."""
+    n = b.profile.fanout_large_n
+    projects_activate(_fanout_projects(b, n))
+    b.begin()
+    b.standin.set_latency(0.1)
+    trials = [_fanout_trial(b, client, next(sequence), n) for _ in range(FANOUT_LARGE_TRIALS + 1)][1:]
+    value = median([t["completion_s"] for t in trials])
+    b.add(
+        "fanout_completion_large",
+        f"fan-out completion, N = {n}",
+        round(value, 3),
+        "s",
+        f"≤ {FANOUT_LARGE_GOAL_S:g} s",
+        _le(value, FANOUT_LARGE_GOAL_S),
+        trials=trials,
+        sequential_bound_s=round(n * 0.1, 1),
+        worker=b.services.config.describe()["worker"],
+    )
 
 
 def _fanout_trial(b: Bench, client, k: int, n: int) -> dict:
@@ -406,13 +442,16 @@ def _fanout_trial(b: Bench, client, k: int, n: int) -> dict:
 
 def _fanout_completion_figure(b: Bench, trials: list[dict], n: int) -> None:
     value = median([t["completion_s"] for t in trials])
+    goal = round(FANOUT_SHARE_GOAL * PUBLIC_RELAY_FANOUT_S, 2) if n == 50 else 1.0  # the public relay's N
     b.add(
         "fanout_completion",
         f"fan-out completion, N = {n}",
         round(value, 3),
         "s",
-        "≤ 1 s",
-        _le(value, 1.0),
+        f"≤ {goal:g} s",
+        _le(value, goal),
+        public_relay_s=PUBLIC_RELAY_FANOUT_S if n == 50 else None,
+        ratio_to_public_relay=round(value / PUBLIC_RELAY_FANOUT_S, 3) if n == 50 else None,
         trials=trials,
         sequential_bound_s=round(n * 0.1, 1),
         worker=b.services.config.describe()["worker"],
@@ -608,13 +647,14 @@ def callback_run(
 
 
 def callback_targets() -> tuple[float, float]:
-    """(accepted per second, p99 in seconds) that the issue sets for this configuration:
-    PostgreSQL + Redis, or the embedded defaults (SQLite, embedded broker, local cache)."""
+    """(accepted per second, p99 in seconds) that the issues set for this configuration:
+    PostgreSQL + Redis (issue 55, goal 3: eight clients), or the embedded defaults (SQLite,
+    embedded broker, local cache)."""
     from django.conf import settings
     from django.db import connection
 
     if connection.vendor == "postgresql" and settings.REDIS_URL:
-        return 450.0, 0.050
+        return 1000.0, 0.030
     return 200.0, 0.100
 
 

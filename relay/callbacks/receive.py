@@ -100,10 +100,7 @@ def _bound(project: Project, body: dict):
         report = report_read(body)
         if is_probe_key(report.delivery_key):
             report.event_type = BISECT_EVENT  # a probe's jobs are the bisection's, whatever it says
-        answer = Answer(project, report, None if report.is_self_report else binding_read(project, report))
-        if report.status == JobRun.Status.IN_PROGRESS and not _in_one_statement(answer):
-            answer.dispatch()  # not inside the transaction that makes its row (SQLite's holds the write lock)
-        return answer, None
+        return Answer(project, report, None if report.is_self_report else binding_read(project, report)), None
     except Exception as exc:  # noqa: BLE001 - raised by the caller after the 429 check
         return None, exc
 
@@ -196,7 +193,8 @@ def job_record(answer: Answer, token: VerifiedToken) -> str:
     The common step (a dispatch's new in_progress row, or its in_progress row completed) is tried
     first where one statement can hold it (job_rows.change_with_token: PostgreSQL), which writes
     the row and the token together or nothing, and looks nothing up first; anything else, and
-    whatever that statement did not apply, is decided in a transaction by `_job_step`."""
+    whatever that statement did not apply, is decided in a transaction by `_job_step` (on SQLite
+    the common step too: its change, then the token, and nothing looked up first either)."""
     project, report = answer.project, answer.report
     if _in_one_statement(answer):
         failed_tests = [vars(test) for test in report.failed_tests]
@@ -241,23 +239,26 @@ def _job_step(answer: Answer, token: VerifiedToken):
 
 
 def _job_changed(answer: Answer):
-    """The report's change applied, or what the row's state answers. A new row, and a completion
-    that did not apply (its row may not be there yet), look the dispatch up before anything else
-    is decided (every 403 of `dispatch_for` first), and the row is made from it by its id (a
-    completion's with its start unknown). The row a concurrent callback made first is locked and
-    asked again."""
+    """The report's change applied, or what the row's state answers. The common change is tried
+    first (`_job_change`: a new row finds its dispatch in its own statement, a completion its row),
+    unless the one statement tried that new row already. What did not apply looks the dispatch up
+    before anything else is decided (every 403 of `dispatch_for` first), and the row is made from
+    it by its id (a completion's with its start unknown; a new row whose dispatch has a sweeper's
+    "never started" row, which the common statement leaves alone). The row a concurrent callback
+    made first is locked and asked again."""
     project, report = answer.project, answer.report
     key = _job_key(project, report)
-    completion = None if report.status == JobRun.Status.IN_PROGRESS else _job_change(answer)
-    job = _job_apply(report, completion) if completion is not None else None
+    in_progress = report.status == JobRun.Status.IN_PROGRESS
+    common = None if in_progress and _in_one_statement(answer) else _job_change(answer)
+    job = _job_apply(report, common) if common is not None else None
     if job is None:
         answer.dispatch()
         job = _job_apply(report, _job_new(answer, key), answer.dispatch())
     if job is not None:
         return report.status, job
     existing = job_rows.job_locked(key)
-    if completion is not None:
-        job = _job_apply(report, completion)  # in progress since the first try: final under the lock
+    if not in_progress:
+        job = _job_apply(report, common)  # in progress since the first try: final under the lock
         if job is not None:
             return report.status, job
     return _job_settled(existing, report), existing

@@ -84,6 +84,13 @@ class Command(BaseCommand):
         parser.add_argument("--cost-rounds", type=int, default=8, help="the guard's rounds (each revision asked once)")
         parser.add_argument("--cost-pairs", type=int, default=100, help="callback pairs per revision per round")
         parser.add_argument(
+            "--ab-modules",
+            type=int,
+            default=None,
+            help="the capabilities A/B after the guard: completions counting this many modules against none "
+            "(default bench.cost.AB_MODULES; 0 skips it)",
+        )
+        parser.add_argument(
             "--cost-postgres",
             action="store_true",
             help="the guard's probes on PostgreSQL (DATABASE_URL's server, else the local one), each with a "
@@ -142,7 +149,11 @@ class Command(BaseCommand):
         if options["cost_postgres"]:
             configured = os.environ.get("DATABASE_URL", "")
             postgres = configured if configured.startswith("postgres") else LOCAL_POSTGRES
-        summaries = cost.compare(against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write, postgres=postgres)
+        modules = options["ab_modules"]
+        modules = (0 if options["tiny"] else cost.AB_MODULES) if modules is None else modules
+        summaries = cost.compare(
+            against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write, postgres=postgres, modules=modules
+        )
         out = Path(options["out"]).with_name("cost.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         store = "postgresql" if postgres else "sqlite"
