@@ -33,8 +33,6 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_SCRIPT = Path(__file__).resolve()
 """What each probe runs: this very file (see probe_main)."""
-FLOOR_GOAL = 2.0
-"""The callback's CPU per request at most this many times the empty view's (issue 55)."""
 BASELINE_REV = "a388c88"
 """The regression guard's revision when the repository has no tag: the turn before issue 55's
 14 % regression (docs/performance.md), the last one measured against the public relay."""
@@ -135,7 +133,7 @@ def verdicts(summaries: dict[str, dict], this: str, other: str | None) -> list[s
     """The printed lines: each revision's callback CPU, the empty view's, their ratio and the
     relay's own share (the difference); then this revision's ratio against the other's. In
     process there is no gunicorn under either, so the ratio is larger than the gunicorn figure
-    that make bench judges against FLOOR_GOAL (callback_floor_ratio); it is the one to compare
+    that make bench judges against devtools.bench.figures.FLOOR_GOAL (callback_floor_ratio); it is the one to compare
     between revisions."""
     lines = []
     for label, s in summaries.items():
