@@ -66,12 +66,12 @@ def backend_enablement(
     skips and candidates staying the backend's), each with the reference's counts."""
     now = now or timezone.now()
     ids = [project.pk] + ([reference.pk] if reference and reference.pk != project.pk else [])
-    counted = counted_commits(ids, now)
+    counted = counted_commits(ids, now, enough=lambda found: len(found) >= SKIP_LOOKBACK)
     mine = counted.get(project.pk, [])
     if not mine:
         return BackendEnablement(project, reference, None, None)
     theirs = counted.get(reference.pk, []) if reference else []
-    ref_commit = reference_commit(mine[0], theirs)
+    ref_commit = reference_commit(mine[0], reference, theirs)
     pairs = [(mine[0].sha, project)] + ([(ref_commit.sha, reference)] if ref_commit else [])
     counts = module_counts(pairs)
     ref_counts = counts[(ref_commit.sha, reference.pk)] if ref_commit else {}
@@ -94,7 +94,7 @@ def skip_rises(project: Project, counted: list[Counted]) -> dict[str, SkipRise]:
     """Per module whose skipped + expected-failure count stands higher on the newest counted
     commit than before its latest rise: how many more, since the commit of that rise."""
     commits = list(reversed(counted[:SKIP_LOOKBACK]))
-    counts = module_counts([(c.sha, project) for c in commits])
+    counts = module_counts([(c.sha, project) for c in commits], ("skipped", "xfailed"))
     series: dict[str, list[tuple[str, int]]] = {}
     for commit in commits:
         for module, c in counts[(commit.sha, project.pk)].items():
@@ -140,7 +140,8 @@ def enabled_history(project: Project, now: datetime | None = None, days: int = W
     newest_of_day: dict[date, Counted] = {}
     for commit in counted_commits([project.pk], now, days).get(project.pk, []):
         newest_of_day.setdefault(commit.landed_at.astimezone(UTC).date(), commit)
-    counts = module_counts([(c.sha, project) for c in newest_of_day.values()]) if newest_of_day else {}
+    pairs = [(c.sha, project) for c in newest_of_day.values()]
+    counts = module_counts(pairs, ("passed",)) if newest_of_day else {}
     in_force = rules()
     return [
         DayPoint(day, c.sha, _passed_by_path(counts[(c.sha, project.pk)], in_force))

@@ -12,13 +12,16 @@ over the reference's passed (a backend passing more of a module than the referen
 the reference's number, so parity never passes 100 %); *trend*, passed now less passed on the
 newest counted trunk commit at least TREND_DAYS older."""
 
+import itertools
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Sum
 from django.utils import timezone
 
-from relay.models import Level, ModuleCount, Project
+from relay.models import CountedCommit, Level, ModuleCount, Project
 from relay.results.cells import cells_for_commits, registered_backends
 from relay.results.variants import job_variants
 from relay.runkinds import trunk_commits
@@ -95,29 +98,63 @@ class BackendRow:
 # --- reads ---------------------------------------------------------------------------------------
 
 
-def counted_commits(project_ids: list[int], now: datetime, days: int = WINDOW_DAYS) -> dict[int, list[Counted]]:
-    """Per backend, the trunk commits of the window it has counts on, newest first."""
-    trunk = dict(trunk_commits().filter(landed_at__gte=now - timedelta(days=days)).values_list("sha", "landed_at"))
-    pairs = (
-        ModuleCount.objects.filter(project_id__in=project_ids, sha__in=list(trunk))
-        .values_list("project_id", "sha")
-        .distinct()
-    )
+PAGES = (50, 500)
+"""Where a walk with an end in sight pauses, in trunk commits newest first: after a day's, after
+ten days', then the rest. A backend reporting counts is found on its newest in the first."""
+
+
+def counted_commits(
+    project_ids: list[int], now: datetime, days: int = WINDOW_DAYS, enough: Callable[[list], bool] | None = None
+) -> dict[int, list[Counted]]:
+    """Per backend, the trunk commits of the window it has counts on (CountedCommit), newest
+    first. With `enough` (a backend's counted commits so far, newest first → whether they will
+    do) the trunk is walked back a page at a time, a backend's walk ending once they do, so a
+    page needing a backend's newest reads a day of commits, not 90."""
+    window = trunk_commits().filter(landed_at__gte=now - timedelta(days=days)).order_by("-landed_at", "-id")
+    trunk = list(window.values_list("sha", "landed_at"))
+    order = {sha: (n, landed) for n, (sha, landed) in enumerate(trunk)}
     counted: dict[int, list[Counted]] = defaultdict(list)
-    for project_id, sha in set(pairs):
-        counted[project_id].append(Counted(sha, trunk[sha]))
-    return {pid: sorted(rows, key=lambda c: c.landed_at, reverse=True) for pid, rows in counted.items()}
+    walking = set(project_ids)
+    for start, stop in _pages(len(trunk), enough is not None):
+        page = window.values("sha")[start:stop] if enough else window.values("sha")
+        pairs = CountedCommit.objects.filter(project_id__in=walking, sha__in=page).values_list("project_id", "sha")
+        found: dict[int, list[str]] = defaultdict(list)
+        for project_id, sha in pairs:
+            if sha in order:  # not a commit landed since the list was read
+                found[project_id].append(sha)
+        for project_id, shas in found.items():
+            counted[project_id] += [Counted(sha, order[sha][1]) for sha in sorted(shas, key=lambda s: order[s][0])]
+        walking = {pid for pid in walking if not (enough and enough(counted.get(pid, [])))}
+        if not walking:
+            break
+    return dict(counted)
 
 
-def module_counts(pairs: list[tuple[str, Project]]) -> dict[tuple[str, int], dict[str, Counts]]:
-    """Per (commit, backend), its counts per module over the attempts that count there."""
+def _pages(count: int, walk: bool) -> list[tuple[int, int]]:
+    if not walk:
+        return [(0, count)] if count else []
+    return list(itertools.pairwise(sorted({0, *(min(bound, count) for bound in PAGES), count})))
+
+
+def module_counts(
+    pairs: list[tuple[str, Project]], outcomes: tuple[str, ...] = OUTCOMES
+) -> dict[tuple[str, int], dict[str, Counts]]:
+    """Per (commit, backend), its counts per module over the attempts that count there, summed
+    in the database (a row's sha and project are its job's); only `outcomes` are read, the
+    others left 0 (a history of 90 commits asks for what it plots)."""
     shas, projects = sorted({sha for sha, _ in pairs}), list({p.pk: p for _, p in pairs}.values())
     cells = cells_for_commits(shas, projects)
-    job_key = {v.job.id: (sha, p.pk) for sha, p in pairs for v in cells[(sha, p.pk)].verdicts}
+    jobs = [v.job.id for sha, p in pairs for v in cells[(sha, p.pk)].verdicts]
     found: dict[tuple[str, int], dict[str, Counts]] = {key: {} for key in {(s, p.pk) for s, p in pairs}}
-    rows = ModuleCount.objects.filter(job_run_id__in=list(job_key)).values_list("job_run_id", "module", *OUTCOMES)
-    for job_id, module, *values in rows:
-        found[job_key[job_id]].setdefault(module, Counts()).add(Counts(*values))
+    sums = {f"sum_{outcome}": Sum(outcome) for outcome in outcomes}
+    rows = (
+        ModuleCount.objects.filter(job_run_id__in=jobs)
+        .values("sha", "project_id", "module")
+        .annotate(**sums)
+        .values_list("sha", "project_id", "module", *sums)
+    )
+    for sha, project_id, module, *values in rows:
+        found[(sha, project_id)][module] = Counts(**dict(zip(outcomes, values, strict=True)))
     return found
 
 
@@ -166,32 +203,41 @@ def enablement_table(now: datetime | None = None) -> Table:
     """Backends × paths, the reference's row first (enablement_backends' order)."""
     now = now or timezone.now()
     projects = enablement_backends()
-    counted = counted_commits([p.pk for p in projects], now)
+    counted = counted_commits([p.pk for p in projects], now, enough=_week_back)
     reference = next((p for p in projects if p.is_reference), None)
-    plan = {
-        p.pk: _commits_read(p, counted.get(p.pk, []), counted.get(reference.pk, []) if reference else [])
-        for p in projects
-    }
+    plan = {p.pk: _commits_read(counted.get(p.pk, []), reference, counted) for p in projects}
     pairs = {pair for p in projects for pair in _pairs(p, plan[p.pk], reference)}
     counts = module_counts(sorted(pairs, key=lambda pair: (pair[0], pair[1].pk))) if pairs else {}
     in_force = rules()
     return Table(PATHS, [_row(p, plan[p.pk], reference, counts, in_force) for p in projects])
 
 
-def _commits_read(project: Project, mine: list[Counted], reference: list[Counted]) -> list[Counted | None]:
+def _week_back(mine: list[Counted]) -> bool:
+    """Whether a backend's counted commits so far reach its trend's: TREND_DAYS before its newest."""
+    return bool(mine) and mine[-1].landed_at <= mine[0].landed_at - timedelta(days=TREND_DAYS)
+
+
+def _commits_read(mine: list[Counted], reference: Project | None, counted: dict) -> list[Counted | None]:
     """(the backend's newest counted commit, the reference's to compare it with, the one its
     trend compares with), each None when there is none."""
     if not mine:
         return [None, None, None]
     newest = mine[0]
     older = next((c for c in mine if c.landed_at <= newest.landed_at - timedelta(days=TREND_DAYS)), None)
-    return [newest, reference_commit(newest, reference), older]
+    theirs = counted.get(reference.pk, []) if reference else []
+    return [newest, reference_commit(newest, reference, theirs), older]
 
 
-def reference_commit(newest: Counted, reference: list[Counted]) -> Counted | None:
+def reference_commit(newest: Counted, reference: Project | None, theirs: list[Counted]) -> Counted | None:
     """The reference's counted commit to read a backend's `newest` beside: the same commit when
-    the reference has counts there, else the reference's newest."""
-    return next((c for c in reference if c.sha == newest.sha), reference[0] if reference else None)
+    the reference has counts there (`theirs`, its newest counted commits as far as they were
+    read, else asked), else the reference's newest."""
+    if reference is None:
+        return None
+    same = next((c for c in theirs if c.sha == newest.sha), None)
+    if same is None and CountedCommit.objects.filter(project=reference, sha=newest.sha).exists():
+        same = newest
+    return same or (theirs[0] if theirs else None)
 
 
 def _pairs(project: Project, plan: list, reference: Project | None) -> list[tuple[str, Project]]:
