@@ -25,11 +25,12 @@ from relay.results.grid import CommitCells, commit_cells
 from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
+from relay.results.variants import cell_variants, failing_alone
 from relay.runkinds import pr_heads, trunk_commits
 from relay.verdicts import FAILING, STATES, Counts, JobVerdict, State, job_key_label, job_label
 
 from .patterns import PatternError, pattern_matcher
-from .selectors_commit import commit_pr_number
+from .selectors_commit import commit_pr_number, variant_only_marks
 from .selectors_tests import failed_test_dicts_states
 
 PER_PAGE = 50
@@ -217,6 +218,8 @@ class GridCell(StateShown):
     state: State
     mark: str | None = None
     job: tuple[str, str] | None = None
+    variant_only: str = ""
+    """The hardware variant alone failing here (relay.results.variants), "" otherwise."""
 
     @property
     def failing(self) -> bool:
@@ -245,7 +248,9 @@ class GridRow:
 def _grid_cell(shown: CommitCells, sha: str, column: Column) -> GridCell:
     pid = column.project.id
     if column.job is None:
-        return GridCell(sha, pid, shown.state(sha, pid), shown.mark(sha, pid))
+        return GridCell(
+            sha, pid, shown.state(sha, pid), shown.mark(sha, pid), variant_only=shown.variant_only(sha, pid)
+        )
     return GridCell(sha, pid, shown.state(sha, pid, column.job), job=column.job)
 
 
@@ -342,6 +347,7 @@ class TooltipJob:
     attempts: list
     failed: list[dict]
     failed_more: int
+    variant: str = ""
 
 
 @dataclass
@@ -353,6 +359,13 @@ class CellTooltip:
     upstream_broken: bool = False
     streaks: list[Streak] = field(default_factory=list)
     """Since which commit each failing job and test of the cell fails (trunk commits only)."""
+    variants: dict[int, str] = field(default_factory=dict)
+    """Each job's hardware variant (relay.results.variants), when its backend declares them."""
+
+    @property
+    def variant_only(self) -> str:
+        """The variant alone failing here, as the grid's cell and the commit page say it."""
+        return failing_alone(self.cell, self.variants)
 
     @property
     def window(self) -> int:
@@ -379,6 +392,7 @@ class CellTooltip:
                     self.cell.attempts_of(verdict),
                     failed[:TOOLTIP_FAILED_TESTS],
                     max(0, len(failed) - TOOLTIP_FAILED_TESTS),
+                    self.variants.get(verdict.job.id, ""),
                 )
             )
         return jobs
@@ -410,7 +424,9 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
         annotate_failures(cell, tests)
     for job_tests in tests.values():
         failed_test_dicts_states(project, job_tests)
-    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since)
+    variants = cell_variants([cell])
+    variant_only_marks(cell, tests, variants)
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since, variants)
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):

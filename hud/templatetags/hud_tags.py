@@ -25,12 +25,19 @@ from relay.verdicts import STATES, State, conclusion_state, name_shown
 
 register = template.Library()
 COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
+VARIANT_ONLY_GLYPH = "¹"
+"""Beside a failing cell's mark: it fails on one hardware variant of several (the title names it)."""
 
 
 @register.inclusion_tag("hud/_legend.html")
 def hud_legend(show_marks: bool = True):
     marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
-    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED}
+    return {
+        "legend": LEGEND,
+        "marks": marks if show_marks else [],
+        "expected": EXPECTED,
+        "variant_only": VARIANT_ONLY_GLYPH,
+    }
 
 
 OUTCOME_LABELS = {"failed": "failed", "error": "error", "xpassed": "unexpected success", "xfailed": "expected failure"}
@@ -185,25 +192,31 @@ def grid_cells(row) -> str:
     """A row's cells. The densest markup on the page, built in Python from internal values only
     (state names, glyphs, ids); a cache keyed on what varies keeps a 2,000-cell page cheap."""
     return mark_safe(
-        "".join(_cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None) for cell in row.cells)
+        "".join(
+            _cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None, cell.variant_only)
+            for cell in row.cells
+        )
     )
 
 
 _CELL_CACHE: dict[tuple, str] = {}
 
 
-def _cell_html(state, mark, project_id: int, is_job: bool) -> str:
-    key = (state, mark, project_id, is_job)
+def _cell_html(state, mark, project_id: int, is_job: bool, variant: str = "") -> str:
+    key = (state, mark, project_id, is_job, variant)
     html = _CELL_CACHE.get(key)
     if html is None:
-        html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job)
+        html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job, variant)
     return html
 
 
-def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
+def _render_cell(state, mark, project_id: int, is_job: bool, variant: str = "") -> str:
     info = STATES[state]
-    title = info.label + (f" · {MARK_LABELS[mark]}" if mark else "")
+    title = (
+        info.label + (f" · {MARK_LABELS[mark]}" if mark else "") + (f" · fails on {variant} only" if variant else "")
+    )
     mark_html = f'<i class="mk mk-{escape(mark)}" aria-hidden="true">{escape(MARK_GLYPHS[mark])}</i>' if mark else ""
+    mark_html += f'<i class="vo" aria-hidden="true">{VARIANT_ONLY_GLYPH}</i>' if variant else ""
     css = f"c s-{escape(state.value)}" + (" j" if is_job else "") + (" xp" if mark == EXPECTED else "")
     return (
         f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'

@@ -1,9 +1,10 @@
 """Cells for a page of commits × backends, as every grid shows them (the main grid, the PR page):
 each backend's cell per commit (relay.results.cells), the baseline's marks and upstream-broken
-commits (relay.results.baseline), and which running jobs are overdue (relay.results.overdue),
-from a fixed handful of queries whatever the page's size."""
+commits (relay.results.baseline), which running jobs are overdue (relay.results.overdue) and
+which failing cells fail on one hardware variant alone (relay.results.variants), from a fixed
+handful of queries whatever the page's size."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from relay.models import Project
 from relay.verdicts import State, shown_state
@@ -11,6 +12,7 @@ from relay.verdicts import State, shown_state
 from .baseline import grid_baseline
 from .cells import Cell, CellKey, cells_for_commits, reference_backend
 from .overdue import overdue_among, running_job_ids
+from .variants import cells_failing_alone
 
 
 @dataclass
@@ -21,6 +23,8 @@ class CommitCells:
     """Commits where the reference's build or tests failed (relay.results.baseline.upstream_broken)."""
     overdue: set[int]
     """Running job ids past their expected duration."""
+    alone: dict[CellKey, str] = field(default_factory=dict)
+    """Failing cells whose every failing job is on one hardware variant of several (relay.results.variants)."""
 
     def state(self, sha: str, project_id: int, job: tuple[str, str] | None = None) -> State:
         """A cell's state as shown (a running one past its expected duration is overdue), or one
@@ -34,10 +38,13 @@ class CommitCells:
     def mark(self, sha: str, project_id: int) -> str | None:
         return self.marks.get((sha, project_id))
 
+    def variant_only(self, sha: str, project_id: int) -> str:
+        return self.alone.get((sha, project_id), "")
+
 
 def commit_cells(shas: list[str], projects: list[Project]) -> CommitCells:
     cells = cells_for_commits(shas, projects)
     reference = reference_backend(projects)
     marks, broken = grid_baseline(cells, reference.id if reference else None)
     overdue = overdue_among(running_job_ids([cell.verdicts for cell in cells.values()]))
-    return CommitCells(cells, marks, broken, overdue)
+    return CommitCells(cells, marks, broken, overdue, cells_failing_alone(cells))
