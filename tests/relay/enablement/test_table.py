@@ -75,18 +75,18 @@ def test_a_backend_is_read_beside_the_references_newest_when_the_reference_lacks
     assert cells(row)["eager ops"].parity == 0.9
 
 
-def test_a_walk_a_commit_at_a_time_reads_as_the_whole_window_does(store, monkeypatch):
+def test_a_walk_a_commit_at_a_time_finds_the_newest_and_the_trend_s_commit_past_uncounted_ones(store, monkeypatch):
     """Trunk commits none of the backends counted lie between theirs: the table, walking the trunk
-    a page at a time, reaches the backend's trend a week back and the reference's same commit."""
+    a page at a time, still reads each backend's newest, the reference's same commit and the
+    commit a week back its trend compares with."""
     reference, backend, old, newest = store
-    whole = enablement_table()
-    for days in (0.5, 2, 5, 8):
+    for days in (0.5, 2, 5, 8, 12):
         commit(days)
     monkeypatch.setattr(table, "PAGES", (1, 2))
-    walked = enablement_table()
-    assert [(r.commit, r.reference_commit) for r in walked.rows] == [(r.commit, r.reference_commit) for r in whole.rows]
-    assert [c.trend for c in walked.rows[1].cells] == [c.trend for c in whole.rows[1].cells]
-    assert counted_commits([backend.pk], newest.landed_at, enough=lambda found: False)[backend.pk] == [
+    row = enablement_table().rows[1]
+    assert (row.commit.sha, row.reference_commit.sha) == (newest.sha, newest.sha)
+    assert (cells(row)["eager ops"].trend, cells(row)["nn"].trend) == (20, 55), "against the commit 10 days back"
+    assert counted_commits([backend.pk], newest.landed_at, enough=lambda _, found: False)[backend.pk] == [
         Counted(newest.sha, newest.landed_at),
         Counted(old.sha, old.landed_at),
     ]
