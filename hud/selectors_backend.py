@@ -197,6 +197,8 @@ class MatrixRow:
     workflows: int = 0
     tests_summary: str = ""
     """Test-level status beside the job's: "3 tests failing, all shared with the reference"."""
+    variant_only: str = ""
+    """The hardware variant alone failing on this head, as the grid and the commit page say."""
 
     @property
     def mark_label(self) -> str:
@@ -303,6 +305,7 @@ def matrix_build(project: Project, heads_all: list[dict], tab: str, page: int, g
             h.get("runs", 0),
             h.get("workflows", 0),
             base.summaries.get(h["head_sha"], ""),
+            base.alone.get(h["head_sha"], ""),
         )
         for h in heads
     ]

@@ -3,7 +3,7 @@ and job, read through the cell engine (relay.results.cells)."""
 
 from dataclasses import dataclass
 
-from relay.models import JobRun, Project, UpstreamCommit
+from relay.models import Project, UpstreamCommit
 from relay.policy.verdicts import (
     JobVerdict,
     State,
@@ -17,7 +17,7 @@ from relay.results.cells import (
 )
 from relay.results.heads import commit_pr_number
 from relay.results.status import TESTS_SOURCES
-from relay.results.variants import only_variant, variant_of
+from relay.results.variants import cell_variants, tests_failing_alone
 
 from .paging import page_of
 from .selectors_tests import failed_test_dicts_states
@@ -95,44 +95,27 @@ def commit_detail(sha: str, commit: UpstreamCommit | None, page: int = 1) -> Com
 def _job_details(cell: Cell, tests: dict[int, list], page: int, reference: CellFailures | None) -> list[JobDetail]:
     """Each job's attempts and failed tests, each test's state beside the `reference`'s failures."""
     details = []
+    variants = cell_variants([cell])
     for verdict in cell.verdicts:
         failed = tests.get(verdict.job.id, [])
         failed_test_dicts_states(cell.project, failed, reference)
-        variant = variant_of(verdict.job.environment, cell.project.variant_keys)
         groups = group_failed_tests(page_of(failed, page))
-        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, groups, variant))
-    _variant_only_mark(details)
+        details.append(JobDetail(verdict, cell.attempts_of(verdict), failed, groups, variants.get(verdict.job.id, "")))
+    variant_only_marks(cell, {d.verdict.job.id: d.failed_tests for d in details}, variants)
     return details
 
 
-def _variant_only_mark(details: list[JobDetail]) -> None:
-    """Each failed test gets `variant_only`: the variant it fails on when that is the only one
-    failing it of several variants whose every job has completed on the commit (a variant still
-    running may yet fail it too), else ""."""
-    pending = {d.variant for d in details if d.verdict.job.status != JobRun.Status.COMPLETED}
-    reported = {d.variant for d in details} - pending
-    failing_on: dict[str, set[str]] = {}
-    for d in details:
-        for test in d.failed_tests:
-            failing_on.setdefault(test["test_id"], set()).add(d.variant)
-    for d in details:
-        for test in d.failed_tests:
-            test["variant_only"] = only_variant(failing_on[test["test_id"]], reported)
-
-
-def baseline_variant_marks(detail: CommitDetail, baseline) -> None:
-    """Each test of the commit's baseline comparison (relay.results.baseline) gets the
-    `variant_only` its backend's jobs gave it (_variant_only_mark), "" when none did."""
-    marks = {
-        (b.project.id, test["test_id"]): test["variant_only"]
-        for b in detail.backends
-        for job in b.jobs
-        for test in job.failed_tests
-        if test.get("variant_only")
-    }
-    for comparison in baseline.backends:
-        for test in (*comparison.shared, *comparison.backend_only, *comparison.not_comparable, *comparison.known):
-            test.variant_only = marks.get((comparison.project_id, test.test_id), "")
+def variant_only_marks(cell: Cell, tests_by_job: dict[int, list], variants: dict[int, str]) -> None:
+    """Each failed test (a dict with its `test_id`) of the cell's jobs gets `variant_only`: the
+    hardware variant it fails on alone (relay.results.variants), else ""."""
+    failing: dict[str, list[int]] = {}
+    for job_id, tests in tests_by_job.items():
+        for test in tests:
+            failing.setdefault(test["test_id"], []).append(job_id)
+    alone = tests_failing_alone(cell, failing, variants)
+    for tests in tests_by_job.values():
+        for test in tests:
+            test["variant_only"] = alone.get(test["test_id"], "")
 
 
 def group_failed_tests(failed: list[dict]) -> list[tuple[str, list[dict]]]:

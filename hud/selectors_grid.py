@@ -27,10 +27,11 @@ from relay.results.grid import CommitCells, commit_cells
 from relay.results.pr import PrHead, pr_facts
 from relay.results.status import StateShown
 from relay.results.triage import annotate_failures
+from relay.results.variants import cell_variants, failing_alone
 from relay.stats.runkinds import pr_heads, trunk_commits
 
 from .patterns import PatternError, pattern_matcher
-from .selectors_commit import commit_pr_number
+from .selectors_commit import commit_pr_number, variant_only_marks
 from .selectors_tests import failed_test_dicts_states
 
 PER_PAGE = 50
@@ -222,6 +223,8 @@ class GridCell(StateShown):
     """Where no counted run tested the backend: its bisection probes' reading there (fail or pass,
     relay.results.bisections.probes_reading), said in full by `probes_said`."""
     probes_said: str = ""
+    variant_only: str = ""
+    """The hardware variant alone failing here (relay.results.variants), "" otherwise."""
 
     @property
     def failing(self) -> bool:
@@ -258,6 +261,7 @@ def _grid_cell(shown: CommitCells, sha: str, column: GridColumn) -> GridCell:
             shown.mark(sha, pid),
             probe=probes_reading(probes),
             probes_said=probes_said(probes),
+            variant_only=shown.variant_only(sha, pid),
         )
     return GridCell(sha, pid, shown.state(sha, pid, column.job), job=column.job)
 
@@ -356,6 +360,7 @@ class TooltipJob:
     attempts: list
     failed: list[dict]
     failed_more: int
+    variant: str = ""
 
 
 @dataclass
@@ -369,6 +374,13 @@ class CellTooltip:
     """Since which commit each failing job and test of the cell fails (trunk commits only)."""
     probes: list = field(default_factory=list)
     """Where no counted run tested the backend: the bisection probes run there (as on its cell)."""
+    variants: dict[int, str] = field(default_factory=dict)
+    """Each job's hardware variant (relay.results.variants), when its backend declares them."""
+
+    @property
+    def variant_only(self) -> str:
+        """The variant alone failing here, as the grid's cell and the commit page say it."""
+        return failing_alone(self.cell, self.variants)
 
     @property
     def window(self) -> int:
@@ -395,6 +407,7 @@ class CellTooltip:
                     self.cell.attempts_of(verdict),
                     failed[:TOOLTIP_FAILED_TESTS],
                     max(0, len(failed) - TOOLTIP_FAILED_TESTS),
+                    self.variants.get(verdict.job.id, ""),
                 )
             )
         return jobs
@@ -428,8 +441,10 @@ def cell_tooltip(sha: str, project_id: int) -> CellTooltip | None:
         annotate_failures(cell, tests)
     for job_tests in tests.values():
         failed_test_dicts_states(project, job_tests, against)
+    variants = cell_variants([cell])
+    variant_only_marks(cell, tests, variants)
     probes = probes_on_commit(sha).get(project_id, []) if cell.state == State.NO_RESULT else []
-    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since, probes)
+    return CellTooltip(cell, commit, marks.get((sha, project_id)), tests, sha in broken, since, probes, variants)
 
 
 def cell_log_job(sha: str, project_id: int, job: str = ""):

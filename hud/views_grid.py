@@ -17,7 +17,7 @@ from relay.results.heads import sha_resolve
 from .paging import tests_page
 from .rendering import page, unavailable
 from .selectors_causes import commit_cause_groups
-from .selectors_commit import baseline_variant_marks, commit_detail
+from .selectors_commit import commit_detail
 from .selectors_grid import (
     LEVELS,
     PER_PAGE,
@@ -106,7 +106,6 @@ def commit(request, sha):
             return page(request, "hud/commit.html", context, status=404)
         detail, baseline = commit_detail(full_sha, recorded, tests_at), commit_baseline(full_sha)
         baseline_states(baseline)
-        baseline_variant_marks(detail, baseline)
         since, probes = commit_streaks(recorded, detail), probes_on_commit(full_sha)
         rows = [
             (b, baseline.for_backend(b.project.id), since.get(b.project.id, []), probes.get(b.project.id, []))

@@ -49,6 +49,11 @@ EXPECTED = {
     "teststore_history": "ms",
     "teststore_flaky": "ms",
     "teststore_record": "ms",
+    "enablement_seed": "s",
+    "enablement_table_page": "ms",
+    "enablement_table_api": "ms",
+    "enablement_backend_page": "ms",
+    "enablement_backend_api": "ms",
 }
 
 

@@ -26,13 +26,21 @@ from relay.results.tests import heals_after
 
 register = template.Library()
 COMMIT_SHA = re.compile(r"[0-9a-fA-F]{7,40}", re.ASCII)
+VARIANT_ONLY_GLYPH = "¹"
+"""Beside a failing cell's mark: it fails on one hardware variant of several (the title names it)."""
 
 
 @register.inclusion_tag("hud/_legend.html")
 def hud_legend(show_marks: bool = True, show_probes: bool = False):
     """The cells' legend; `show_probes` where grid cells can show bisection probes (the grids)."""
     marks = [(key, MARK_GLYPHS[key], label) for key, label in MARK_LABELS.items()]
-    return {"legend": LEGEND, "marks": marks if show_marks else [], "expected": EXPECTED, "probes": show_probes}
+    return {
+        "legend": LEGEND,
+        "marks": marks if show_marks else [],
+        "expected": EXPECTED,
+        "probes": show_probes,
+        "variant_only": VARIANT_ONLY_GLYPH,
+    }
 
 
 OUTCOME_LABELS = {"failed": "failed", "error": "error", "xpassed": "unexpected success", "xfailed": "expected failure"}
@@ -188,7 +196,7 @@ def grid_cells(row) -> str:
     (state names, glyphs, ids); a cache keyed on what varies keeps a 2,000-cell page cheap."""
     return mark_safe(
         "".join(
-            _cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None)
+            _cell_html(cell.state, cell.mark, cell.project_id, cell.job is not None, cell.variant_only)
             if not cell.probe
             else _probed_cell_html(cell)
             for cell in row.cells
@@ -200,11 +208,11 @@ _CELL_CACHE: dict[tuple, str] = {}
 PROBE_GLYPHS = {"fail": "✗", "pass": "✓"}
 
 
-def _cell_html(state, mark, project_id: int, is_job: bool) -> str:
-    key = (state, mark, project_id, is_job)
+def _cell_html(state, mark, project_id: int, is_job: bool, variant: str = "") -> str:
+    key = (state, mark, project_id, is_job, variant)
     html = _CELL_CACHE.get(key)
     if html is None:
-        html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job)
+        html = _CELL_CACHE[key] = _render_cell(state, mark, project_id, is_job, variant)
     return html
 
 
@@ -219,10 +227,13 @@ def _probed_cell_html(cell) -> str:
     )
 
 
-def _render_cell(state, mark, project_id: int, is_job: bool) -> str:
+def _render_cell(state, mark, project_id: int, is_job: bool, variant: str = "") -> str:
     info = STATES[state]
-    title = info.label + (f" · {MARK_LABELS[mark]}" if mark else "")
+    title = (
+        info.label + (f" · {MARK_LABELS[mark]}" if mark else "") + (f" · fails on {variant} only" if variant else "")
+    )
     mark_html = f'<i class="mk mk-{escape(mark)}" aria-hidden="true">{escape(MARK_GLYPHS[mark])}</i>' if mark else ""
+    mark_html += f'<i class="vo" aria-hidden="true">{VARIANT_ONLY_GLYPH}</i>' if variant else ""
     css = f"c s-{escape(state.value)}" + (" j" if is_job else "") + (" xp" if mark == EXPECTED else "")
     return (
         f'<td class="{css}" data-p="{int(project_id)}" tabindex="-1" title="{escape(title)}" aria-label="{escape(title)}">'

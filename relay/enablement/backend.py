@@ -12,7 +12,7 @@ from relay.models import Project, TestOutcome
 from relay.policy.testids import report_ids
 from relay.results.cells import cells_for_commits, failed_tests_for_jobs, reported_environment
 
-from .paths import PATHS, rules
+from .paths import rules
 from .table import (
     WINDOW_DAYS,
     Counted,
@@ -20,7 +20,9 @@ from .table import (
     by_path,
     counted_commits,
     module_counts,
+    passed_by_path,
     reference_commit,
+    skip_rises_of,
     variant_counts,
 )
 
@@ -66,12 +68,12 @@ def backend_enablement(
     skips and candidates staying the backend's), each with the reference's counts."""
     now = now or timezone.now()
     ids = [project.pk] + ([reference.pk] if reference and reference.pk != project.pk else [])
-    counted = counted_commits(ids, now)
+    counted = counted_commits(ids, now, enough=lambda _, found: len(found) >= SKIP_LOOKBACK)
     mine = counted.get(project.pk, [])
     if not mine:
         return BackendEnablement(project, reference, None, None)
     theirs = counted.get(reference.pk, []) if reference else []
-    ref_commit = reference_commit(mine[0], theirs)
+    ref_commit = reference_commit(mine[0], reference, theirs)
     pairs = [(mine[0].sha, project)] + ([(ref_commit.sha, reference)] if ref_commit else [])
     counts = module_counts(pairs)
     ref_counts = counts[(ref_commit.sha, reference.pk)] if ref_commit else {}
@@ -92,27 +94,11 @@ def backend_enablement(
 
 def skip_rises(project: Project, counted: list[Counted]) -> dict[str, SkipRise]:
     """Per module whose skipped + expected-failure count stands higher on the newest counted
-    commit than before its latest rise: how many more, since the commit of that rise."""
+    commit than before its latest rise: how many more, since the commit of that rise (a rise
+    whose count has fallen back to where it was reads nothing; table.skip_rises_of)."""
     commits = list(reversed(counted[:SKIP_LOOKBACK]))
-    counts = module_counts([(c.sha, project) for c in commits])
-    series: dict[str, list[tuple[str, int]]] = {}
-    for commit in commits:
-        for module, c in counts[(commit.sha, project.pk)].items():
-            series.setdefault(module, []).append((commit.sha, c.skipped + c.xfailed))
-    rises = {}
-    for module, points in series.items():
-        rise = _latest_rise(points)
-        if rise is not None and points[-1][0] == commits[-1].sha:
-            rises[module] = rise
-    return rises
-
-
-def _latest_rise(points: list[tuple[str, int]]) -> SkipRise | None:
-    for k in range(len(points) - 1, 0, -1):
-        if points[k][1] > points[k - 1][1]:
-            added = points[-1][1] - points[k - 1][1]
-            return SkipRise(added, points[k][0]) if added > 0 else None
-    return None
+    rises = skip_rises_of([(c.sha, project) for c in commits])
+    return {module: SkipRise(added, commits[at].sha) for module, (at, added) in rises.items()}
 
 
 def unskip_candidates(project: Project, sha: str) -> list[str]:
@@ -140,14 +126,6 @@ def enabled_history(project: Project, now: datetime | None = None, days: int = W
     newest_of_day: dict[date, Counted] = {}
     for commit in counted_commits([project.pk], now, days).get(project.pk, []):
         newest_of_day.setdefault(commit.landed_at.astimezone(UTC).date(), commit)
-    counts = module_counts([(c.sha, project) for c in newest_of_day.values()]) if newest_of_day else {}
-    in_force = rules()
-    return [
-        DayPoint(day, c.sha, _passed_by_path(counts[(c.sha, project.pk)], in_force))
-        for day, c in sorted(newest_of_day.items())
-    ]
-
-
-def _passed_by_path(modules: dict[str, Counts], in_force) -> dict[str, int]:
-    paths = by_path(modules, in_force)
-    return {path: sum(c.passed for c in paths[path].values()) for path in PATHS}
+    pairs = [(c.sha, project) for c in newest_of_day.values()]
+    passed = passed_by_path(pairs, rules()) if newest_of_day else {}
+    return [DayPoint(day, c.sha, passed[(c.sha, project.pk)]) for day, c in sorted(newest_of_day.items())]

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from relay.callbacks.body import BadCallback, module_counts_read
-from relay.models import JobRun, ModuleCount
+from relay.models import CountedCommit, JobRun, ModuleCount
 from relay.models.teststore import rows_insert
 from relay.ops.watermarks import watermark_move, watermark_read
 from relay.policy.testids import module_of
@@ -38,8 +38,9 @@ def by_module(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
 
 
 def counts_write(job_id: int, project_id: int, sha: str, created_at, counts: dict[str, dict[str, int]]) -> int:
-    """One job's counts (keyed as reported) as ModuleCount rows; rows the job has already stay
-    (a completed attempt's counts do not change). Returns how many modules it counted."""
+    """One job's counts (keyed as reported) as ModuleCount rows, and its commit as counted for its
+    backend (CountedCommit, where the pages find it); rows already there stay (a completed
+    attempt's counts do not change). Returns how many modules it counted."""
     modules = by_module(counts)
     rows = [
         {
@@ -53,6 +54,8 @@ def counts_write(job_id: int, project_id: int, sha: str, created_at, counts: dic
         for module, outcomes in modules.items()
     ]
     rows_insert(ModuleCount, rows)
+    if rows:
+        rows_insert(CountedCommit, [{"project_id": project_id, "sha": sha, "created_at": created_at}])
     return len(rows)
 
 

@@ -34,7 +34,7 @@ from .causes import CauseHit, CauseIssue, CauseIssuePolicy, FailureCause
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
-from .enablement import IntegrationPath, ModuleCount, PathRule
+from .enablement import CountedCommit, IntegrationPath, ModuleCount, PathRule
 from .notify import Notification, NotificationAttempt, NotificationEvent, Subscription
 from .registry import (
     VARIANT_KEYS,
@@ -69,6 +69,7 @@ __all__ = [
     "CauseHit",
     "CauseIssue",
     "CauseIssuePolicy",
+    "CountedCommit",
     "FailureCause",
     "AlertEpisode",
     "BISECT_EVENT",

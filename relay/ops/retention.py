@@ -15,7 +15,7 @@ every attempt, job runs with their conclusions, timings, counts and failed tests
   dropping a month's partition does the same at once: docs/scaling.md), and with them each failed
   test's cause (CauseHit) and the causes last seen before then. Identities, flakiness states and
   mutes stay: they are one row per test, not per run. Counts per test module (ModuleCount, the
-  enablement view's) are kept as long as test outcomes.
+  enablement view's, and CountedCommit, its commits) are kept as long as test outcomes.
 
 A beat task runs this every six hours, in bounded batches."""
 
@@ -28,7 +28,17 @@ from django.db import transaction
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from relay.models import CauseHit, Delivery, Dispatch, FailureCause, JobRun, ModuleCount, TestedCommit, TestRun
+from relay.models import (
+    CauseHit,
+    CountedCommit,
+    Delivery,
+    Dispatch,
+    FailureCause,
+    JobRun,
+    ModuleCount,
+    TestedCommit,
+    TestRun,
+)
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -139,10 +149,10 @@ def bodies_prune(cutoff) -> int:
 
 
 def test_store_prune(cutoff) -> int:
-    """One batch: test outcomes, tested commits, module counts and failures' causes dated before
-    `cutoff` deleted."""
+    """One batch: test outcomes, tested commits, module counts (and their counted commits) and
+    failures' causes dated before `cutoff` deleted."""
     done = 0
-    for model in (TestRun, TestedCommit, ModuleCount, CauseHit):
+    for model in (TestRun, TestedCommit, ModuleCount, CountedCommit, CauseHit):
         ids = list(
             model.objects.filter(created_at__lt=cutoff).order_by("created_at").values_list("pk", flat=True)[:BATCH]
         )

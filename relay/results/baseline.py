@@ -25,7 +25,7 @@ nothing about upstream (relay.policy.verdicts, rule 8): like no reference result
 "no baseline", never a guess."""
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from relay.models import Level, UpstreamCommit
@@ -54,6 +54,7 @@ from .triage import (
     open_remainder,
     reference_triage,
 )
+from .variants import cell_variants, cells_failing_alone, failing_alone, tests_failing_alone
 
 SHARED, BACKEND, MIXED, NO_BASELINE, INFRA = "shared", "backend", "mixed", "no_baseline", "infra"
 KNOWN, EXPECTED = KNOWN_MARK, EXPECTED_MARK
@@ -152,7 +153,8 @@ def cell_failures(cell: Cell, tests_by_job: dict[int, list]) -> CellFailures:
         reported = tests_by_job.get(verdict.job.id, [])
         ids = ids_of[verdict.job.id] = report_ids(reported, cell.project.device_type, reported_environment(reported))
         for test, tid in zip(reported, ids, strict=True):
-            tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid})
+            record = tests.setdefault(tid, {**test, "job": job_label(verdict.job), "identity": tid, "job_ids": []})
+            record["job_ids"].append(verdict.job.id)  # every attempt failing it: on which variants
         if infrastructure_failure(verdict, reported):
             infra.append(job_label(verdict.job))
         elif not (reported or verdict.job.tests_failed):
@@ -192,7 +194,9 @@ def resolve_commit_ids(failures: Iterable[CellFailures]) -> None:
         for item in group:
             resolved = TestTable()
             for tid, record in item.tests.items():
-                resolved.setdefault(resolver.resolve(tid), record)
+                kept = resolved.setdefault(resolver.resolve(tid), record)
+                if kept is not record:  # two reports of one test: failing on both's attempts
+                    kept["job_ids"] = [*kept.get("job_ids", ()), *record.get("job_ids", ())]
             item.tests = resolved
             item.ids_of = {job: [resolver.resolve(tid) for tid in ids] for job, ids in item.ids_of.items()}
 
@@ -378,13 +382,17 @@ class BackendBaseline:
     upstream_broken: set[str]
     summaries: dict[str, str] = field(default_factory=dict)
     """Failing head → tests_summary."""
+    alone: dict[str, str] = field(default_factory=dict)
+    """Failing head → the hardware variant alone failing there (relay.results.variants)."""
 
 
 def backend_baseline(project, shas: list[str]) -> BackendBaseline:
-    """Marks for one backend's failing heads and the reference's cell on each (4 queries)."""
+    """Marks for one backend's failing heads, the reference's cell on each and the variant a head
+    fails on alone (4 queries; a fifth for a backend declaring variants)."""
     reference = reference_backend(registered_backends())
     if reference is None or reference.id == project.id:
-        return BackendBaseline(reference, {}, {}, set())
+        alone = _alone(project, cells_for_commits(shas, [project])) if project.variant_keys else {}
+        return BackendBaseline(reference, {}, {}, set(), alone=alone)
     cells = cells_for_commits(shas, [project, reference])
     marks, broken, failures, triage = _grid(cells, reference.id)
     references = {sha: f for (sha, pid), f in failures.items() if pid == reference.id}
@@ -399,7 +407,12 @@ def backend_baseline(project, shas: list[str]) -> BackendBaseline:
         {sha: cells[(sha, reference.id)] for sha in shas},
         broken,
         summaries,
+        _alone(project, cells),
     )
+
+
+def _alone(project, cells: dict[CellKey, Cell]) -> dict[str, str]:
+    return {sha: variant for (sha, pid), variant in cells_failing_alone(cells).items() if pid == project.id}
 
 
 def baseline_marks(shas: list[str]) -> dict[CellKey, str]:
@@ -427,6 +440,8 @@ class TestResult:
     new_vs_parent: bool | None = None
     reference_new_vs_parent: bool | None = None
     also_failing_on: list[str] = field(default_factory=list)
+    variant_only: str = ""
+    """The hardware variant alone failing it of several that reported (relay.results.variants)."""
     known_as: str = ""
     """known or expected, when accounted for; then `known_label` and `known_url` say by what."""
     known_label: str = ""
@@ -460,6 +475,8 @@ class BackendComparison:
     known: list[TestResult] = field(default_factory=list)
     """Failures an open known issue or the backend's expectations account for: left out of the
     counts above (this list says how many were excluded)."""
+    variant_only: str = ""
+    """The hardware variant alone failing here, when every failing job is on it (relay.results.variants)."""
 
 
 @dataclass
@@ -531,6 +548,7 @@ def _compare_commit(
     others = [p for p in projects if p is not ref_project]
     failing_on = _failing_on(sha, others, failures)
     mutes = Mutes([p.id for p in others])
+    variants = cell_variants([f.cell for (on, _), f in failures.items() if on == sha])
     result = CommitBaseline(
         sha=sha,
         parent_sha=parent,
@@ -557,6 +575,7 @@ def _compare_commit(
             failing_on,
             triage.get((sha, project.id)),
             mutes,
+            variants,
         )
         result.backends.append(comparison)
     result.multi_backend = _multi_backend(failing_on, ref)
@@ -580,7 +599,15 @@ def _failing_on(sha: str, projects, failures) -> dict[TestId, list[str]]:
 
 
 def _compare_backend(
-    project, mine: CellFailures, my_parent, ref, ref_parent, failing_on, triage: CellTriage | None = None, mutes=None
+    project,
+    mine: CellFailures,
+    my_parent,
+    ref,
+    ref_parent,
+    failing_on,
+    triage: CellTriage | None = None,
+    mutes=None,
+    variants: Mapping[int, str] | None = None,
 ) -> BackendComparison:
     cell = mine.cell
     remainder = unmuted(open_remainder(mine, triage), mutes)
@@ -599,12 +626,15 @@ def _compare_backend(
         job_level_failures=remainder.job_level,
         infrastructure_failures=mine.infra,
         tests_summary=tests_summary(mine, ref, triage) if cell.failing else "",
+        variant_only=failing_alone(cell, variants or {}),
     )
+    alone = tests_failing_alone(cell, {t: r.get("job_ids", ()) for t, r in mine.tests.items()}, variants or {})
     for tid in sorted(mine.tests):
         kind = test_kind(tid, ref) if has_baseline(ref) else "not_comparable"
         ref_side_parent = ref_parent if kind == "shared" else None  # only a test the reference fails can be new there
         test = _test_result(tid, kind, mine, my_parent, ref_side_parent, failing_on, exclude=project.label)
         test.mark_known_url = mark_known_url({**mine.tests[tid]}, project.id, cell.sha)
+        test.variant_only = alone.get(tid, "")
         match = triage.match_for(tid) if triage is not None else None
         if match is not None:
             test.known_as, test.known_label, test.known_url = match.kind, match.label, match.url

@@ -30,7 +30,18 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection", "cost")
+FIGURES = (
+    "grid",
+    "summary",
+    "intake",
+    "fanout",
+    "callbacks",
+    "memory",
+    "teststore",
+    "enablement",
+    "bisection",
+    "cost",
+)
 PARENT_FIGURES = {"cost"}
 """Measured by this process before any configuration's run: the regression guard (bench.cost)
 serves each revision from a probe of its own, on a SQLite store of its own."""
@@ -38,8 +49,8 @@ serves each revision from a probe of its own, on a SQLite store of its own."""
 
 class Command(BaseCommand):
     help = (
-        "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory, the test store) against a "
-        "dedicated database."
+        "Run the benchmarks (webhook intake, fan-out, callbacks, grid, summary, memory, the test store, "
+        "enablement) against a dedicated database."
     )
     requires_system_checks = []
 
@@ -230,6 +241,10 @@ class Command(BaseCommand):
 
                 bench.begin()
                 test_store(bench)
+            if "enablement" in only:
+                from devtools.bench.enablement import enablement
+
+                enablement(bench)
             if "bisection" in only:
                 from devtools.bench.bisection import bisection
 

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from relay.enablement.counts import counts_sweep
-from relay.models import Dispatch, JobRun, ModuleCount
+from relay.models import CountedCommit, Dispatch, JobRun, ModuleCount
 from relay.reference.imports import reference_import
 from tests.client import JUNIT as CLIENT_JUNIT
 from tests.client import client_module
@@ -152,6 +152,22 @@ def test_counts_are_pruned_with_the_test_store_and_newer_ones_kept(settings):
         counts_write(job.id, job.project_id, job.head_sha, job.created_at, {"test_ops": {"passed": 1}})
     retention_sweep()
     assert list(ModuleCount.objects.values_list("job_run_id", flat=True)) == [new.id]
+    assert list(CountedCommit.objects.values_list("project_id", flat=True)) == [new.project_id]
+
+
+def test_a_backend_s_commit_is_marked_counted_once_with_its_first_job_s_rows():
+    from relay.enablement.counts import counts_write
+    from tests.factories import JobRunFactory
+
+    first = JobRunFactory()
+    again = JobRunFactory(project=first.project, head_sha=first.head_sha, job_name="test (2)")
+    empty = JobRunFactory(head_sha=first.head_sha)
+    for job in (first, again):
+        counts_write(job.id, job.project_id, job.head_sha, job.created_at, {"test_ops": {"passed": 1}})
+    counts_write(empty.id, empty.project_id, empty.head_sha, empty.created_at, {})
+    assert list(CountedCommit.objects.values_list("project_id", "sha", "created_at")) == [
+        (first.project_id, first.head_sha, first.created_at)
+    ]
 
 
 def test_a_sweep_reads_page_after_page(call, payload):

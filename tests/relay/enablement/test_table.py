@@ -3,8 +3,10 @@ modules, its un-skip candidates and its history: true to the counts its reports 
 
 import pytest
 
+from relay.enablement import table
 from relay.enablement.backend import backend_enablement, enabled_history, skip_rises
-from relay.enablement.table import counted_commits, enablement_table
+from relay.enablement.table import Counted, counted_commits, enablement_table
+from relay.models import CountedCommit, ModuleCount
 from tests.factories import FailedTestFactory, ProjectFactory
 from tests.relay.enablement.scenario import backends, commit, job
 
@@ -71,6 +73,36 @@ def test_a_backend_is_read_beside_the_references_newest_when_the_reference_lacks
     row = enablement_table().rows[1]
     assert (row.commit.sha, row.reference_commit.sha) == (latest.sha, newest.sha)
     assert cells(row)["eager ops"].parity == 0.9
+
+
+def test_a_walk_a_commit_at_a_time_finds_the_newest_and_the_trend_s_commit_past_uncounted_ones(store, monkeypatch):
+    """Trunk commits none of the backends counted lie between theirs: the table, walking the trunk
+    a page at a time, still reads each backend's newest, the reference's same commit and the
+    commit a week back its trend compares with."""
+    reference, backend, old, newest = store
+    for days in (0.5, 2, 5, 8, 12):
+        commit(days)
+    monkeypatch.setattr(table, "PAGES", (1, 2))
+    row = enablement_table().rows[1]
+    assert (row.commit.sha, row.reference_commit.sha) == (newest.sha, newest.sha)
+    assert (cells(row)["eager ops"].trend, cells(row)["nn"].trend) == (20, 55), "against the commit 10 days back"
+    assert counted_commits([backend.pk], newest.landed_at, enough=lambda _, found: False)[backend.pk] == [
+        Counted(newest.sha, newest.landed_at),
+        Counted(old.sha, old.landed_at),
+    ]
+
+
+def test_the_reference_s_same_commit_is_found_beyond_its_own_walk(store, monkeypatch):
+    """The backend's newest is older than the reference's first page: still read beside the
+    reference's counts on that very commit, not its newest."""
+    reference, backend, old, newest = store
+    for sha in (commit(0.5).sha, commit(8).sha, old.sha):
+        job(reference, sha, REFERENCE_COUNTS)
+    ModuleCount.objects.filter(project=backend, sha=newest.sha).delete()
+    CountedCommit.objects.filter(project=backend, sha=newest.sha).delete()
+    monkeypatch.setattr(table, "PAGES", (1, 3))  # the reference's walk ends at 8 days, a week from its newest
+    row = enablement_table().rows[1]
+    assert row.commit.sha == old.sha and row.reference_commit.sha == old.sha
 
 
 def test_a_pr_heads_counts_are_not_trunks(store):

@@ -1,10 +1,14 @@
 """Hardware variants inside one backend (relay.results.variants, Project.variant_keys; issue 53
-item 5), and the commit page that shows them per job and marks a failure on one variant only."""
+item 5): the commit page shows them per job and marks a failure on one variant only, and a cell
+failing on one variant alone says so on the grid, its tooltip, the backend page and the commit
+page (the API's side: tests/api/test_variants.py)."""
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
-from relay.models import Project
+from relay.models import FailedTest, JobRun, Project, UpstreamCommit
+from relay.results.grid import commit_cells
 from relay.results.variants import job_variants, only_variant, variant_of
 from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
 
@@ -102,3 +106,78 @@ def test_without_declared_keys_a_backend_has_one_variant(client, rocm_commit):
     Project.objects.filter(pk=rocm.pk).update(variant_keys=[])
     html = client.get("/commit/" + "d" * 40).content.decode()
     assert "badge variant" not in html and "variant-only" not in html
+
+
+# --- a cell failing on one variant alone: the grid, its tooltip, the backend page, the API -------
+
+
+@pytest.fixture
+def mi300_alone(rocm_commit):
+    """MI250 passes the commit: every failure of ROCm's cell is MI300's."""
+    rocm, commit, jobs = rocm_commit
+    JobRun.objects.filter(pk=jobs["MI250"].pk).update(conclusion="success", tests_failed=0)
+    FailedTest.objects.filter(job_run=jobs["MI250"]).delete()
+    return rocm, commit, jobs
+
+
+def _cell_alone(rocm, commit) -> str:
+    return commit_cells([commit.sha], [rocm]).variant_only(commit.sha, rocm.id)
+
+
+@pytest.mark.django_db
+def test_a_cell_whose_failing_jobs_are_all_one_variant_s_fails_on_it_alone(mi300_alone):
+    rocm, commit, _ = mi300_alone
+    assert _cell_alone(rocm, commit) == "MI300"
+
+
+@pytest.mark.django_db
+def test_a_cell_failing_on_both_variants_names_neither(rocm_commit):
+    rocm, commit, _ = rocm_commit
+    assert _cell_alone(rocm, commit) == ""
+
+
+@pytest.mark.django_db
+def test_a_cell_with_a_variant_still_running_names_none(mi300_alone):
+    rocm, commit, _ = mi300_alone
+    JobRunFactory(
+        project=rocm,
+        head_sha=commit.sha,
+        status="in_progress",
+        conclusion="",
+        job_name="test (MI250) 2",
+        environment=MI250,
+    )
+    assert _cell_alone(rocm, commit) == ""
+
+
+@pytest.mark.django_db
+def test_the_grid_cell_says_which_variant_fails_alone(client, mi300_alone):
+    rocm, commit, _ = mi300_alone
+    UpstreamCommit.objects.filter(pk=commit.pk).update(is_trunk=True, landed_at=timezone.now())
+    html = client.get("/").content.decode()
+    cell = html.split(f'data-p="{rocm.id}"', 1)[1].split("</td>", 1)[0]
+    assert "fails on MI300 only" in cell and '<i class="vo" aria-hidden="true">' in cell
+
+
+@pytest.mark.django_db
+def test_the_cell_tooltip_names_each_job_s_variant_and_the_variant_failing_alone(client, mi300_alone):
+    rocm, commit, _ = mi300_alone
+    html = client.get(f"/?tip={commit.sha}.{rocm.id}").content.decode()
+    head = html.split('class="tip-state"', 1)[1].split("</p>", 1)[0]
+    assert "fails on MI300 only" in head
+    assert '<span class="badge variant" title="hardware variant">MI250</span>' in html
+    assert html.count("fails on MI300 only") == 3, "the cell and each of its two failed tests"
+
+
+@pytest.mark.django_db
+def test_the_backend_page_says_which_variant_a_head_fails_on_alone(client, mi300_alone):
+    html = client.get("/crcr/ROCm/pytorch").content.decode()
+    assert "fails on MI300 only" in html
+
+
+@pytest.mark.django_db
+def test_the_commit_page_says_it_of_the_backend_too(client, mi300_alone):
+    rocm, _, _ = mi300_alone
+    html = client.get("/commit/" + "d" * 40).content.decode()
+    summary = html.split(f'id="backend-{rocm.id}"', 1)[1].split("</summary>", 1)[0]
+    assert "fails on MI300 only" in summary
