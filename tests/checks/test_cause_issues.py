@@ -160,3 +160,34 @@ def test_the_sandbox_backend_s_missing_operator_crosses_its_threshold_and_gets_i
     sweep(relay, now)
     titles = [i["title"] for i in relay.gh.issues]
     assert "[CRCR] missing operator aten::_linalg_eigvals" in titles
+
+
+# --- causes the reference shares ----------------------------------------------------------------------
+
+
+SHARED = "IndexError: index {n} is out of bounds for dimension 0 with size 2"
+
+
+def reference_fails(relay, commit, message: str, tests: int = 1):
+    reference = relay.backend("pytorch/openreg-ci", "L2", is_reference=True)
+    ran(reference, commit, [failing("PrivateUse1", "openreg", f"test_fft_{i}", message) for i in range(tests)])
+    store_sweep(now=commit.landed_at + timedelta(minutes=5))
+    causes_sweep()
+
+
+def test_a_reason_the_reference_shares_files_no_issue_in_the_backends_repo(relay, xpu):
+    now = timezone.now()
+    commits = [failing_commit(xpu, now - timedelta(hours=h), 20, SHARED.format(n=h)) for h in (3, 2, 1)]
+    reference_fails(relay, commits[0], SHARED.format(n=9))
+    sweep(relay, now)
+    assert relay.gh.issues == [] and not CauseIssue.objects.exists(), "upstream's bug: no backend can fix it"
+
+
+def test_a_missing_operator_the_reference_lacks_too_is_still_the_backends_issue_and_says_so(relay, xpu):
+    now = timezone.now()
+    commit = failing_commit(xpu, now - timedelta(hours=1), 20)
+    reference_fails(relay, commit, FFT.format(key="PrivateUse1"), tests=2)
+    sweep(relay, now)
+    [issue] = relay.gh.issues
+    assert issue["title"] == "[CRCR] missing operator aten::_fft_c2c"
+    assert "lacks it too (2 tests): the operator is this backend's to implement" in issue["body"]
