@@ -18,7 +18,7 @@ Everything is re-exported here, so callers (and Django) say `from relay.models i
 
 from .alerts import AlertEpisode
 from .bisection import BISECT_EVENT, Bisection, BisectProbe
-from .causes import CauseHit, CauseIssue, CauseIssuePolicy, FailureCause
+from .causes import CauseCommit, CauseHit, CauseIssue, CauseIssuePolicy, CauseRun, CauseTest, FailureCause
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
@@ -71,9 +71,12 @@ from .triage import (
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
+    "CauseCommit",
     "CauseHit",
     "CauseIssue",
     "CauseIssuePolicy",
+    "CauseRun",
+    "CauseTest",
     "FailureCause",
     "AlertEpisode",
     "BISECT_EVENT",
