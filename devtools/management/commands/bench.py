@@ -30,7 +30,7 @@ from devtools.bench.harness import (
 )
 from devtools.bench.report import results_read, side_by_side
 
-FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "bisection", "cost")
+FIGURES = ("grid", "summary", "intake", "fanout", "callbacks", "memory", "teststore", "causes", "bisection", "cost")
 PARENT_FIGURES = {"cost"}
 """Measured by this process before any configuration's run: the regression guard (bench.cost)
 serves each revision from a probe of its own, on a SQLite store of its own."""
@@ -214,11 +214,16 @@ class Command(BaseCommand):
         try:
             self.pages(bench, only, seed)
             self.relay(bench, only)
-            if "teststore" in only:
+            if "teststore" in only or "causes" in only:
                 from devtools.bench.teststore import test_store
 
                 bench.begin()
-                test_store(bench)
+                test_store(bench, measure="teststore" in only)
+            if "causes" in only:
+                from devtools.bench.causes import causes
+
+                bench.begin()
+                causes(bench)
             if "bisection" in only:
                 from devtools.bench.bisection import bisection
 
