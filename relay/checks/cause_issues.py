@@ -26,10 +26,21 @@ from .markdown import md_code, md_link
 from .writes import Plan, Skip, tried_before, write_enqueue
 
 logger = logging.getLogger(__name__)
-OFF_TRUNK_WINDOW = timedelta(days=1)
+OFF_TRUNK_DAYS = 1
 """A cause with no trunk failure in the last day is below the lower threshold."""
 TESTS_LISTED = 30
 TITLE_PREFIX = "[CRCR] "
+
+
+def days(n: int) -> timedelta:
+    """`n` days of the thresholds (settings.CRCR_CAUSE_ISSUE_DAY_SECONDS: two minutes in the sandbox)."""
+    return timedelta(seconds=n * settings.CRCR_CAUSE_ISSUE_DAY_SECONDS)
+
+
+def days_said(n: int) -> str:
+    if settings.CRCR_CAUSE_ISSUE_DAY_SECONDS == 86400:
+        return f"{n} days"
+    return f"{n} days (a day here lasts {settings.CRCR_CAUSE_ISSUE_DAY_SECONDS:g} s)"
 
 
 # --- deciding ------------------------------------------------------------------------------------------
@@ -49,9 +60,11 @@ def cause_issues_sweep(now=None) -> int:
 
 def backend_issues_step(policy: CauseIssuePolicy, now) -> int:
     """One backend: open what crossed, update what grew, close what stayed off trunk long enough."""
-    project, since = policy.project, now - timedelta(days=policy.window_days)
+    project, since = policy.project, now - days(policy.window_days)
     impacts = backend_impacts(project, since)
-    on_trunk_lately = {cid for cid, i in backend_impacts(project, now - OFF_TRUNK_WINDOW).items() if i.trunk_commits}
+    on_trunk_lately = {
+        cid for cid, i in backend_impacts(project, now - days(OFF_TRUNK_DAYS)).items() if i.trunk_commits
+    }
     causes = FailureCause.objects.in_bulk(list(impacts))
     issues = {issue.rule: issue for issue in CauseIssue.objects.filter(project=project)}
     changed: dict[str, CauseIssue] = {}
@@ -124,7 +137,7 @@ def _closes(issue: CauseIssue, on_trunk_lately: set[int], now, policy) -> bool:
     if issue.cause_id in on_trunk_lately:
         return False
     issue.below_since = issue.below_since or now
-    if now - issue.below_since < timedelta(days=policy.close_after_days):
+    if now - issue.below_since < days(policy.close_after_days):
         return False
     issue.state, issue.closed_at = CauseIssue.State.CLOSED, now
     return True
@@ -203,17 +216,17 @@ def _reference_line(issue: CauseIssue) -> str:
 
 def issue_text(issue: CauseIssue) -> str:
     policy = CauseIssuePolicy.objects.filter(project=issue.project).first() or CauseIssuePolicy()
-    window = timezone.now() - timedelta(days=policy.window_days)
+    window = timezone.now() - days(policy.window_days)
     tests = backend_cause_tests(issue.project, issue.cause_id, window, TESTS_LISTED) if issue.cause_id else []
     hud = f"{settings.CRCR_PUBLIC_URL}/causes/{issue.cause_id}" if issue.cause_id else settings.CRCR_PUBLIC_URL
     reference = _reference_line(issue)
     first = md_code(issue.first_sha[:12]) if issue.first_sha else "none yet (only PR commits so far)"
     lines = [
         f"The CRCR HUD clustered this backend's failures; one cause crossed its threshold ({policy.open_trunk_commits}"
-        f" trunk commits or {policy.open_tests} tests within {policy.window_days} days).",
+        f" trunk commits or {policy.open_tests} tests within {days_said(policy.window_days)}).",
         "",
         f"- **Cause:** {md_code(issue.rule, 500)}",
-        f"- **Now:** {issue.tests} tests on {issue.trunk_commits} trunk commits in the last {policy.window_days} days",
+        f"- **Now:** {issue.tests} tests on {issue.trunk_commits} trunk commits in the last {days_said(policy.window_days)}",
         f"- **First failing trunk commit:** {first}",
         f"- **The reference (OpenReg):** {reference}",
         f"- **On the HUD:** {md_link('the cause, its tests, commits and trend', hud)}",
@@ -223,7 +236,9 @@ def issue_text(issue: CauseIssue) -> str:
         "",
     ]
     if issue.state == CauseIssue.State.CLOSED:
-        lines.append(f"Closed: not failing on trunk for {policy.close_after_days} days.")
+        lines.append(f"Closed: not failing on trunk for {days_said(policy.close_after_days)}.")
     else:
-        lines.append(f"This issue closes itself once the cause stays off trunk for {policy.close_after_days} days.")
+        lines.append(
+            f"This issue closes itself once the cause stays off trunk for {days_said(policy.close_after_days)}."
+        )
     return "\n".join([*lines, marker(issue)])
