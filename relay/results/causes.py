@@ -91,15 +91,16 @@ def _totals(query: CauseQuery, since) -> list[dict]:
     the window with its created_at, a commit or a test with its latest failure. One backend's
     commit is one row; across backends the same commit counts once."""
     runs = _narrowed(CauseRun.objects.filter(created_at__gte=since), query).values("cause_id")
+    # COUNT(*), not of a column: PostgreSQL then counts from the backend's index alone
     totals = {
         t["cause_id"]: {**t, "commits": 0, "tests": 0}
-        for t in runs.annotate(failures=Sum("failures"), runs=Count("id"), last=Max("created_at"))
+        for t in runs.annotate(failures=Sum("failures"), runs=Count("*"), last=Max("created_at"))
     }
     one_backend = len(query.project_ids) == 1
     commits = _narrowed(CauseCommit.objects.filter(last_at__gte=since), query).values("cause_id")
-    commits = commits.annotate(n=Count("id") if one_backend else Count("sha", distinct=True))
+    commits = commits.annotate(n=Count("*") if one_backend else Count("sha", distinct=True))
     tests = _narrowed(CauseTest.objects.filter(last_at__gte=since), query).values("cause_id")
-    tests = tests.annotate(n=Count("id") if one_backend else Count("identity_id", distinct=True))
+    tests = tests.annotate(n=Count("*") if one_backend else Count("identity_id", distinct=True))
     for name, rows in (("commits", commits), ("tests", tests)):
         for row in rows:
             if row["cause_id"] in totals:  # else the sweep wrote it after the runs were read: next time
