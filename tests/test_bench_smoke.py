@@ -49,6 +49,8 @@ EXPECTED = {
     "teststore_history": "ms",
     "teststore_flaky": "ms",
     "teststore_record": "ms",
+    "causes_page": "ms",
+    "causes_cluster": "ms",
 }
 
 
