@@ -41,7 +41,7 @@ class Migration(migrations.Migration):
                 ('project', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='relay.project')),
             ],
             options={
-                'indexes': [models.Index(fields=['project', 'version', 'last_at'], include=('cause',), name='causecommit_project_idx'), models.Index(fields=['version', 'last_at'], name='causecommit_time_idx')],
+                'indexes': [models.Index(fields=['project', 'version', 'last_at', 'cause'], name='causecommit_project_idx'), models.Index(fields=['version', 'last_at'], name='causecommit_time_idx')],
                 'constraints': [models.UniqueConstraint(fields=('version', 'cause', 'project', 'sha'), name='causecommit_once')],
             },
         ),
@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 ('project', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='relay.project')),
             ],
             options={
-                'indexes': [models.Index(fields=['project', 'version', 'created_at'], include=('cause', 'failures'), name='causerun_project_idx'), models.Index(fields=['version', 'created_at'], name='causerun_time_idx'), models.Index(fields=['cause', 'project', 'created_at'], name='causerun_cause_idx')],
+                'indexes': [models.Index(fields=['project', 'version', 'created_at', 'cause', 'failures'], name='causerun_project_idx'), models.Index(fields=['version', 'created_at'], name='causerun_time_idx'), models.Index(fields=['cause', 'project', 'created_at'], name='causerun_cause_idx')],
                 'constraints': [models.UniqueConstraint(fields=('version', 'cause', 'job_run'), name='causerun_once')],
             },
         ),

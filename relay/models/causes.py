@@ -99,9 +99,9 @@ class CauseRun(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "cause", "job_run"], name="causerun_once")]
         indexes = [
-            models.Index(
-                fields=["project", "version", "created_at"], include=["cause", "failures"], name="causerun_project_idx"
-            ),
+            # cause and failures as key columns too: a backend's counts read the index alone (SQLite
+            # has no INCLUDE, and it covers there as well)
+            models.Index(fields=["project", "version", "created_at", "cause", "failures"], name="causerun_project_idx"),
             models.Index(fields=["version", "created_at"], name="causerun_time_idx"),
             models.Index(fields=["cause", "project", "created_at"], name="causerun_cause_idx"),
         ]
@@ -122,7 +122,7 @@ class CauseCommit(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "cause", "project", "sha"], name="causecommit_once")]
         indexes = [
-            models.Index(fields=["project", "version", "last_at"], include=["cause"], name="causecommit_project_idx"),
+            models.Index(fields=["project", "version", "last_at", "cause"], name="causecommit_project_idx"),
             models.Index(fields=["version", "last_at"], name="causecommit_time_idx"),
         ]
 
