@@ -100,6 +100,7 @@ class ProjectOut(serializers.ModelSerializer):
             "bisect_enabled",
             "bisect_daily_budget",
             "bisect_event_type",
+            "mute_needs_issue",
             "created_at",
             "updated_at",
         ]

@@ -68,8 +68,8 @@ class CauseListView(APIView):
 
 
 class CauseDetailView(APIView):
-    """One cause: its backends, tests, commits, runs and daily trend, and the known issues that
-    name it."""
+    """One cause: its backends, tests, commits, runs and daily trend, the known issues that name
+    it, and the issues filed for it in backends' repositories."""
 
     @extend_schema(operation_id="v1_cause_retrieve", responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk):
@@ -94,5 +94,18 @@ class CauseDetailView(APIView):
                 "commits": [{"sha": c["sha"], "tests": c["tests"]} for c in detail.commits],
                 "trend": detail.trend,
                 "known_issues": [{"id": i.pk, "title": i.title, "state": i.state} for i in found["issues"]],
+                "filed_issues": [
+                    {
+                        "backend": f.project.full_name,
+                        "number": f.number,
+                        "url": f.html_url or None,
+                        "state": f.state,
+                        "tests": f.tests,
+                        "trunk_commits": f.trunk_commits,
+                        "opened_at": f.opened_at,
+                        "closed_at": f.closed_at,
+                    }
+                    for f in found["filed"]
+                ],
             }
         )

@@ -27,6 +27,13 @@ class MuteIn(serializers.Serializer):
     test_id = serializers.CharField(max_length=2000, help_text="the device-agnostic id the HUD shows")
     reason = serializers.CharField(max_length=500)
     owner = serializers.CharField(max_length=200, help_text="who answers for it")
+    tracking_issue = serializers.CharField(
+        max_length=mute_services.MAX_URL,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="the URL of the issue that tracks the fix; required where the backend says so (mute_needs_issue)",
+    )
     days = AsciiIntegerField(required=False, min_value=1, max_value=mute_services.MAX_DAYS)
     expires_at = AsciiDateTimeField(required=False)
 
@@ -59,6 +66,7 @@ class MuteOut(serializers.ModelSerializer):
             "test_id",
             "reason",
             "owner",
+            "tracking_issue",
             "created_by",
             "created_at",
             "expires_at",
@@ -103,7 +111,8 @@ def _answer(call):
 
 class MuteListView(generics.ListAPIView):
     """GET: mutes, newest first (`backend`, `test_id`, `active=true|false` filter them). POST:
-    mute a test for a backend (reason, owner, `days` — 14 by default — or `expires_at`)."""
+    mute a test for a backend (reason, owner, `days` — 14 by default — or `expires_at`, and
+    `tracking_issue`, which a backend with `mute_needs_issue` requires: 400 without it)."""
 
     permission_classes = [SignedInWrite]
     serializer_class = MuteOut
@@ -140,6 +149,7 @@ class MuteListView(generics.ListAPIView):
                 _actor(request),
                 days=data.get("days"),
                 expires_at=data.get("expires_at"),
+                tracking_issue=data["tracking_issue"],
             )
         )
         return Response(MuteOut(mute_found(mute.pk)).data, status=201)

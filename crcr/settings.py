@@ -417,6 +417,10 @@ CRCR_TEST_HEALED_AFTER = env_int("CRCR_TEST_HEALED_AFTER", 10)
 """Only this many clean passes in a row make a flaky or broken test healthy again."""
 CRCR_MUTE_DAYS = env_int("CRCR_MUTE_DAYS", 14)
 """A mute's default expiry."""
+CRCR_CAUSE_ISSUE_DAY_SECONDS = float(env("CRCR_CAUSE_ISSUE_DAY_SECONDS", "86400"))
+"""How long a day of the cause issues' thresholds lasts (relay/checks/cause_issues.py: a policy's
+window and close-after days, the day off trunk): the sandbox makes it two minutes, so an issue opens,
+grows and closes within its demo."""
 
 # --- triage and notifications -------------------------------------------------------------------
 CRCR_EXPECTATION_PASSES = env_int("CRCR_EXPECTATION_PASSES", 5)

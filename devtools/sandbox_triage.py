@@ -46,6 +46,8 @@ MUTES = [
         "test_binary_ufuncs.TestBinaryUfuncs.test_pow_scalar_overflow_int64",
         "int64 pow overflow differs on gfx942; fix in ROCm 7.1",
         "rocm-ci-oncall",
+        # ROCm mutes only with a tracking issue (devtools/sandbox_registry.py: mute_needs_issue)
+        "https://github.com/ROCm/pytorch/issues/2450",
     )
 ]
 CAUSE_ISSUES_FOR = ("quic/ai-engine-direct-torch",)
@@ -93,12 +95,12 @@ def seed_sandbox_triage(sink_url: str = "") -> dict:
     return {"issues": len(made), "mutes": sum(muted)}
 
 
-def _mute(repo: str, test_id: str, reason: str, owner: str) -> bool:
+def _mute(repo: str, test_id: str, reason: str, owner: str, tracking_issue: str) -> bool:
     project = Project.objects.filter(full_name__iexact=repo).first()
     if project is None:
         return False
     try:
-        mute_create(project, test_id, reason, owner, SEED_BY, days=30)
+        mute_create(project, test_id, reason, owner, SEED_BY, days=30, tracking_issue=tracking_issue)
     except MuteError:
         return False  # muted already
     return True

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from relay.inputs.linear import linear
 from relay.inputs.params import int_param
-from relay.models import FailureCause, KnownIssue, Project
+from relay.models import CauseIssue, FailureCause, KnownIssue, Project
 from relay.results.causes import (
     DEFAULT_DAYS,
     KINDS,
@@ -86,12 +86,24 @@ def cause_page(cause_id: int) -> dict | None:
     detail = cause_found(cause_id)
     if detail is None:
         return None
-    return {"detail": detail, "issues": issues_for(detail.cause), "figure": cause_trend_figure(detail.trend)}
+    return {
+        "detail": detail,
+        "issues": issues_for(detail.cause),
+        "filed": filed_for(detail.cause),
+        "figure": cause_trend_figure(detail.trend),
+    }
 
 
 def issues_for(cause: FailureCause) -> list[KnownIssue]:
     """Known issues whose cause rule names this cause."""
     return list(KnownIssue.objects.filter(cause=cause.rule).order_by("-state", "id")[:20])
+
+
+def filed_for(cause: FailureCause) -> list[CauseIssue]:
+    """The issues the relay filed for this cause in backends' repositories (opt-in per backend:
+    relay/checks/cause_issues.py), open ones first; one not yet numbered is still being sent."""
+    rows = CauseIssue.objects.filter(rule=cause.rule).select_related("project")
+    return list(rows.order_by("-state", "project__full_name")[:50])
 
 
 def commit_cause_groups(sha: str) -> list:

@@ -54,6 +54,8 @@ EXPECTED = {
     "enablement_table_api": "ms",
     "enablement_backend_page": "ms",
     "enablement_backend_api": "ms",
+    "causes_page": "ms",
+    "causes_cluster": "ms",
 }
 
 

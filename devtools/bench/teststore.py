@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from relay.models import (
+    CauseHit,
     FailedTest,
     JobRun,
     Project,
@@ -49,7 +50,8 @@ writes nothing of the store (the minute sweep does), so the sweep's figure is re
 PREFIX = "teststore-bench/"
 
 
-def test_store(b) -> None:
+def test_store(b, measure: bool = True) -> None:
+    """Seed the store, then (unless only the causes' figures want it) measure it."""
     started = time.monotonic()
     seeded = seed(*SCALE[b.profile.name])
     b.add(
@@ -59,7 +61,12 @@ def test_store(b) -> None:
         "s",
         **seeded,
     )
-    chronic = TestIdentity.objects.get(digest=identity_digest(_tid(0).full))
+    if measure:
+        _figures(b)
+
+
+def _figures(b) -> None:
+    chronic = TestIdentity.objects.get(digest=identity_digest(tid_of(0).full))
     history = [_timed(lambda: test_history(chronic)) for _ in range(7)]
     b.add(
         "teststore_history",
@@ -100,7 +107,7 @@ def _timed(call) -> float:
     return ms(time.perf_counter() - start)
 
 
-def _tid(n: int) -> TestId:
+def tid_of(n: int) -> TestId:
     return TestId(f"test_bench_{n % 97}", f"TestBench{n % 13}.test_case_{n}_float32")
 
 
@@ -120,8 +127,8 @@ def seed(scale: float, days: int = DAYS, backends: int = BACKENDS) -> dict:
         batch_size=5000,
     )
     per_commit = max(CHRONIC + 1, int(SUITE * FAILING_SHARE * scale))
-    identities = TestIdentity.objects.ids_for({_tid(n) for n in range(min(SUITE, per_commit * 20))})
-    ids = [identities[_tid(n)] for n in range(len(identities))]
+    identities = TestIdentity.objects.ids_for({tid_of(n) for n in range(min(SUITE, per_commit * 20))})
+    ids = [identities[tid_of(n)] for n in range(len(identities))]
     runs = 0
     for project in projects:
         jobs = JobRun.objects.bulk_create(
@@ -223,6 +230,7 @@ def _record_thousand(project, n: int) -> float:
 
 def _reset() -> None:
     projects = Project.objects.filter(full_name__startswith=PREFIX)
+    CauseHit.objects.filter(project__in=projects).delete()
     TestRun.objects.filter(project__in=projects).delete()
     TestedCommit.objects.filter(project__in=projects).delete()
     TestHealth.objects.filter(project__in=projects).delete()

@@ -1133,6 +1133,7 @@ def simulate(standin, relay_url: str, secret: str, state_dir: Path, stopping: th
         if steps % NIGHTLY_EVERY_STEPS == 0:
             _nightly_start(nightlies, upstream.trunk)
         bisect_scenario(steps, upstream, nightlies, stopping)
+        causes_sim.fix_step(steps)
 
 
 BISECT_PUSH = ("Ascend/pytorch", ("test_ops.py", "TestBisect{D}", "test_index_put_accumulate_{d}_float32", "GENERIC"))

@@ -118,6 +118,7 @@ class ProjectAdmin(admin.ModelAdmin):
         ("Level", {"fields": ("level", "device", "level_change_reason", "oncalls", "events", "position")}),
         ("Level criteria", {"fields": ("level_pass_rate", "excuse_triage_verdicts")}),
         ("Bisection", {"fields": ("bisect_enabled", "bisect_daily_budget", "bisect_event_type")}),
+        ("Mutes", {"fields": ("mute_needs_issue",)}),
         (
             "Kind",
             {

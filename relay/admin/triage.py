@@ -142,16 +142,29 @@ class NotificationEventAdmin(admin.ModelAdmin):
 class TestMuteForm(forms.ModelForm):
     test_id = forms.CharField(max_length=2000, help_text="the device-agnostic test id the HUD shows")
     days = forms.IntegerField(min_value=1, max_value=mute_services.MAX_DAYS, initial=14, help_text="until it expires")
+    # read by the service's one rule (relay.triage.mutes.tracking_issue_check), not a second one here
+    tracking_issue = forms.CharField(
+        max_length=mute_services.MAX_URL,
+        required=False,
+        help_text="the URL of the issue that tracks the fix; required where the backend says so (its Mutes setting)",
+    )
 
     class Meta:
         model = TestMute
-        fields = ["project", "reason", "owner"]
+        fields = ["project", "reason", "owner", "tracking_issue"]
 
     def clean(self):
         data = super().clean()
         if data.get("project") and not self.errors:
             try:
-                mute_services.mute_check(data["project"], data["test_id"], data["reason"], data["owner"], data["days"])
+                mute_services.mute_check(
+                    data["project"],
+                    data["test_id"],
+                    data["reason"],
+                    data["owner"],
+                    data["days"],
+                    tracking_issue=data.get("tracking_issue", ""),
+                )
             except mute_services.MuteError as exc:
                 raise forms.ValidationError(str(exc)) from exc
         return data
@@ -184,7 +197,8 @@ class TestMuteAdmin(admin.ModelAdmin):
         return super().get_form(request, obj, **kwargs)
 
     def get_fields(self, request, obj=None):
-        return ["project", "test_id", "reason", "owner", "days"] if obj is None else super().get_fields(request, obj)
+        fields = ["project", "test_id", "reason", "owner", "tracking_issue", "days"]
+        return fields if obj is None else super().get_fields(request, obj)
 
     def get_readonly_fields(self, request, obj=None):
         return () if obj is None else [f.name for f in TestMute._meta.fields]
@@ -195,7 +209,13 @@ class TestMuteAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         by = request.user.get_username()
         mute = mute_services.mute_create(
-            data["project"], data["test_id"], data["reason"], data["owner"], by, data["days"]
+            data["project"],
+            data["test_id"],
+            data["reason"],
+            data["owner"],
+            by,
+            data["days"],
+            tracking_issue=data.get("tracking_issue", ""),
         )
         obj.__dict__.update(mute.__dict__)  # the admin's log and redirect name the mute the service made
 

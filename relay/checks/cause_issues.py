@@ -3,7 +3,8 @@ backend, relay.models.CauseIssuePolicy), through the App and the outbox like eve
 
 Once a minute, after the causes are clustered (relay/teststore/tasks.py), each opted-in backend's
 causes are measured over its window (relay.results.causes.backend_impacts): one that fails on
-enough trunk commits or tests opens an issue (or reopens its closed one); an open one is updated
+enough trunk commits or tests opens an issue (or reopens its closed one), unless the reference
+fails through the same reason (`upstreams`: upstream's bug, not the backend's); an open one is updated
 when it grows (more tests or trunk commits); it closes only after it has stayed off trunk for
 `close_after_days` days in a row, a lower threshold than the one that opened it, so an issue does
 not flap. The issue's text is computed when the write is sent, from the row as it is then; every
@@ -25,10 +26,21 @@ from ..github.installations import installation_id_for
 from ..models import CauseIssue, CauseIssuePolicy, FailureCause, UpstreamWrite
 
 logger = logging.getLogger(__name__)
-OFF_TRUNK_WINDOW = timedelta(days=1)
+OFF_TRUNK_DAYS = 1
 """A cause with no trunk failure in the last day is below the lower threshold."""
 TESTS_LISTED = 30
 TITLE_PREFIX = "[CRCR] "
+
+
+def days(n: int) -> timedelta:
+    """`n` days of the thresholds (settings.CRCR_CAUSE_ISSUE_DAY_SECONDS: two minutes in the sandbox)."""
+    return timedelta(seconds=n * settings.CRCR_CAUSE_ISSUE_DAY_SECONDS)
+
+
+def days_said(n: int) -> str:
+    if settings.CRCR_CAUSE_ISSUE_DAY_SECONDS == 86400:
+        return f"{n} days"
+    return f"{n} days (a day here lasts {settings.CRCR_CAUSE_ISSUE_DAY_SECONDS:g} s)"
 
 
 # --- deciding ------------------------------------------------------------------------------------------
@@ -48,9 +60,11 @@ def cause_issues_sweep(now=None) -> int:
 
 def backend_issues_step(policy: CauseIssuePolicy, now) -> int:
     """One backend: open what crossed, update what grew, close what stayed off trunk long enough."""
-    project, since = policy.project, now - timedelta(days=policy.window_days)
+    project, since = policy.project, now - days(policy.window_days)
     impacts = backend_impacts(project, since)
-    on_trunk_lately = {cid for cid, i in backend_impacts(project, now - OFF_TRUNK_WINDOW).items() if i.trunk_commits}
+    on_trunk_lately = {
+        cid for cid, i in backend_impacts(project, now - days(OFF_TRUNK_DAYS)).items() if i.trunk_commits
+    }
     causes = FailureCause.objects.in_bulk(list(impacts))
     issues = {issue.rule: issue for issue in CauseIssue.objects.filter(project=project)}
     changed: dict[str, CauseIssue] = {}
@@ -58,7 +72,7 @@ def backend_issues_step(policy: CauseIssuePolicy, now) -> int:
         cause, issue = causes[cause_id], issues.get(causes[cause_id].rule)
         if issue is not None and cause_id in on_trunk_lately:
             issue.below_since = None
-        if _opens(policy, issue, impact, since) or _grew(issue, impact):
+        if (_opens(policy, issue, impact, since) and not upstreams(cause, impact)) or _grew(issue, impact):
             changed[cause.rule] = issues[cause.rule] = _counted(issue or _new(project, cause, now), cause, impact, now)
     for issue in issues.values():
         if issue.state == CauseIssue.State.OPEN and _closes(issue, on_trunk_lately, now, policy):
@@ -73,6 +87,14 @@ def backend_issues_step(policy: CauseIssuePolicy, now) -> int:
 
 def crosses(policy: CauseIssuePolicy, impact) -> bool:
     return impact.trunk_commits >= policy.open_trunk_commits or impact.tests >= policy.open_tests
+
+
+def upstreams(cause: FailureCause, impact) -> bool:
+    """A reason the reference fails through too is upstream's bug, not this backend's: no issue is
+    opened for it in the backend's repository (every opted-in backend would get the same one, and
+    none can fix it there); the cause page suggests it as an upstream known issue instead. A
+    missing operator stays the backend's to implement, whatever the reference lacks."""
+    return impact.reference_tests > 0 and cause.kind != FailureCause.Kind.MISSING_OPERATOR
 
 
 def _opens(policy: CauseIssuePolicy, issue: CauseIssue | None, impact, since) -> bool:
@@ -115,7 +137,7 @@ def _closes(issue: CauseIssue, on_trunk_lately: set[int], now, policy) -> bool:
     if issue.cause_id in on_trunk_lately:
         return False
     issue.below_since = issue.below_since or now
-    if now - issue.below_since < timedelta(days=policy.close_after_days):
+    if now - issue.below_since < days(policy.close_after_days):
         return False
     issue.state, issue.closed_at = CauseIssue.State.CLOSED, now
     return True
@@ -180,23 +202,31 @@ def issue_title(issue: CauseIssue) -> str:
     return (TITLE_PREFIX + issue.label).replace("@", "\uff20")[:250]
 
 
+def _reference_line(issue: CauseIssue) -> str:
+    if not issue.reference_tests:
+        return "not failing through it: this backend's own"
+    if issue.cause is not None and issue.cause.kind == FailureCause.Kind.MISSING_OPERATOR:
+        return f"lacks it too ({issue.reference_tests} tests): the operator is this backend's to implement all the same"
+    # Only an issue opened before the reference shared its cause (`upstreams` opens none after).
+    return (
+        f"fails through it too now ({issue.reference_tests} tests): likely upstream's, not this backend's; "
+        "it closes itself once off trunk"
+    )
+
+
 def issue_text(issue: CauseIssue) -> str:
     policy = CauseIssuePolicy.objects.filter(project=issue.project).first() or CauseIssuePolicy()
-    window = timezone.now() - timedelta(days=policy.window_days)
+    window = timezone.now() - days(policy.window_days)
     tests = backend_cause_tests(issue.project, issue.cause_id, window, TESTS_LISTED) if issue.cause_id else []
     hud = f"{settings.CRCR_PUBLIC_URL}/causes/{issue.cause_id}" if issue.cause_id else settings.CRCR_PUBLIC_URL
-    reference = (
-        f"fails through it too ({issue.reference_tests} tests): likely upstream's"
-        if issue.reference_tests
-        else "not failing through it: this backend's own"
-    )
+    reference = _reference_line(issue)
     first = md_code(issue.first_sha[:12]) if issue.first_sha else "none yet (only PR commits so far)"
     lines = [
         f"The CRCR HUD clustered this backend's failures; one cause crossed its threshold ({policy.open_trunk_commits}"
-        f" trunk commits or {policy.open_tests} tests within {policy.window_days} days).",
+        f" trunk commits or {policy.open_tests} tests within {days_said(policy.window_days)}).",
         "",
         f"- **Cause:** {md_code(issue.rule, 500)}",
-        f"- **Now:** {issue.tests} tests on {issue.trunk_commits} trunk commits in the last {policy.window_days} days",
+        f"- **Now:** {issue.tests} tests on {issue.trunk_commits} trunk commits in the last {days_said(policy.window_days)}",
         f"- **First failing trunk commit:** {first}",
         f"- **The reference (OpenReg):** {reference}",
         f"- **On the HUD:** {md_link('the cause, its tests, commits and trend', hud)}",
@@ -206,7 +236,9 @@ def issue_text(issue: CauseIssue) -> str:
         "",
     ]
     if issue.state == CauseIssue.State.CLOSED:
-        lines.append(f"Closed: not failing on trunk for {policy.close_after_days} days.")
+        lines.append(f"Closed: not failing on trunk for {days_said(policy.close_after_days)}.")
     else:
-        lines.append(f"This issue closes itself once the cause stays off trunk for {policy.close_after_days} days.")
+        lines.append(
+            f"This issue closes itself once the cause stays off trunk for {days_said(policy.close_after_days)}."
+        )
     return "\n".join([*lines, marker(issue)])

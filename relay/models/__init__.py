@@ -30,7 +30,7 @@ from relay.models.teststore import (
 
 from .alerts import AlertEpisode
 from .bisection import BISECT_EVENT, Bisection, BisectProbe
-from .causes import CauseHit, CauseIssue, CauseIssuePolicy, FailureCause
+from .causes import CauseCommit, CauseHit, CauseIssue, CauseIssuePolicy, CauseRun, CauseTest, FailureCause
 from .checks import OncallComment, UpstreamCheckRun, UpstreamWrite, UpstreamWriteAttempt
 from .deliveries import PROBE_KEY_PREFIX, Delivery, Dispatch, DispatchAttempt, is_probe_key
 from .demotion import DemotionDecision, DemotionPullRequest
@@ -66,10 +66,13 @@ from .triage import Expectation, IssueOccurrence, KnownIssue
 from .upstream import PullRequest, UpstreamCommit
 
 __all__ = [
+    "CauseCommit",
     "CauseHit",
     "CauseIssue",
     "CauseIssuePolicy",
     "CountedCommit",
+    "CauseRun",
+    "CauseTest",
     "FailureCause",
     "AlertEpisode",
     "BISECT_EVENT",

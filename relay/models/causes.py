@@ -77,6 +77,84 @@ class CauseHit(models.Model):
         return f"{self.cause_id}: {self.identity_id} on {self.project_id} @ {self.sha[:10]}"
 
 
+# --- what the lists count, kept beside the hits (relay/teststore/cause_counts.py) ---------------------------------
+# A list of causes over a window counts, per cause, distinct tests, commits and runs; over 90 days
+# of a backend's hits that is a quarter of a million rows sorted three ways. These rows make each
+# count exact and cheap: a job's hits share its created_at, so a run is in a window or not; a test
+# (or commit) fails through a cause in a window exactly when its latest hit there is in it.
+
+
+class CauseRun(models.Model):
+    """One job attempt's failures through one cause: the runs, failures and latest failure a
+    list counts, one row per (cause, attempt) instead of one per failed test."""
+
+    cause = models.ForeignKey(FailureCause, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.PositiveSmallIntegerField()
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    job_run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="+", db_index=False)
+    sha = models.CharField(max_length=40)
+    created_at = models.DateTimeField(help_text="the job attempt's created_at (every hit of it has it)")
+    failures = models.PositiveIntegerField(help_text="its failed tests through the cause")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "cause", "job_run"], name="causerun_once")]
+        indexes = [
+            # cause and failures as key columns too: a backend's counts read the index alone (SQLite
+            # has no INCLUDE, and it covers there as well)
+            models.Index(fields=["project", "version", "created_at", "cause", "failures"], name="causerun_project_idx"),
+            models.Index(fields=["version", "created_at"], name="causerun_time_idx"),
+            models.Index(fields=["cause", "project", "created_at"], name="causerun_cause_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.cause_id}: {self.failures} on job {self.job_run_id}"
+
+
+class CauseCommit(models.Model):
+    """A commit a backend failed through one cause, and when it last did: a list's commits."""
+
+    cause = models.ForeignKey(FailureCause, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.PositiveSmallIntegerField()
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    sha = models.CharField(max_length=40)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "cause", "project", "sha"], name="causecommit_once")]
+        indexes = [
+            models.Index(fields=["project", "version", "last_at", "cause"], name="causecommit_project_idx"),
+            models.Index(fields=["version", "last_at"], name="causecommit_time_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.cause_id}: {self.project_id} @ {self.sha[:10]}"
+
+
+class CauseTest(models.Model):
+    """A test a backend failed through one cause, and when it last did: a list's tests, its
+    backends and the reference's share."""
+
+    __test__ = False
+
+    cause = models.ForeignKey(FailureCause, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.PositiveSmallIntegerField()
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    identity = models.ForeignKey(TestIdentity, on_delete=models.CASCADE, related_name="+", db_index=False)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "cause", "project", "identity"], name="causetest_once")
+        ]
+        indexes = [
+            models.Index(fields=["project", "version", "last_at"], name="causetest_project_idx"),
+            models.Index(fields=["version", "last_at"], name="causetest_time_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.cause_id}: {self.identity_id} on {self.project_id}"
+
+
 class CauseIssuePolicy(models.Model):
     """A backend's opt-in to issues filed in its repository for the causes that matter, and its
     thresholds: a cause opens an issue when it fails on `open_trunk_commits` trunk commits or

@@ -165,6 +165,10 @@ class Project(models.Model):
         ],
         help_text="The repository_dispatch event type the backend's probe workflow listens for",
     )
+    mute_needs_issue = models.BooleanField(
+        default=False,
+        help_text="A mute of this backend's tests must link the issue that tracks its fix (relay/triage/mutes.py)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

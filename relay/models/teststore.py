@@ -208,6 +208,7 @@ class TestMute(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="test_mutes", db_index=False)
     reason = models.CharField(max_length=500)
     owner = models.CharField(max_length=200, help_text="who answers for it (a person or a team)")
+    tracking_issue = models.URLField(max_length=500, blank=True, help_text="the issue that tracks the fix")
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()

@@ -13,7 +13,8 @@ every attempt, job runs with their conclusions, timings, counts and failed tests
 - The test store (relay/models/teststore.py) keeps CRCR_RETENTION_TEST_DAYS (90) of outcomes and
   tested commits: older TestRun and TestedCommit rows are deleted (on a partitioned relay_testrun,
   dropping a month's partition does the same at once: docs/scaling.md), and with them each failed
-  test's cause (CauseHit) and the causes last seen before then. Identities, flakiness states and
+  test's cause (CauseHit, and the counts kept beside them: a commit's or test's once its latest
+  failure is older) and the causes last seen before then. Identities, flakiness states and
   mutes stay: they are one row per test, not per run. Counts per test module (ModuleCount, the
   enablement view's, and CountedCommit, its commits) are kept as long as test outcomes.
 
@@ -29,7 +30,10 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from relay.models import (
+    CauseCommit,
     CauseHit,
+    CauseRun,
+    CauseTest,
     CountedCommit,
     Delivery,
     Dispatch,
@@ -152,10 +156,10 @@ def test_store_prune(cutoff) -> int:
     """One batch: test outcomes, tested commits, module counts (and their counted commits) and
     failures' causes dated before `cutoff` deleted."""
     done = 0
-    for model in (TestRun, TestedCommit, ModuleCount, CountedCommit, CauseHit):
-        ids = list(
-            model.objects.filter(created_at__lt=cutoff).order_by("created_at").values_list("pk", flat=True)[:BATCH]
-        )
+    dated = [(m, "created_at") for m in (TestRun, TestedCommit, ModuleCount, CountedCommit, CauseHit, CauseRun)]
+    for model, field in [*dated, (CauseCommit, "last_at"), (CauseTest, "last_at")]:
+        old = model.objects.filter(**{f"{field}__lt": cutoff}).order_by(field)
+        ids = list(old.values_list("pk", flat=True)[:BATCH])
         done += model.objects.filter(pk__in=ids).delete()[0] if ids else 0
     gone = list(FailureCause.objects.filter(last_seen_at__lt=cutoff).values_list("pk", flat=True)[:BATCH])
     return done + (FailureCause.objects.filter(pk__in=gone).delete()[0] if gone else 0)

@@ -6,11 +6,11 @@ they fail. Reads only the version whose clustering is complete (`read_version`).
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, OuterRef, Subquery, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from relay.models import CauseHit, FailureCause, Project, RelayState
+from relay.models import CauseCommit, CauseHit, CauseRun, CauseTest, FailureCause, Project, RelayState
 from relay.policy.reasons import VERSION
 from relay.stats.runkinds import trunk_commits
 
@@ -75,18 +75,8 @@ def causes_listed(query: CauseQuery, now: datetime | None = None) -> list[CauseR
     """The causes of the failures the query names, most tests first (new ones first when a
     backend is asked about)."""
     since = (now or timezone.now()) - timedelta(days=query.days)
-    hits = _hits(query, since)
-    totals = list(
-        hits.values("cause_id")
-        .annotate(
-            tests=Count("identity_id", distinct=True),
-            failures=Count("id"),
-            commits=Count("sha", distinct=True),
-            runs=Count("job_run_id", distinct=True),
-            last=Max("created_at"),
-        )
-        .order_by("-tests", "-failures", "cause_id")
-    )
+    totals = _hit_totals(query, since) if query.sha else _totals(query, since)
+    totals.sort(key=lambda t: (-t["tests"], -t["failures"], t["cause_id"]))
     ids = [t["cause_id"] for t in totals]
     reference = _reference_tests(ids, since)
     rows = [_row(t, reference, since) for t in totals]
@@ -97,17 +87,55 @@ def causes_listed(query: CauseQuery, now: datetime | None = None) -> list[CauseR
     return rows[: query.limit]
 
 
-def _hits(query: CauseQuery, since):
-    hits = CauseHit.objects.filter(version=read_version(), created_at__gte=since)
-    if query.project_ids:
-        hits = hits.filter(project_id__in=query.project_ids)
+def _hit_totals(query: CauseQuery, since) -> list[dict]:
+    """Each cause's counts read from its hits: the definition the kept counts (_totals) answer
+    the same as, and the cheap way for one commit's failures (an index range of its own)."""
+    hits = _narrowed(CauseHit.objects.filter(created_at__gte=since), query)
     if query.sha:
         hits = hits.filter(sha=query.sha)
+    return list(
+        hits.values("cause_id").annotate(
+            tests=Count("identity_id", distinct=True),
+            failures=Count("id"),
+            commits=Count("sha", distinct=True),
+            runs=Count("job_run_id", distinct=True),
+            last=Max("created_at"),
+        )
+    )
+
+
+def _totals(query: CauseQuery, since) -> list[dict]:
+    """The same counts from the rows kept beside the hits (relay/teststore/cause_counts.py): a run is in
+    the window with its created_at, a commit or a test with its latest failure. One backend's
+    commit is one row; across backends the same commit counts once."""
+    runs = _narrowed(CauseRun.objects.filter(created_at__gte=since), query).values("cause_id")
+    # COUNT(*), not of a column: PostgreSQL then counts from the backend's index alone
+    totals = {
+        t["cause_id"]: {**t, "commits": 0, "tests": 0}
+        for t in runs.annotate(failures=Sum("failures"), runs=Count("*"), last=Max("created_at"))
+    }
+    one_backend = len(query.project_ids) == 1
+    commits = _narrowed(CauseCommit.objects.filter(last_at__gte=since), query).values("cause_id")
+    commits = commits.annotate(n=Count("*") if one_backend else Count("sha", distinct=True))
+    tests = _narrowed(CauseTest.objects.filter(last_at__gte=since), query).values("cause_id")
+    tests = tests.annotate(n=Count("*") if one_backend else Count("identity_id", distinct=True))
+    for name, rows in (("commits", commits), ("tests", tests)):
+        for row in rows:
+            if row["cause_id"] in totals:  # else the sweep wrote it after the runs were read: next time
+                totals[row["cause_id"]][name] = row["n"]
+    return list(totals.values())
+
+
+def _narrowed(rows, query: CauseQuery):
+    """Hits or the rows kept beside them, narrowed as the query says (its commit aside)."""
+    rows = rows.filter(version=read_version())
+    if query.project_ids:
+        rows = rows.filter(project_id__in=query.project_ids)
     if query.kind:
-        hits = hits.filter(cause__kind=query.kind)
+        rows = rows.filter(cause__kind=query.kind)
     if query.operator:
-        hits = hits.filter(cause__operator=query.operator)
-    return hits
+        rows = rows.filter(cause__operator=query.operator)
+    return rows
 
 
 def _reference_tests(cause_ids: list[int], since) -> dict[int, int]:
@@ -115,8 +143,10 @@ def _reference_tests(cause_ids: list[int], since) -> dict[int, int]:
     reference = Project.objects.reference()
     if reference is None or not cause_ids:
         return {}
-    rows = CauseHit.objects.filter(cause_id__in=cause_ids, project=reference, created_at__gte=since)
-    return dict(rows.values("cause_id").annotate(n=Count("identity_id", distinct=True)).values_list("cause_id", "n"))
+    rows = CauseTest.objects.filter(
+        version=read_version(), cause_id__in=cause_ids, project=reference, last_at__gte=since
+    )
+    return dict(rows.values("cause_id").annotate(n=Count("id")).values_list("cause_id", "n"))
 
 
 def _row(total: dict, reference: dict[int, int], since) -> CauseRow:
@@ -139,8 +169,8 @@ def _fill(rows: list[CauseRow], project_ids: tuple[int, ...], since, new_since) 
     backends asked about, over all the store keeps): new when that is after `new_since`."""
     ids = [r.cause_id for r in rows]
     causes = FailureCause.objects.in_bulk(ids)
-    pairs = (
-        CauseHit.objects.filter(cause_id__in=ids, created_at__gte=since)
+    pairs = list(
+        CauseTest.objects.filter(version=read_version(), cause_id__in=ids, last_at__gte=since)
         .values_list("cause_id", "project_id")
         .distinct()
     )
@@ -149,14 +179,23 @@ def _fill(rows: list[CauseRow], project_ids: tuple[int, ...], since, new_since) 
     for cause_id, pid in pairs:
         if not projects[pid].is_reference:
             by_cause.setdefault(cause_id, []).append(projects[pid])
-    firsts = CauseHit.objects.filter(cause_id__in=ids)
-    firsts = firsts.filter(project_id__in=project_ids) if project_ids else firsts
-    first = dict(firsts.values("cause_id").annotate(at=Min("created_at")).values_list("cause_id", "at"))
+    first = _firsts(ids, project_ids)
     for row in rows:
         row.cause = causes[row.cause_id]
         row.backends = sorted(by_cause.get(row.cause_id, []), key=lambda p: p.full_name)
         row.first_seen_at = first.get(row.cause_id, row.cause.first_seen_at)
         row.new = row.first_seen_at >= new_since
+
+
+def _firsts(cause_ids: list[int], project_ids: tuple[int, ...]) -> dict:
+    """cause id → its earliest failure the store keeps (on these backends, if any): for one
+    backend, one index probe per cause."""
+    runs = CauseRun.objects.filter(cause_id=OuterRef("pk"))
+    if project_ids:
+        runs = runs.filter(project_id__in=project_ids)
+    earliest = Subquery(runs.order_by("created_at").values("created_at")[:1])
+    found = FailureCause.objects.filter(pk__in=cause_ids).annotate(at=earliest).values_list("pk", "at")
+    return {pk: at for pk, at in found if at is not None}
 
 
 # --- missing operators ------------------------------------------------------------------------------

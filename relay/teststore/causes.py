@@ -5,7 +5,8 @@ algorithm version (relay.policy.reasons.VERSION), in TestRun id order from a wat
 per version: new rows are the ones past it, and a new version starts from zero, so the same
 walk that clusters new failures re-clusters the old ones. Until the new version's walk has
 caught up, the pages read the last version that had (relay.results.causes.read_version); then the older
-versions' clusters are deleted.
+versions' clusters are deleted. What the lists count is kept beside the hits (relay/teststore/cause_counts.py),
+written in the same step.
 
 The sweep is the store's only writer of TestRun rows besides the backfill and rematch
 commands, and runs after it in the same task, so ids past the watermark are never committed
@@ -23,6 +24,7 @@ from relay.models.teststore import rows_insert
 from relay.policy.reasons import MAX_INPUT, VERSION, Reason, reason_of
 from relay.results.causes import STATE_KEY, clustering_state
 
+from .cause_counts import cause_counts_write
 from .store import job_identities
 
 logger = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ def hits_write(job_ids: list[int]) -> int:
     ids = causes_upsert(seen)
     hits = [{**hit, "cause_id": ids[digest]} for digest, one in seen.items() for hit in one.hits]
     rows_insert(CauseHit, hits)
+    cause_counts_write(VERSION, job_ids)
     return len(hits)
 
 

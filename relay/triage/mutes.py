@@ -4,6 +4,8 @@ default; at most MAX_DAYS). A muted test still runs and still shows, with a *mut
 left out of the backend's (upstream-adjusted) pass rate (relay/results/excused.py), of the merge
 gate (the PR's verdict, relay/results/blame.py) and so of the demotion criteria, until it expires or
 is lifted. A mute covers one test, never a job (`mutable`, which every reader asks through `Mutes.of`). Every mute, extension and lift is an audit row (TestMuteEvent) naming who and when.
+A mute may link the issue that tracks the fix; a backend may require one (Project.mute_needs_issue:
+`tracking_issue_check`, asked of every mute made, by the API, the admin or the sandbox seed).
 
 Mutes name tests by the device-agnostic id the pages show (relay.policy.testids): a backend may mute a
 test before the store has seen it fail."""
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -23,6 +27,8 @@ from ..models import Project, TestIdentity, TestMute, TestMuteEvent, identity_di
 
 MAX_DAYS = 90
 """A mute longer than the store's retention would outlive the evidence for it."""
+MAX_URL = 500
+_URL = URLValidator(schemes=["http", "https"])
 
 
 class MuteError(ValueError):
@@ -89,25 +95,66 @@ def identity_for(test_id: str) -> TestIdentity:
     return TestIdentity.objects.get(pk=TestIdentity.objects.ids_for({tid})[tid])
 
 
-def mute_check(project: Project, test_id: str, reason: str, owner: str, days=None, expires_at=None) -> tuple:
-    """(identity, reason, owner, expiry) of a mute that may be made; MuteError says what is wrong."""
+def tracking_issue_check(project: Project, url: str) -> str:
+    """The link to the issue that tracks the fix: optional, unless the backend asks every mute for
+    one (Project.mute_needs_issue, as Intel's XPU team requires a tracking issue for every skip)."""
+    url = (url or "").strip()
+    if not url:
+        if project.mute_needs_issue:
+            raise MuteError(
+                f"{project.full_name} mutes a test only with its tracking issue: give the URL of the issue "
+                "that tracks the fix (tracking_issue)"
+            )
+        return ""
+    if len(url) > MAX_URL:
+        raise MuteError(f"the tracking issue's URL is at most {MAX_URL} characters")
+    try:
+        _URL(url)
+    except ValidationError as exc:
+        raise MuteError(
+            "the tracking issue is an http(s) URL, e.g. https://github.com/<owner>/<repo>/issues/<n>"
+        ) from exc
+    return url
+
+
+def mute_check(
+    project: Project, test_id: str, reason: str, owner: str, days=None, expires_at=None, tracking_issue: str = ""
+) -> tuple:
+    """(identity, reason, owner, expiry, tracking issue) of a mute that may be made; MuteError says
+    what is wrong."""
     now = timezone.now()
     identity = identity_for(test_id)
     reason, owner = _text(reason, "reason", 500), _text(owner, "owner", 200)
+    issue = tracking_issue_check(project, tracking_issue)
     expires = _expiry(days, expires_at, now)
     if _active(project.pk, now).filter(identity=identity).exists():
         raise MuteError(f"{identity.identity} is already muted on {project.full_name}: extend that mute instead")
-    return identity, reason, owner, expires
+    return identity, reason, owner, expires, issue
 
 
 @transaction.atomic
 def mute_create(
-    project: Project, test_id: str, reason: str, owner: str, by: str, days=None, expires_at=None
+    project: Project,
+    test_id: str,
+    reason: str,
+    owner: str,
+    by: str,
+    days=None,
+    expires_at=None,
+    tracking_issue: str = "",
 ) -> TestMute:
     Project.objects.select_for_update().filter(pk=project.pk).exists()  # one mute at a time per backend
-    identity, reason, owner, expires = mute_check(project, test_id, reason, owner, days, expires_at)
+    identity, reason, owner, expires, issue = mute_check(
+        project, test_id, reason, owner, days, expires_at, tracking_issue
+    )
     mute = TestMute.objects.create(
-        identity=identity, project=project, reason=reason, owner=owner, created_by=by[:200], expires_at=expires
+        identity=identity,
+        project=project,
+        reason=reason,
+        owner=owner,
+        tracking_issue=issue,
+        created_by=by[:200],
+        expires_at=expires,
     )
     TestMuteEvent.objects.create(mute=mute, action=TestMuteEvent.Action.MUTED, by=by[:200], expires_at=expires)
     return mute

@@ -85,3 +85,14 @@ def test_bad_input_is_a_400_that_says_what_is_wrong(maintainer):
     again = maintainer.post("/api/v1/mutes", body(), format="json")
     assert again.status_code == 400 and "already muted" in str(again.json())
     assert maintainer.post("/api/v1/mutes/999999/lift", {}, format="json").status_code == 404
+
+
+def test_a_backend_that_mutes_only_with_a_tracking_issue_answers_400_without_one(maintainer, xpu):
+    xpu.mute_needs_issue = True
+    xpu.save(update_fields=["mute_needs_issue"])
+    refused = maintainer.post("/api/v1/mutes", body(), format="json")
+    assert refused.status_code == 400 and "only with its tracking issue" in str(refused.json())
+    assert not TestMute.objects.exists()
+    tracker = "https://github.com/intel/torch-xpu-ops/issues/4961"
+    made = maintainer.post("/api/v1/mutes", body(tracking_issue=tracker), format="json")
+    assert made.status_code == 201 and made.json()["tracking_issue"] == tracker

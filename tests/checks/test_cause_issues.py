@@ -160,3 +160,58 @@ def test_the_sandbox_backend_s_missing_operator_crosses_its_threshold_and_gets_i
     sweep(relay, now)
     titles = [i["title"] for i in relay.gh.issues]
     assert "[CRCR] missing operator aten::_linalg_eigvals" in titles
+
+
+# --- causes the reference shares ----------------------------------------------------------------------
+
+
+SHARED = "IndexError: index {n} is out of bounds for dimension 0 with size 2"
+
+
+def reference_fails(relay, commit, message: str, tests: int = 1):
+    reference = relay.backend("pytorch/openreg-ci", "L2", is_reference=True)
+    ran(reference, commit, [failing("PrivateUse1", "openreg", f"test_fft_{i}", message) for i in range(tests)])
+    store_sweep(now=commit.landed_at + timedelta(minutes=5))
+    causes_sweep()
+
+
+def test_a_reason_the_reference_shares_files_no_issue_in_the_backends_repo(relay, xpu):
+    now = timezone.now()
+    commits = [failing_commit(xpu, now - timedelta(hours=h), 20, SHARED.format(n=h)) for h in (3, 2, 1)]
+    reference_fails(relay, commits[0], SHARED.format(n=9))
+    sweep(relay, now)
+    assert relay.gh.issues == [] and not CauseIssue.objects.exists(), "upstream's bug: no backend can fix it"
+
+
+def test_a_missing_operator_the_reference_lacks_too_is_still_the_backends_issue_and_says_so(relay, xpu):
+    now = timezone.now()
+    commit = failing_commit(xpu, now - timedelta(hours=1), 20)
+    reference_fails(relay, commit, FFT.format(key="PrivateUse1"), tests=2)
+    sweep(relay, now)
+    [issue] = relay.gh.issues
+    assert issue["title"] == "[CRCR] missing operator aten::_fft_c2c"
+    assert "lacks it too (2 tests): the operator is this backend's to implement" in issue["body"]
+
+
+def test_a_shorter_day_opens_and_closes_within_minutes_as_the_sandbox_shows_it(relay, xpu, settings):
+    settings.CRCR_CAUSE_ISSUE_DAY_SECONDS = 120
+    now = timezone.now()
+    failing_commit(xpu, now - timedelta(minutes=3), 20)
+    sweep(relay, now)
+    assert relay.gh.issues[0]["state"] == "open" and "a day here lasts 120 s" in relay.gh.issues[0]["body"]
+    sweep(relay, now + timedelta(minutes=3))  # off trunk for two minutes: below since now
+    sweep(relay, now + timedelta(minutes=8))
+    assert relay.gh.issues[0]["state"] == "open", "five minutes below: not yet the three days of six"
+    sweep(relay, now + timedelta(minutes=10))
+    assert relay.gh.issues[0]["state"] == "closed"
+
+
+def test_the_cause_s_page_and_api_link_the_issue_filed_for_it(relay, xpu, client):
+    now = timezone.now()
+    failing_commit(xpu, now - timedelta(hours=1), 20)
+    sweep(relay, now)
+    row = CauseIssue.objects.get()
+    page = client.get(f"/causes/{row.cause_id}").content.decode()
+    assert f'href="https://github.com/{XPU}/issues/{row.number}"' in page and "20 tests on 1 trunk commit" in page
+    [filed] = client.get(f"/api/v1/causes/{row.cause_id}").json()["filed_issues"]
+    assert (filed["backend"], filed["number"], filed["state"]) == (XPU, row.number, "open")

@@ -51,3 +51,22 @@ def test_an_upstream_break_reads_as_the_reference_s_own_assertion():
     reference = {reason_of(t.message).digest for t in junit_parse(reference_junit(sha)).failed_tests}
     backend = JobPlan({"full_name": XPU, "level": "L2"}, {"payload": {"after": sha}}).failed_tests()
     assert reference and reference <= {r.digest for r in reasons(backend)}
+
+
+def test_the_scenario_fixes_the_mismatch_so_its_issue_can_close(monkeypatch):
+    from devtools.standin import causes_sim
+
+    monkeypatch.setattr(causes_sim, "FIXED", set())
+    shas_ = list(shas(broken=False))[:12]
+
+    def mismatches() -> int:
+        return sum(
+            r.exception == "AssertionError" for n, sha in enumerate(shas_) for r in reasons(own_failures(QNN, sha, n))
+        )
+
+    assert mismatches() > 0
+    causes_sim.fix_step(causes_sim.FIX_AT_STEP - 1)
+    assert mismatches() > 0, "not yet"
+    causes_sim.fix_step(causes_sim.FIX_AT_STEP)
+    assert mismatches() == 0
+    assert any(r.kind == MISSING_OPERATOR for r in reasons(own_failures(QNN, shas_[0]))), "the operator still missing"

@@ -136,3 +136,26 @@ def test_a_job_label_cannot_be_muted_even_once_stored_as_an_identity(backends, l
     with pytest.raises(MuteError, match="not a test id"):
         mute(backends, test=label)
     assert not mutes.mutable(label) and not mutes.Mutes([backends["xpu"].pk]).of(backends["xpu"].pk, label)
+
+
+# --- a backend that mutes only with a tracking issue ------------------------------------------------
+
+
+TRACKER = "https://github.com/intel/torch-xpu-ops/issues/4961"
+
+
+def test_a_backend_that_asks_for_a_tracking_issue_refuses_a_mute_without_one(backends):
+    backends["xpu"].mute_needs_issue = True
+    with pytest.raises(MuteError, match="only with its tracking issue"):
+        mute(backends)
+    assert mute(backends, tracking_issue=TRACKER).tracking_issue == TRACKER
+
+
+def test_a_backend_that_does_not_ask_keeps_its_mutes_without_one(backends):
+    assert mute(backends).tracking_issue == ""
+
+
+@pytest.mark.parametrize("link", ["javascript:alert(1)", "github.com/x/y/issues/1", "https://", "x" * 600])
+def test_a_tracking_issue_is_an_http_link(backends, link):
+    with pytest.raises(MuteError, match="tracking issue"):
+        mute(backends, tracking_issue=link)

@@ -37,3 +37,14 @@ def test_a_token_made_in_the_admin_can_carry_a_backend_s_maintainer_scope(admin_
         {"user": admin_user.pk, "name": "xpu ci", "scopes": ["read"], "backends": [backends["xpu"].pk]},
     )
     assert ApiToken.objects.get().scopes == ["backend:intel/torch-xpu-ops", "read"]
+
+
+def test_the_form_says_a_backend_mutes_only_with_a_tracking_issue(admin_client, backends):
+    backends["xpu"].mute_needs_issue = True
+    backends["xpu"].save(update_fields=["mute_needs_issue"])
+    data = {"project": backends["xpu"].pk, "test_id": ADDMM, "reason": "r", "owner": "o", "days": 7}
+    refused = admin_client.post("/admin/relay/testmute/add/", data)
+    assert refused.status_code == 200 and "only with its tracking issue" in refused.content.decode()
+    tracker = "https://github.com/intel/torch-xpu-ops/issues/4961"
+    assert admin_client.post("/admin/relay/testmute/add/", {**data, "tracking_issue": tracker}).status_code == 302
+    assert TestMute.objects.get().tracking_issue == tracker

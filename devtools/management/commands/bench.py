@@ -39,6 +39,7 @@ FIGURES = (
     "memory",
     "teststore",
     "enablement",
+    "causes",
     "bisection",
     "cost",
 )
@@ -236,15 +237,20 @@ class Command(BaseCommand):
         try:
             self.pages(bench, only, seed)
             self.relay(bench, only)
-            if "teststore" in only:
+            if "teststore" in only or "causes" in only:
                 from devtools.bench.teststore import test_store
 
                 bench.begin()
-                test_store(bench)
+                test_store(bench, measure="teststore" in only)
             if "enablement" in only:
                 from devtools.bench.enablement import enablement
 
                 enablement(bench)
+            if "causes" in only:
+                from devtools.bench.causes import causes
+
+                bench.begin()
+                causes(bench)
             if "bisection" in only:
                 from devtools.bench.bisection import bisection
 

@@ -151,6 +151,9 @@ class Command(BaseCommand):
             # level criteria judge after 15 minutes of results instead of production's 3 days.
             "CRCR_DEMOTION_EVERY_SECONDS": "60",
             "CRCR_LEVEL_MIN_DATA_HOURS": "0.25",
+            # A cause issue's day lasts two minutes: Qualcomm's mismatch opens its issue, grows it and,
+            # once the scenario fixed it (devtools/standin/causes_sim.py), closes it within the demo.
+            "CRCR_CAUSE_ISSUE_DAY_SECONDS": "120",
             # The stand-in process also runs a webhook sink: the seeded subscription posts there.
             "CRCR_SANDBOX_SINK_URL": info.get("sink_url", ""),
         }
