@@ -3,8 +3,8 @@ commits a day × 90 days, each (backend, commit) one job whose counts per module
 the minute sweep stores them (relay.enablement.counts: a ModuleCount row per job and module) —
 27 M rows at full size, what a real store holds under the 90-day retention (relay.ops.retention).
 One backend declares a variant key and runs each commit on two GPU families (ROCm's shape), so
-its commits hold two jobs; the reference (OpenReg) passes everything; a few modules of every
-backend skip more from a commit in the last week on (the "skipped +N since" lines).
+its commits hold two jobs; the reference (OpenReg) passes everything; every 40th module of every
+backend skips 6 more from a commit half a day back on (the "skipped +N since" lines).
 
 The rows are written by one INSERT … SELECT per backend (its jobs × a table of module names)
 inside the database, not sent row by row: at 27 M rows that is what makes seeding possible here.
@@ -93,7 +93,7 @@ def seed(backends: int, modules: int, days: int) -> dict:
     projects = _projects(backends)
     commits = _commits(now, days)
     _modules_table(modules)
-    rise = now - timedelta(days=min(days, 7) / 2)
+    rise = now - timedelta(hours=12)  # within the 60 counted commits a backend's page looks back over
     rows = 0
     try:
         for n, project in enumerate(projects):

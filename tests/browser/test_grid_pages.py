@@ -109,3 +109,38 @@ def test_a_triage_verdict_shows_as_advice_in_the_pinned_tooltip_and_on_the_commi
     assert "advisory" in tip.inner_text() and f"#{number} (this PR)" in tip.inner_text()
     page.locator("#hud-tip").screenshot(path=str(screenshots / "tooltip-advice-phone.png"))
     context.close()
+
+
+def test_a_cell_failing_on_one_variant_alone_says_which_in_its_mark_and_pinned_tooltip_on_a_phone(
+    browser, live_server, screenshots
+):
+    from django.utils import timezone
+
+    from tests.factories import FailedTestFactory, JobRunFactory, ProjectFactory, UpstreamCommitFactory
+
+    rocm = ProjectFactory(full_name="ROCm/pytorch", display_name="AMD ROCm", level="L2", variant_keys=["device"])
+    commit = UpstreamCommitFactory(sha="e" * 40, is_trunk=True, landed_at=timezone.now())
+    jobs = {
+        device: JobRunFactory(
+            project=rocm,
+            head_sha=commit.sha,
+            job_name=f"test (default, 1, 1, {device})",
+            conclusion=conclusion,
+            environment={"device": device},
+        )
+        for device, conclusion in (("MI300", "failure"), ("MI250", "success"))
+    }
+    FailedTestFactory(job_run=jobs["MI300"], name="test_svd_cuda_float64")
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/")
+    cell = page.locator(f'#hud-grid tr[data-sha="{commit.sha}"] td.c[data-p="{rocm.id}"]')
+    assert "fails on MI300 only" in cell.get_attribute("title") and cell.locator("i.vo").inner_text() == "¹"
+    cell.click()
+    state = page.locator("#hud-tip .tip-state")
+    state.wait_for()
+    assert "fails on MI300 only" in state.inner_text()
+    box = page.locator("#hud-tip").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    page.locator("#hud-tip").screenshot(path=str(screenshots / "tooltip-variant-only-phone.png"))
+    context.close()
