@@ -10,7 +10,7 @@ from relay.inputs.params import int_param
 from relay.models import Delivery, Dispatch, JobRun, Project, UpstreamCommit
 
 
-class AsciiIntegerField(forms.IntegerField):
+class AsciiIntegerFormField(forms.IntegerField):
     """1–18 ASCII digits (relay.inputs.params): django-filter's NumberFilter reads `١٢` as 12."""
 
     def to_python(self, value):
@@ -23,7 +23,7 @@ class AsciiIntegerField(forms.IntegerField):
 
 
 class NumberFilter(django_filters.NumberFilter):
-    field_class = AsciiIntegerField
+    field_class = AsciiIntegerFormField
 
 
 NOT_FILTERS = frozenset({"cursor", "page_size", "format"})

@@ -10,6 +10,10 @@ from relay.inputs.linear import PatternError, linear
 MAX_PATTERN_CHARS = 200
 
 
+class FilterError(ValueError):
+    """A filter a page or its API does not take, or a value it cannot read: 400 with this text."""
+
+
 def pattern_matcher(pattern: str):
     """A predicate `text -> bool` searching for `pattern` (case-insensitive), or PatternError."""
     if len(pattern) > MAX_PATTERN_CHARS:

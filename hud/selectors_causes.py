@@ -19,15 +19,12 @@ from relay.results.causes import (
 )
 
 from .charts import cause_trend_figure
+from .patterns import FilterError
 
 BACKEND_CAUSES_SHOWN = 8
 FILTERS = ("backend", "kind", "sha", "operator", "shared", "days", "limit")
 _SHA = linear(r"[0-9a-f]{40}")
 _OPERATOR = linear(r"[A-Za-z_]\w*::[\w.]{1,190}")
-
-
-class FilterError(ValueError):
-    """A filter the causes list does not take, or a value it cannot read: 400 with this text."""
 
 
 def cause_query(params) -> CauseQuery:

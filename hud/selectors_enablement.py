@@ -27,15 +27,15 @@ def path_known(path: str) -> bool:
 
 
 @dataclass
-class History:
+class EnablementHistory:
     points: list[DayPoint]
     figure: dict | None
     """None when fewer than one day has counts."""
 
 
-def enabled_history_page(project: Project, now=None) -> History:
+def enabled_history_page(project: Project, now=None) -> EnablementHistory:
     points = enabled_history(project, now)
-    return History(points, enabled_figure(points) if points else None)
+    return EnablementHistory(points, enabled_figure(points) if points else None)
 
 
 def enabled_figure(points: list[DayPoint]) -> dict:

@@ -30,7 +30,7 @@ from relay.results.triage import annotate_failures
 from relay.results.variants import cell_variants, failing_alone
 from relay.stats.runkinds import pr_heads, trunk_commits
 
-from .patterns import PatternError, pattern_matcher
+from .patterns import FilterError, PatternError, pattern_matcher
 from .selectors_commit import commit_pr_number, variant_only_marks
 from .selectors_tests import failed_test_dicts_states
 
@@ -112,10 +112,6 @@ class GridFilters:
 
 def _positive_int(value) -> int:
     return min(int_param(value, default=1, low=1), 10_000)
-
-
-class FilterError(ValueError):
-    pass
 
 
 def name_matcher(filters: GridFilters):

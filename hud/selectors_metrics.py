@@ -78,7 +78,7 @@ def backends_in_view(level: str, backend: str) -> list[Project]:
     return list(projects.order_by("level", "position", "full_name"))
 
 
-def backend_choices() -> list[Project]:
+def charted_backends() -> list[Project]:
     return list(
         Project.objects.filter(active=True, is_health_probe=False).exclude(level=Level.L1).order_by("full_name")
     )

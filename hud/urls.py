@@ -26,7 +26,9 @@ urlpatterns = [
     path("crcr/metrics", views_summary.metrics, name="hud-metrics"),
     path("crcr/health/<str:key>", views_summary.health_card, name="hud-health-card"),
     path("crcr/enablement", views_enablement.enablement, name="hud-enablement"),
-    path("crcr/enablement/<str:org>/<str:repo>", views_enablement.backend_enablement, name="hud-enablement-backend"),
+    path(
+        "crcr/enablement/<str:org>/<str:repo>", views_enablement.backend_enablement_page, name="hud-enablement-backend"
+    ),
     path("crcr/<str:org>/<str:repo>", views_summary.backend, name="hud-backend"),
     path("causes", views_causes.causes, name="hud-causes"),
     path("causes/<int:pk>", views_causes.cause, name="hud-cause"),

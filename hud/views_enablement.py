@@ -22,7 +22,7 @@ def enablement(request):
 
 
 @require_GET
-def backend_enablement(request, org: str, repo: str):
+def backend_enablement_page(request, org: str, repo: str):
     path = request.GET.get("path", "")[:40]
     variant = request.GET.get("variant")  # None: every variant; "" names the unnamed one
     context = {"nav": "summary", "full_name": f"{org}/{repo}", "path": path, "paths": PATHS, "variant": variant}

@@ -18,7 +18,7 @@ from hud.rendering import page, unavailable
 from hud.selectors_backend import backend_find, cell_detail, dashboard_build
 from hud.selectors_causes import backend_causes
 from hud.selectors_enablement import enabled_history_page
-from hud.selectors_metrics import LEVEL_FILTERS, backend_choices, metrics_build
+from hud.selectors_metrics import LEVEL_FILTERS, charted_backends, metrics_build
 from hud.selectors_summary import summary_build
 from hud.selectors_tests import quality_rows
 from relay.inputs.params import int_param
@@ -210,7 +210,7 @@ def metrics(request):
         "levels": LEVEL_FILTERS,
     }
     try:
-        context["choices"] = backend_choices()
+        context["choices"] = charted_backends()
         data = metrics_build(params["range"], params["event"], params["level"], params["backend"])
         context.update({"metrics": data, "figures": charts.metrics_figures(data) if data.with_data else []})
     except TalliesPending as pending:

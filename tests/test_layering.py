@@ -613,3 +613,33 @@ def test_every_relay_wing_has_a_front_door_that_says_what_it_holds():
         and not ast.get_docstring(ast.parse((ROOT / wing.replace(".", "/") / "__init__.py").read_text()))
     ]
     assert silent == []
+
+
+# --- one meaning per name ---------------------------------------------------------------------------
+
+SAME_MEANING = {
+    "Command": "Django's name for every management command",
+    "short_sha": "the template filter that hands relay.policy.links.short_sha to templates",
+    "commit_path": "the template filter that hands relay.policy.links.commit_path to templates",
+    "page_of": "the template filter that hands hud.paging.page_of to templates",
+}
+"""Names defined in more than one module on purpose: each copy means the one thing."""
+
+
+def public_definitions() -> dict[str, list[str]]:
+    """Every public module-level class and function of the product, by name: where each is defined."""
+    found: dict[str, list[str]] = {}
+    for top in ("relay", "hud", "api"):
+        for path in (ROOT / top).rglob("*.py"):
+            if "migrations" not in path.parts:
+                for node in ast.parse(path.read_text()).body:
+                    if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and not node.name.startswith("_"):
+                        found.setdefault(node.name, []).append(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_no_public_name_is_defined_twice_with_two_meanings():
+    """`find definition` of a name leads to one place; a second `Streak` or `PatternError` that
+    means something else sends a reader to the wrong rule."""
+    twice = {name: where for name, where in public_definitions().items() if len(where) > 1}
+    assert {name: where for name, where in twice.items() if name not in SAME_MEANING} == {}

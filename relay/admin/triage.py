@@ -12,7 +12,7 @@ from relay.triage import mutes as mute_services
 from relay.triage.matching import PatternError, cause_check, message_check, patterns_check
 
 
-class KnownIssueForm(forms.ModelForm):
+class KnownIssueAdminForm(forms.ModelForm):
     url = forms.URLField(max_length=500, required=False, assume_scheme="https", label="Tracker issue URL")
 
     class Meta:
@@ -55,7 +55,7 @@ def _checked(check, value):
 
 @admin.register(KnownIssue)
 class KnownIssueAdmin(admin.ModelAdmin):
-    form = KnownIssueForm
+    form = KnownIssueAdminForm
     list_display = ("id", "title", "kind", "state", "all_backends", "blocks_gate", "created_by", "created_at")
     list_filter = ("state", "kind", "blocks_gate")
     search_fields = ("title", "url", "message_contains")

@@ -51,7 +51,7 @@ def rate_limit_asked(repo: str, limit: int | None = None, now: float | None = No
 
 
 class RateQuestion:
-    def __init__(self, repo: str, limit: int, window_left: float, count: "SentCount | Counted | Unanswered"):
+    def __init__(self, repo: str, limit: int, window_left: float, count: "SentCount | KnownCount | Unanswered"):
         self._repo, self._limit, self._window_left, self._count = repo, limit, window_left, count
 
     def __enter__(self) -> "RateQuestion":
@@ -71,17 +71,17 @@ class RateQuestion:
         return RateDecision(allowed=True)
 
 
-def window_count_sent(key: str) -> "SentCount | Counted":
+def window_count_sent(key: str) -> "SentCount | KnownCount":
     """Count one more call in this window's counter (which outlives its window briefly): on Redis
     the commands are sent, their reply read by `count()`; on another cache counted at once."""
     redis = redis_of()
     if redis is None:
         cache.add(key, 0, WINDOW_SECONDS * 2)
-        return Counted(cache.incr(key))
+        return KnownCount(cache.incr(key))
     return SentCount(redis, cache.make_and_validate_key(key))
 
 
-class Counted:
+class KnownCount:
     """A count known already (read as a `SentCount`'s)."""
 
     def __init__(self, value: int):
@@ -94,7 +94,7 @@ class Counted:
         pass
 
 
-class Unanswered(Counted):
+class Unanswered(KnownCount):
     """The cache failed as the question was asked: `count()` raises what it raised."""
 
     def __init__(self, error: Exception):

@@ -15,8 +15,8 @@ from relay.results.cells import cells_for_commits, failed_tests_for_jobs, report
 from .paths import rules
 from .table import (
     WINDOW_DAYS,
-    Counted,
-    Counts,
+    CountedOn,
+    OutcomeCounts,
     by_path,
     counted_commits,
     module_counts,
@@ -43,8 +43,8 @@ class SkipRise:
 class ModuleLine:
     module: str
     path: str
-    counts: Counts
-    reference: Counts | None
+    counts: OutcomeCounts
+    reference: OutcomeCounts | None
     rise: SkipRise | None = None
 
 
@@ -52,8 +52,8 @@ class ModuleLine:
 class BackendEnablement:
     project: Project
     reference: Project | None
-    commit: Counted | None
-    reference_commit: Counted | None
+    commit: CountedOn | None
+    reference_commit: CountedOn | None
     modules: list[ModuleLine] = field(default_factory=list)
     candidates: list[str] = field(default_factory=list)
     """Tests passing while expected to fail (xpassed) on the newest counted commit."""
@@ -92,7 +92,7 @@ def backend_enablement(
     return view
 
 
-def skip_rises(project: Project, counted: list[Counted]) -> dict[str, SkipRise]:
+def skip_rises(project: Project, counted: list[CountedOn]) -> dict[str, SkipRise]:
     """Per module whose skipped + expected-failure count stands higher on the newest counted
     commit than before its latest rise: how many more, since the commit of that rise (a rise
     whose count has fallen back to where it was reads nothing; table.skip_rises_of)."""
@@ -123,7 +123,7 @@ class DayPoint:
 def enabled_history(project: Project, now: datetime | None = None, days: int = WINDOW_DAYS) -> list[DayPoint]:
     """Per day of the window with counts, oldest first: what the backend passed per path."""
     now = now or timezone.now()
-    newest_of_day: dict[date, Counted] = {}
+    newest_of_day: dict[date, CountedOn] = {}
     for commit in counted_commits([project.pk], now, days).get(project.pk, []):
         newest_of_day.setdefault(commit.landed_at.astimezone(UTC).date(), commit)
     pairs = [(c.sha, project) for c in newest_of_day.values()]

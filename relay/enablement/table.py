@@ -34,7 +34,7 @@ TREND_DAYS = 7
 
 
 @dataclass
-class Counts:
+class OutcomeCounts:
     passed: int = 0
     failed: int = 0
     error: int = 0
@@ -46,7 +46,7 @@ class Counts:
     def ran(self) -> int:
         return self.passed + self.failed + self.error + self.xfailed + self.xpassed
 
-    def add(self, other: "Counts") -> None:
+    def add(self, other: "OutcomeCounts") -> None:
         # Spelt out: a page adds ~10,000 of them, and a loop over getattr/setattr cost 4× as much.
         self.passed += other.passed
         self.failed += other.failed
@@ -57,7 +57,7 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class Counted:
+class CountedOn:
     """A trunk commit a backend has counts on."""
 
     sha: str
@@ -67,7 +67,7 @@ class Counted:
 @dataclass
 class PathCell:
     path: str
-    counts: Counts
+    counts: OutcomeCounts
     reference_passed: int
     matched: int
     """Summed per module: the smaller of the backend's and the reference's passed counts."""
@@ -87,10 +87,10 @@ class VariantRow:
 
 
 @dataclass
-class BackendRow:
+class EnablementRow:
     project: Project
-    commit: Counted | None
-    reference_commit: Counted | None
+    commit: CountedOn | None
+    reference_commit: CountedOn | None
     cells: list[PathCell] = field(default_factory=list)
     variants: list[VariantRow] = field(default_factory=list)
     """Per variant, when the backend declares variant keys and its jobs sent them."""
@@ -114,14 +114,14 @@ def counted_commits(
     days: int = WINDOW_DAYS,
     enough: Callable[[int, list], bool] | None = None,
     until: datetime | None = None,
-) -> dict[int, list[Counted]]:
+) -> dict[int, list[CountedOn]]:
     """Per backend, the trunk commits of the window (landed by `until` when given) it has counts
     on (CountedCommit), newest first. With `enough` (a backend and its counted commits so far,
     newest first → whether they will do) the trunk is walked back a page at a time, a backend's
     walk ending once they do, so a page needing a backend's newest reads a day of commits, not 90."""
     window = trunk_commits().filter(landed_at__gte=now - timedelta(days=days)).order_by("-landed_at", "-id")
     window = window.filter(landed_at__lte=until) if until else window
-    counted: dict[int, list[Counted]] = defaultdict(list)
+    counted: dict[int, list[CountedOn]] = defaultdict(list)
     walking = set(project_ids)
     for start, stop in _pages(enough is not None):
         page = window[start:stop]
@@ -132,7 +132,7 @@ def counted_commits(
             if sha in landed:  # not a commit landed between the two reads
                 found[project_id].append(sha)
         for project_id, shas in found.items():
-            counted[project_id] += [Counted(sha, landed[sha][1]) for sha in sorted(shas, key=lambda s: landed[s][0])]
+            counted[project_id] += [CountedOn(sha, landed[sha][1]) for sha in sorted(shas, key=lambda s: landed[s][0])]
         walking = {pid for pid in walking if not (enough and enough(pid, counted.get(pid, [])))}
         if not walking or stop is None or len(landed) < stop - start:  # done, or the window ended
             break
@@ -146,14 +146,14 @@ def _pages(walk: bool) -> list[tuple[int, int | None]]:
 
 def module_counts(
     pairs: list[tuple[str, Project]], outcomes: tuple[str, ...] = OUTCOMES
-) -> dict[tuple[str, int], dict[str, Counts]]:
+) -> dict[tuple[str, int], dict[str, OutcomeCounts]]:
     """Per (commit, backend), its counts per module over the attempts that count there; only
     `outcomes` are read, the others left 0 (skip rises read 60 commits for two of them)."""
     keys = sorted({(sha, p.pk) for sha, p in pairs})
-    found: dict[tuple[str, int], dict[str, Counts]] = {key: {} for key in keys}
+    found: dict[tuple[str, int], dict[str, OutcomeCounts]] = {key: {} for key in keys}
     rows = _summed(_jobs_counted(pairs), keys, outcomes)
     for n, module, *values in rows:
-        found[keys[n]][module] = Counts(**dict(zip(outcomes, values, strict=True)))
+        found[keys[n]][module] = OutcomeCounts(**dict(zip(outcomes, values, strict=True)))
     return found
 
 
@@ -243,27 +243,27 @@ def _jobs_counted(pairs: list[tuple[str, Project]]) -> dict[int, tuple[str, int]
     return {v.job.id: (sha, p.pk) for sha, p in pairs for v in cells[(sha, p.pk)].verdicts}
 
 
-def variant_counts(sha: str, project: Project) -> dict[str, dict[str, Counts]]:
+def variant_counts(sha: str, project: Project) -> dict[str, dict[str, OutcomeCounts]]:
     """Per variant of `project` on `sha`, its counts per module over the attempts that count
     there (as module_counts, split by each job's variant)."""
     jobs = [v.job.id for v in cells_for_commits([sha], [project])[(sha, project.pk)].verdicts]
     variants = job_variants(project, jobs)
-    found: dict[str, dict[str, Counts]] = {}
+    found: dict[str, dict[str, OutcomeCounts]] = {}
     rows = ModuleCount.objects.filter(job_run_id__in=jobs).values_list("job_run_id", "module", *OUTCOMES)
     for job_id, module, *values in rows:
-        found.setdefault(variants[job_id], {}).setdefault(module, Counts()).add(Counts(*values))
+        found.setdefault(variants[job_id], {}).setdefault(module, OutcomeCounts()).add(OutcomeCounts(*values))
     return found
 
 
-def by_path(modules: dict[str, Counts], in_force) -> dict[str, dict[str, Counts]]:
-    paths: dict[str, dict[str, Counts]] = {path: {} for path in PATHS}
+def by_path(modules: dict[str, OutcomeCounts], in_force) -> dict[str, dict[str, OutcomeCounts]]:
+    paths: dict[str, dict[str, OutcomeCounts]] = {path: {} for path in PATHS}
     for module, counts in modules.items():
         paths[path_of(module, in_force)][module] = counts
     return paths
 
 
-def path_cell(path: str, mine: dict[str, Counts], theirs: dict[str, Counts]) -> PathCell:
-    total = Counts()
+def path_cell(path: str, mine: dict[str, OutcomeCounts], theirs: dict[str, OutcomeCounts]) -> PathCell:
+    total = OutcomeCounts()
     for counts in mine.values():
         total.add(counts)
     matched = sum(min(counts.passed, mine[m].passed if m in mine else 0) for m, counts in theirs.items())
@@ -281,7 +281,7 @@ def enablement_backends() -> list[Project]:
 @dataclass
 class Table:
     paths: tuple[str, ...]
-    rows: list[BackendRow]
+    rows: list[EnablementRow]
 
 
 def enablement_table(now: datetime | None = None) -> Table:
@@ -300,14 +300,14 @@ def enablement_table(now: datetime | None = None) -> Table:
     return Table(PATHS, [_row(p, plan[p.pk], reference, counts, before, in_force) for p in projects])
 
 
-def _weeks_before(counted: dict[int, list[Counted]], now: datetime) -> dict[int, Counted]:
+def _weeks_before(counted: dict[int, list[CountedOn]], now: datetime) -> dict[int, CountedOn]:
     """Per backend with a newest counted commit, its newest counted commit at least TREND_DAYS
     older (its trend's): one walk back from the latest of those bounds, not through the week."""
     bounds = {pid: rows[0].landed_at - timedelta(days=TREND_DAYS) for pid, rows in counted.items() if rows}
     if not bounds:
         return {}
 
-    def reached(pid: int, found: list[Counted]) -> bool:
+    def reached(pid: int, found: list[CountedOn]) -> bool:
         return any(c.landed_at <= bounds[pid] for c in found)
 
     before = counted_commits(list(bounds), now, enough=reached, until=max(bounds.values()))
@@ -317,8 +317,8 @@ def _weeks_before(counted: dict[int, list[Counted]], now: datetime) -> dict[int,
 
 
 def _commits_read(
-    mine: list[Counted], older: Counted | None, reference: Project | None, counted: dict
-) -> list[Counted | None]:
+    mine: list[CountedOn], older: CountedOn | None, reference: Project | None, counted: dict
+) -> list[CountedOn | None]:
     """(the backend's newest counted commit, the reference's to compare it with, the one its
     trend compares with), each None when there is none."""
     if not mine:
@@ -327,7 +327,7 @@ def _commits_read(
     return [mine[0], reference_commit(mine[0], reference, theirs), older]
 
 
-def reference_commit(newest: Counted, reference: Project | None, theirs: list[Counted]) -> Counted | None:
+def reference_commit(newest: CountedOn, reference: Project | None, theirs: list[CountedOn]) -> CountedOn | None:
     """The reference's counted commit to read a backend's `newest` beside: the same commit when
     the reference has counts there (`theirs`, its newest counted commits as far as they were
     read, else asked), else the reference's newest."""
@@ -346,10 +346,12 @@ def _pairs(project: Project, plan: list, reference: Project | None) -> list[tupl
     return mine + ([(ref_commit.sha, reference)] if ref_commit and reference else [])
 
 
-def _row(project: Project, plan: list, reference: Project | None, counts: dict, before: dict, in_force) -> BackendRow:
+def _row(
+    project: Project, plan: list, reference: Project | None, counts: dict, before: dict, in_force
+) -> EnablementRow:
     """`before`: per (commit, backend) a week back, the tests passed per path (the trend's)."""
     newest, ref_commit, older = plan
-    row = BackendRow(project, newest, ref_commit)
+    row = EnablementRow(project, newest, ref_commit)
     if newest is None:
         return row
     mine = by_path(counts[(newest.sha, project.pk)], in_force)

@@ -1,4 +1,4 @@
-"""Counts per upstream test module: sent on the callback (optional, checked there, 4xx when bad),
+"""OutcomeCounts per upstream test module: sent on the callback (optional, checked there, 4xx when bad),
 written off the callback by the minute sweep, read from the reference's own reports, and named by
 the identity rule so a backend's module and the reference's are one row."""
 

@@ -5,7 +5,7 @@ import pytest
 
 from relay.enablement import table
 from relay.enablement.backend import backend_enablement, enabled_history, skip_rises
-from relay.enablement.table import Counted, counted_commits, enablement_table
+from relay.enablement.table import CountedOn, counted_commits, enablement_table
 from relay.models import CountedCommit, ModuleCount
 from tests.factories import FailedTestFactory, ProjectFactory
 from tests.relay.enablement.scenario import backends, commit, job
@@ -87,8 +87,8 @@ def test_a_walk_a_commit_at_a_time_finds_the_newest_and_the_trend_s_commit_past_
     assert (row.commit.sha, row.reference_commit.sha) == (newest.sha, newest.sha)
     assert (cells(row)["eager ops"].trend, cells(row)["nn"].trend) == (20, 55), "against the commit 10 days back"
     assert counted_commits([backend.pk], newest.landed_at, enough=lambda _, found: False)[backend.pk] == [
-        Counted(newest.sha, newest.landed_at),
-        Counted(old.sha, old.landed_at),
+        CountedOn(newest.sha, newest.landed_at),
+        CountedOn(old.sha, old.landed_at),
     ]
 
 
