@@ -30,7 +30,6 @@ from relay.models import (
     Project,
     TestIdentity,
     TestRun,
-    UpstreamCommit,
     identity_digest,
 )
 from relay.policy.reasons import VERSION
@@ -39,7 +38,7 @@ from relay.teststore.causes import causes_sweep, clustering_state_set
 from relay.teststore.store import commit_record
 
 from .load import median, ms
-from .teststore import CHRONIC, PREFIX, SUITE, tid_of
+from .teststore import CHRONIC, PREFIX, thousand_failed, tid_of
 
 TARGETS = {"cluster_ms": 1000.0, "page_ms": 300.0}
 SHARED_OPERATORS = 12
@@ -219,21 +218,7 @@ def _causes(backends: int, now) -> list[FailureCause]:
 def _cluster_thousand(project: Project, n: int) -> float:
     """A fresh commit whose one job failed 1,000 tests, recorded by the store (untimed), then the
     causes sweep that clusters exactly those failures (timed)."""
-    sha = f"{n + 9_100_000:040x}"
-    UpstreamCommit.objects.create(sha=sha, is_trunk=True, title="bench causes 1k")
-    job = JobRun.objects.create(
-        project=project,
-        delivery_key=f"cause-1k-{n}",
-        run_id=f"c1k{n}",
-        workflow_name="ci",
-        job_name="test",
-        status="completed",
-        conclusion="failure",
-        head_sha=sha,
-        tests_total=SUITE,
-        tests_failed=1000,
-    )
-    FailedTest.objects.bulk_create([_failed(job, k) for k in range(1000)])
+    sha = thousand_failed(project, n + 9_100_000, f"cause-1k-{n}", _failed)
     commit_record(sha, project)
     start = time.perf_counter()
     clustered = causes_sweep()

@@ -203,12 +203,19 @@ def _runs(project, jobs, ids: list[int], per_commit: int, rng) -> int:
 
 def _record_thousand(project, n: int) -> float:
     """A fresh commit whose one job failed 1,000 tests, recorded as the sweep records it."""
-    sha = f"{n + 9_000_000:040x}"
-    UpstreamCommit.objects.create(sha=sha, is_trunk=True, title="bench 1k")
+    sha = thousand_failed(project, n + 9_000_000, f"tsb-1k-{n}", _failed_plainly)
+    return _timed(lambda: commit_record(sha, project))
+
+
+def thousand_failed(project, number: int, key: str, failed) -> str:
+    """A fresh trunk commit (its SHA the hex of `number`) whose one job failed 1,000 tests, each
+    made by `failed(job, k)`; its SHA."""
+    sha = f"{number:040x}"
+    UpstreamCommit.objects.create(sha=sha, is_trunk=True, title=f"bench 1k {key}")
     job = JobRun.objects.create(
         project=project,
-        delivery_key=f"tsb-1k-{n}",
-        run_id=f"1k{n}",
+        delivery_key=key,
+        run_id=key[-40:],
         workflow_name="ci",
         job_name="test",
         status="completed",
@@ -217,15 +224,14 @@ def _record_thousand(project, n: int) -> float:
         tests_total=SUITE,
         tests_failed=1000,
     )
-    FailedTest.objects.bulk_create(
-        [
-            FailedTest(
-                job_run=job, classname=f"test_bench_{k % 97}.TestBench{k % 13}CPU", name=f"test_case_{k}_cpu_float32"
-            )
-            for k in range(1000)
-        ]
+    FailedTest.objects.bulk_create([failed(job, k) for k in range(1000)])
+    return sha
+
+
+def _failed_plainly(job, k: int) -> FailedTest:
+    return FailedTest(
+        job_run=job, classname=f"test_bench_{k % 97}.TestBench{k % 13}CPU", name=f"test_case_{k}_cpu_float32"
     )
-    return _timed(lambda: commit_record(sha, project))
 
 
 def _reset() -> None:

@@ -426,7 +426,7 @@ def number_readers():
     from django.core.management.base import CommandError
     from django.http import QueryDict
 
-    from api.filters import AsciiIntegerField, BoundedDateTimeField
+    from api.filters import AsciiIntegerFormField, BoundedDateTimeField
     from api.serializers import AsciiDateTimeField as AsciiDateTimeIn
     from api.serializers import AsciiIntegerField as AsciiIntegerIn
     from hud.management.commands.metrics_serve import bind_address
@@ -452,7 +452,7 @@ def number_readers():
         "aware_datetime": lambda t: aware_datetime(f"2026-01-0{t}T00:00:00Z") is not None,
         "run_attempt": lambda t: raises(lambda: _attempt({"run_attempt": t}), BadCallback),
         "schema_version": lambda t: _version(t) is not None,
-        "API filter": lambda t: raises(lambda: AsciiIntegerField().to_python(t), forms.ValidationError),
+        "API filter": lambda t: raises(lambda: AsciiIntegerFormField().to_python(t), forms.ValidationError),
         "API date filter": lambda t: raises(
             lambda: BoundedDateTimeField().clean(f"2026-01-0{t}T00:00:00Z"), forms.ValidationError
         ),

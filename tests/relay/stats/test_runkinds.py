@@ -34,7 +34,7 @@ from relay.results.gate import gate_verdict
 from relay.stats import runkinds
 from relay.stats.runkinds import COUNTS, Figure, Kind, counts, kind_of
 from relay.tallies.rollups import window_tallies
-from relay.teststore.store import commit_record, on_trunk
+from relay.teststore.store import commit_record, steps_streaks
 from relay.triage.issues import occurrences_record
 from relay.triage.mutes import mute_create
 from tests.factories import DeliveryFactory, DispatchFactory, FailedTestFactory, ProjectFactory
@@ -272,7 +272,7 @@ def test_test_streaks_move_on_trunk_commits_only(store):
     assert not TestRun.objects.filter(identity__method__in=["test_pow", "test_sub"]).exists()  # closing, probe
     for sha, name in ((T2, "nightly-t2"), (UNRECORDED, "nightly-unrecorded"), (HEAD, "pr-head"), (T1, "push-t1")):
         wanted = counts(Figure.TEST_STREAKS, KINDS[name], trunk(rows[name]))
-        assert on_trunk(sha, [rows[name]]) == wanted, name
+        assert steps_streaks(sha, [rows[name]]) == wanted, name
 
 
 def test_one_trunk_rule_for_the_callback_the_store_and_the_pages(client, store):
