@@ -24,6 +24,8 @@ NAMES_QUEUED_BY_EARLIER_RELEASES = {
     "relay.notification_sweep",
     "relay.notification_digests",
     "hud.notification_events_detect",
+    "hud.rollups_refresh",
+    "hud.demotion_prs_reconcile",
 }
 
 
