@@ -14,7 +14,7 @@ Every index the product declares is in place while they are written; VACUUM ANAL
 autovacuum leaves a real store.
 
 Measured over HTTP against the benchmark's web server, as the grid: the table (`/crcr/enablement`
-and `/api/v1/enablement`) and one backend's modules (`/crcr/enablement/<backend>` and its API,
+and `/api/v1/enablement`) and one backend's modules (`/crcr/enablement/<owner>/<repo>` and its API,
 which adds the 90-day history) — the variant backend's, whose reads are the most."""
 
 import json
@@ -265,13 +265,13 @@ def _pages(backends: int, modules: int) -> list[tuple]:
         ("enablement_table_api", "its API `/api/v1/enablement`", "/api/v1/enablement", table_api),
         (
             "enablement_backend_page",
-            "a backend's modules `/crcr/enablement/<backend>` (two variants)",
+            "a backend's modules `/crcr/enablement/<owner>/<repo>` (two variants)",
             f"/crcr/enablement/{variant}",
             backend_page,
         ),
         (
             "enablement_backend_api",
-            "its API `/api/v1/enablement/<backend>` (+ 90-day history)",
+            "its API `/api/v1/enablement/<owner>/<repo>` (+ 90-day history)",
             f"/api/v1/enablement/{variant}",
             backend_api,
         ),
