@@ -88,14 +88,7 @@ def test_the_commit_page_shows_each_job_s_variant_and_a_failure_on_one_only(clie
 @pytest.mark.django_db
 def test_a_variant_still_running_leaves_no_only_mark(client, rocm_commit):
     rocm, commit, jobs = rocm_commit
-    JobRunFactory(
-        project=rocm,
-        head_sha=commit.sha,
-        status="in_progress",
-        conclusion="",
-        job_name="test (MI250) 2",
-        environment=MI250,
-    )
+    mi250_still_running(rocm, commit)
     html = client.get("/commit/" + "d" * 40).content.decode()
     assert "variant-only" not in html
 
@@ -139,14 +132,7 @@ def test_a_cell_failing_on_both_variants_names_neither(rocm_commit):
 @pytest.mark.django_db
 def test_a_cell_with_a_variant_still_running_names_none(mi300_alone):
     rocm, commit, _ = mi300_alone
-    JobRunFactory(
-        project=rocm,
-        head_sha=commit.sha,
-        status="in_progress",
-        conclusion="",
-        job_name="test (MI250) 2",
-        environment=MI250,
-    )
+    mi250_still_running(rocm, commit)
     assert _cell_alone(rocm, commit) == ""
 
 
@@ -181,3 +167,15 @@ def test_the_commit_page_says_it_of_the_backend_too(client, mi300_alone):
     html = client.get("/commit/" + "d" * 40).content.decode()
     summary = html.split(f'id="backend-{rocm.id}"', 1)[1].split("</summary>", 1)[0]
     assert "fails on MI300 only" in summary
+
+
+def mi250_still_running(rocm, commit):
+    """A second MI250 job of the commit, not finished yet."""
+    return JobRunFactory(
+        project=rocm,
+        head_sha=commit.sha,
+        status="in_progress",
+        conclusion="",
+        job_name="test (MI250) 2",
+        environment=MI250,
+    )
