@@ -30,11 +30,7 @@ from ..models import DemotionDecision, DemotionPullRequest, Project, UpstreamWri
 
 logger = logging.getLogger(__name__)
 Decision, State = DemotionDecision.Kind, DemotionPullRequest.State
-LOOP_BY = DemotionPullRequest.DECIDED_BY
-"""Who decides in the audit: the loop itself (a person's close or merge is recorded as such)."""
 LABEL = "crcr-auto-demotion"
-DEMOTED_LEVELS = DemotionPullRequest.DEMOTED_LEVELS
-"""Upstream's loop demotes L3 to L2 only; an L4 backend missing the criteria is a person's call."""
 EXCUSED_LISTED = 30
 AT_LEAST = {"pass_rate", "tenure_days", "data_days"}
 """Criteria whose target is a minimum; the rest are maxima (reference/upstream-changes.md)."""
@@ -77,7 +73,7 @@ def demotion_decide(project_id: int, status: dict) -> DemotionDecision | None:
         misses = status.get("change") == "demote"
         if active is not None and project.level != active.from_level:
             return _moot(active, f"the registry has it at {project.level} now", status)
-        if project.level not in DEMOTED_LEVELS:
+        if project.level not in DemotionPullRequest.DEMOTED_LEVELS:
             note = f"{project.level} is not demoted by the loop (upstream demotes L3 to L2); a person decides"
             return _once(project, Decision.SKIPPED_LEVEL, note, status) if misses else None
         if status.get("noData"):
@@ -148,11 +144,17 @@ def _once(project: Project, kind: str, note: str, status: dict) -> DemotionDecis
     if latest is not None and latest.kind == kind:
         return None
     return DemotionDecision.objects.create(
-        project=project, kind=kind, decided_by=LOOP_BY, note=note, evidence=_audit_evidence(status)
+        project=project,
+        kind=kind,
+        decided_by=DemotionPullRequest.DECIDED_BY,
+        note=note,
+        evidence=_audit_evidence(status),
     )
 
 
-def decision_record(row: DemotionPullRequest, kind: str, note: str, status: dict | None = None, by: str = LOOP_BY):
+def decision_record(
+    row: DemotionPullRequest, kind: str, note: str, status: dict | None = None, by: str = DemotionPullRequest.DECIDED_BY
+):
     return DemotionDecision.objects.create(
         project_id=row.project_id,
         demotion_pr=row,

@@ -1,6 +1,6 @@
 """The level loop's periodic tasks: hand each backend's level decision (relay.levels.status) to the
-demotion loop (relay.levels.demotion) and detect the at-risk events subscribers hear about (relay.levels.events). Each ran under a "hud." name once,
-still accepted."""
+demotion loop (relay.levels.demotion) and detect the at-risk events subscribers hear about
+(relay.levels.events). Each ran under a "hud." name once, still accepted."""
 
 import logging
 

@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from .registry import Level
+
 
 class DemotionPullRequest(models.Model):
     """A bot pull request moving one repo down a level in upstream's allowlist. The row is what
@@ -23,9 +25,10 @@ class DemotionPullRequest(models.Model):
 
     ACTIVE_STATES = (State.OPEN, State.CLOSING)
     DECIDED_BY = "crcr-demotion-loop"
-    """Who the demotion loop's decisions are recorded as."""
-    DEMOTED_LEVELS = ("L3",)
-    """The levels the loop demotes from: an L3 repo's check runs stop while its demotion PR is open."""
+    """Who decides in the audit: the loop itself (a person's close or merge is recorded as such)."""
+    DEMOTED_LEVELS = (Level.L3,)
+    """Upstream's loop demotes L3 to L2 only (an L4 backend missing the criteria is a person's
+    call); an L3 repo's check runs stop while its demotion PR is open."""
 
     project = models.ForeignKey("relay.Project", on_delete=models.CASCADE, related_name="demotion_prs")
     state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
