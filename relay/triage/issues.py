@@ -121,12 +121,15 @@ def job_failures(job: JobRun, tests: list, device_type: str = "") -> list[Failur
 def occurrences_record(job_run_id: int) -> list[IssueOccurrence]:
     """Match one attempt's failures against every known issue (open and resolved); returns the
     new occurrences. Idempotent: an attempt recorded twice adds nothing."""
+    # Issues first: with none to match (a fresh install, or a quiet week), the job is never read
+    # (its counted-runs filter cost a follow-up worker ~5 ms to build; this task follows every
+    # failing callback: docs/performance.md) and its tests are never read or parsed.
+    issues = issues_load(KnownIssue.State.values)
+    if not issues:
+        return []
     jobs = jobs_counted(Figure.OCCURRENCES).select_related("project")  # a probe or a clean-up is no sighting
     job = jobs.filter(pk=job_run_id, status=JobRun.Status.COMPLETED).first()
-    # Issues first: with none to match (a fresh install, or a quiet week), a failing job's tests
-    # are never read or parsed (this task follows every failing callback; docs/performance.md).
-    issues = issues_load(KnownIssue.State.values) if job is not None else []
-    if not issues:
+    if job is None:
         return []
     failures = job_failures(job, list(FailedTest.objects.filter(job_run=job)), job.project.device_type)
     triager = triager_for(issues)
