@@ -1,12 +1,12 @@
 """crcr/sqlite: this process's SQLite write transactions queue on one lock, and every way out of a
-transaction gives it back."""
+transaction gives it back; its cursors remember each statement's placeholders."""
 
 import threading
 
 import pytest
 from django.db import connection, transaction
 
-from crcr.sqlite.base import WRITE_LOCK
+from crcr.sqlite.base import WRITE_LOCK, _qmark
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -56,3 +56,14 @@ def test_a_second_thread_waits_for_the_first_writer_and_then_writes():
     thread.join(10)
     assert not thread.is_alive() and len(done) == 1
     assert Installation.objects.count() == 2
+
+
+def test_a_statement_run_again_reads_its_placeholders_from_memory_and_answers_the_same():
+    _qmark.cache_clear()
+    with connection.cursor() as cursor:
+        for _ in range(3):
+            cursor.execute("SELECT %s || '%%', %s", ["a", 2])
+            assert cursor.fetchone() == ("a%", 2)
+        cursor.execute("SELECT %(x)s, %(y)s", {"x": 1, "y": "b"})  # Django's named style, unchanged
+        assert cursor.fetchone() == (1, "b")
+    assert _qmark.cache_info().hits >= 2
