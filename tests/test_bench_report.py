@@ -67,3 +67,15 @@ def test_the_public_relay_rate_the_bench_judges_against_is_the_one_the_docs_reco
     doc = (Path(__file__).resolve().parents[1] / "docs" / "performance.md").read_text()
     section = doc.split("### The public relay", 1)[1].split("###", 1)[0]
     assert f"**{PUBLIC_RELAY_CALLBACKS_PER_S:.0f}/s**" in section
+
+
+def test_a_figure_timed_with_the_stage_timers_on_shows_its_target_without_a_verdict():
+    from devtools.bench.figures import PROFILES, Bench
+
+    bench = Bench(PROFILES["tiny"], services=None, standin=None, log=lambda _line: None)
+    bench.machine = {}
+    bench.unjudged = "not judged: stage timers on"
+    rate = bench.add("callback_throughput", "callback throughput", 500.0, "accepted/s", "≥ 1000/s", False)
+    errors = bench.add("callback_errors", "callback errors", 3, "requests", "0", False)
+    assert (rate.verdict, rate.status, rate.target) == ("info", "not judged: stage timers on", "≥ 1000/s")
+    assert errors.verdict == "missed"  # a count of failures is judged whatever timers run
