@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from relay.github.markdown import md_code, md_link, plain_line
-from relay.github.writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight
+from relay.github.writes import Plan, Skip, body_digest, tried_before, write_enqueue, write_in_flight, write_unsent
 from relay.policy.links import pr_path, public_url, short_sha
 from relay.policy.run_links import github_job_id, run_host_trusted
 from relay.policy.verdicts import latest_attempt
@@ -72,7 +72,15 @@ def check_run_ensure(kind: str, pr_number: int, head_sha: str, name: str, **fiel
 
 
 def check_run_refresh(row: UpstreamCheckRun) -> UpstreamWrite | None:
-    """Enqueue a write when what the check run should show differs from what GitHub last got."""
+    """Enqueue a write when what the check run should show differs from what GitHub last got.
+    A write to it still waiting to be sent answers for this change too: it computes its body when
+    sent (`check_run_prepare`), after this change committed. So its body is not computed here as
+    well: an L4 backend's every dispatch and job refreshes the gate, and each gate body reads
+    every L4 backend's state (a fan-out to 27 L4 backends computed it 27 times, on the worker
+    beside the sends: docs/performance.md, "Fan-out")."""
+    unsent = write_unsent(f"check_run:{row.pk}")
+    if unsent is not None:
+        return unsent
     body = check_run_body(row)
     if body is None:
         return None

@@ -63,6 +63,13 @@ def write_in_flight(target_key: str) -> bool:
     ).exists()
 
 
+def write_unsent(target_key: str) -> UpstreamWrite | None:
+    """The write to this target that is waiting to be sent (not yet taken by a sender), if any.
+    Its body is computed when it is sent (`Plan`'s handlers), so it will carry whatever was
+    committed before then."""
+    return UpstreamWrite.objects.filter(target_key=target_key, state__in=UpstreamWrite.UNSENT_STATES).first()
+
+
 def write_enqueue(kind: str, target_key: str, label: str = "", **targets) -> UpstreamWrite:
     """Intend a write; the kick runs after commit. An unsent write for the same target is
     superseded (its backoff kept, so a rate limit is still honoured)."""

@@ -251,3 +251,17 @@ def test_a_job_that_stopped_short_blocks_though_every_failure_it_listed_is_alrea
     relay.pr("opened")
     relay.report(xpu, "completed", conclusion, job="test", failed_tests=[ADDMM], test_results={"failed": 1})
     assert gate_verdict(2)["state"] == "failure"
+
+
+def test_a_fan_out_to_many_l4_backends_computes_the_gate_once_and_sends_what_the_last_dispatch_left(relay, monkeypatch):
+    from relay.checks import gate as gate_bodies
+
+    backends = [relay.backend(f"org{i}/accel-ci", "L4") for i in range(4)]
+    computed = []
+    body = gate_bodies.gate_body
+    monkeypatch.setattr(gate_bodies, "gate_body", lambda *args: computed.append(args) or body(*args))
+    relay.pr("opened")  # every dispatch sent refreshes the gate while its first write waits unsent
+    assert len(computed) == 1, "one gate body before the write is sent, not one per L4 dispatch"
+    run = gate(relay)
+    assert run["output"]["title"] == f"Waiting for {len(backends)} of {len(backends)} L4 backends"
+    assert len(relay.check_runs("crcr/gate")) == 1
