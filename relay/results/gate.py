@@ -18,6 +18,8 @@ To unblock, re-run it (the check run's "Re-run" re-runs the run's failed and can
 or bypass the gate. Today's merge bot ignores cancelled and timed_out, and Dr.CI counts them as
 failures; this gate settles on one rule for both."""
 
+from dataclasses import dataclass
+
 from django.db.models import Exists, OuterRef
 
 from relay.policy.verdicts import (
@@ -46,39 +48,75 @@ STATE_GLYPHS = {Gate.SUCCESS: "O", Gate.FAILURE: "X", Gate.PENDING: "?", Gate.SK
 # --- one backend on one head ----------------------------------------------------------------------
 
 
-def gate_jobs(project: Project, head_sha: str):
-    """Every attempt of every job of `project` that counts for this head, as the pages count them
+def gate_jobs(projects, head_sha: str):
+    """Every attempt of every job of `projects` that counts for this head, as the pages count them
     (relay.stats.runkinds): a `ciflow/trunk` merge run's jobs are later attempts of the same
     jobs. A push run nobody started is left out: a backend that takes no push events must not
     fail the PR for it."""
-    jobs = runkinds.jobs_counted(runkinds.Figure.GATE, [head_sha]).filter(project=project)
+    jobs = runkinds.jobs_counted(runkinds.Figure.GATE, [head_sha]).filter(project__in=projects)
     return jobs.exclude(dispatch__event_type="push", run_id=NEVER_STARTED_RUN_ID).prefetch_related("failed_tests")
 
 
-def backend_verdicts(project: Project, pr_number: int, head_sha: str) -> list[JobVerdict]:
+def backend_verdicts(project: Project, pr_number: int, head_sha: str, jobs=None) -> list[JobVerdict]:
     """The health probe's L4 check is judged by the probe rule (relay.policy.verdicts, rule 7), as its
-    cells are: an xfail job that failed passes, a plainly named one that failed blocks."""
-    verdicts = job_verdicts(gate_jobs(project, head_sha), probe=project.is_health_probe)
+    cells are: an xfail job that failed passes, a plainly named one that failed blocks. `jobs`:
+    the backend's `gate_jobs` when read already (`HeadLoad`)."""
+    jobs = gate_jobs([project], head_sha) if jobs is None else jobs
+    verdicts = job_verdicts(jobs, probe=project.is_health_probe)
     return sorted(verdicts, key=lambda v: (v.job.workflow_name, v.job.job_name))
 
 
 def head_dispatches(project: Project, pr_number: int, head_sha: str):
-    qs = Dispatch.objects.filter(project=project, pr_number=pr_number, head_sha=head_sha, event_type="pull_request")
+    return _head_dispatches([project], pr_number, head_sha)
+
+
+def _head_dispatches(projects, pr_number: int, head_sha: str):
+    qs = Dispatch.objects.filter(
+        project__in=projects, pr_number=pr_number, head_sha=head_sha, event_type="pull_request"
+    )
     return qs.counted()
 
 
+@dataclass
+class HeadLoad:
+    """Backends' counted jobs on one head, and their dispatches' states (each with whether a job
+    answered it), read for all of them at once: the gate reads every L4 backend, and read backend
+    by backend that was four queries and a compiled counted-runs filter each (a fan-out to 27 L4
+    backends refreshed the gate 27 times: docs/performance.md, "Fan-out")."""
+
+    jobs: dict[int, list[JobRun]]
+    dispatches: dict[int, list[tuple[str, bool]]]
+
+    def dispatch_facts(self, project: Project) -> tuple[set[str], bool]:
+        """(the states of the backend's dispatches, whether one sent has no job yet)."""
+        rows = self.dispatches.get(project.pk, [])
+        return {state for state, _ in rows}, any(
+            state == Dispatch.State.SENT and not answered for state, answered in rows
+        )
+
+
+def head_load(projects: list[Project], pr_number: int, head_sha: str) -> HeadLoad:
+    jobs: dict[int, list[JobRun]] = {p.pk: [] for p in projects}
+    for job in gate_jobs(projects, head_sha):
+        jobs[job.project_id].append(job)
+    answered = Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
+    dispatches: dict[int, list[tuple[str, bool]]] = {}
+    rows = _head_dispatches(projects, pr_number, head_sha).annotate(answered=answered)
+    for project_id, state, is_answered in rows.values_list("project_id", "state", "answered"):
+        dispatches.setdefault(project_id, []).append((state, is_answered))
+    return HeadLoad(jobs, dispatches)
+
+
 def backend_state(
-    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
+    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None, load: HeadLoad | None = None
 ) -> tuple[Gate, str, list[JobVerdict], dict]:
     """(state, reason, job verdicts, excused) of one backend on one head, under relay.policy.verdicts,
-    with the failing jobs the PR's verdict clears left out (`backend_jobs`), named in the reason."""
-    verdicts, excused = backend_jobs(project, pr_number, head_sha, pr_verdict)
-    dispatches = head_dispatches(project, pr_number, head_sha)
-    unanswered = dispatches.filter(state=Dispatch.State.SENT).exclude(
-        Exists(JobRun.objects.filter(dispatch=OuterRef("pk")))
-    )
-    states = set(dispatches.values_list("state", flat=True))
-    state, reason = gate_backend(verdicts, states, unanswered.exists(), frozenset(excused))
+    with the failing jobs the PR's verdict clears left out (`backend_jobs`), named in the reason.
+    `load`: this head's `head_load`, when read for several backends at once."""
+    load = load or head_load([project], pr_number, head_sha)
+    verdicts, excused = backend_jobs(project, pr_number, head_sha, pr_verdict, load.jobs[project.pk])
+    states, unanswered = load.dispatch_facts(project)
+    state, reason = gate_backend(verdicts, states, unanswered, frozenset(excused))
     if excused:
         reason += "; not blocking: " + ", ".join(
             f"{job_key_label(job_key(v.job))} failed with {_excuse_names(excused[v.job.pk])}"
@@ -89,13 +127,13 @@ def backend_state(
 
 
 def backend_jobs(
-    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None
+    project: Project, pr_number: int, head_sha: str, pr_verdict: "_Verdicts | None" = None, jobs=None
 ) -> tuple[list[JobVerdict], dict[int, list[Finding]]]:
     """(job verdicts, excused) of one backend on one head: its jobs' latest attempts, and the
     failing ones the PR's verdict (relay.results.blame; `pr_verdict` shares its load across
     backends) clears, job id → that job's findings. What the oncall pings ask; the gate's state
     adds the head's dispatches to it."""
-    verdicts = backend_verdicts(project, pr_number, head_sha)
+    verdicts = backend_verdicts(project, pr_number, head_sha, jobs)
     failing = any(v.state in FAILING for v in verdicts)
     blame = (pr_verdict or _Verdicts(pr_number, head_sha)).of(project) if failing else None
     return verdicts, _cleared(verdicts, blame)
@@ -138,10 +176,9 @@ def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
     plain JSON-ready data."""
     head = (head_sha or pr_head(pr_number)).lower()
     blame = _Verdicts(pr_number, head)
-    backends = [
-        _backend_entry(p, pr_number, head, blame)
-        for p in Project.objects.filter(level=Level.L4, active=True).order_by("full_name")
-    ]
+    l4 = list(Project.objects.filter(level=Level.L4, active=True).order_by("full_name"))
+    load = head_load(l4, pr_number, head)
+    backends = [_backend_entry(p, pr_number, head, blame, load) for p in l4]
     backends = [b for b in backends if b["state"] != Gate.NONE]
     state = gate_overall(b["state"] for b in backends).value
     return {
@@ -156,8 +193,8 @@ def gate_verdict(pr_number: int, head_sha: str | None = None) -> dict:
     }
 
 
-def _backend_entry(project: Project, pr_number: int, head: str, pr_verdict: _Verdicts) -> dict:
-    state, reason, verdicts, excused = backend_state(project, pr_number, head, pr_verdict)
+def _backend_entry(project: Project, pr_number: int, head: str, pr_verdict: _Verdicts, load: HeadLoad) -> dict:
+    state, reason, verdicts, excused = backend_state(project, pr_number, head, pr_verdict, load)
     jobs = [
         {
             "workflow": v.job.workflow_name,

@@ -265,3 +265,23 @@ def test_a_fan_out_to_many_l4_backends_computes_the_gate_once_and_sends_what_the
     run = gate(relay)
     assert run["output"]["title"] == f"Waiting for {len(backends)} of {len(backends)} L4 backends"
     assert len(relay.check_runs("crcr/gate")) == 1
+
+
+def test_the_gate_asks_the_database_as_often_for_twenty_l4_backends_as_for_two(relay):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def reads_of_the_gate() -> int:
+        with CaptureQueriesContext(connection) as reads:
+            gate_verdict(2, HEAD)
+        return len(reads.captured_queries)
+
+    first = [relay.backend(f"org{i}/accel-ci", "L4") for i in range(2)]
+    relay.pr("opened")
+    relay.report(first[0], "completed", "success")
+    with_two = reads_of_the_gate()
+    later = [relay.backend(f"org{i}/accel-ci", "L4") for i in range(2, 20)]
+    relay.pr("synchronize")  # the same head again: dispatched to the new backends too
+    relay.report(later[0], "completed", "success")
+    assert gate_verdict(2, HEAD)["title"] == "Waiting for 19 of 20 L4 backends"
+    assert reads_of_the_gate() == with_two
