@@ -111,6 +111,10 @@ class Outbox:
             return None
         if claimed != 1:
             return None
+        return self.load(pk)
+
+    def load(self, pk: int):
+        """The claimed row as `attempt` and `record` read it (a kind may read it more cheaply)."""
         return self.row_model.objects.select_related(*self.related).get(pk=pk)
 
     def send(self, pk: int) -> str | None:
