@@ -2,6 +2,7 @@
 and settings prefix, and supplies `attempt` (send one row) and `final_states` (what is
 permanent); claiming, recording, backoff, the sweeper's query and kicks are written once here."""
 
+import contextlib
 import functools
 import logging
 import random
@@ -60,6 +61,9 @@ class Outbox:
     transient: retried with backoff until the attempts or the age run out, then failed."""
     label: str = "outbox row"
     related: tuple[str, ...] = ()
+    one_waiting_per_target: bool = False
+    """Whether a unique constraint keeps one waiting row per target, so that sending a row back
+    to waiting may be refused (`leave_sending`)."""
 
     # --- what a kind supplies ---------------------------------------------------------------------
 
@@ -104,7 +108,7 @@ class Outbox:
         lease = now + timedelta(seconds=self.setting("LEASE_SECONDS"))
         at, until = (connection.ops.adapt_datetimefield_value(moment) for moment in (now, lease))
         try:
-            with transaction.atomic(), connection.cursor() as cursor:
+            with refusable(), connection.cursor() as cursor:
                 cursor.execute(self._claim_sql, [until, pk, at, at])
                 claimed = cursor.rowcount
         except IntegrityError:
@@ -201,7 +205,7 @@ class Outbox:
         row for the same target already waits (upstream writes keep one unsent row per target, a
         unique constraint), it is superseded by that row, which carries the newer truth."""
         try:
-            with transaction.atomic():
+            with refusable(self.one_waiting_per_target):
                 self.row_model.objects.filter(pk=row.pk, state=self.states.SENDING).update(**fields)
             return fields["state"]
         except IntegrityError:
@@ -244,6 +248,14 @@ class Outbox:
 
     def kick(self, pk: int, countdown: float = 0.0) -> None:
         row_kick(self.task_name, pk, countdown, self.label)
+
+
+def refusable(may_be_refused: bool = True):
+    """A savepoint around a statement a constraint may refuse, so that the refusal leaves the
+    transaction around it usable. None outside a transaction, where the statement is its own
+    (on PostgreSQL the BEGIN and COMMIT were two of a send's ten round trips), nor when nothing
+    can refuse it."""
+    return transaction.atomic() if may_be_refused and connection.in_atomic_block else contextlib.nullcontext()
 
 
 def row_kick(task_name: str, pk: int, countdown: float = 0.0, label: str = "outbox row") -> None:
