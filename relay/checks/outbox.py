@@ -47,6 +47,7 @@ class UpstreamWrites(Outbox):
     settings_prefix = "CRCR_UPSTREAM_WRITE"
     final_states = {Outcome.SENT: State.SENT, Outcome.SKIPPED: State.SENT, Outcome.PERMANENT: State.FAILED}
     label = "upstream write"
+    one_waiting_per_target = True  # upstream_write_one_unsent_per_target
 
     def attempt(self, write: UpstreamWrite) -> Result:
         return _attempt(write)

@@ -5,9 +5,9 @@ GitHub refuses a client_payload over 64 KB or with more than 10 top-level keys. 
 sent verbatim when it fits, and otherwise trimmed step by step, keeping every field downstream
 workflows read (repository, action, number, pull_request head/base/labels, push ref/before/after)."""
 
-import json
-
 from django.conf import settings
+
+from ..github.client import json_bytes
 
 CLIENT_PAYLOAD_LIMIT_BYTES = 64 * 1024
 SAFETY_MARGIN_BYTES = 1024
@@ -61,7 +61,8 @@ def probe_client_payload(event_type: str, delivery_id: str, sha: str, bisect: di
 
 
 def _size(value) -> int:
-    return len(json.dumps(value, separators=(",", ":")).encode())
+    """Measured on the bytes the client sends."""
+    return len(json_bytes(value))
 
 
 def _drop_api_urls(value):

@@ -40,6 +40,16 @@ def known_missing_sql(project_alias: str) -> str:
     )
 
 
+def installation_id_sql(project_alias: str) -> str:
+    """A scalar subquery: the App installation we know for this project's repo, else NULL (the
+    rule of `installation_for`, for a statement that reads it with its row)."""
+    repo, inst = InstalledRepo._meta.db_table, Installation._meta.db_table
+    return (
+        f"(SELECT i.installation_id FROM {repo} r JOIN {inst} i ON i.id = r.installation_id"
+        f" WHERE LOWER(r.full_name) = LOWER({project_alias}.full_name))"
+    )
+
+
 def installation_event_apply(event: str, payload: dict) -> None:
     data = payload.get("installation") or {}
     if not data.get("id"):
@@ -95,10 +105,11 @@ def installation_for(full_name: str) -> int | None:
     return repo.installation.installation_id if repo else None
 
 
-def installation_id_for(full_name: str) -> int:
-    """The App installation that can act on a repository: the one we know, else GitHub's answer
-    (remembered). Raises github.NotInstalled when the App is not installed there."""
-    known = installation_for(full_name)
+def installation_id_for(full_name: str, known: int | None = None) -> int:
+    """The App installation that can act on a repository: the one we know (`known`, when the
+    caller read it with its row: `installation_id_sql`), else GitHub's answer (remembered). Raises
+    github.NotInstalled when the App is not installed there."""
+    known = known if known is not None else installation_for(full_name)
     if known is not None:
         return known
     found = github.installation_id_for_repo(full_name)

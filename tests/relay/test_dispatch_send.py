@@ -4,10 +4,13 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from relay.callbacks.tokens import callback_token_read
 from relay.dispatch import sending as dispatching
+from relay.github.installations import installation_remember
 from relay.models import Dispatch
 from tests.conftest import fixture_payload
 from tests.factories import DeliveryFactory, DispatchFactory, ProjectFactory
@@ -195,3 +198,19 @@ def test_only_a_backend_that_shows_on_the_pr_gets_a_reaction_once_sent(
     with django_capture_on_commit_callbacks(execute=True):
         assert dispatching.dispatch_send(dispatch.pk) == "sent"
     assert reactions == ([dispatch.pk] if reacts else [])
+
+
+def test_a_repo_whose_installation_is_known_costs_one_read_and_no_installation_lookup(installed, dispatch):
+    installation_remember(REPO, 11)
+    with CaptureQueriesContext(connection) as queries:
+        assert dispatching.dispatch_send(dispatch.pk) == "sent"
+    assert len([q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]) == 1, "row, delivery, project"
+    assert installed.requests("GET", rf"/repos/{REPO}/installation") == []
+
+
+def test_a_repo_whose_installation_is_unknown_is_asked_of_github_once_and_remembered(installed, dispatch):
+    later = DispatchFactory(delivery=DeliveryFactory(payload=dispatch.delivery.payload), project=dispatch.project)
+    assert dispatching.dispatch_send(dispatch.pk) == "sent"
+    assert dispatching.dispatch_send(later.pk) == "sent"
+    assert len(installed.requests("GET", rf"/repos/{REPO}/installation")) == 1
+    assert installed.dispatches[1]["client_payload"]["delivery_id"] == later.delivery.guid

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError
-from django.db.models import QuerySet
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from relay import tasks
@@ -151,14 +151,14 @@ def test_an_unexpected_error_in_a_dispatch_is_recorded_and_ends_visibly(installe
 
 def test_a_claim_a_unique_constraint_refuses_is_lost_and_the_row_stays_due(dispatch, monkeypatch):
     """For every kind: another send to the same target is in flight, so this one waits."""
-    update = QuerySet.update
+    execute = CursorWrapper.execute
 
-    def refused(queryset, **fields):
-        if fields.get("state") == "sending":
+    def refused(cursor, sql, params=None):
+        if sql.startswith("UPDATE") and "SET state = 'sending'" in sql:
             raise IntegrityError("one sending per target")
-        return update(queryset, **fields)
+        return execute(cursor, sql, params)
 
-    monkeypatch.setattr(QuerySet, "update", refused)
+    monkeypatch.setattr(CursorWrapper, "execute", refused)
     assert dispatching.dispatch_claim(dispatch.pk) is None
     monkeypatch.undo()
     assert Dispatch.objects.get(pk=dispatch.pk).state == "pending"

@@ -1,5 +1,11 @@
 """What every response shares: rate-limit headers, error bodies, API versions, routing."""
 
+import http.client
+
+import pytest
+
+from devtools.standin import StandIn
+
 from .conftest import DOWNSTREAM, app_jwt, bearer
 
 RATE_HEADERS = (
@@ -69,3 +75,30 @@ def test_it_journals_every_request_with_its_status(gh, api, downstream_token):
     assert entry.headers["authorization"].startswith("token ghs_")
     assert entry.body == b'{"event_type":"push"}'
     assert gh.requests(method="GET", path="/app") == []
+
+
+def test_it_keeps_the_connection_alive_between_calls_as_github_does(gh):
+    host, port = gh.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("POST", "/nowhere", body=b'{"unread": true}', headers={"Content-Type": "application/json"})
+    first = conn.getresponse()
+    first.read()
+    sock = conn.sock
+    conn.request("GET", "/nowhere")
+    second = conn.getresponse()
+    assert second.status == 404 and second.read()
+    assert sock is not None and conn.sock is sock, "the same connection answered both"
+    conn.close()
+
+
+def test_a_stopped_stand_in_hangs_up_the_connections_it_kept(app_key_pem):
+    stand = StandIn(app_id=1001, app_private_key_pem=app_key_pem).start()
+    host, port = stand.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", "/nowhere")
+    conn.getresponse().read()
+    stand.stop()
+    with pytest.raises(ConnectionError):
+        conn.request("GET", "/nowhere")
+        conn.getresponse()
+    conn.close()
