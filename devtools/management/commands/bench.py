@@ -108,6 +108,12 @@ class Command(BaseCommand):
             help="the guard's probes on PostgreSQL (DATABASE_URL's server, else the local one), each with a "
             "database of its own, instead of SQLite",
         )
+        parser.add_argument(
+            "--public-relay",
+            default=os.environ.get("CRCR_PUBLIC_RELAY_DIR", ""),
+            help="the public relay's directory (its local_server.py and .venv), run beside us for the one-client "
+            "callback figure; absent or not runnable: the recorded rate is used, and the figure says so",
+        )
         parser.add_argument("--timeout", type=float, default=2400, help="give up after this many seconds")
 
     def handle(self, *args, **options):
@@ -204,6 +210,7 @@ class Command(BaseCommand):
         argv += ["--quick"] if options["quick"] else []
         argv += ["--tiny"] if options["tiny"] else []
         argv += ["--stages"] if options["stages"] else []
+        argv += ["--public-relay", options["public_relay"]] if options["public_relay"] else []
         return argv
 
     # --- child: the harness ---------------------------------------------------------------------------------
@@ -232,6 +239,7 @@ class Command(BaseCommand):
         standin = StandIn(app_id=APP_ID).start()
         services = Services(target, config, standin, log_dir, log)
         bench = figures.Bench(profile, services, standin, log)
+        bench.public_relay = options["public_relay"]
         only, code = options["only"], 0
         calibration = {"start": cpu_calibration_ms()}
         try:
