@@ -32,8 +32,10 @@ def route_to_declared_queue(name, args, kwargs, options, task=None, **kw):
 app.conf.task_default_queue = DISPATCH_QUEUE
 app.conf.task_queues = (Queue(DISPATCH_QUEUE), Queue(FOLLOW_UP_QUEUE))
 app.conf.task_routes = (route_to_declared_queue,)
-WORKERS = {DISPATCH_QUEUE: 16, FOLLOW_UP_QUEUE: 8}
-"""Thread count of the worker consuming each queue: the sends are I/O-bound (GitHub's latency)."""
+WORKERS = {DISPATCH_QUEUE: 32, FOLLOW_UP_QUEUE: 8}
+"""Thread count of the worker consuming each queue: the sends are I/O-bound (GitHub's latency),
+and a send costs its thread ~4 ms of CPU for ~100-500 ms of waiting: with 16 threads a fan-out
+to 50 backends was four waves of GitHub's latency (docs/performance.md, "Fan-out")."""
 
 
 def worker_command(queue: str, concurrency: int | None = None) -> list[str]:

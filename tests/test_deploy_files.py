@@ -37,3 +37,15 @@ def test_ci_runs_make_test_against_postgresql_and_redis():
     script = (ROOT / ".ci" / "run").read_text()
     assert "make test" in script and "DATABASE_URL=" in script and "REDIS_URL=" in script
     assert "apt-get install -y -q chromium" in script
+
+
+def test_the_compose_workers_run_each_queue_with_the_threads_make_run_gives_it():
+    from crcr.celery import WORKERS
+
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    threads = {}
+    for service in services.values():
+        command = service.get("command") or []
+        if command[:4] == ["celery", "-A", "crcr", "worker"]:
+            threads[command[command.index("--queues") + 1]] = int(command[command.index("--concurrency") + 1])
+    assert threads == WORKERS

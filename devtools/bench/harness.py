@@ -349,11 +349,18 @@ class Proc:
             pass
 
 
+def sends_threads() -> int:
+    """The send worker's threads as `make run` starts it (crcr.celery.WORKERS)."""
+    from crcr.celery import DISPATCH_QUEUE, WORKERS
+
+    return WORKERS[DISPATCH_QUEUE]
+
+
 @dataclass
 class ServiceConfig:
     web_workers: int
     web_threads: int = 8
-    worker_concurrency: int = 16
+    worker_concurrency: int = field(default_factory=sends_threads)
 
     def describe(self) -> dict:
         return {

@@ -24,6 +24,7 @@ from devtools.bench.harness import (
     TARGET_ENV,
     both_targets,
     run_child,
+    sends_threads,
     target_drop,
     target_for,
     target_prepare,
@@ -67,7 +68,7 @@ class Command(BaseCommand):
             help="gunicorn workers (default as `make run`: 2 with Redis, else 1)",
         )
         parser.add_argument("--web-threads", type=int, default=8)
-        parser.add_argument("--worker-concurrency", type=int, default=16)
+        parser.add_argument("--worker-concurrency", type=int, help="send threads (default as `make run`)")
         parser.add_argument(
             "--callback-clients", type=int, default=None, help="concurrent callback clients (default 8)"
         )
@@ -200,9 +201,9 @@ class Command(BaseCommand):
             options["db_name"],
             "--web-threads",
             str(options["web_threads"]),
-            "--worker-concurrency",
-            str(options["worker_concurrency"]),
         ]
+        if options["worker_concurrency"]:
+            argv += ["--worker-concurrency", str(options["worker_concurrency"])]
         if options["web_workers"]:
             argv += ["--web-workers", str(options["web_workers"])]
         if options["callback_clients"]:
@@ -232,7 +233,7 @@ class Command(BaseCommand):
         if options["callback_clients"]:
             profile = replace(profile, callback_clients=options["callback_clients"])
         workers = options["web_workers"] or (2 if settings.REDIS_URL else 1)
-        config = ServiceConfig(workers, options["web_threads"], options["worker_concurrency"])
+        config = ServiceConfig(workers, options["web_threads"], options["worker_concurrency"] or sends_threads())
         log_dir = BENCH_DIR / f"logs-{target.slug}"
         log = self.stdout.write
         started_at, started = datetime.now(UTC), time.monotonic()
