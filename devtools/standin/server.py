@@ -57,6 +57,11 @@ class _QuietHandler(WSGIRequestHandler):
     def log_request(self, *args, **kwargs) -> None:
         pass  # the journal is the access log
 
+    def log_error(self, format: str, *args) -> None:
+        if format.startswith("Request timed out"):
+            return  # a kept connection left idle for `timeout` is closed, as GitHub closes them: not an error
+        super().log_error(format, *args)
+
     def version_string(self) -> str:
         return "github.com"  # what api.github.com puts in its Server header
 

@@ -102,3 +102,16 @@ def test_a_stopped_stand_in_hangs_up_the_connections_it_kept(app_key_pem):
         conn.request("GET", "/nowhere")
         conn.getresponse()
     conn.close()
+
+
+def test_a_kept_connection_left_idle_is_closed_without_an_error_in_the_log(gh, monkeypatch, caplog):
+    from devtools.standin import server
+
+    monkeypatch.setattr(server._QuietHandler, "timeout", 0.2)
+    host, port = gh.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", "/nowhere")
+    conn.getresponse().read()
+    assert gh.wait_for(lambda g: not g._server.standin_connections, timeout=5), "the idle connection was closed"
+    conn.close()
+    assert not [r for r in caplog.records if "timed out" in r.getMessage()]
