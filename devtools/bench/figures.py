@@ -827,7 +827,7 @@ def callback_one_client(b: Bench, world: CallbackWorld, warm_rate: float) -> Non
         _one_client_beside(b, world, warm_rate, directory)
 
 
-def _one_client_jobs(b: Bench, world: CallbackWorld, warm_rate: float, seconds: float) -> list[CallbackJob]:
+def _one_client_jobs(world: CallbackWorld, warm_rate: float, seconds: float) -> list[CallbackJob]:
     return world.jobs(int(max(warm_rate, 500) * seconds * 1.5 / 2) + 100)
 
 
@@ -862,7 +862,7 @@ def _one_client_throughput(b: Bench, run: dict, **details) -> None:
 
 def _one_client_recorded(b: Bench, world: CallbackWorld, warm_rate: float, why_not: str) -> None:
     seconds = b.profile.callback_seconds
-    run = _one_client_run(b, _one_client_jobs(b, world, warm_rate, seconds), seconds)
+    run = _one_client_run(b, _one_client_jobs(world, warm_rate, seconds), seconds)
     _one_client_throughput(b, run)
     target = public_relay_target()
     ratio = run["rate"] / PUBLIC_RELAY_CALLBACKS_PER_S
@@ -897,7 +897,7 @@ def _one_client_beside(b: Bench, world: CallbackWorld, warm_rate: float, directo
 
         def measure(side: str) -> dict:
             base = None if side == "ours" else relay.base_url
-            run = _one_client_run(b, _one_client_jobs(b, world, warm_rate, seconds), seconds, base)
+            run = _one_client_run(b, _one_client_jobs(world, warm_rate, seconds), seconds, base)
             runs.append({**run, "side": side})
             b.log(f"    {side}: {run['rate']:.0f}/s, {len(run['errors'])} errors")
             return {"rate": run["rate"], "errors": len(run["errors"])}
