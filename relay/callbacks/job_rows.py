@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-import orjson
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import BooleanField, CharField, Field, IntegerField, JSONField, TextField
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from ..inputs import jsonin
 from ..models import Dispatch, FailedTest, JobRun, RerunRequest, UsedToken
 
 JOB_KEY = ("delivery_key", "project_id", "run_id", "run_attempt", "job_name")
@@ -177,17 +177,12 @@ def _json_prepared(value: dict | list, db):
 
 
 def _json_text(value) -> str:
-    try:
-        return orjson.dumps(value, option=_JSON_AS_JSON_WRITES).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value)
+    return jsonin.encoded(value, _django_json).decode()
 
 
-_JSON_AS_JSON_WRITES = (
-    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
-"""orjson writes these types where json refuses them (or writes them otherwise): passed through to
-no `default`, they raise, and json writes (or refuses) them as Django's JSONField would."""
+def _django_json(value) -> bytes:
+    """What Django's JSONField writes (json.dumps, its defaults)."""
+    return json.dumps(value).encode()
 
 
 _AS_IS = {

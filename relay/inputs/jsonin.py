@@ -136,6 +136,25 @@ def _depth_over(value, levels_left: int) -> bool:
     return False
 
 
+def encoded(value, fallback) -> bytes:
+    """`value` as JSON bytes, by orjson where it writes what `json` would, else `fallback(value)`
+    (bytes): json's way, in the caller's spelling. orjson is ~10x faster on a stored callback
+    body or a dispatch's webhook payload (docs/performance.md)."""
+    try:
+        return orjson.dumps(value, option=AS_JSON)
+    except orjson.JSONEncodeError:
+        return fallback(value)
+
+
+AS_JSON = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+"""orjson writes these types where json refuses them or writes them otherwise (a datetime, a
+dataclass, a subclass of str or dict); passed through to no `default`, they raise, and the
+fallback writes (or refuses) them as json does. So does an integer past 64 bits or a lone
+surrogate, which orjson refuses by itself. One difference stays: orjson writes an enum member and
+a UUID (as their values), which json refuses; parsed JSON holds neither, and no writer here builds
+one into a body."""
+
+
 def _parsed(raw, what: str):
     try:
         return orjson.loads(raw)
