@@ -13,11 +13,25 @@ from devtools.bench.load import Client
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     connections: list = []
+    BIG = bytes(range(256)) * 4096  # 1 MB: many receives
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.connections.append(self.client_address)
-        self._answer(200, b'{"ok": true, "got": %d}' % len(body))
+        if self.path == "/cut-off":  # processed, then the answer stops short
+            self.wfile.write(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"ok": t')
+            self.close_connection = True
+        elif self.path == "/interim":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n")
+            self._answer(201, b"{}")
+        else:
+            self._answer(200, b'{"ok": true, "got": %d}' % len(body))
+
+    def do_HEAD(self):
+        self.connections.append(self.client_address)
+        self.send_response(200)
+        self.send_header("Content-Length", "12345")  # what a GET would send; a HEAD answer has no body
+        self.end_headers()
 
     def do_GET(self):
         self.connections.append(self.client_address)
@@ -34,6 +48,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"until the end")
             self.close_connection = True
+        elif self.path == "/big":
+            self._answer(200, self.BIG)
+        elif self.path == "/empty":
+            self.send_response(204)
+            self.end_headers()
         elif self.path == "/hang-up":
             self.close_connection = True  # closes without answering, as an idle keep-alive timeout does
         else:
@@ -104,3 +123,32 @@ def test_nothing_listening_is_an_error_reply_not_an_exception():
     client = Client("http://127.0.0.1:9", timeout=2)
     reply = client.get("/")
     assert reply.status == 0 and reply.error
+
+
+def test_an_answer_cut_off_after_the_request_was_processed_is_an_error_not_a_second_request(server):
+    client = Client(server)
+    reply = client.request("POST", "/cut-off", b"{}")
+    client.close()
+    assert reply.status == 0 and "ended early" in reply.error
+    assert len(_Handler.connections) == 1  # a callback's token is not used twice
+
+
+def test_interim_answers_are_read_past_and_the_next_answer_stays_in_step(server):
+    client = Client(server)
+    interim = client.request("POST", "/interim", b"{}")
+    after = client.request("POST", "/x", b"{}")
+    client.close()
+    assert interim.status == 201
+    assert (after.status, after.json()) == (200, {"ok": True, "got": 2})
+
+
+def test_big_bodyless_and_head_answers_keep_the_connection_in_step(server):
+    client = Client(server)
+    big = client.get("/big")
+    empty = client.get("/empty")
+    head = client.request("HEAD", "/big")
+    last = client.get("/big")
+    client.close()
+    assert (big.status, big.body) == (200, _Handler.BIG) and (last.status, last.body) == (200, _Handler.BIG)
+    assert (empty.status, empty.body, head.status, head.body) == (204, b"", 200, b"")
+    assert len(set(_Handler.connections)) == 1

@@ -2,8 +2,8 @@
 
 The client is one keep-alive HTTP/1.1 connection per thread over a plain socket, not httpx nor
 http.client: on a 2-core machine the load generator shares the CPU with the server it measures
-(client thread CPU per 21 KB POST: httpx ~0.7 ms, http.client ~0.3 ms; `Client` says what it
-costs now). Each figure reports the generator's own CPU per request
+(client thread CPU per 21 KB POST, measured on this machine: httpx ~0.7 ms, http.client
+~0.3-0.45 ms, `Client` ~0.23 ms). Each figure reports the generator's own CPU per request
 (details.cpu_ms_per_request.bench) next to the server's."""
 
 import hashlib
@@ -64,10 +64,13 @@ class Client:
     """One keep-alive HTTP/1.1 connection over a plain socket; reconnects after the server closes it.
 
     Written here rather than taken from http.client: on a 2-core machine the load generator shares
-    the CPU with the server it measures, and http.client's answer parsing (email.parser over every
-    header) cost the callbacks figure 0.22 ms of the generator's CPU per request, a tenth of the
-    server's own. It speaks what the benchmark's servers answer: a Content-Length or chunked body,
-    or one closed by the server."""
+    the CPU with the server it measures, and http.client parsed every answer's headers with
+    email.parser. With this client the generator's CPU per callback (8 clients, PostgreSQL) went
+    from 0.22 to 0.13 ms (docs/performance.md, "fifth round"). It speaks what the benchmark's
+    servers answer: a Content-Length or chunked body, or one closed by the server; an interim 1xx
+    answer is read past. A request is sent again only when the connection closed before its answer
+    began (a kept connection the server had just closed): one closed inside its answer was
+    processed, and is an error reply."""
 
     def __init__(self, base_url: str, timeout: float = 30.0):
         host, _, port = base_url.removeprefix("http://").rstrip("/").partition(":")
@@ -126,7 +129,9 @@ class Client:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
         status = int(code)
-        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        if 100 <= status < 200 and status != 101:
+            return self._answer(method)  # interim (100 Continue, 103 Early Hints): the answer follows
+        if method == "HEAD" or status in (101, 204, 304):
             return status, headers, b""
         if headers.get("transfer-encoding", "").lower() == "chunked":
             return status, headers, self._chunked()
@@ -148,7 +153,7 @@ class Client:
             except _Closed:
                 if first and not self.buffer:
                     raise
-                raise ConnectionResetError("the answer ended early") from None
+                raise _Truncated("the answer ended early") from None
         found, self.buffer = self.buffer[:at], self.buffer[at + len(marker) :]
         return found
 
@@ -158,7 +163,7 @@ class Client:
             try:
                 data = self._receive()
             except _Closed:
-                raise ConnectionResetError("the answer ended early") from None
+                raise _Truncated("the answer ended early") from None
             chunks.append(data)
             have += len(data)
         joined = b"".join(chunks)
@@ -198,7 +203,12 @@ class Client:
 
 
 class _Closed(ConnectionError):
-    """The server closed the connection before an answer began."""
+    """The server closed the connection before an answer began: the request may be sent again."""
+
+
+class _Truncated(ValueError):
+    """The server closed the connection inside an answer: the request was processed, so it is not
+    sent again (a callback's token would be used twice, a webhook delivered twice)."""
 
 
 def wait_http(base_url: str, path: str = "/healthz", timeout: float = 60.0, alive=lambda: True) -> float:
