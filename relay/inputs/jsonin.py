@@ -150,9 +150,10 @@ AS_JSON = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | o
 """orjson writes these types where json refuses them or writes them otherwise (a datetime, a
 dataclass, a subclass of str or dict); passed through to no `default`, they raise, and the
 fallback writes (or refuses) them as json does. So does an integer past 64 bits or a lone
-surrogate, which orjson refuses by itself. One difference stays: orjson writes an enum member and
-a UUID (as their values), which json refuses; parsed JSON holds neither, and no writer here builds
-one into a body."""
+surrogate, which orjson refuses by itself. Differences that stay, none of which a body read by
+`loads` can hold: orjson writes NaN and ±Infinity as null (json: NaN, Infinity; `loads` refuses
+them), an enum member and a UUID as their values (json refuses them); and it spells some floats
+otherwise (1e-7, json 1e-07: the same number)."""
 
 
 def _parsed(raw, what: str):
