@@ -53,6 +53,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/empty":
             self.send_response(204)
             self.end_headers()
+        elif self.path == "/interim-forever":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n" * 9 + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        elif self.path == "/endless-head":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Filler: " + b"a" * (2 << 20))
+            self.close_connection = True
         elif self.path == "/hang-up":
             self.close_connection = True  # closes without answering, as an idle keep-alive timeout does
         else:
@@ -152,3 +157,11 @@ def test_big_bodyless_and_head_answers_keep_the_connection_in_step(server):
     assert (big.status, big.body) == (200, _Handler.BIG) and (last.status, last.body) == (200, _Handler.BIG)
     assert (empty.status, empty.body, head.status, head.body) == (204, b"", 200, b"")
     assert len(set(_Handler.connections)) == 1
+
+
+@pytest.mark.parametrize("path", ["/interim-forever", "/endless-head"])
+def test_an_answer_that_never_ends_its_head_is_an_error_reply_not_an_endless_read(server, path):
+    client = Client(server)
+    reply = client.get(path)
+    client.close()
+    assert reply.status == 0 and reply.error.startswith("ValueError")

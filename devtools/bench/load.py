@@ -118,7 +118,15 @@ class Client:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
     def _answer(self, method: str) -> tuple[int, dict, bytes]:
-        """(status, headers by lower-case name, body) of the next answer on the connection."""
+        """(status, headers by lower-case name, body) of the next answer on the connection, past
+        at most MAX_INTERIM interim answers (100 Continue, 103 Early Hints)."""
+        for _ in range(MAX_INTERIM + 1):
+            status, headers = self._head()
+            if not 100 <= status < 200 or status == 101:
+                return status, headers, self._body(method, status, headers)
+        raise ValueError(f"more than {MAX_INTERIM} interim answers")
+
+    def _head(self) -> tuple[int, dict]:
         head = self._until(b"\r\n\r\n", first=True)
         status_line, *header_lines = head.decode("latin-1").split("\r\n")
         version, code, *_ = status_line.split(" ", 2)
@@ -128,17 +136,17 @@ class Client:
         for line in header_lines:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
-        status = int(code)
-        if 100 <= status < 200 and status != 101:
-            return self._answer(method)  # interim (100 Continue, 103 Early Hints): the answer follows
+        return int(code), headers
+
+    def _body(self, method: str, status: int, headers: dict) -> bytes:
         if method == "HEAD" or status in (101, 204, 304):
-            return status, headers, b""
+            return b""
         if headers.get("transfer-encoding", "").lower() == "chunked":
-            return status, headers, self._chunked()
+            return self._chunked()
         if "content-length" in headers:
-            return status, headers, self._exactly(int(headers["content-length"]))
+            return self._exactly(int(headers["content-length"]))
         headers["connection"] = "close"  # its end is the connection's
-        return status, headers, self._rest()
+        return self._rest()
 
     def _receive(self) -> bytes:
         data = self.sock.recv(262144)
@@ -148,6 +156,8 @@ class Client:
 
     def _until(self, marker: bytes, first: bool = False) -> bytes:
         while (at := self.buffer.find(marker)) == -1:
+            if len(self.buffer) > MAX_LINE_BYTES:
+                raise ValueError(f"no {marker!r} within {MAX_LINE_BYTES} bytes of the answer")
             try:
                 self.buffer += self._receive()
             except _Closed:
@@ -200,6 +210,12 @@ class Client:
             finally:
                 self.sock = None
                 self.buffer = b""
+
+
+MAX_INTERIM = 8
+MAX_LINE_BYTES = 1 << 20
+"""The most an answer's head (or a chunk's size line) may take before its end: our servers send a
+few hundred bytes; a longer one is an error reply, not an unbounded read."""
 
 
 class _Closed(ConnectionError):
