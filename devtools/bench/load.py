@@ -96,12 +96,8 @@ class Client:
                 if answer_headers.get("connection", "").lower() == "close":
                     self.close()
                 return Reply(status, data, time.perf_counter() - started)
-            except _Closed as exc:
+            except (RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 # A keep-alive connection the server had just closed: retry once on a fresh one.
-                self.close()
-                if attempt == 2:
-                    return Reply(0, b"", time.perf_counter() - started, f"RemoteDisconnected: {exc}")
-            except (BrokenPipeError, ConnectionResetError) as exc:
                 self.close()
                 if attempt == 2:
                     return Reply(0, b"", time.perf_counter() - started, f"{type(exc).__name__}: {exc}")
@@ -120,14 +116,16 @@ class Client:
     def _answer(self, method: str) -> tuple[int, dict, bytes]:
         """(status, headers by lower-case name, body) of the next answer on the connection, past
         at most MAX_INTERIM interim answers (100 Continue, 103 Early Hints)."""
-        for _ in range(MAX_INTERIM + 1):
-            status, headers = self._head()
+        for interim in range(MAX_INTERIM + 1):
+            status, headers = self._head(first=interim == 0)
             if not 100 <= status < 200 or status == 101:
                 return status, headers, self._body(method, status, headers)
         raise ValueError(f"more than {MAX_INTERIM} interim answers")
 
-    def _head(self) -> tuple[int, dict]:
-        head = self._until(b"\r\n\r\n", first=True)
+    def _head(self, first: bool) -> tuple[int, dict]:
+        """(status, headers by lower-case name); `first`: the head that begins the answer, where a
+        closed connection means the request was never read."""
+        head = self._until(b"\r\n\r\n", first=first)
         status_line, *header_lines = head.decode("latin-1").split("\r\n")
         version, code, *_ = status_line.split(" ", 2)
         if not version.startswith("HTTP/1."):
@@ -151,7 +149,7 @@ class Client:
     def _receive(self) -> bytes:
         data = self.sock.recv(262144)
         if not data:
-            raise _Closed("the server closed the connection")
+            raise RemoteDisconnected("the server closed the connection")
         return data
 
     def _until(self, marker: bytes, first: bool = False) -> bytes:
@@ -160,7 +158,7 @@ class Client:
                 raise ValueError(f"no {marker!r} within {MAX_LINE_BYTES} bytes of the answer")
             try:
                 self.buffer += self._receive()
-            except _Closed:
+            except RemoteDisconnected:
                 if first and not self.buffer:
                     raise
                 raise _Truncated("the answer ended early") from None
@@ -172,7 +170,7 @@ class Client:
         while have < size:
             try:
                 data = self._receive()
-            except _Closed:
+            except RemoteDisconnected:
                 raise _Truncated("the answer ended early") from None
             chunks.append(data)
             have += len(data)
@@ -196,7 +194,7 @@ class Client:
         while True:
             try:
                 chunks.append(self._receive())
-            except _Closed:
+            except RemoteDisconnected:
                 self.buffer = b""
                 return b"".join(chunks)
 
@@ -218,7 +216,7 @@ MAX_LINE_BYTES = 1 << 20
 few hundred bytes; a longer one is an error reply, not an unbounded read."""
 
 
-class _Closed(ConnectionError):
+class RemoteDisconnected(ConnectionError):
     """The server closed the connection before an answer began: the request may be sent again."""
 
 
