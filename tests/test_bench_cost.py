@@ -1,5 +1,5 @@
 """devtools.bench.cost: the callback's CPU against its floor and against another revision. These
-test the harness's pieces (the order the probes are asked in, the revision chosen, the requests
+test the harness's pieces (the revision chosen, the requests
 it builds, how samples become a verdict); no test here times anything: the goal is judged in
 `make bench` only."""
 
@@ -8,20 +8,6 @@ import json
 import pytest
 
 from devtools.bench import cost
-
-
-def test_the_revisions_take_turns_first_and_last():
-    assert cost.schedule(["this", "against"], 4) == [
-        "this",
-        "against",
-        "against",
-        "this",
-        "this",
-        "against",
-        "against",
-        "this",
-    ]
-    assert cost.schedule(["this"], 2) == ["this", "this"]
 
 
 def test_the_guard_compares_with_the_newest_tag_else_the_recorded_baseline():

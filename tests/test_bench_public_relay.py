@@ -1,7 +1,7 @@
-"""The public relay beside us (devtools/bench/public_relay.py): when it can run, and how its
-paired rounds are ordered and judged. Fakes only: CI never needs the public relay's code."""
+"""The public relay beside us (devtools/bench/public_relay.py): when it can run, and its seed.
+Fakes only: CI never needs the public relay's code (its rounds: tests/test_bench_paired.py)."""
 
-from devtools.bench.public_relay import DIR_ENV, allowlist_yaml, paired_rounds, relay_dir, side_order
+from devtools.bench.public_relay import DIR_ENV, allowlist_yaml, relay_dir
 
 
 def test_without_a_directory_the_bench_says_why_it_falls_back():
@@ -22,23 +22,6 @@ def test_the_environment_names_the_directory_when_no_option_does(tmp_path):
         (tmp_path / needed).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / needed).write_text("")
     assert relay_dir(None, environ={DIR_ENV: str(tmp_path)}) == (tmp_path, "")
-
-
-def test_each_side_goes_first_in_every_other_pair():
-    assert side_order(3) == ["ours", "theirs", "theirs", "ours", "ours", "theirs"]
-
-
-def test_the_ratio_is_the_median_of_each_pairs_own_ratio():
-    rates = iter([600, 300, 200, 500, 450, 300])  # a busy stretch in the second pair
-    result = paired_rounds(lambda side: {"rate": next(rates), "errors": 0}, pairs=3)
-    assert result["ratios"] == [2.0, 2.5, 1.5]
-    assert result["ratio"] == 2.0
-    assert (result["ours_per_s"], result["theirs_per_s"]) == (500, 300)
-
-
-def test_errors_of_either_side_are_counted():
-    result = paired_rounds(lambda side: {"rate": 100, "errors": 1 if side == "theirs" else 0}, pairs=2)
-    assert result["errors"] == 2
 
 
 def test_the_allowlist_names_every_repo_at_l2():

@@ -5,6 +5,8 @@
                    stand-in, started and always stopped again;
 - `bench.load`     request builders and small HTTP load generators (client-side timing);
 - `bench.figures`  one function per figure of docs/performance.md;
+- `bench.paired`   two sides measured in turn, judged by neighbouring rounds (the guard, the
+                   public relay beside us, the callback's floor);
 - `bench.report`   the table and var/bench/results.json.
 
 `manage.py bench` never touches the development database: it re-runs itself with DATABASE_URL

@@ -52,15 +52,6 @@ def against_default(git) -> str:
     return tag.strip() if tag and tag.strip() else BASELINE_REV
 
 
-def schedule(labels: list[str], rounds: int) -> list[str]:
-    """The order the probes are asked in: A B, B A, A B … — each revision first as often as last,
-    so a drift of the host's speed within a pair does not favour either."""
-    order = []
-    for r in range(rounds):
-        order += labels if r % 2 == 0 else list(reversed(labels))
-    return order
-
-
 def environ(path: str, body: bytes, token: str | None) -> dict:
     """A WSGI environ as gunicorn builds it for a JSON POST to 127.0.0.1."""
     env = {
@@ -277,6 +268,8 @@ def compare(
     With `postgres` (a server's URL) each probe gets a database of its own there, crcr_cost_<label>,
     instead of a SQLite file. With `modules`, then the goal-5 A/B on this tree's probe (`capabilities`),
     under the summaries' "capabilities"."""
+    from devtools.bench.paired import alternated  # the parent's only: a probe runs in an older tree
+
     labels = {
         "this": (ROOT, (git("rev-parse", "HEAD") or "?").strip() + ("+" if git("diff", "--quiet") is None else ""))
     }
@@ -293,7 +286,7 @@ def compare(
             probe.wait_ready()
         for probe in probes.values():
             probe.ask(pairs)  # untimed warm-up: the first requests' imports, keys and caches
-        for label in schedule(list(probes), rounds):
+        for label in alternated(list(probes), rounds):
             costs[label].add(probes[label].ask(pairs))
         carrying = capabilities(probes["this"], rounds, pairs, modules) if modules else None
     finally:
@@ -325,10 +318,12 @@ def capabilities(probe: "Probe", rounds: int, pairs: int, modules: int) -> dict:
     the median over rounds of the difference of a round's median from its partner's. The failure
     causes are clustered from the failures already stored, in the test store's sweep: no callback
     carries anything new for them."""
+    from devtools.bench.paired import alternated  # the parent's only, as in compare
+
     samples: dict[str, list[int]] = {"without": [], "with": []}
     medians: dict[str, list[int]] = {"without": [], "with": []}
     errors = 0
-    for label in schedule(["without", "with"], rounds):
+    for label in alternated(["without", "with"], rounds):
         answer = probe.ask(pairs, modules=modules if label == "with" else 0)
         completions = answer["callback_ns"][1::2]  # each job's completion, after its in_progress
         samples[label] += completions

@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
 
 from .harness import Proc, _die_with_parent, free_port
 from .load import wait_http
@@ -33,35 +32,6 @@ def relay_dir(given: str | None = None, environ=os.environ) -> tuple[Path | None
         if not (path / needed).exists():
             return None, f"{path} is not runnable: {needed} is missing"
     return path, ""
-
-
-def side_order(pairs: int = PAIRS) -> list[str]:
-    """ours, theirs, theirs, ours, ours, theirs ...: each side goes first in every other pair, so
-    a drift in the machine's load during the run weighs on both alike."""
-    order = []
-    for i in range(pairs):
-        order += ["ours", "theirs"] if i % 2 == 0 else ["theirs", "ours"]
-    return order
-
-
-def paired_rounds(measure, pairs: int = PAIRS) -> dict:
-    """Run `measure(side)` (→ a dict with "rate" and "errors") in side_order; judge the median of
-    the per-pair ratios (ours ÷ theirs), so every ratio compares two neighbouring rounds."""
-    rounds = [{"side": side, **measure(side)} for side in side_order(pairs)]
-    ratios = [_pair_ratio(rounds[2 * i : 2 * i + 2]) for i in range(pairs)]
-    return {
-        "rounds": rounds,
-        "ratios": ratios,
-        "ratio": round(median(ratios), 3),
-        "ours_per_s": round(median(r["rate"] for r in rounds if r["side"] == "ours"), 1),
-        "theirs_per_s": round(median(r["rate"] for r in rounds if r["side"] == "theirs"), 1),
-        "errors": sum(r["errors"] for r in rounds),
-    }
-
-
-def _pair_ratio(pair: list[dict]) -> float:
-    rate = {r["side"]: r["rate"] for r in pair}
-    return round(rate["ours"] / rate["theirs"], 3) if rate["theirs"] else float("inf")
 
 
 def allowlist_yaml(l2_repos: list[str]) -> str:
