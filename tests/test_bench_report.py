@@ -79,3 +79,12 @@ def test_a_figure_timed_with_the_stage_timers_on_shows_its_target_without_a_verd
     errors = bench.add("callback_errors", "callback errors", 3, "requests", "0", False)
     assert (rate.verdict, rate.status, rate.target) == ("info", "not judged: stage timers on", "≥ 1000/s")
     assert errors.verdict == "missed"  # a count of failures is judged whatever timers run
+
+
+def test_each_configurations_results_are_kept_beside_the_results_file_whatever_it_is_named():
+    from devtools.management.commands.bench import per_configuration
+
+    (bare, _), (servers, _) = both_targets({"DATABASE_URL": "sqlite:///x.sqlite3"})
+    assert per_configuration("var/bench/results.json", bare, "full") == Path("var/bench/results-sqlite-embedded.json")
+    assert per_configuration("/tmp/run-a.json", bare, "quick") == Path("/tmp/run-a-sqlite-embedded-quick.json")
+    assert per_configuration("/tmp/run-a.json", servers, "quick") == Path("/tmp/run-a-postgresql-redis-quick.json")

@@ -60,7 +60,7 @@ EXPECTED = {
 
 
 def test_bench_tiny_run_writes_every_figure(tmp_path):
-    out = tmp_path / "results.json"
+    out = tmp_path / "tiny-run.json"  # not results.json: --out may name any file
     env = {**os.environ, "CRCR_BENCH_REDIS_DB": "14"}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # manage.py picks crcr.settings, with DATABASE_URL/REDIS_URL as given
     env.pop("CRCR_PUBLIC_RELAY_DIR", None)  # CI has no public relay: the recorded rate, and the figure says so
@@ -85,6 +85,8 @@ def test_bench_tiny_run_writes_every_figure(tmp_path):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
 
     document = json.loads(out.read_text())
+    copies = list(tmp_path.glob("tiny-run-*-tiny.json"))  # the configuration's copy, which --both reads back
+    assert len(copies) == 1 and json.loads(copies[0].read_text())["figures"] == document["figures"]
     config = document["configuration"]
     assert config["cores"] == os.cpu_count()
     assert config["database"].startswith(

@@ -151,7 +151,7 @@ class Command(BaseCommand):
                 self.run_against(target, options)
             except CommandError as exc:
                 failed.append(f"{target.label}: {exc}")
-            documents[target.label] = results_read(_per_configuration(options["out"], target, _profile(options)))
+            documents[target.label] = results_read(per_configuration(options["out"], target, _profile(options)))
         self.stdout.write("\n" + side_by_side(documents))
         if failed:
             raise CommandError("; ".join(failed))
@@ -280,7 +280,7 @@ class Command(BaseCommand):
         calibration["end"] = cpu_calibration_ms()
         config_doc = configuration(target, config.describe(), profile.name, calibration)
         out = Path(options["out"])
-        extra = [_per_configuration(out, target, profile.name)] if out.name == "results.json" else []
+        extra = [per_configuration(out, target, profile.name)]
         results_write(bench.results, config_doc, started_at, time.monotonic() - started, out, extra)
         log("")
         log(table(bench.results, config_doc))
@@ -364,10 +364,14 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _per_configuration(out, target, profile: str) -> Path:
-    """results.json's copy named after the configuration (and the profile, unless full)."""
+def per_configuration(out, target, profile: str) -> Path:
+    """The results file's copy named after the configuration (and the profile, unless full), beside
+    it: what `--both` reads back for its side-by-side table, whatever `--out` names (with another
+    name than results.json the table read no file and judged nothing, and the second
+    configuration overwrote the first's results)."""
     suffix = "" if profile == "full" else f"-{profile}"
-    return Path(out).with_name(f"results-{target.vendor}-{target.broker}{suffix}.json")
+    out = Path(out)
+    return out.with_name(f"{out.stem}-{target.vendor}-{target.broker}{suffix}.json")
 
 
 def _profile(options) -> str:
