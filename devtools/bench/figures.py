@@ -79,12 +79,35 @@ class Profile:
     summary_cold_timeout: float
     fanout_large_n: int = 200
     """Goal 4's larger fan-out (0: not measured, as in the tiny profile)."""
+    floor_pairs: int = 5
+    floor_round_seconds: float = 2.0
+    """The floor's turns (callback_floor): this many pairs of rounds this long."""
 
 
 PROFILES = {
     "full": Profile("full", 10_000, 1_000_000, 50, 4, 100, 10, 50, 5, 30.0, 8, 15, 3, 20, 3.5, 300.0),
     "quick": Profile("quick", 10_000, 100_000, 50, 2, 50, 5, 50, 3, 10.0, 8, 8, 2, 8, 1.0, 180.0),
-    "tiny": Profile("tiny", 3_000, 8_000, 15, 1, 20, 3, 50, 1, 3.0, 8, 3, 1, 3, 0.2, 90.0, fanout_large_n=0),
+    "tiny": Profile(
+        "tiny",
+        3_000,
+        8_000,
+        15,
+        1,
+        20,
+        3,
+        50,
+        1,
+        3.0,
+        8,
+        3,
+        1,
+        3,
+        0.2,
+        90.0,
+        fanout_large_n=0,
+        floor_pairs=2,
+        floor_round_seconds=1.0,
+    ),
 }
 
 
@@ -742,8 +765,7 @@ def callbacks(b: Bench) -> None:
         used_tokens_expected=expected_tokens,
     )
     _callback_cpu_figure(b, per)
-    floor_rate = callback_floor(b, world, jobs, run["accepted"] / run["elapsed"])
-    _callback_floor_rate_figure(b, run, floor_rate)
+    callback_floor(b, world, jobs, run["accepted"] / run["elapsed"])
     callback_one_client(b, world, rate)
     b.unjudged = ""
     if run["exhausted"]:
@@ -920,27 +942,15 @@ def _one_client_beside_figures(b: Bench, runs: list[dict], result: dict, directo
         result["ratio"],
         "×",
         f"≥ {target}",
-        result["ratio"] >= target and not result["errors"],
-        public_relay_per_s=round(result["theirs"], 1),
-        ours_per_s=round(result["ours"], 1),
+        result["ratio"] is not None and result["ratio"] >= target and not result["errors"],
+        public_relay_per_s=result["medians"]["theirs"],
+        ours_per_s=result["medians"]["ours"],
         pair_ratios=result["ratios"],
         rounds=[{"side": r["side"], "per_s": round(r["rate"], 1), "errors": r["errors"]} for r in result["rounds"]],
         public_relay_source=f"measured in this run: {directory}, local_server under uvicorn (1 worker)",
         recorded_public_relay_per_s=PUBLIC_RELAY_CALLBACKS_PER_S,
         errors=result["errors"],
         public_relay_error_samples=theirs_errors,
-    )
-
-
-def _callback_floor_rate_figure(b: Bench, run: dict, floor_rate: float) -> None:
-    rate = run["accepted"] / run["elapsed"]
-    b.add(
-        "callback_floor_rate_ratio",
-        "callbacks/s ÷ empty view requests/s, same clients and server",
-        round(rate / floor_rate, 2) if floor_rate else None,
-        "×",
-        callbacks_per_s=round(rate, 1),
-        floor_per_s=round(floor_rate, 1),
     )
 
 
@@ -1009,68 +1019,79 @@ def _callback_cpu_figure(b: Bench, per: dict) -> None:
     )
 
 
-FLOOR_PAIRS = 5
-FLOOR_ROUND_SECONDS = 2.0
-"""The floor's rounds: callbacks and the empty view in turn (C F, F C, C F), each this long (the
-tiny profile's shorter)."""
-
-
 def jobs_for(rate: float, seconds: float) -> int:
     """Jobs enough for 2.5 × `rate` callbacks a second (at least 500/s) for `seconds`: a run that
     used them all up is flagged (token_limited) and its throughput is only a lower bound."""
     return int(max(rate, 500) * seconds * 2.5 / 2) + 200
 
 
-def callback_floor(b: Bench, world: CallbackWorld, jobs: list[CallbackJob], rate: float) -> float:
-    """The same requests (bodies, headers, clients) to an empty view behind the callbacks' own
-    handler and gunicorn: what any machine endpoint costs here, and the callback's web CPU over
-    it (goal 2). The two take turns in short rounds (devtools/bench/paired.py), the callbacks with
-    fresh jobs of the same world, and the ratio is the median of neighbouring rounds' ratios: taken
-    from a 10 s callback run and a 10 s floor run after it, it read 2.3–4.3× in one hour on one
-    host (docs/performance.md, "sixth round"). Returns the empty view's requests per second."""
-    from devtools.bench.urls import FLOOR_PATH
+FLOOR_SIDES = ("callback", "floor")
 
+
+def callback_floor(b: Bench, world: CallbackWorld, jobs: list[CallbackJob], rate: float) -> None:
+    """The same requests (bodies, headers, clients) to an empty view behind the callbacks' own
+    handler and gunicorn: what any machine endpoint costs here, and the callback's web CPU and
+    rate over it (goal 2). The two take turns in short rounds (devtools/bench/paired.py, the
+    profile's `floor_pairs` of `floor_round_seconds`), each callback round with jobs minted for it
+    from the same world, and each ratio is the median of neighbouring rounds' ratios: taken from a
+    10 s callback run and a 10 s floor run after it, the CPU ratio read 2.3–4.3× in one hour on one
+    host (docs/performance.md, "sixth round")."""
     from .paired import paired_rounds
 
     p = b.profile
-    seconds = min(p.callback_seconds, FLOOR_ROUND_SECONDS)
-    fresh = iter(world.jobs(FLOOR_PAIRS * jobs_for(rate, seconds)))
-    runs: dict[str, list] = {"callback": [], "floor": []}
+    runs: list[dict] = []
 
     def measure(side: str) -> dict:
-        todo = [next(fresh) for _ in range(jobs_for(rate, seconds))] if side == "callback" else jobs
-        servers_quiet(b)
-        before = b.watch.cpu()
-        run = callback_run(
-            b, todo, seconds, p.callback_clients, path="/github/callback" if side == "callback" else f"/{FLOOR_PATH}"
-        )
-        per = cpu_per(cpu_delta(before, b.watch.cpu()), run["accepted"])
-        runs[side].append((run, per))
-        return {"web_ms": per.get("web") or 0.0, "errors": len(run["errors"])}
+        todo = _floor_round_jobs(b, world, rate, p.floor_round_seconds) if side == "callback" else jobs
+        run = _floor_round(b, side, todo, p.floor_round_seconds)
+        runs.append(run)
+        return {"web_ms": run["cpu_ms"].get("web"), "rate": run["rate"], "errors": len(run["errors"])}
 
     b.begin()
-    result = paired_rounds(measure, ("callback", "floor"), FLOOR_PAIRS, "web_ms")
+    result = paired_rounds(measure, FLOOR_SIDES, p.floor_pairs, "web_ms")
     b.machine = b.watch.report()
-    return _callback_floor_figures(b, runs, result, seconds)
+    _callback_floor_figures(b, runs, result)
 
 
-def _callback_floor_figures(b: Bench, runs: dict, result: dict, seconds: float) -> float:
-    floors = sorted(runs["floor"], key=lambda r: r[1].get("web") or 0.0)
-    run, per = floors[len(floors) // 2]  # the median floor round, by its web CPU
-    rates = [r["accepted"] / r["elapsed"] for r, _ in runs["floor"]]
-    rate = median(rates)
+def _floor_round_jobs(b: Bench, world: CallbackWorld, rate: float, seconds: float) -> list[CallbackJob]:
+    started = time.monotonic()
+    jobs = world.jobs(jobs_for(rate, seconds))
+    b.log(f"    minted {2 * len(jobs):,} OIDC tokens for a callback round in {time.monotonic() - started:.1f} s")
+    return jobs
+
+
+def _floor_round(b: Bench, side: str, jobs: list[CallbackJob], seconds: float) -> dict:
+    """One round of `side` after the servers went quiet: its run, rate and CPU per answer."""
+    from devtools.bench.urls import FLOOR_PATH
+
+    waited = servers_quiet(b)
+    before = b.watch.cpu()
+    path = "/github/callback" if side == "callback" else f"/{FLOOR_PATH}"
+    run = callback_run(b, jobs, seconds, b.profile.callback_clients, path=path)
+    run["cpu_ms"] = cpu_per(cpu_delta(before, b.watch.cpu()), run["accepted"])
+    run["rate"] = run["accepted"] / run["elapsed"] if run["elapsed"] else 0.0
+    run.update(side=side, waited=waited)
+    b.log(f"    {side}: {run['rate']:.0f}/s, web {run['cpu_ms'].get('web')} ms CPU each, waited {waited} s before")
+    return run
+
+
+def _callback_floor_figures(b: Bench, runs: list[dict], result: dict) -> None:
+    from .paired import middle, pair_ratios
+
+    floors = [r for r in runs if r["side"] == "floor"]
+    run = sorted(floors, key=lambda r: r["cpu_ms"].get("web") or 0.0)[len(floors) // 2]  # by web CPU
     b.add(
         "floor_throughput",
         "empty view, same requests and middleware: answered",
-        round(rate, 1),
+        round(middle([r["rate"] for r in floors]), 1),
         "requests/s",
-        requests=sum(len(r["records"]) for r, _ in runs["floor"]),
-        errors=sum(len(r["errors"]) for r, _ in runs["floor"]),
+        requests=sum(len(r["records"]) for r in floors),
+        errors=sum(len(r["errors"]) for r in floors),
         p50_ms=ms(median(run["latencies"])),
         p99_ms=ms(percentile(run["latencies"], 99)),
-        rounds_per_s=[round(r, 1) for r in rates],
+        rounds_per_s=[round(r["rate"], 1) for r in floors],
     )
-    b.add("floor_cpu", "empty view: CPU per request (web)", per.get("web"), "ms", **per)
+    b.add("floor_cpu", "empty view: CPU per request (web)", run["cpu_ms"].get("web"), "ms", **run["cpu_ms"])
     b.add(
         "callback_floor_ratio",
         "callback web CPU / empty view web CPU",
@@ -1078,14 +1099,32 @@ def _callback_floor_figures(b: Bench, runs: dict, result: dict, seconds: float) 
         "×",
         f"≤ {FLOOR_GOAL:g}",
         _le(result["ratio"], FLOOR_GOAL) and not result["errors"],
-        callback_web_ms=result["callback"],
-        floor_web_ms=result["floor"],
+        callback_web_ms=result["medians"]["callback"],
+        floor_web_ms=result["medians"]["floor"],
         pair_ratios=result["ratios"],
-        rounds=[{"side": r["side"], "web_ms": r["web_ms"], "errors": r["errors"]} for r in result["rounds"]],
-        round_seconds=seconds,
+        rounds=[_floor_round_details(r) for r in runs],
+        round_seconds=b.profile.floor_round_seconds,
         errors=result["errors"],
     )
-    return rate
+    rate_ratios = pair_ratios(result["rounds"], FLOOR_SIDES, "rate")
+    b.add(
+        "callback_floor_rate_ratio",
+        "callbacks/s ÷ empty view requests/s, same clients and server",
+        middle([r for r in rate_ratios if r is not None]),
+        "×",
+        pair_ratios=rate_ratios,
+    )
+
+
+def _floor_round_details(run: dict) -> dict:
+    return {
+        "side": run["side"],
+        "per_s": round(run["rate"], 1),
+        "web_ms": run["cpu_ms"].get("web"),
+        "errors": len(run["errors"]),
+        "waited_s": run["waited"],
+        "token_limited": bool(run["exhausted"]),
+    }
 
 
 def _callbacks_stored(world: CallbackWorld, jobs: list[CallbackJob], records: list) -> tuple[int, int, int]:

@@ -21,20 +21,33 @@ def alternated(sides: list[str] | tuple[str, ...], rounds: int) -> list[str]:
 
 def paired_rounds(measure, sides: tuple[str, str], pairs: int, value: str = "rate") -> dict:
     """`measure(side)` (→ a dict with `value` and "errors") for each side in turn (`alternated`);
-    judged by the median of each pair's own ratio, first side's `value` ÷ the second's."""
+    judged by the median of each pair's own ratio, first side's `value` ÷ the second's (None when
+    no pair measured both)."""
     first, second = sides
     rounds = [{"side": side, **measure(side)} for side in alternated(sides, pairs)]
-    ratios = [_pair_ratio(rounds[2 * i : 2 * i + 2], first, second, value) for i in range(pairs)]
+    ratios = pair_ratios(rounds, sides, value)
     return {
         "rounds": rounds,
         "ratios": ratios,
-        "ratio": round(median(ratios), 3),
-        first: round(median(r[value] for r in rounds if r["side"] == first), 3),
-        second: round(median(r[value] for r in rounds if r["side"] == second), 3),
+        "ratio": middle([r for r in ratios if r is not None]),
+        "medians": {
+            side: middle([r[value] for r in rounds if r["side"] == side and r[value] is not None]) for side in sides
+        },
         "errors": sum(r["errors"] for r in rounds),
     }
 
 
-def _pair_ratio(pair: list[dict], first: str, second: str, value: str) -> float:
-    values = {r["side"]: r[value] for r in pair}
-    return round(values[first] / values[second], 3) if values[second] else float("inf")
+def pair_ratios(rounds: list[dict], sides: tuple[str, str], value: str) -> list[float | None]:
+    """Each pair's first side's `value` ÷ its second's; None where either was not measured (a
+    round with nothing answered), so no ratio is made of nothing."""
+    first, second = sides
+    ratios = []
+    for i in range(0, len(rounds) - 1, 2):
+        values = {r["side"]: r[value] for r in rounds[i : i + 2]}
+        ratios.append(round(values[first] / values[second], 3) if values[first] and values[second] else None)
+    return ratios
+
+
+def middle(values: list[float]) -> float | None:
+    """The median, rounded as the figures are; None of nothing."""
+    return round(median(values), 3) if values else None

@@ -147,11 +147,13 @@ class Command(BaseCommand):
                 self.stdout.write(f"bench: {target.label} not measured: {why_not}")
                 documents[target.label] = None
                 continue
+            copy = per_configuration(options["out"], target, _profile(options))
+            copy.unlink(missing_ok=True)  # a run that fails before writing it must not show an older run's
             try:
                 self.run_against(target, options)
             except CommandError as exc:
                 failed.append(f"{target.label}: {exc}")
-            documents[target.label] = results_read(per_configuration(options["out"], target, _profile(options)))
+            documents[target.label] = results_read(copy)
         self.stdout.write("\n" + side_by_side(documents))
         if failed:
             raise CommandError("; ".join(failed))
