@@ -78,7 +78,7 @@ def backend_chip(project: Project, now: datetime) -> ReadinessChip:
     key = f"hud:readiness-chip:v2:{project.pk}:{project.level}"
     chip = soft_get(key)
     if chip is None:
-        chip = readiness_chip(repo_status(project, now))
+        chip = readiness_chip(repo_status(project, now, listed=False))  # counts, as the rows read them
         soft_set(key, chip, CHIP_SECONDS)
     return chip
 

@@ -281,8 +281,8 @@ def _excuse_note(level: str, tally7, adjusted7, demotion: list, basis: str) -> s
     if level == Level.L2 or adjusted7 is None or basis == "raw" or not held or pass_rate_met(raw) is not False:
         return ""
     return (
-        f"The raw pass rate over 7 days is {_percent(raw)}, below 90 %, but {len(adjusted7.excused)} failed "
-        f"job{'s' if len(adjusted7.excused) != 1 else ''} are excused as upstream's (failures shared with the "
+        f"The raw pass rate over 7 days is {_percent(raw)}, below 90 %, but {adjusted7.excused_count} failed "
+        f"job{'s' if adjusted7.excused_count != 1 else ''} are excused as upstream's (failures shared with the "
         f"reference or known upstream issues), so the upstream-adjusted {_percent(adjusted7.adjusted_pass_rate)} decides."
     )
 

@@ -10,11 +10,12 @@ from relay.models import JobRun, Level, LevelChange, Project
 from relay.results.excused import AdjustedRates, adjusted_rates
 from relay.stats.runkinds import Figure, jobs_counted
 from relay.tallies.buckets import window_buckets
-from relay.tallies.rollups import window_tallies
+from relay.tallies.excused import window_excused
+from relay.tallies.rollups import rollups_state, window_tallies
 from relay.tallies.tally import Tally
 
 from . import criteria as readiness_rules
-from .e2e import e2e_p50
+from .e2e import e2e_p50s
 
 
 @dataclass
@@ -77,18 +78,30 @@ class ReadinessInputs:
     """Upstream's per-run end-to-end p50 over 14 and 7 days (hud.e2e)."""
 
 
-def readiness_inputs(project: Project, now: datetime) -> ReadinessInputs:
-    """Over PR and push jobs: the L3 criteria are about the check runs PRs get."""
+def readiness_inputs(project: Project, now: datetime, listed: bool = True) -> ReadinessInputs:
+    """Over PR and push jobs: the L3 criteria are about the check runs PRs get. `listed`: the
+    excused failures as a list (the backend page, /api/v1/level-status and the demotion loop show or
+    log them); else their stored counts (relay.tallies.excused: the same rule's answer, kept by
+    the hourly refresh), as /crcr's rows read them — running the rule for every chip took /crcr
+    59 s of a 91 s cold render at a million job rows (docs/performance.md, "sixth round")."""
     key = (project.pk, "pr")
     tally14 = window_tallies(readiness_rules.PROMOTION_DAYS, now).get(key) or Tally()
     tally7 = window_tallies(readiness_rules.DEMOTION_DAYS, now).get(key) or Tally()
+    adjusted = window_adjusted if listed else window_adjusted_stored
+    e2e14, e2e7 = e2e_p50s(
+        project,
+        [
+            window_buckets(days, now)[0].start
+            for days in (readiness_rules.PROMOTION_DAYS, readiness_rules.DEMOTION_DAYS)
+        ],
+    )
     return ReadinessInputs(
         tally14,
         tally7,
-        window_adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
-        window_adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
-        e2e_p50(project, window_buckets(readiness_rules.PROMOTION_DAYS, now)[0].start),
-        e2e_p50(project, window_buckets(readiness_rules.DEMOTION_DAYS, now)[0].start),
+        adjusted(project, tally14, readiness_rules.PROMOTION_DAYS, now),
+        adjusted(project, tally7, readiness_rules.DEMOTION_DAYS, now),
+        e2e14,
+        e2e7,
     )
 
 
@@ -112,3 +125,10 @@ def backend_readiness(project: Project, now: datetime, inputs: ReadinessInputs |
 def window_adjusted(project: Project, tally: Tally, days: int, now: datetime) -> AdjustedRates:
     """The tally's raw rates and the failed jobs excused over the same window (relay.results.excused)."""
     return adjusted_rates(project, tally.rates, window_buckets(days, now)[0].start)
+
+
+def window_adjusted_stored(project: Project, tally: Tally, days: int, now: datetime) -> AdjustedRates:
+    """The same, the excused failures counted from the stored hourly counts (relay.tallies.excused)."""
+    state = rollups_state()
+    excused = window_excused(window_buckets(days, now)[0].start, now, state.generation if state else 0)
+    return AdjustedRates(tally.rates, stored=excused[project.pk])

@@ -84,8 +84,9 @@ def excused_dict(excused) -> dict:
     }
 
 
-def repo_status(project: Project, now: datetime) -> RepoStatus:
-    inputs = readiness_inputs(project, now)
+def repo_status(project: Project, now: datetime, listed: bool = True) -> RepoStatus:
+    """`listed`: the excused failures as a list, else their stored counts (readiness_inputs)."""
+    inputs = readiness_inputs(project, now, listed)
     readiness = backend_readiness(project, now, inputs)
     if project.level == Level.L2:
         return _decided(

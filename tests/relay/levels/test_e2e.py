@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from relay.levels.e2e import e2e_p50
+from relay.levels.e2e import e2e_p50, e2e_p50s
 from tests.hud.test_selectors_summary import job, project
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +87,14 @@ def test_no_completed_pr_run_is_no_data():
     backend = project()
     job(backend, status="in_progress", at=T0)
     assert e2e_p50(backend, SINCE) is None
+
+
+def test_both_windows_are_read_at_once_and_answer_as_each_alone(django_assert_num_queries):
+    backend = project()
+    ran(backend, "1", "a", 0, 0, 10)  # yesterday: in both windows
+    ran(backend, "2", "a", 0, -4 * 24 * 60, -4 * 24 * 60 + 100)  # five days ago: the wide window only
+    wide = T0 - timedelta(days=7)
+    with django_assert_num_queries(1):
+        both = e2e_p50s(backend, [wide, SINCE])
+    cache.clear()
+    assert both == [e2e_p50(backend, wide), e2e_p50(backend, SINCE)] == [55 * 60, 10 * 60]

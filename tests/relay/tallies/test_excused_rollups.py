@@ -125,3 +125,24 @@ def test_a_known_issue_opened_later_recounts_the_range(client):
     rollups_refresh()
     cache.clear()
     assert "1 excused" in client.get("/crcr?range=90d").content.decode()
+
+
+def test_the_summary_chip_counts_from_the_stored_hours_and_decides_as_the_listed_rule(store, monkeypatch):
+    from relay.levels.status import repo_status
+    from relay.results import excused as rule
+
+    rollups_refresh()
+    now = timezone.now()
+    for backend in store:
+        listed, counted = readiness_inputs(backend, now), readiness_inputs(backend, now, listed=False)
+        for window in ("adjusted14", "adjusted7"):
+            assert not getattr(counted, window).listed
+            assert getattr(counted, window).excused_count == getattr(listed, window).excused_count, backend
+        chip, page = repo_status(backend, now, listed=False), repo_status(backend, now)
+        assert chip.change == page.change
+        assert [(c.key, c.met) for c in chip.criteria] == [(c.key, c.met) for c in page.criteria]
+    ran_over = []
+    monkeypatch.setattr(rule, "excused_jobs", lambda project, since, until=None: ran_over.append(since) or [])
+    cache.clear()
+    summary_build("7d", "pr", now)
+    assert ran_over == []  # no chip runs the rule over its window on a request
