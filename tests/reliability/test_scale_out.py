@@ -211,11 +211,14 @@ def test_two_beats_and_two_workers_run_each_periodic_task_once_per_period(
 
     beats = stack.log("beat1", 10**7) + stack.log("beat2", 10**7)
     workers = stack.log("worker1", 10**7) + stack.log("worker2", 10**7)
-    published, skipped, ran = {}, {}, {}
+    published, skipped, ran, sent = {}, {}, {}, {}
     for entry in entries:
         published[entry["task"]] = beats.count(f"Sending due task {entry['name']} ")
         skipped[entry["task"]] = beats.count(f"beat: {entry['name']} was published by another beat")
         ran[entry["task"]] = len(re.findall(rf"Task {re.escape(entry['task'])}\[[^\]]+\] succeeded", workers))
+        # Every send of the task, whichever entry sent it: the app's own schedule sends one of these
+        # tasks too (every-30s-worker-heartbeat), and a run of that send is a run as well.
+        sent[entry["task"]] = len(re.findall(rf"Sending due task \S+ \({re.escape(entry['task'])}\)", beats))
     for task, period in PERIODS.items():
         # One claim per period, give or take the period in which the other beat takes over; and a
         # beat woken late on a busy machine may stretch a period by a fraction.
@@ -223,7 +226,7 @@ def test_two_beats_and_two_workers_run_each_periodic_task_once_per_period(
         assert published[task] <= most, f"{task} published {published[task]} times in {window:.1f} s"
         assert published[task] >= least, f"{task} published only {published[task]} times in {together:.1f} s"
         assert skipped[task] >= 1, f"the second beat never tried {task}: nothing proved\n{beats[-3000:]}"
-        assert ran[task] == published[task], f"{task}: published {published[task]}, run {ran[task]}"
+        assert ran[task] == sent[task], f"{task}: published {sent[task]} (by any entry), run {ran[task]}"
     assert all(re.search(r"Task relay\.\w+\[[^\]]+\] succeeded", stack.log(w, 10**7)) for w in ("worker1", "worker2"))
     report(
         "two-beats",
