@@ -7,7 +7,7 @@ Used by the regression guard (this tree against a revision, devtools/bench/cost.
 relay beside us (devtools/bench/public_relay.py) and the callback's floor (the callback against
 the empty view, devtools/bench/figures.py)."""
 
-from statistics import median
+from .load import median
 
 
 def alternated(sides: list[str] | tuple[str, ...], rounds: int) -> list[str]:
@@ -23,7 +23,6 @@ def paired_rounds(measure, sides: tuple[str, str], pairs: int, value: str = "rat
     """`measure(side)` (→ a dict with `value` and "errors") for each side in turn (`alternated`);
     judged by the median of each pair's own ratio, first side's `value` ÷ the second's (None when
     no pair measured both)."""
-    first, second = sides
     rounds = [{"side": side, **measure(side)} for side in alternated(sides, pairs)]
     ratios = pair_ratios(rounds, sides, value)
     return {
@@ -49,5 +48,6 @@ def pair_ratios(rounds: list[dict], sides: tuple[str, str], value: str) -> list[
 
 
 def middle(values: list[float]) -> float | None:
-    """The median, rounded as the figures are; None of nothing."""
-    return round(median(values), 3) if values else None
+    """The median (devtools.bench.load's), rounded as the figures are; None of nothing."""
+    value = median(values)
+    return None if value is None else round(value, 3)
