@@ -40,6 +40,10 @@ CALLBACK_PATH = "/github/callback"
 FLOOR_PATH = "/bench/floor"
 ANSWER_TIMEOUT = 300.0
 """How long the parent waits for a probe's answer (setup migrates a fresh store) before giving up."""
+MARKS_ENV = "CRCR_BENCH_CALLGRIND_MARKS"
+"""The compiled callgrind marks a counting probe loads (devtools.bench.instructions)."""
+COUNTED_TIMEOUT = 1200.0
+"""The same under callgrind, where the probe's setup runs ~10× slower and a counted round ~50×."""
 
 
 # --- pure pieces (tests/test_bench_cost.py) ---------------------------------------------------------
@@ -167,7 +171,17 @@ def git(*args: str, cwd: Path = ROOT) -> str | None:
 class Probe:
     """One revision's probe process; `ask` sends a round and waits (with a timeout) for its answer."""
 
-    def __init__(self, label: str, tree: Path, store: Path, script: Path = PROBE_SCRIPT, database_url: str = ""):
+    def __init__(
+        self,
+        label: str,
+        tree: Path,
+        store: Path,
+        script: Path = PROBE_SCRIPT,
+        database_url: str = "",
+        marks: Path | None = None,
+    ):
+        """With `marks` (the compiled callgrind marks, devtools.bench.instructions), the probe runs
+        under callgrind and can count its requests' instructions (`count`)."""
         from devtools.bench.harness import SECRET_KEY  # absolute: the probe runs this file as a script
 
         shutil.rmtree(store, ignore_errors=True)  # a fresh store, migrated by this revision
@@ -186,10 +200,19 @@ class Probe:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        prefix: list[str] = []
+        self.counts_to = store.resolve() / "callgrind.out"
+        self.timeout = ANSWER_TIMEOUT
+        if marks is not None:
+            from devtools.bench.instructions import valgrind_argv
+
+            prefix = valgrind_argv(self.counts_to)
+            env.update({MARKS_ENV: str(marks), "PYTHONHASHSEED": "0"})  # a set's order is part of the count
+            self.timeout = COUNTED_TIMEOUT
         self.label = label
         self.log = open(store / "probe.log", "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [sys.executable, str(script)],
+            [*prefix, sys.executable, str(script)],
             cwd=tree,
             env=env,
             stdin=subprocess.PIPE,
@@ -208,14 +231,24 @@ class Probe:
             raise
         return self.ready
 
-    def ask(self, pairs: int, modules: int = 0) -> dict:
-        question = {"pairs": pairs, **({"modules": modules} if modules else {})}
+    def ask(self, pairs: int, modules: int = 0, count: str = "") -> dict:
+        question = {"pairs": pairs, **({"modules": modules} if modules else {}), **({"count": count} if count else {})}
         self.proc.stdin.write((json.dumps(question) + "\n").encode())
         self.proc.stdin.flush()
         return self._read()
 
+    def count(self, pairs: int, side: str) -> int:
+        """The instructions `pairs` jobs' requests of `side` ("callback" or "floor") executed: a
+        round in which only those requests are counted, read back from the dump it ends with."""
+        from devtools.bench.instructions import dump_total
+
+        answer = self.ask(pairs, count=side)
+        if answer["errors"]:
+            raise RuntimeError(f"the {self.label} probe's counted round had {answer['errors']} errors")
+        return dump_total(self.counts_to, answer["dumps"])
+
     def _read(self) -> dict:
-        ready, _, _ = select.select([self.proc.stdout], [], [], ANSWER_TIMEOUT)
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
         line = self.proc.stdout.readline() if ready else b""
         if not line:
             raise RuntimeError(f"the {self.label} probe did not answer (its log: {self.log.name})")
@@ -262,19 +295,34 @@ def pg_database(server_url: str, name: str) -> str:
 
 
 def compare(
-    against: str | None, rounds: int, pairs: int, base: Path, log=print, postgres: str = "", modules: int = 0
+    against: str | None,
+    rounds: int,
+    pairs: int,
+    base: Path,
+    log=print,
+    postgres: str = "",
+    modules: int = 0,
+    counted_pairs: int = 0,
 ) -> dict:
     """This tree's callback cost and `against`'s (None: this tree alone), alternately; the summaries.
     With `postgres` (a server's URL) each probe gets a database of its own there, crcr_cost_<label>,
     instead of a SQLite file. With `modules`, then the goal-5 A/B on this tree's probe (`capabilities`),
-    under the summaries' "capabilities"."""
-    from devtools.bench.paired import alternated  # the parent's only: a probe runs in an older tree
-
+    under the summaries' "capabilities". With `counted_pairs`, then each revision's instructions
+    per request (`instruction_counts`), under "instructions"."""
     labels = {
         "this": (ROOT, (git("rev-parse", "HEAD") or "?").strip() + ("+" if git("diff", "--quiet") is None else ""))
     }
     if against:
         labels["against"] = worktree(against, base)
+    summaries = _timed(labels, rounds, pairs, base, log, postgres, modules)
+    if counted_pairs:
+        summaries["instructions"] = instruction_counts(labels, counted_pairs, base, log, postgres)
+    return summaries
+
+
+def _timed(labels: dict, rounds: int, pairs: int, base: Path, log, postgres: str, modules: int) -> dict:
+    from devtools.bench.paired import alternated  # the parent's only: a probe runs in an older tree
+
     probes, costs = {}, {}
     try:
         for label, (tree, rev) in labels.items():
@@ -293,12 +341,43 @@ def compare(
         for probe in probes.values():
             probe.close()
     summaries = {label: c.summary() for label, c in costs.items()}
-    for line in verdicts(summaries, "this", "against" if against else None):
+    for line in verdicts(summaries, "this", "against" if "against" in labels else None):
         log(line)
     if carrying is not None:
         summaries["capabilities"] = carrying
         log(capabilities_verdict(carrying, summaries.get("against", {}).get("rev")))
     return summaries
+
+
+def instruction_counts(labels: dict, pairs: int, base: Path, log=print, postgres: str = "") -> dict:
+    """Each revision's instructions per callback and per empty view, counted under callgrind by a
+    probe of its own (devtools.bench.instructions): the guard's figure that no host speed moves.
+    Empty ({"skipped": why}) on a machine without valgrind or a C compiler."""
+    from devtools.bench import instructions
+
+    try:
+        marks = instructions.marks_library(base)
+    except instructions.Unavailable as exc:
+        log(f"instructions: not counted: {exc}")
+        return {"skipped": str(exc)}
+    log(f"instructions: {pairs} callback pairs per revision under callgrind (its setup takes minutes)")
+    probes, counted = {}, {}
+    try:
+        for label, (tree, rev) in labels.items():
+            database = pg_database(postgres, f"crcr_counted_{label}") if postgres else ""
+            probes[label] = Probe(label, tree, base / f"counted-{label}", database_url=database, marks=marks)
+        for probe in probes.values():
+            probe.wait_ready()
+        for label, probe in probes.items():
+            probe.ask(pairs)  # uncounted warm-up, as in the timed rounds
+            callback, floor = probe.count(pairs, "callback"), probe.count(pairs, "floor")
+            counted[label] = {"rev": labels[label][1], **instructions.summary(callback, floor, 2 * pairs)}
+    finally:
+        for probe in probes.values():
+            probe.close()
+    for line in instructions.verdicts(counted, "this", "against" if "against" in counted else None, _short):
+        log(line)
+    return counted
 
 
 # --- goal 5: what the new capabilities add to the callback that carries them ------------------------
@@ -370,11 +449,48 @@ def probe_main() -> None:
     from devtools.bench.figures import CallbackWorld
 
     world = CallbackWorld(_World(standin))
+    marks = _Marks(os.environ[MARKS_ENV]) if os.environ.get(MARKS_ENV) else None
     _say({"ready": True})
     for line in sys.stdin:
         question = json.loads(line)
-        _say(_round(application, world.jobs(question["pairs"]), question.get("modules", 0)))
+        jobs = world.jobs(question["pairs"])
+        counting = question.get("count", "")
+        answer = _round(application, jobs, question.get("modules", 0), marks.counting(counting) if counting else None)
+        if counting:
+            answer["dumps"] = marks.dump(counting)
+        _say(answer)
     standin.stop()
+
+
+class _Marks:
+    """Callgrind's client requests through the compiled marks (devtools.bench.instructions):
+    instrumentation from the first counted round on, collection toggled around each counted
+    request, and a dump at the end of the round."""
+
+    def __init__(self, library: str):
+        import ctypes
+
+        self.lib = ctypes.CDLL(library)
+        self.instrumented = False
+        self.dumps = 0
+        self.side = ""
+
+    def counting(self, side: str) -> "_Marks":
+        if not self.instrumented:
+            self.lib.crcr_start()
+            self.instrumented = True
+        self.side = side
+        return self
+
+    def toggle(self, side: str) -> None:
+        if side == self.side:
+            self.lib.crcr_toggle()
+
+    def dump(self, name: str) -> int:
+        """Write this round's counts as the next dump, and answer its number."""
+        self.lib.crcr_dump(name.encode())
+        self.dumps += 1
+        return self.dumps
 
 
 class _World:
@@ -384,36 +500,44 @@ class _World:
         self.standin = standin
 
 
-def _round(application, jobs, modules: int = 0) -> dict:
+def _round(application, jobs, modules: int = 0, marks: "_Marks | None" = None) -> dict:
     """Each job's in_progress then completed (counting `modules` modules), each followed by the
-    same body to the empty view."""
+    same body to the empty view; with `marks`, the instructions of one side's requests counted."""
     callback_ns, floor_ns, errors = [], [], 0
     for job in jobs:
         job.modules = modules
         for status, token in (("in_progress", job.tokens[0]), ("completed", job.tokens[1])):
             body = job.body(status)
-            spent, ok = _request(application, CALLBACK_PATH, body, token, status)
+            spent, ok = _request(application, CALLBACK_PATH, body, token, status, marks, "callback")
             callback_ns.append(spent)
             errors += not ok
-            spent, ok = _request(application, FLOOR_PATH, body, token, "floor")
+            spent, ok = _request(application, FLOOR_PATH, body, token, "floor", marks, "floor")
             floor_ns.append(spent)
             errors += not ok
     return {"callback_ns": callback_ns, "floor_ns": floor_ns, "errors": errors}
 
 
-def _request(application, path: str, body: bytes, token: str, expect: str) -> tuple[int, bool]:
-    """(this thread's CPU for one request through the WSGI application, answered as expected)."""
+def _request(
+    application, path: str, body: bytes, token: str, expect: str, marks: "_Marks | None" = None, side: str = ""
+) -> tuple[int, bool]:
+    """(this thread's CPU for one request through the WSGI application, answered as expected);
+    its instructions collected when `marks` counts `side`."""
     answered = {}
 
     def start_response(status, headers, exc_info=None):
         answered["status"] = status
 
+    request = environ(path, body, token)
+    if marks:
+        marks.toggle(side)
     started = time.thread_time_ns()
-    chunks = application(environ(path, body, token), start_response)
+    chunks = application(request, start_response)
     payload = b"".join(chunks)
     if hasattr(chunks, "close"):
         chunks.close()
     spent = time.thread_time_ns() - started
+    if marks:
+        marks.toggle(side)
     ok = answered.get("status", "").startswith("200") and json.loads(payload).get("status") == expect
     return spent, ok
 

@@ -104,6 +104,14 @@ class Command(BaseCommand):
             "(default bench.cost.AB_MODULES; 0 skips it)",
         )
         parser.add_argument(
+            "--counted-pairs",
+            type=int,
+            default=None,
+            help="after the guard's timed rounds, each revision's instructions per request counted under callgrind "
+            "over this many callback pairs (default bench.instructions.COUNTED_PAIRS; 0 skips it; skipped, "
+            "and said, without valgrind)",
+        )
+        parser.add_argument(
             "--cost-postgres",
             action="store_true",
             help="the guard's probes on PostgreSQL (DATABASE_URL's server, else the local one), each with a "
@@ -160,7 +168,7 @@ class Command(BaseCommand):
 
     def cost(self, options) -> None:
         """The callback's CPU per request, this tree's and another revision's, in turn (bench.cost)."""
-        from devtools.bench import cost
+        from devtools.bench import cost, instructions
 
         # tiny (the smoke test): the guard's machinery against this very commit, whatever history the clone has
         against = options["against"] or ("HEAD" if options["tiny"] else cost.against_default(cost.git))
@@ -172,8 +180,17 @@ class Command(BaseCommand):
             postgres = configured if configured.startswith("postgres") else LOCAL_POSTGRES
         modules = options["ab_modules"]
         modules = (0 if options["tiny"] else cost.AB_MODULES) if modules is None else modules
+        counted = options["counted_pairs"]
+        counted = (0 if options["tiny"] else instructions.COUNTED_PAIRS) if counted is None else counted
         summaries = cost.compare(
-            against, rounds, pairs, BENCH_DIR / "cost", log=self.stdout.write, postgres=postgres, modules=modules
+            against,
+            rounds,
+            pairs,
+            BENCH_DIR / "cost",
+            log=self.stdout.write,
+            postgres=postgres,
+            modules=modules,
+            counted_pairs=counted,
         )
         out = Path(options["out"]).with_name("cost.json")
         out.parent.mkdir(parents=True, exist_ok=True)
