@@ -42,6 +42,12 @@ ANSWER_TIMEOUT = 300.0
 """How long the parent waits for a probe's answer (setup migrates a fresh store) before giving up."""
 MARKS_ENV = "CRCR_BENCH_CALLGRIND_MARKS"
 """The compiled callgrind marks a counting probe loads (devtools.bench.instructions)."""
+COUNTED_ENV = {"PYTHONHASHSEED": "0", "CRCR_REGISTRY_CACHE_SECONDS": "0"}
+"""What a counting probe fixes so that its count repeats: a set's order (the hash seed), and the
+project lookup's 5 s memory (relay/callbacks/identity.py), which an instrumented probe, ~50×
+slower, would outlive on some callbacks and not others. With none, every callback looks its
+project up, as one does in production, where a repository calls back far less often than every
+5 s (docs/performance.md, "seventh round")."""
 COUNTED_TIMEOUT = 1200.0
 """The same under callgrind, where the probe's setup runs ~10× slower and a counted round ~50×."""
 
@@ -207,7 +213,7 @@ class Probe:
             from devtools.bench.instructions import valgrind_argv
 
             prefix = valgrind_argv(self.counts_to)
-            env.update({MARKS_ENV: str(marks), "PYTHONHASHSEED": "0"})  # a set's order is part of the count
+            env.update({MARKS_ENV: str(marks), **COUNTED_ENV})
             self.timeout = COUNTED_TIMEOUT
         self.label = label
         self.log = open(store / "probe.log", "wb")  # noqa: SIM115 - closed in close()
