@@ -178,3 +178,48 @@ def test_a_gitlab_project_maps_by_id_and_path(post, oidc):
     assert post(body, oidc.mint(kind="gitlab", project_path="gl-org/torch-npu")).json()["status"] == "in_progress"
     body["workflow"]["job_name"] = "moved"
     assert post(body, oidc.mint(kind="gitlab", project_path="someone/else")).status_code == 403
+
+
+# --- the project a token names, read by one prepared statement (identity.project_where) ------------
+
+
+def test_a_project_is_found_by_its_name_in_any_case_with_every_field_as_the_orm_reads_it(db):
+    from relay.callbacks.identity import project_where
+    from relay.models import Project
+
+    ProjectFactory(full_name="amd/pytorch-rocm", github_repo_id=7, oidc_required_claims={"ref": ["main"]})
+    found = project_where("full_name", "AMD/PyTorch-ROCm", any_case=True)
+    stored = Project.objects.get(full_name="amd/pytorch-rocm")
+    assert [getattr(found, f.attname) for f in Project._meta.concrete_fields] == [
+        getattr(stored, f.attname) for f in Project._meta.concrete_fields
+    ]
+    assert found.oidc_required_claims == {"ref": ["main"]} and not found._state.adding
+
+
+def test_an_underscore_or_a_percent_in_a_name_is_a_letter_not_a_wildcard(db):
+    from relay.callbacks.identity import project_where
+
+    ProjectFactory(full_name="org/a_b")
+    assert project_where("full_name", "org/aXb", any_case=True) is None
+    assert project_where("full_name", "org/a%", any_case=True) is None
+    assert project_where("full_name", "ORG/A_B", any_case=True).full_name == "org/a_b"
+
+
+def test_an_exact_column_matches_only_its_exact_value(db):
+    from relay.callbacks.identity import project_where
+
+    ProjectFactory(full_name="gitlab/proj", gitlab_project_id="4242")
+    assert project_where("gitlab_project_id", "4242").full_name == "gitlab/proj"
+    assert project_where("gitlab_project_id", "424") is None
+
+
+def test_of_several_projects_the_first_in_the_registrys_order_is_taken_as_first_would(db):
+    from relay.callbacks.identity import project_where
+    from relay.models import Project
+
+    pipeline = "0b7c-org/5d1e-pipe"
+    ProjectFactory(full_name="z/later", level="L3", device="npu", buildkite_pipeline=pipeline)
+    ProjectFactory(full_name="a/earlier", level="L2", buildkite_pipeline=pipeline.upper())
+    orm = Project.objects.filter(buildkite_pipeline__iexact=pipeline).first()
+    assert project_where("buildkite_pipeline", pipeline, any_case=True).pk == orm.pk
+    assert orm.full_name == "a/earlier"
