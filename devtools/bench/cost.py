@@ -46,8 +46,8 @@ COUNTED_ENV = {"PYTHONHASHSEED": "0", "CRCR_REGISTRY_CACHE_SECONDS": "0"}
 """What a counting probe fixes so that its count repeats: a set's order (the hash seed), and the
 project lookup's 5 s memory (relay/callbacks/identity.py), which an instrumented probe, ~50×
 slower, would outlive on some callbacks and not others. With none, every callback looks its
-project up, as one does in production, where a repository calls back far less often than every
-5 s (docs/performance.md, "seventh round")."""
+project up, as many do in production, where a repository's callbacks are often minutes apart
+(docs/performance.md, "seventh round")."""
 COUNTED_TIMEOUT = 1200.0
 """The same under callgrind, where the probe's setup runs ~10× slower and a counted round ~50×."""
 
