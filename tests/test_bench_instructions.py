@@ -63,6 +63,16 @@ def test_the_verdict_gives_each_revisions_counts_and_this_ones_change():
     assert len(instructions.verdicts({"this": this}, "this", None)) == 1
 
 
+def test_the_capabilities_ab_gives_what_the_module_counts_add_to_each_completion():
+    carrying = instructions.capabilities(without=40_000_000, carrying=46_000_000, pairs=10, modules=1100)
+    assert carrying == {"modules": 1100, "completions": 10, "added_instructions": 600_000}
+    this = {"rev": "b" * 40, **instructions.summary(4_000_000 * 20, 700_000 * 20, 20)}
+    assert instructions.capabilities_verdict(carrying, this) == (
+        "capabilities (goal 5), counted: a completion counting 1,100 modules adds 600,000 instructions, "
+        "0.15× an average callback's 4,000,000 (10 completions each way)"
+    )
+
+
 def test_what_the_machine_lacks_is_named(monkeypatch):
     monkeypatch.setattr(instructions.shutil, "which", lambda name: None if name == "valgrind" else "/usr/bin/" + name)
     assert "valgrind is not installed" in instructions.missing()
@@ -123,7 +133,8 @@ print(json.dumps({{"ready": True, **fixed}}), flush=True)
 for line in sys.stdin:
     question = json.loads(line)
     marks.counting(question["count"])
-    marks.toggle("floor"); sum(i * i for i in range(3000 * question["pairs"])); marks.toggle("floor")
+    steps = 3000 * question["pairs"] * (1 + question.get("modules", 0))
+    marks.toggle("floor"); sum(i * i for i in range(steps)); marks.toggle("floor")
     print(json.dumps({{"errors": 0, "dumps": marks.dump(question["count"])}}), flush=True)
 """
 
@@ -140,6 +151,7 @@ def test_a_probe_with_marks_runs_under_callgrind_and_counts_its_round(tmp_path):
         assert probe.count(1, "callback") < 1000  # nothing of the callback's side ran
         floor = probe.count(2, "floor")
         assert floor > 100_000
+        assert 1.8 < probe.count(2, "floor", modules=1) / floor < 2.2  # the modules reach the round
     finally:
         probe.close()
     assert probe.proc.returncode == 0

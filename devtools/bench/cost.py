@@ -243,12 +243,13 @@ class Probe:
         self.proc.stdin.flush()
         return self._read()
 
-    def count(self, pairs: int, side: str) -> int:
-        """The instructions `pairs` jobs' requests of `side` ("callback" or "floor") executed: a
-        round in which only those requests are counted, read back from the dump it ends with."""
+    def count(self, pairs: int, side: str, modules: int = 0) -> int:
+        """The instructions `pairs` jobs' requests of `side` ("callback" or "floor") executed, each
+        completion counting `modules` modules: a round in which only those requests are counted,
+        read back from the dump it ends with."""
         from devtools.bench.instructions import dump_total
 
-        answer = self.ask(pairs, count=side)
+        answer = self.ask(pairs, modules=modules, count=side)
         if answer["errors"]:
             raise RuntimeError(f"the {self.label} probe's counted round had {answer['errors']} errors")
         return dump_total(self.counts_to, answer["dumps"])
@@ -322,7 +323,7 @@ def compare(
         labels["against"] = worktree(against, base)
     summaries = _timed(labels, rounds, pairs, base, log, postgres, modules)
     if counted_pairs:
-        summaries["instructions"] = instruction_counts(labels, counted_pairs, base, log, postgres)
+        summaries["instructions"] = instruction_counts(labels, counted_pairs, base, log, postgres, modules)
     return summaries
 
 
@@ -355,10 +356,12 @@ def _timed(labels: dict, rounds: int, pairs: int, base: Path, log, postgres: str
     return summaries
 
 
-def instruction_counts(labels: dict, pairs: int, base: Path, log=print, postgres: str = "") -> dict:
+def instruction_counts(labels: dict, pairs: int, base: Path, log=print, postgres: str = "", modules: int = 0) -> dict:
     """Each revision's instructions per callback and per empty view, counted under callgrind by a
     probe of its own (devtools.bench.instructions): the guard's figure that no host speed moves.
-    Empty ({"skipped": why}) on a machine without valgrind or a C compiler."""
+    With `modules`, then goal 5's A/B in instructions on this tree's probe: the same callbacks,
+    each completion counting that many modules (under "capabilities"). Empty ({"skipped": why})
+    on a machine without valgrind or a C compiler."""
     from devtools.bench import instructions
 
     try:
@@ -378,11 +381,17 @@ def instruction_counts(labels: dict, pairs: int, base: Path, log=print, postgres
             probe.ask(pairs)  # uncounted warm-up, as in the timed rounds
             callback, floor = probe.count(pairs, "callback"), probe.count(pairs, "floor")
             counted[label] = {"rev": labels[label][1], **instructions.summary(callback, floor, 2 * pairs)}
+            if modules and label == "this":
+                carrying = probe.count(pairs, "callback", modules)
+                counted["capabilities"] = instructions.capabilities(callback, carrying, pairs, modules)
     finally:
         for probe in probes.values():
             probe.close()
-    for line in instructions.verdicts(counted, "this", "against" if "against" in counted else None, _short):
+    revisions = {label: c for label, c in counted.items() if label != "capabilities"}
+    for line in instructions.verdicts(revisions, "this", "against" if "against" in revisions else None, _short):
         log(line)
+    if "capabilities" in counted:
+        log(instructions.capabilities_verdict(counted["capabilities"], counted["this"]))
     return counted
 
 

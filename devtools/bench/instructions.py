@@ -123,3 +123,22 @@ def verdicts(counted: dict[str, dict], this: str, other: str | None, short=lambd
             f"{a['ratio_to_floor'] / b['ratio_to_floor'] - 1:+.2%}"
         )
     return lines
+
+
+def capabilities(without: int, carrying: int, pairs: int, modules: int) -> dict:
+    """Goal 5's A/B in instructions: two counted rounds of `pairs` jobs, the second's completions
+    counting `modules` modules (their in_progress callbacks carry none in either), and what the
+    counts add to each completion."""
+    added = (carrying - without) / pairs
+    return {"modules": modules, "completions": pairs, "added_instructions": round(added)}
+
+
+def capabilities_verdict(carrying: dict, this: dict) -> str:
+    """The A/B's line: what the counts add to a completion, and that against a whole callback's
+    count (the same host-free unit; goal 5's 2 ms stays judged in time, by the timed A/B)."""
+    share = carrying["added_instructions"] / this["callback_instructions"]
+    return (
+        f"capabilities (goal 5), counted: a completion counting {carrying['modules']:,} modules adds "
+        f"{carrying['added_instructions']:,} instructions, {share:.2f}× an average callback's "
+        f"{this['callback_instructions']:,} ({carrying['completions']} completions each way)"
+    )
