@@ -10,14 +10,14 @@ request, what the callback and the empty view execute (`manage.py bench --only c
 
 Python cannot issue callgrind's client requests (they are a magic instruction sequence), so a
 four-function C library does it (MARKS_C, compiled here with the machine's C compiler against
-valgrind's own header, loaded by the probe through ctypes). No package on PyPI offers these
-requests as a stable interface: pytest-codspeed builds the same calls, but as a private module of
-a pytest plugin. The probe starts with instrumentation off (`--instr-atstart=no`: its imports,
+valgrind's own header, loaded by the probe through ctypes). The one package on PyPI that wraps
+them, `valgrind` 0.0.0, documents start, stop and dump but no toggle, and ships one wheel (macOS,
+CPython 3.8): not a library to depend on. The probe starts with instrumentation off (`--instr-atstart=no`: its imports,
 migration and stand-in run at a tenth of the speed instead of a hundredth), turns it on for the
 counted round, and collects only inside the requests it counts (`--collect-atstart=no` and a
 toggle around each), then dumps: the dump's `totals:` line is the round's instruction count.
 
-Parent-side only; the probe's half (`Marks`) lives in devtools.bench.cost, which the probe runs."""
+Parent-side only; the probe's half (`_Marks`) lives in devtools.bench.cost, which the probe runs."""
 
 import re
 import shutil
